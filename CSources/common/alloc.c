@@ -1,0 +1,58 @@
+/* alloc.c - allocation wrappers with failure injection for tests. */
+#include "common/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Allocations left before injected failures start; negative: never fail.
+ * Only tests set it, from one thread. */
+static long fail_after = -1;
+static long alloc_count;
+
+static bool should_fail(void) {
+    alloc_count++;
+    if (HEARTH__LIKELY(fail_after < 0))
+        return false;
+    if (fail_after == 0)
+        return true;
+    fail_after--;
+    return false;
+}
+
+long hearth__alloc_fail_after(long n) {
+    long made = alloc_count;
+    fail_after = n;
+    alloc_count = 0;
+    return made;
+}
+
+void *hearth__malloc(size_t size) {
+    if (should_fail())
+        return NULL;
+    return malloc(size ? size : 1);
+}
+
+void *hearth__calloc(size_t count, size_t size) {
+    if (should_fail())
+        return NULL;
+    return calloc(count ? count : 1, size ? size : 1);
+}
+
+void *hearth__realloc(void *ptr, size_t size) {
+    if (should_fail())
+        return NULL;
+    return realloc(ptr, size ? size : 1);
+}
+
+void hearth__free(void *ptr) { free(ptr); }
+
+void hearth_free(void *ptr) { free(ptr); }
+
+char *hearth__strndup(const char *s, size_t len) {
+    char *copy = hearth__malloc(len + 1);
+    if (copy) {
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}

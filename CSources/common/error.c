@@ -1,0 +1,70 @@
+/* error.c - the error table, hearth_strerror / hearth_err_name, and the
+ * helper that fills a hearth_error_t. */
+#include "common/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One row per code: the single source of names and messages. */
+#define HEARTH__ERRNO_MAP(XX)                                                  \
+    XX(OK, "success")                                                          \
+    XX(ENOMEM, "out of memory")                                                \
+    XX(EINVAL, "invalid argument")                                             \
+    XX(EJSON, "malformed JSON")                                                \
+    XX(EKEY, "invalid key")                                                    \
+    XX(EPATH, "invalid path")                                                  \
+    XX(EDEPTH, "data nested deeper than 32 levels")                            \
+    XX(ETOOBIG, "key, string or value over its size limit")                    \
+    XX(ENUMBER, "number is NaN or infinite")                                   \
+    XX(EPRIORITY, "invalid priority")                                          \
+    XX(ESERVERVALUE, "invalid server value")                                   \
+    XX(EVALUE, "invalid value")                                                \
+    XX(EUPDATE, "update paths overlap")                                        \
+    XX(EREADONLY, "location is read-only")                                     \
+    XX(EQUERY, "invalid query")                                                \
+    XX(ECLOSED, "database is closed")                                          \
+    XX(ECANCELED, "operation canceled")                                        \
+    XX(EABORTED, "transaction aborted")                                        \
+    XX(ENOTFOUND, "not found")                                                 \
+    XX(EIO, "input/output error")                                              \
+    XX(ELOOP, "event loop error")                                              \
+    XX(EUNSUPPORTED, "not supported")
+
+const char *hearth_strerror(int err) {
+#define XX(name, msg)                                                          \
+    if (err == HEARTH_##name)                                                  \
+        return msg;
+    HEARTH__ERRNO_MAP(XX)
+#undef XX
+    return "unknown error";
+}
+
+const char *hearth_err_name(int err) {
+#define XX(name, msg)                                                          \
+    if (err == HEARTH_##name)                                                  \
+        return "HEARTH_" #name;
+    HEARTH__ERRNO_MAP(XX)
+#undef XX
+    return "HEARTH_UNKNOWN";
+}
+
+int hearth__error(hearth_error_t *err, int code, const char *path,
+                  const char *fmt, ...) {
+    if (err) {
+        err->code = code;
+        err->line = 0;
+        err->column = 0;
+        snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int hearth__error_code(hearth_error_t *err, int code) {
+    return hearth__error(err, code, NULL, "%s", hearth_strerror(code));
+}
+
+const char *hearth_version(void) { return "0.1.0"; }

@@ -1,0 +1,82 @@
+/*
+ * internal.h - what every file of the C core shares: allocation (with the
+ * failure injection used by the tests), error reporting and a growable
+ * byte buffer. Internal names use the hearth__ prefix and are not exported.
+ */
+#ifndef HEARTH_COMMON_INTERNAL_H
+#define HEARTH_COMMON_INTERNAL_H
+
+#include "hearth.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HEARTH__UNUSED(x) ((void)(x))
+#define HEARTH__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HEARTH__LIKELY(x) __builtin_expect(!!(x), 1)
+#define HEARTH__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HEARTH__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define HEARTH__LIKELY(x) (x)
+#define HEARTH__UNLIKELY(x) (x)
+#define HEARTH__PRINTF(f, a)
+#endif
+
+/* ---- allocation ----
+ * Every allocation of the core goes through these so that tests can make
+ * the N-th one fail (hearth__alloc_fail_after) and check that each caller
+ * reports HEARTH_ENOMEM and leaves its state unchanged. */
+void *hearth__malloc(size_t size);
+void *hearth__calloc(size_t count, size_t size);
+void *hearth__realloc(void *ptr, size_t size);
+void hearth__free(void *ptr);
+char *hearth__strndup(const char *s, size_t len);
+
+/* Test hook: after `n` more successful allocations, every allocation fails
+ * (n < 0 disables). Returns the number of allocations made since the last
+ * call. Not thread-safe; only for single-threaded tests. */
+HEARTH_EXTERN long hearth__alloc_fail_after(long n);
+
+/* ---- errors ---- */
+
+/* Fills err (when not NULL) and returns code. `path` may be NULL. */
+int hearth__error(hearth_error_t *err, int code, const char *path,
+                  const char *fmt, ...) HEARTH__PRINTF(4, 5);
+/* Like hearth__error with the message text from hearth_strerror. */
+int hearth__error_code(hearth_error_t *err, int code);
+
+/* ---- byte buffer ---- */
+
+typedef struct hearth__buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed; /* an allocation failed; data is then unusable */
+} hearth__buf;
+
+void hearth__buf_init(hearth__buf *b);
+void hearth__buf_free(hearth__buf *b);
+bool hearth__buf_reserve(hearth__buf *b, size_t extra);
+void hearth__buf_add(hearth__buf *b, const void *data, size_t len);
+void hearth__buf_addc(hearth__buf *b, char c);
+void hearth__buf_adds(hearth__buf *b, const char *s);
+void hearth__buf_printf(hearth__buf *b, const char *fmt, ...)
+    HEARTH__PRINTF(2, 3);
+/* Detaches the NUL-terminated contents (NULL if an allocation failed). */
+char *hearth__buf_detach(hearth__buf *b, size_t *len);
+
+/* ---- misc ---- */
+
+/* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
+bool hearth__utf8_valid(const char *s, size_t len);
+
+/* Formats a double the way JavaScript's Number#toString does (integers
+ * without a fraction, shortest round-trip digits, exponent past 1e21 and
+ * below 1e-6). Writes at most 32 bytes; returns the length. */
+size_t hearth__format_number(double v, char out[32]);
+
+#endif

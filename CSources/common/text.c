@@ -1,0 +1,119 @@
+/* text.c - UTF-8 validation and JavaScript-compatible number formatting. */
+#include "common/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool hearth__utf8_valid(const char *str, size_t len) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (len - i <= n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+/* Shortest "%.Ne" digits that read back as v. */
+static int shortest_exponential(double v, char *out, size_t size) {
+    for (int precision = 0; precision <= 16; precision++) {
+        snprintf(out, size, "%.*e", precision, v);
+        if (strtod(out, NULL) == v)
+            return precision;
+    }
+    return 16;
+}
+
+size_t hearth__format_number(double v, char out[32]) {
+    if (v == 0) {
+        out[0] = '0';
+        out[1] = '\0';
+        return 1;
+    }
+    if (v == floor(v) && fabs(v) < 1e21) {
+        /* Integral: all digits, like JavaScript below 1e21. */
+        if (fabs(v) < 9007199254740992.0)
+            return (size_t)snprintf(out, 32, "%lld", (long long)v);
+        return (size_t)snprintf(out, 32, "%.0f", v);
+    }
+    /* Split the shortest round-trip form into digits and exponent, then lay
+     * it out as ECMAScript Number::toString does. */
+    char sci[40];
+    shortest_exponential(v, sci, sizeof sci);
+    const char *p = sci;
+    bool negative = false;
+    if (*p == '-') {
+        negative = true;
+        p++;
+    }
+    char digits[24];
+    int k = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            digits[k++] = *p;
+    digits[k] = '\0';
+    int e = atoi(p + 1); /* value = 0.d1d2... * 10^(e+1) */
+    int n = e + 1;
+    char *o = out;
+    if (negative)
+        *o++ = '-';
+    if (k <= n && n <= 21) {
+        memcpy(o, digits, (size_t)k);
+        o += k;
+        for (int i = k; i < n; i++)
+            *o++ = '0';
+    } else if (0 < n && n <= 21) {
+        memcpy(o, digits, (size_t)n);
+        o += n;
+        *o++ = '.';
+        memcpy(o, digits + n, (size_t)(k - n));
+        o += k - n;
+    } else if (-6 < n && n <= 0) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -n; i++)
+            *o++ = '0';
+        memcpy(o, digits, (size_t)k);
+        o += k;
+    } else {
+        *o++ = digits[0];
+        if (k > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(k - 1));
+            o += k - 1;
+        }
+        o += sprintf(o, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
+    }
+    *o = '\0';
+    return (size_t)(o - out);
+}

@@ -1,0 +1,683 @@
+/* children.c - the persistent B+tree behind a node's children.
+ *
+ * Updates run in two phases. Planning walks the root-to-leaf path, decides
+ * which pages must be copied (shared) or split (full), and allocates every
+ * page it will need; if any allocation fails it frees them and returns with
+ * nothing changed. Applying then edits the pages bottom-up and cannot fail.
+ */
+#include "tree/children.h"
+
+#include <string.h>
+
+#define ORDER 32
+
+struct hearth__bt {
+    atomic_uint refs;
+    uint16_t n;   /* entries (leaf) or kids (inner) */
+    uint16_t cap; /* entry capacity of a leaf */
+    bool leaf;
+    size_t count; /* entries in this subtree */
+};
+
+typedef struct leaf_page {
+    hearth__bt h;
+    hearth__entry e[];
+} leaf_page;
+
+typedef struct inner_page {
+    hearth__bt h;
+    hearth__bt *kid[ORDER];
+    size_t cnt[ORDER];
+    const hearth__key *first[ORDER]; /* borrowed from kid[i]'s entries */
+} inner_page;
+
+static inline leaf_page *as_leaf(const hearth__bt *p) { return (leaf_page *)p; }
+static inline inner_page *as_inner(const hearth__bt *p) {
+    return (inner_page *)p;
+}
+
+static inline bool page_unique(const hearth__bt *p) {
+    return atomic_load_explicit(&((hearth__bt *)p)->refs,
+                                memory_order_acquire) == 1;
+}
+
+/* ---- pages ---- */
+
+static hearth__bt *leaf_alloc(unsigned cap) {
+    leaf_page *l = hearth__malloc(sizeof *l + cap * sizeof(hearth__entry));
+    if (!l)
+        return NULL;
+    atomic_init(&l->h.refs, 1);
+    l->h.n = 0;
+    l->h.cap = (uint16_t)cap;
+    l->h.leaf = true;
+    l->h.count = 0;
+    return &l->h;
+}
+
+static hearth__bt *inner_alloc(void) {
+    inner_page *p = hearth__malloc(sizeof *p);
+    if (!p)
+        return NULL;
+    atomic_init(&p->h.refs, 1);
+    p->h.n = 0;
+    p->h.cap = ORDER;
+    p->h.leaf = false;
+    p->h.count = 0;
+    return &p->h;
+}
+
+/* Smallest power-of-two capacity holding n entries, at most ORDER. */
+static unsigned leaf_cap_for(unsigned n) {
+    unsigned cap = 1;
+    while (cap < n)
+        cap *= 2;
+    return cap < ORDER ? cap : ORDER;
+}
+
+/* A copy of p holding new references to everything p holds. */
+static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
+    if (p->leaf) {
+        hearth__bt *c = leaf_alloc(leaf_cap);
+        if (!c)
+            return NULL;
+        c->n = p->n;
+        c->count = p->count;
+        memcpy(as_leaf(c)->e, as_leaf(p)->e, p->n * sizeof(hearth__entry));
+        for (unsigned i = 0; i < p->n; i++) {
+            hearth__key_incref(as_leaf(c)->e[i].key);
+            hearth_node_incref(as_leaf(c)->e[i].node);
+        }
+        return c;
+    }
+    hearth__bt *c = inner_alloc();
+    if (!c)
+        return NULL;
+    memcpy(as_inner(c), as_inner(p), sizeof(inner_page));
+    atomic_init(&c->refs, 1);
+    for (unsigned i = 0; i < p->n; i++)
+        hearth__bt_incref(as_inner(c)->kid[i]);
+    return c;
+}
+
+size_t hearth__bt_count(const hearth__bt *t) { return t ? t->count : 0; }
+
+void hearth__bt_incref(hearth__bt *t) {
+    if (t)
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+}
+
+void hearth__bt_decref(hearth__bt *t) {
+    if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (t->leaf) {
+        for (unsigned i = 0; i < t->n; i++) {
+            hearth__key_decref(as_leaf(t)->e[i].key);
+            hearth_node_decref(as_leaf(t)->e[i].node);
+        }
+    } else {
+        for (unsigned i = 0; i < t->n; i++)
+            hearth__bt_decref(as_inner(t)->kid[i]);
+    }
+    hearth__free(t);
+}
+
+static inline const hearth__key *page_first_key(const hearth__bt *p) {
+    return p->leaf ? as_leaf(p)->e[0].key : as_inner(p)->first[0];
+}
+
+static inline int compare_key(const hearth__name *name, const hearth__key *key) {
+    hearth__name kn = hearth__key_name(key);
+    return hearth__name_compare(name, &kn);
+}
+
+/* First slot whose key is >= name. */
+static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
+                           bool *found) {
+    const hearth__entry *e = as_leaf(p)->e;
+    unsigned lo = 0, hi = p->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (compare_key(name, e[mid].key) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < p->n && compare_key(name, e[lo].key) == 0;
+    return lo;
+}
+
+/* The kid whose range holds name: the last with first key <= name. */
+static unsigned inner_slot(const hearth__bt *p, const hearth__name *name) {
+    const inner_page *in = as_inner(p);
+    unsigned lo = 1, hi = p->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (compare_key(name, in->first[mid]) >= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
+/* ---- lookups ---- */
+
+const hearth__entry *hearth__bt_find(const hearth__bt *t,
+                                     const hearth__name *name) {
+    if (!t)
+        return NULL;
+    while (!t->leaf)
+        t = as_inner(t)->kid[inner_slot(t, name)];
+    bool found;
+    unsigned i = leaf_lower(t, name, &found);
+    return found ? &as_leaf(t)->e[i] : NULL;
+}
+
+const hearth__entry *hearth__bt_at(const hearth__bt *t, size_t index) {
+    if (!t || index >= t->count)
+        return NULL;
+    while (!t->leaf) {
+        const inner_page *in = as_inner(t);
+        unsigned i = 0;
+        while (index >= in->cnt[i]) {
+            index -= in->cnt[i];
+            i++;
+        }
+        t = in->kid[i];
+    }
+    return &as_leaf(t)->e[index];
+}
+
+size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
+                       bool *found) {
+    size_t rank = 0;
+    *found = false;
+    if (!t)
+        return 0;
+    while (!t->leaf) {
+        unsigned s = inner_slot(t, name);
+        for (unsigned i = 0; i < s; i++)
+            rank += as_inner(t)->cnt[i];
+        t = as_inner(t)->kid[s];
+    }
+    return rank + leaf_lower(t, name, found);
+}
+
+bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name) {
+    if (!t)
+        return false;
+    for (;;) {
+        if (!page_unique(t))
+            return false;
+        if (t->leaf)
+            return true;
+        t = as_inner(t)->kid[inner_slot(t, name)];
+    }
+}
+
+/* ---- update planning ---- */
+
+typedef struct level {
+    hearth__bt *page;    /* the page on the path */
+    unsigned slot;       /* kid (inner) or entry position (leaf) */
+    bool unique;         /* held by us alone, with all its ancestors */
+    hearth__bt *copy;    /* replacement page, when page cannot be edited */
+    hearth__bt *sibling; /* new right half, when the page splits */
+} level;
+
+typedef struct path_walk {
+    level lv[HEARTH__BT_MAX_DEPTH];
+    int leaf;       /* index of the leaf level */
+    bool found;     /* name is present */
+    bool rightmost; /* the path is the tree's last */
+} path_walk;
+
+static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
+    bool unique = page_unique(t);
+    int d = 0;
+    w->rightmost = true;
+    for (;;) {
+        level *l = &w->lv[d];
+        l->page = t;
+        l->unique = unique;
+        l->copy = NULL;
+        l->sibling = NULL;
+        if (t->leaf) {
+            l->slot = leaf_lower(t, name, &w->found);
+            w->rightmost = w->rightmost && l->slot == t->n;
+            w->leaf = d;
+            return;
+        }
+        l->slot = inner_slot(t, name);
+        w->rightmost = w->rightmost && l->slot == (unsigned)t->n - 1u;
+        t = as_inner(t)->kid[l->slot];
+        unique = unique && page_unique(t);
+        d++;
+    }
+}
+
+/* Undoes the planning allocations of a failed update. */
+static void release_plan(path_walk *w, hearth__bt *new_root) {
+    for (int d = 0; d <= w->leaf; d++) {
+        hearth__bt_decref(w->lv[d].copy);
+        hearth__free(w->lv[d].sibling); /* still empty */
+    }
+    hearth__free(new_root);
+}
+
+static inline hearth__bt *level_page(const level *l) {
+    return l->copy ? l->copy : l->page;
+}
+
+static void inner_recount(hearth__bt *p) {
+    size_t count = 0;
+    for (unsigned i = 0; i < p->n; i++)
+        count += as_inner(p)->cnt[i];
+    p->count = count;
+}
+
+/* Points inner page p's slot s at the level below's resulting page,
+ * releasing the reference p held to the old one when it changed. */
+static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below) {
+    hearth__bt *kid = level_page(below);
+    if (kid != below->page) {
+        as_inner(p)->kid[s] = kid;
+        hearth__bt_decref(below->page);
+    }
+    as_inner(p)->cnt[s] = kid->count;
+    if (kid->n)
+        as_inner(p)->first[s] = page_first_key(kid);
+    return kid;
+}
+
+/* How many entries stay left when a full page of ORDER gains one: all of
+ * them when appending at the tree's end (sequential inserts then fill
+ * pages), half otherwise. */
+static unsigned split_keep(bool rightmost) {
+    return rightmost ? ORDER : (ORDER + 1) / 2;
+}
+
+int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                   hearth_node_t *node) {
+    if (!*t) {
+        hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
+        hearth__bt *l = k ? leaf_alloc(1) : NULL;
+        if (!l) {
+            hearth__key_decref(k);
+            return HEARTH_ENOMEM;
+        }
+        as_leaf(l)->e[0].key = k;
+        as_leaf(l)->e[0].node = node;
+        l->n = 1;
+        l->count = 1;
+        *t = l;
+        return 0;
+    }
+
+    path_walk w;
+    walk_path(*t, name, &w);
+    level *lf = &w.lv[w.leaf];
+    hearth__bt *new_root = NULL;
+    hearth__key *new_key = NULL;
+    bool failed = false;
+
+    /* Plan: every allocation happens here. */
+    if (w.found) {
+        if (!lf->unique)
+            failed = !(lf->copy = page_clone(lf->page, lf->page->cap));
+    } else {
+        new_key = key ? hearth__key_incref(key) : hearth__key_new(name);
+        failed = !new_key;
+        unsigned n = lf->page->n;
+        if (!failed && n == ORDER) {
+            if (!lf->unique)
+                failed = !(lf->copy = page_clone(lf->page, ORDER));
+            if (!failed)
+                failed = !(lf->sibling = leaf_alloc(ORDER));
+        } else if (!failed && (!lf->unique || n == lf->page->cap)) {
+            failed = !(lf->copy = page_clone(lf->page, leaf_cap_for(n + 1)));
+        }
+    }
+    for (int d = w.leaf - 1; d >= 0 && !failed; d--) {
+        level *l = &w.lv[d];
+        if (!l->unique)
+            failed = !(l->copy = page_clone(l->page, 0));
+        if (!failed && w.lv[d + 1].sibling && l->page->n == ORDER)
+            failed = !(l->sibling = inner_alloc());
+    }
+    if (!failed && w.lv[0].sibling)
+        failed = !(new_root = inner_alloc());
+    if (failed) {
+        release_plan(&w, new_root);
+        hearth__key_decref(new_key);
+        return HEARTH_ENOMEM;
+    }
+
+    /* Apply: nothing below can fail. */
+    hearth__bt *cur = level_page(lf);
+    hearth__entry *e = as_leaf(cur)->e;
+    if (w.found) {
+        hearth_node_t *old = e[lf->slot].node;
+        e[lf->slot].node = node;
+        hearth_node_decref(old);
+    } else if (lf->sibling) {
+        hearth__entry all[ORDER + 1];
+        memcpy(all, e, lf->slot * sizeof *all);
+        all[lf->slot] = (hearth__entry){new_key, node};
+        memcpy(all + lf->slot + 1, e + lf->slot,
+               (ORDER - lf->slot) * sizeof *all);
+        unsigned keep = split_keep(w.rightmost);
+        memcpy(e, all, keep * sizeof *all);
+        cur->n = (uint16_t)keep;
+        cur->count = keep;
+        memcpy(as_leaf(lf->sibling)->e, all + keep,
+               (ORDER + 1 - keep) * sizeof *all);
+        lf->sibling->n = (uint16_t)(ORDER + 1 - keep);
+        lf->sibling->count = lf->sibling->n;
+    } else {
+        memmove(e + lf->slot + 1, e + lf->slot,
+                (cur->n - lf->slot) * sizeof *e);
+        e[lf->slot] = (hearth__entry){new_key, node};
+        cur->n++;
+        cur->count++;
+    }
+
+    for (int d = w.leaf - 1; d >= 0; d--) {
+        level *l = &w.lv[d];
+        hearth__bt *p = level_page(l);
+        level *below = &w.lv[d + 1];
+        relink_kid(p, l->slot, below);
+        if (below->sibling) {
+            hearth__bt *kids[ORDER + 1];
+            size_t cnts[ORDER + 1];
+            const hearth__key *firsts[ORDER + 1];
+            inner_page *in = as_inner(p);
+            unsigned s = l->slot + 1, n = p->n;
+            memcpy(kids, in->kid, s * sizeof *kids);
+            memcpy(cnts, in->cnt, s * sizeof *cnts);
+            memcpy(firsts, in->first, s * sizeof *firsts);
+            kids[s] = below->sibling;
+            cnts[s] = below->sibling->count;
+            firsts[s] = page_first_key(below->sibling);
+            memcpy(kids + s + 1, in->kid + s, (n - s) * sizeof *kids);
+            memcpy(cnts + s + 1, in->cnt + s, (n - s) * sizeof *cnts);
+            memcpy(firsts + s + 1, in->first + s, (n - s) * sizeof *firsts);
+            unsigned total = n + 1;
+            unsigned keep = l->sibling ? split_keep(w.rightmost) : total;
+            memcpy(in->kid, kids, keep * sizeof *kids);
+            memcpy(in->cnt, cnts, keep * sizeof *cnts);
+            memcpy(in->first, firsts, keep * sizeof *firsts);
+            p->n = (uint16_t)keep;
+            if (l->sibling) {
+                inner_page *sib = as_inner(l->sibling);
+                memcpy(sib->kid, kids + keep, (total - keep) * sizeof *kids);
+                memcpy(sib->cnt, cnts + keep, (total - keep) * sizeof *cnts);
+                memcpy(sib->first, firsts + keep,
+                       (total - keep) * sizeof *firsts);
+                l->sibling->n = (uint16_t)(total - keep);
+                inner_recount(l->sibling);
+            }
+        }
+        inner_recount(p);
+    }
+
+    level *top = &w.lv[0];
+    hearth__bt *root = level_page(top);
+    if (root != top->page)
+        hearth__bt_decref(top->page); /* the caller's reference */
+    if (top->sibling) {
+        inner_page *r = as_inner(new_root);
+        r->kid[0] = root;
+        r->kid[1] = top->sibling;
+        r->cnt[0] = root->count;
+        r->cnt[1] = top->sibling->count;
+        r->first[0] = page_first_key(root);
+        r->first[1] = page_first_key(top->sibling);
+        new_root->n = 2;
+        inner_recount(new_root);
+        root = new_root;
+    }
+    *t = root;
+    return 0;
+}
+
+int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
+    if (!*t)
+        return 0;
+    path_walk w;
+    walk_path(*t, name, &w);
+    if (!w.found)
+        return 0;
+
+    for (int d = w.leaf; d >= 0; d--) {
+        level *l = &w.lv[d];
+        if (!l->unique && !(l->copy = page_clone(l->page, l->page->cap))) {
+            release_plan(&w, NULL);
+            return HEARTH_ENOMEM;
+        }
+    }
+
+    level *lf = &w.lv[w.leaf];
+    hearth__bt *cur = level_page(lf);
+    hearth__entry *e = as_leaf(cur)->e;
+    hearth__key_decref(e[lf->slot].key);
+    hearth_node_decref(e[lf->slot].node);
+    memmove(e + lf->slot, e + lf->slot + 1,
+            (cur->n - lf->slot - 1) * sizeof *e);
+    cur->n--;
+    cur->count--;
+
+    for (int d = w.leaf - 1; d >= 0; d--) {
+        level *l = &w.lv[d];
+        hearth__bt *p = level_page(l);
+        hearth__bt *kid = relink_kid(p, l->slot, &w.lv[d + 1]);
+        if (kid->n == 0) {
+            /* The kid emptied: drop it from this page. */
+            inner_page *in = as_inner(p);
+            unsigned s = l->slot, rest = p->n - s - 1;
+            hearth__bt_decref(kid);
+            memmove(in->kid + s, in->kid + s + 1, rest * sizeof in->kid[0]);
+            memmove(in->cnt + s, in->cnt + s + 1, rest * sizeof in->cnt[0]);
+            memmove(in->first + s, in->first + s + 1,
+                    rest * sizeof in->first[0]);
+            p->n--;
+        }
+        inner_recount(p);
+    }
+
+    level *top = &w.lv[0];
+    hearth__bt *root = level_page(top);
+    if (root != top->page)
+        hearth__bt_decref(top->page);
+    if (root->n == 0) {
+        hearth__bt_decref(root);
+        root = NULL;
+    }
+    while (root && !root->leaf && root->n == 1) {
+        hearth__bt *kid = as_inner(root)->kid[0];
+        hearth__bt_incref(kid);
+        hearth__bt_decref(root);
+        root = kid;
+    }
+    *t = root;
+    return 0;
+}
+
+/* ---- bulk build ---- */
+
+/* Frees the pages of a failed build without touching the entries, which
+ * still belong to the caller. */
+static void free_shallow(hearth__bt *p) {
+    if (!p->leaf)
+        for (unsigned i = 0; i < p->n; i++)
+            free_shallow(as_inner(p)->kid[i]);
+    hearth__free(p);
+}
+
+static void free_level(hearth__bt **pages, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free_shallow(pages[i]);
+    hearth__free(pages);
+}
+
+int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
+    if (n == 0) {
+        *out = NULL;
+        return 0;
+    }
+    size_t nleaves = (n + ORDER - 1) / ORDER;
+    hearth__bt **level_pages = hearth__calloc(nleaves, sizeof *level_pages);
+    if (!level_pages)
+        return HEARTH_ENOMEM;
+    for (size_t i = 0; i < nleaves; i++) {
+        size_t from = i * ORDER;
+        unsigned take = (unsigned)(n - from < ORDER ? n - from : ORDER);
+        hearth__bt *l = leaf_alloc(nleaves == 1 ? leaf_cap_for(take) : ORDER);
+        if (!l) {
+            free_level(level_pages, i);
+            return HEARTH_ENOMEM;
+        }
+        memcpy(as_leaf(l)->e, entries + from, take * sizeof *entries);
+        l->n = (uint16_t)take;
+        l->count = take;
+        level_pages[i] = l;
+    }
+    /* Upper levels. On failure the pages of this level are freed alone and
+     * the trees below them whole, all without touching entries. */
+    hearth__bt **lower = level_pages;
+    size_t nlower = nleaves;
+    while (nlower > 1) {
+        size_t nupper = (nlower + ORDER - 1) / ORDER;
+        hearth__bt **upper = hearth__calloc(nupper, sizeof *upper);
+        bool failed = !upper;
+        for (size_t i = 0; !failed && i < nupper; i++) {
+            hearth__bt *p = inner_alloc();
+            if (!p) {
+                failed = true;
+                break;
+            }
+            upper[i] = p;
+            size_t from = i * ORDER;
+            unsigned take =
+                (unsigned)(nlower - from < ORDER ? nlower - from : ORDER);
+            for (unsigned k = 0; k < take; k++) {
+                hearth__bt *kid = lower[from + k];
+                as_inner(p)->kid[k] = kid;
+                as_inner(p)->cnt[k] = kid->count;
+                as_inner(p)->first[k] = page_first_key(kid);
+            }
+            p->n = (uint16_t)take;
+            inner_recount(p);
+        }
+        if (failed) {
+            if (upper)
+                for (size_t i = 0; i < nupper; i++)
+                    hearth__free(upper[i]);
+            hearth__free(upper);
+            free_level(lower, nlower);
+            return HEARTH_ENOMEM;
+        }
+        hearth__free(lower);
+        lower = upper;
+        nlower = nupper;
+    }
+    *out = lower[0];
+    hearth__free(lower);
+    return 0;
+}
+
+/* ---- iteration ---- */
+
+void hearth__bt_iter_init(hearth__bt_iter *it, const hearth__bt *t,
+                          size_t start) {
+    it->depth = -1;
+    if (!t || start >= t->count)
+        return;
+    int d = 0;
+    while (!t->leaf) {
+        const inner_page *in = as_inner(t);
+        unsigned i = 0;
+        while (start >= in->cnt[i]) {
+            start -= in->cnt[i];
+            i++;
+        }
+        it->page[d] = t;
+        it->slot[d] = i;
+        d++;
+        t = in->kid[i];
+    }
+    it->page[d] = t;
+    it->slot[d] = (unsigned)start;
+    it->depth = d;
+}
+
+const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it) {
+    if (it->depth < 0)
+        return NULL;
+    int d = it->depth;
+    const hearth__entry *e = &as_leaf(it->page[d])->e[it->slot[d]];
+    if (++it->slot[d] < it->page[d]->n)
+        return e;
+    /* Leaf done: climb to the next kid, then down to its first leaf. */
+    while (--d >= 0 && ++it->slot[d] >= it->page[d]->n) {
+    }
+    if (d < 0) {
+        it->depth = -1;
+        return e;
+    }
+    const hearth__bt *p = as_inner(it->page[d])->kid[it->slot[d]];
+    while (++d, !p->leaf) {
+        it->page[d] = p;
+        it->slot[d] = 0;
+        p = as_inner(p)->kid[0];
+    }
+    it->page[d] = p;
+    it->slot[d] = 0;
+    it->depth = d;
+    return e;
+}
+
+/* ---- invariants, for tests ---- */
+
+static bool check_page(const hearth__bt *p, const hearth__key **prev,
+                       int depth, int *leaf_depth) {
+    if (p->n == 0 || depth >= HEARTH__BT_MAX_DEPTH)
+        return false;
+    if (p->leaf) {
+        if (*leaf_depth < 0)
+            *leaf_depth = depth;
+        if (*leaf_depth != depth || p->count != p->n || p->n > p->cap)
+            return false;
+        for (unsigned i = 0; i < p->n; i++) {
+            const hearth__key *k = as_leaf(p)->e[i].key;
+            if (*prev) {
+                hearth__name a = hearth__key_name(*prev);
+                hearth__name b = hearth__key_name(k);
+                if (hearth__name_compare(&a, &b) >= 0)
+                    return false;
+            }
+            *prev = k;
+        }
+        return true;
+    }
+    size_t count = 0;
+    for (unsigned i = 0; i < p->n; i++) {
+        const hearth__bt *kid = as_inner(p)->kid[i];
+        if (as_inner(p)->cnt[i] != kid->count ||
+            as_inner(p)->first[i] != page_first_key(kid))
+            return false;
+        if (!check_page(kid, prev, depth + 1, leaf_depth))
+            return false;
+        count += kid->count;
+    }
+    return count == p->count;
+}
+
+bool hearth__bt_check(const hearth__bt *t) {
+    if (!t)
+        return true;
+    const hearth__key *prev = NULL;
+    int leaf_depth = -1;
+    return check_page(t, &prev, 0, &leaf_depth);
+}

@@ -1,0 +1,138 @@
+/* key.c - key order and reference-counted key strings. */
+#include "tree/key.h"
+
+#include <string.h>
+
+/* Keys matching ^-?(0*)\d{1,10}$ whose value fits in an int32 sort as
+ * integers. */
+static bool parse_int_key(const char *s, size_t len, int32_t *out) {
+    size_t i = 0;
+    bool negative = len > 0 && s[0] == '-';
+    if (negative)
+        i = 1;
+    if (i == len)
+        return false;
+    for (size_t k = i; k < len; k++)
+        if (s[k] < '0' || s[k] > '9')
+            return false;
+    while (i < len - 1 && s[i] == '0') /* (0*) leaves at least one \d */
+        i++;
+    if (len - i > 10)
+        return false;
+    int64_t v = 0;
+    for (; i < len; i++)
+        v = v * 10 + (s[i] - '0');
+    if (negative)
+        v = -v;
+    if (v < INT32_MIN || v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+void hearth__name_init(hearth__name *name, const char *s, size_t len) {
+    name->s = s;
+    name->len = (uint32_t)len;
+    name->sentinel = HEARTH__NAME_PLAIN;
+    name->ival = 0;
+    name->is_int = parse_int_key(s, len, &name->ival);
+}
+
+hearth__name hearth__name_sentinel(int sentinel) {
+    hearth__name n = {sentinel < 0 ? "[MIN_NAME]" : "[MAX_NAME]", 10, 0, false,
+                      (int8_t)sentinel};
+    return n;
+}
+
+/* Decodes the code point starting at s[i] (valid UTF-8 assumed). */
+static uint32_t decode_at(const unsigned char *s, size_t i) {
+    unsigned char c = s[i];
+    if (c < 0x80)
+        return c;
+    if (c < 0xE0)
+        return ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+    if (c < 0xF0)
+        return ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) |
+               (s[i + 2] & 0x3F);
+    return ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
+           ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+}
+
+/* UTF-16 puts supplementary characters (surrogates D800-DFFF) before
+ * U+E000-U+FFFF; code point order puts them after. Lift U+E000-U+FFFF above
+ * every supplementary character to get code unit order. */
+static uint32_t utf16_rank(uint32_t cp) {
+    return (cp >= 0xE000 && cp <= 0xFFFF) ? cp + 0x200000 : cp;
+}
+
+int hearth__utf16_compare(const char *a, size_t alen, const char *b,
+                          size_t blen) {
+    size_t n = alen < blen ? alen : blen;
+    size_t i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    if (i == n)
+        return alen < blen ? -1 : alen > blen ? 1 : 0;
+    /* Back up to the start of the code point holding the first difference. */
+    while (i > 0 && ((unsigned char)a[i] & 0xC0) == 0x80)
+        i--;
+    uint32_t ca = utf16_rank(decode_at((const unsigned char *)a, i));
+    uint32_t cb = utf16_rank(decode_at((const unsigned char *)b, i));
+    return ca < cb ? -1 : 1;
+}
+
+int hearth__name_compare(const hearth__name *a, const hearth__name *b) {
+    if (a->sentinel != b->sentinel || a->sentinel != HEARTH__NAME_PLAIN) {
+        if (a->sentinel == b->sentinel)
+            return 0;
+        if (a->sentinel == HEARTH__NAME_MIN || b->sentinel == HEARTH__NAME_MAX)
+            return -1;
+        if (b->sentinel == HEARTH__NAME_MIN || a->sentinel == HEARTH__NAME_MAX)
+            return 1;
+    }
+    if (a->is_int) {
+        if (!b->is_int)
+            return -1;
+        if (a->ival != b->ival)
+            return a->ival < b->ival ? -1 : 1;
+        if (a->len != b->len)
+            return a->len < b->len ? -1 : 1;
+        /* Same value and length ("-0" / "00"): any fixed order will do. */
+        return memcmp(a->s, b->s, a->len);
+    }
+    if (b->is_int)
+        return 1;
+    return hearth__utf16_compare(a->s, a->len, b->s, b->len);
+}
+
+hearth__key *hearth__key_new(const hearth__name *name) {
+    hearth__key *key = hearth__malloc(sizeof *key + name->len + 1);
+    if (!key)
+        return NULL;
+    atomic_init(&key->refs, 1);
+    key->len = name->len;
+    key->ival = name->ival;
+    key->is_int = name->is_int;
+    memcpy(key->s, name->s, name->len);
+    key->s[name->len] = '\0';
+    return key;
+}
+
+hearth__key *hearth__key_from_cstr(const char *s) {
+    hearth__name name;
+    hearth__name_init(&name, s, strlen(s));
+    return hearth__key_new(&name);
+}
+
+void hearth__key_decref(hearth__key *key) {
+    if (key &&
+        atomic_fetch_sub_explicit(&key->refs, 1, memory_order_acq_rel) == 1)
+        hearth__free(key);
+}
+
+int hearth_key_compare(const char *a, const char *b) {
+    hearth__name na, nb;
+    hearth__name_init(&na, a, strlen(a));
+    hearth__name_init(&nb, b, strlen(b));
+    return hearth__name_compare(&na, &nb);
+}

@@ -1,0 +1,132 @@
+# Hearth - build, test, install.
+#
+#   make            static + shared library, hearth.pc, and the hearth CLI
+#   make test       C tests (ASan + UBSan, leak-checked) and swift test
+#   make serve      run the server on ./hearth-data (arrives with the server)
+#   make bench      benchmarks beside their anchors (not part of the tests)
+#   make fuzz       build the libFuzzer targets (clang)
+#   make install PREFIX=/usr/local
+#
+# Run as root, `make` installs missing Debian packages itself.
+
+PREFIX    ?= /usr/local
+CC        ?= cc
+BUILD     := build
+PKGS      := jansson libuv libcrypto
+APT_PKGS  := libjansson-dev libuv1-dev libssl-dev pkg-config
+
+VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
+
+WARN      := -Wall -Wextra -Werror
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ICSources -Iinclude \
+              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+
+SRC       := $(sort $(wildcard CSources/*/*.c))
+OBJ       := $(SRC:CSources/%.c=$(BUILD)/obj/%.o)
+ASAN_OBJ  := $(SRC:CSources/%.c=$(BUILD)/asan/%.o)
+TEST_SRC  := $(sort $(wildcard Tests/CTests/*.c))
+HEADERS   := include/hearth.h $(wildcard CSources/*/*.h)
+
+OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
+ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=all
+
+.PHONY: all lib cli deps test test-c test-swift bench fuzz install clean serve
+
+all: lib cli
+
+lib: deps $(BUILD)/libhearth.a $(BUILD)/libhearth.so $(BUILD)/hearth.pc
+
+# Installs missing system packages when root, else says what to install.
+deps:
+	@if ! pkg-config --exists $(PKGS) 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing $(APT_PKGS)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	  else \
+	    echo "make: missing system packages; run: sudo apt-get install $(APT_PKGS)"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/obj/%.o: CSources/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/%.o: CSources/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/libhearth.a: $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libhearth.so: $(OBJ)
+	$(CC) -shared -Wl,-soname,libhearth.so.0 -o $@ $^ $(LIBS)
+
+$(BUILD)/hearth.pc: Makefile
+	@mkdir -p $(BUILD)
+	@printf '%s\n' \
+	  'prefix=$(PREFIX)' \
+	  'libdir=$${prefix}/lib' \
+	  'includedir=$${prefix}/include' \
+	  '' \
+	  'Name: hearth' \
+	  'Description: Self-hostable realtime JSON database (C core)' \
+	  'Version: $(VERSION)' \
+	  'Requires.private: jansson libuv libcrypto' \
+	  'Libs: -L$${libdir} -lhearth' \
+	  'Libs.private: -lpthread -lm' \
+	  'Cflags: -I$${includedir}' > $@
+
+cli: deps
+	HEARTH_STRICT=1 swift build --product hearth
+
+# ---- tests ----
+
+$(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) Tests/CTests/test.h
+	$(CC) $(ASAN_CFLAGS) $(TEST_SRC) $(ASAN_OBJ) -o $@ $(LIBS)
+
+test-c: deps $(BUILD)/ctest
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=print_stacktrace=1 \
+	HEARTH_SHARED=../shared $(BUILD)/ctest
+
+test-swift: deps
+	HEARTH_STRICT=1 swift test
+
+test: test-c test-swift
+
+# ---- benchmarks and fuzzing (never part of `make test`) ----
+
+$(BUILD)/bench-tree: bench/tree_bench.c $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+bench: lib $(BUILD)/bench-tree
+	$(BUILD)/bench-tree
+
+FUZZ_CC     ?= clang
+FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/%: fuzz/%.c $(SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined \
+	  $< $(SRC) -o $@ $(LIBS)
+
+fuzz: deps $(FUZZ_TARGETS)
+
+# ---- install ----
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/hearth.h $(DESTDIR)$(PREFIX)/include/hearth.h
+	install -m 644 $(BUILD)/libhearth.a $(DESTDIR)$(PREFIX)/lib/libhearth.a
+	install -m 755 $(BUILD)/libhearth.so $(DESTDIR)$(PREFIX)/lib/libhearth.so.0
+	ln -sf libhearth.so.0 $(DESTDIR)$(PREFIX)/lib/libhearth.so
+	sed 's|^prefix=.*|prefix=$(PREFIX)|' $(BUILD)/hearth.pc \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hearth.pc
+
+clean:
+	rm -rf $(BUILD)

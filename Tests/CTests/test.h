@@ -1,0 +1,68 @@
+/*
+ * test.h - the C test harness. Each test runs in its own child process with
+ * a time limit, so a crash, a hang or a leak (LeakSanitizer runs when the
+ * child exits) fails that test alone. Suites are arrays of test_case ending
+ * in {NULL, NULL}, listed in test_main.c.
+ */
+#ifndef HEARTH_TEST_H
+#define HEARTH_TEST_H
+
+#include "hearth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct test_case {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+extern int test_failures; /* checks failed in the current test */
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__,           \
+                    __LINE__, #cond);                                          \
+            test_failures++;                                                   \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_INT(a, b)                                                        \
+    do {                                                                       \
+        long long a_ = (long long)(a), b_ = (long long)(b);                    \
+        if (a_ != b_) {                                                        \
+            fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n",      \
+                    __FILE__, __LINE__, #a, a_, #b, b_);                       \
+            test_failures++;                                                   \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                        \
+    do {                                                                       \
+        const char *a_ = (a), *b_ = (b);                                       \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                               \
+            fprintf(stderr, "  %s:%d: %s is \"%s\", expected \"%s\"\n",        \
+                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)",                \
+                    b_ ? b_ : "(null)");                                       \
+            test_failures++;                                                   \
+        }                                                                      \
+    } while (0)
+
+/* Helpers shared by the suites (test_main.c). */
+hearth_node_t *node_from(const char *json); /* aborts on invalid JSON */
+char *to_json(const hearth_node_t *n);      /* free() the result */
+/* CHECK that n serializes to the JSON text `expected`. */
+#define CHECK_JSON(n, expected)                                                \
+    do {                                                                       \
+        char *j_ = to_json(n);                                                 \
+        CHECK_STR(j_, expected);                                               \
+        free(j_);                                                              \
+    } while (0)
+/* Reads a whole file (NULL when missing); free() the result. */
+char *read_file(const char *path, size_t *len);
+/* Path of a file in ../shared (or $HEARTH_SHARED). */
+const char *shared_path(const char *relative);
+
+#endif

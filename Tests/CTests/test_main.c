@@ -1,0 +1,117 @@
+/* test_main.c - runs every suite, each test in a child process with a time
+ * limit; prints "N passed, M failed" last. `ctest NAME...` runs the tests
+ * whose names contain one of the words. */
+#include "test.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int test_failures;
+
+#define SUITES(X) X(common_tests) X(tree_tests) X(json_tests) X(query_tests) \
+                  X(events_tests) X(db_tests) X(conformance_tests)
+
+#define DECLARE(s) extern const test_case s[] __attribute__((weak));
+SUITES(DECLARE)
+
+enum { TIME_LIMIT_S = 60 };
+
+hearth_node_t *node_from(const char *json) {
+    hearth_node_t *n = NULL;
+    hearth_error_t err;
+    if (hearth_node_from_json(json, (size_t)-1, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                              &n, &err)) {
+        fprintf(stderr, "node_from(%s): %s\n", json, err.message);
+        abort();
+    }
+    return n;
+}
+
+char *to_json(const hearth_node_t *n) {
+    return hearth_node_to_json(n, HEARTH_JSON_EXPORT, NULL);
+}
+
+char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = malloc((size_t)size + 1);
+    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    if (data) {
+        data[size] = '\0';
+        if (len)
+            *len = (size_t)size;
+    }
+    return data;
+}
+
+const char *shared_path(const char *relative) {
+    static char buf[1024];
+    const char *root = getenv("HEARTH_SHARED");
+    snprintf(buf, sizeof buf, "%s/%s", root ? root : "../shared", relative);
+    return buf;
+}
+
+static bool selected(const char *name, int argc, char **argv) {
+    if (argc < 2)
+        return true;
+    for (int i = 1; i < argc; i++)
+        if (strstr(name, argv[i]))
+            return true;
+    return false;
+}
+
+static int run_one(const test_case *t) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(TIME_LIMIT_S);
+        test_failures = 0;
+        t->fn();
+        exit(test_failures ? 1 : 0); /* LeakSanitizer reports here */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "  killed by signal %d%s\n", WTERMSIG(status),
+                WTERMSIG(status) == SIGALRM ? " (time limit)" : "");
+        return 1;
+    }
+    return WEXITSTATUS(status) != 0;
+}
+
+int main(int argc, char **argv) {
+    const test_case *suites[] = {
+#define LIST(s) s,
+        SUITES(LIST)
+#undef LIST
+    };
+    int passed = 0, failed = 0;
+    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
+        if (!suites[s])
+            continue;
+        for (const test_case *t = suites[s]; t->name; t++) {
+            if (!selected(t->name, argc, argv))
+                continue;
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            int bad = run_one(t);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+            printf("%s %s (%.0f ms)\n", bad ? "FAIL" : "ok  ", t->name, ms);
+            bad ? failed++ : passed++;
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,484 @@
+/*
+ * hearth.h - the one public header of Hearth, a self-hostable realtime JSON
+ * database with the data model of the Firebase Realtime Database.
+ *
+ * Conventions (see docs/ARCHITECTURE.md):
+ *
+ * - Every public name starts with hearth_ / HEARTH_; types are opaque.
+ * - Fallible functions return 0 or a negative HEARTH_E* code; describe it
+ *   with hearth_strerror() / hearth_err_name(). Where a function takes a
+ *   hearth_error_t *, it may be NULL; when given, it is filled with the code,
+ *   a message and, where it applies, the path, key, line and column at fault.
+ * - A function that fails changes nothing: no output is written, no state is
+ *   modified, and no callback of that call is ever invoked.
+ * - Nodes are immutable and reference counted. Functions named *_new or
+ *   returning through an out parameter hand the caller a NEW reference that
+ *   it releases with hearth_node_decref(). Functions returning
+ *   `const hearth_node_t *` return a BORROWED reference, valid as long as the
+ *   node it was obtained from. Reference counts are atomic: a node may be
+ *   shared and released across threads.
+ * - Callbacks: every registration takes (cb, ctx, ctx_free). A completion
+ *   fires exactly once (with HEARTH_ECANCELED when the database closes
+ *   first). An observer fires any number of times; ctx_free(ctx), when not
+ *   NULL, is called exactly once after the last call of the callback that
+ *   received ctx. Data handed to a callback is borrowed for the duration of
+ *   the call: take a reference (hearth_node_incref) to keep it.
+ */
+#ifndef HEARTH_H
+#define HEARTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HEARTH_EXTERN __attribute__((visibility("default")))
+#else
+#define HEARTH_EXTERN
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+
+#define HEARTH_VERSION_MAJOR 0
+#define HEARTH_VERSION_MINOR 1
+#define HEARTH_VERSION_PATCH 0
+
+/* "0.1.0" */
+HEARTH_EXTERN const char *hearth_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+
+typedef enum hearth_errno {
+    HEARTH_OK = 0,
+    HEARTH_ENOMEM = -1,        /* out of memory */
+    HEARTH_EINVAL = -2,        /* invalid argument */
+    HEARTH_EJSON = -3,         /* malformed JSON text */
+    HEARTH_EKEY = -4,          /* invalid key */
+    HEARTH_EPATH = -5,         /* invalid path */
+    HEARTH_EDEPTH = -6,        /* deeper than 32 levels */
+    HEARTH_ETOOBIG = -7,       /* key, string or value over its size limit */
+    HEARTH_ENUMBER = -8,       /* NaN or infinite number */
+    HEARTH_EPRIORITY = -9,     /* invalid priority */
+    HEARTH_ESERVERVALUE = -10, /* invalid server value (.sv) */
+    HEARTH_EVALUE = -11,       /* invalid value (.value misuse, bad type) */
+    HEARTH_EUPDATE = -12,      /* multi-path update with overlapping paths */
+    HEARTH_EREADONLY = -13,    /* write to a read-only location (/.info) */
+    HEARTH_EQUERY = -14,       /* invalid query */
+    HEARTH_ECLOSED = -15,      /* the database is closed or closing */
+    HEARTH_ECANCELED = -16,    /* the operation was canceled */
+    HEARTH_EABORTED = -17,     /* transaction aborted by its update function */
+    HEARTH_ENOTFOUND = -18,    /* no such observer or item */
+    HEARTH_EIO = -19,          /* input/output error */
+    HEARTH_ELOOP = -20,        /* the event loop failed */
+    HEARTH_EUNSUPPORTED = -21  /* not supported by this build or mode */
+} hearth_errno;
+
+/* Lowest error code in use; every code from -1 down to it has a name. */
+#define HEARTH_ERRNO_LAST HEARTH_EUNSUPPORTED
+
+/* A sentence describing err, e.g. "invalid key". Never NULL. */
+HEARTH_EXTERN const char *hearth_strerror(int err);
+/* The code's name, e.g. "HEARTH_EKEY". Never NULL ("HEARTH_UNKNOWN"). */
+HEARTH_EXTERN const char *hearth_err_name(int err);
+
+/* Details of a failure. `message` names what was wrong (the key, the path,
+ * the limit); `path` is the location in the data at fault ("" when none);
+ * line/column are 1-based positions in JSON text (0 when not text). */
+typedef struct hearth_error_s {
+    int code;
+    int line;
+    int column;
+    char path[256];
+    char message[256];
+} hearth_error_t;
+
+/* Releases memory returned by Hearth (JSON text and similar). */
+HEARTH_EXTERN void hearth_free(void *ptr);
+
+/* ------------------------------------------------------------------------ */
+/* Limits (semantics of the service)                                        */
+
+#define HEARTH_MAX_DEPTH 32
+#define HEARTH_MAX_KEY_BYTES 768
+#define HEARTH_MAX_STRING_BYTES (10 * 1024 * 1024)
+
+/* ------------------------------------------------------------------------ */
+/* Nodes: immutable JSON trees                                              */
+
+typedef struct hearth_node_s hearth_node_t;
+
+typedef enum hearth_type {
+    HEARTH_TYPE_NULL = 0,   /* no data (the empty node) */
+    HEARTH_TYPE_BOOLEAN = 1,
+    HEARTH_TYPE_NUMBER = 2,
+    HEARTH_TYPE_STRING = 3,
+    HEARTH_TYPE_OBJECT = 4, /* a node with children */
+    /* A server value placeholder ({".sv": ...}). It appears only in values
+     * parsed for writing; the database resolves it when it applies them. */
+    HEARTH_TYPE_SERVER_VALUE = 5
+} hearth_type;
+
+/* Returns node, with one more reference. */
+HEARTH_EXTERN hearth_node_t *hearth_node_incref(const hearth_node_t *node);
+/* Releases one reference; NULL is ignored. */
+HEARTH_EXTERN void hearth_node_decref(const hearth_node_t *node);
+
+/* Constructors. They return a new reference, or NULL when out of memory
+ * (number: or when not finite; string: or when not valid UTF-8 or longer
+ * than HEARTH_MAX_STRING_BYTES). */
+HEARTH_EXTERN hearth_node_t *hearth_node_null(void);
+HEARTH_EXTERN hearth_node_t *hearth_node_boolean(bool value);
+HEARTH_EXTERN hearth_node_t *hearth_node_number(double value);
+HEARTH_EXTERN hearth_node_t *hearth_node_string(const char *utf8, size_t len);
+/* {".sv": "timestamp"} and {".sv": {"increment": delta}}. */
+HEARTH_EXTERN hearth_node_t *hearth_node_server_timestamp(void);
+HEARTH_EXTERN hearth_node_t *hearth_node_server_increment(double delta);
+
+HEARTH_EXTERN hearth_type hearth_node_type(const hearth_node_t *node);
+HEARTH_EXTERN bool hearth_node_is_null(const hearth_node_t *node);
+HEARTH_EXTERN bool hearth_node_boolean_value(const hearth_node_t *node);
+HEARTH_EXTERN double hearth_node_number_value(const hearth_node_t *node);
+/* The string's bytes (NUL-terminated) and, if len is not NULL, its length.
+ * NULL when the node is not a string. Borrowed from node. */
+HEARTH_EXTERN const char *hearth_node_string_value(const hearth_node_t *node,
+                                                   size_t *len);
+
+/* The priority: the null node, a number or a string. Borrowed. */
+HEARTH_EXTERN const hearth_node_t *hearth_node_priority(const hearth_node_t *node);
+
+/* Number of children (0 for leaves). */
+HEARTH_EXTERN size_t hearth_node_child_count(const hearth_node_t *node);
+/* The child under key, or the null node. Borrowed. */
+HEARTH_EXTERN const hearth_node_t *hearth_node_child(const hearth_node_t *node,
+                                                     const char *key);
+/* The i-th child in key order (0-based) and its key, both borrowed; NULL when
+ * i is out of range. O(log n). */
+HEARTH_EXTERN const hearth_node_t *hearth_node_child_at(const hearth_node_t *node,
+                                                        size_t index,
+                                                        const char **key);
+/* The node at a slash-separated path below node ("" is node itself), or the
+ * null node. Fails only for an invalid path. Borrowed through *out. */
+HEARTH_EXTERN int hearth_node_get(const hearth_node_t *node, const char *path,
+                                  const hearth_node_t **out,
+                                  hearth_error_t *err);
+
+/* Calls cb for each child in key order; stops early when cb returns
+ * non-zero and returns that value, else 0. */
+typedef int (*hearth_child_cb)(const char *key, const hearth_node_t *child,
+                               void *ctx);
+HEARTH_EXTERN int hearth_node_foreach_child(const hearth_node_t *node,
+                                            hearth_child_cb cb, void *ctx);
+
+/* Deep equality of value and priority. */
+HEARTH_EXTERN bool hearth_node_equal(const hearth_node_t *a,
+                                     const hearth_node_t *b);
+
+/* Copy-on-write updates. *node is replaced by the updated tree; the caller
+ * keeps owning *node (old snapshots held elsewhere are never modified; a
+ * node the caller holds alone is updated in place). `value` is borrowed; a
+ * null value deletes. `path` may end in ".priority" to set a priority.
+ * On failure *node is unchanged. */
+HEARTH_EXTERN int hearth_node_set(hearth_node_t **node, const char *path,
+                                  const hearth_node_t *value,
+                                  hearth_error_t *err);
+/* Same for one direct child key; steals `value` (also on failure). */
+HEARTH_EXTERN int hearth_node_set_child_new(hearth_node_t **node,
+                                            const char *key,
+                                            hearth_node_t *value,
+                                            hearth_error_t *err);
+/* A new reference to node with its priority replaced (null removes it). */
+HEARTH_EXTERN int hearth_node_with_priority(const hearth_node_t *node,
+                                            const hearth_node_t *priority,
+                                            hearth_node_t **out,
+                                            hearth_error_t *err);
+
+/* ---- JSON ---- */
+
+struct json_t; /* jansson's value type, for the *_jansson functions */
+
+/* Flags for hearth_node_from_json. */
+#define HEARTH_JSON_ALLOW_SERVER_VALUES 0x1u /* accept {".sv": ...} */
+
+/* Parses JSON text into a node, validating it as Hearth data (keys, depth,
+ * numbers, priorities, .value, .sv). `len` may be (size_t)-1 for a
+ * NUL-terminated string. */
+HEARTH_EXTERN int hearth_node_from_json(const char *text, size_t len,
+                                        unsigned flags, hearth_node_t **out,
+                                        hearth_error_t *err);
+/* The same from a jansson value (json_t *). */
+HEARTH_EXTERN int hearth_node_from_jansson(const struct json_t *json,
+                                           unsigned flags, hearth_node_t **out,
+                                           hearth_error_t *err);
+
+/* Flags for hearth_node_to_json / hearth_node_to_jansson. */
+#define HEARTH_JSON_EXPORT 0x10u /* priorities kept, no array conversion */
+#define HEARTH_JSON_PRETTY 0x20u /* indented, for people */
+
+/* Serializes node as JSON text (NUL-terminated; release with hearth_free).
+ * Objects whose keys look like a dense array become arrays unless
+ * HEARTH_JSON_EXPORT. Returns NULL when out of memory. */
+HEARTH_EXTERN char *hearth_node_to_json(const hearth_node_t *node,
+                                        unsigned flags, size_t *len);
+/* The same as a new jansson value (json_t *, release with json_decref). */
+HEARTH_EXTERN struct json_t *hearth_node_to_jansson(const hearth_node_t *node,
+                                                    unsigned flags);
+
+/* ---- Node hash (compare-and-set, listen hashes) ---- */
+
+/* Writes the node hash (base64 SHA-1, 28 characters, "" for null) into
+ * out, which must hold HEARTH_HASH_SIZE bytes. */
+#define HEARTH_HASH_SIZE 29
+HEARTH_EXTERN int hearth_node_hash(const hearth_node_t *node,
+                                   char out[HEARTH_HASH_SIZE]);
+
+/* ------------------------------------------------------------------------ */
+/* Keys and paths                                                           */
+
+/* Validates a key / a path (keys joined by '/'; empty segments ignored). */
+HEARTH_EXTERN int hearth_validate_key(const char *key, hearth_error_t *err);
+HEARTH_EXTERN int hearth_validate_path(const char *path, hearth_error_t *err);
+/* Compares two keys in the service's order (integer-like keys first,
+ * numerically; then UTF-16 code unit order): <0, 0 or >0. */
+HEARTH_EXTERN int hearth_key_compare(const char *a, const char *b);
+
+/* ------------------------------------------------------------------------ */
+/* Push IDs                                                                 */
+
+#define HEARTH_PUSH_ID_SIZE 21 /* 20 characters and a NUL */
+
+/* State of a push ID generator; zero-initialize it. Not thread-safe: give
+ * each thread its own, or serialize calls. */
+typedef struct hearth_push_id_state_s {
+    int64_t last_time_ms;
+    uint8_t last_random[12];
+} hearth_push_id_state_t;
+
+/* Writes the next push ID for time now_ms (server-corrected ms since the
+ * epoch) into out. IDs from one state are strictly increasing. */
+HEARTH_EXTERN int hearth_push_id(hearth_push_id_state_t *state, int64_t now_ms,
+                                 char out[HEARTH_PUSH_ID_SIZE]);
+
+/* Milliseconds since the epoch by the wall clock. */
+HEARTH_EXTERN int64_t hearth_now_ms(void);
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                  */
+
+typedef struct hearth_query_s hearth_query_t;
+
+/* A new, unconstrained query (order by priority, no range, no limit). */
+HEARTH_EXTERN int hearth_query_new(hearth_query_t **out);
+HEARTH_EXTERN hearth_query_t *hearth_query_copy(const hearth_query_t *query);
+HEARTH_EXTERN void hearth_query_free(hearth_query_t *query);
+
+/* At most one order-by per query. */
+HEARTH_EXTERN int hearth_query_order_by_key(hearth_query_t *q,
+                                            hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_order_by_priority(hearth_query_t *q,
+                                                 hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_order_by_value(hearth_query_t *q,
+                                              hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_order_by_child(hearth_query_t *q,
+                                              const char *path,
+                                              hearth_error_t *err);
+/* Range bounds: a value (borrowed; for order-by-key a string key) and an
+ * optional key (NULL for none) breaking ties among equal values. */
+HEARTH_EXTERN int hearth_query_start_at(hearth_query_t *q,
+                                        const hearth_node_t *value,
+                                        const char *key, hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_start_after(hearth_query_t *q,
+                                           const hearth_node_t *value,
+                                           const char *key,
+                                           hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_end_at(hearth_query_t *q,
+                                      const hearth_node_t *value,
+                                      const char *key, hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_end_before(hearth_query_t *q,
+                                          const hearth_node_t *value,
+                                          const char *key,
+                                          hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_equal_to(hearth_query_t *q,
+                                        const hearth_node_t *value,
+                                        const char *key, hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_limit_to_first(hearth_query_t *q, uint32_t n,
+                                              hearth_error_t *err);
+HEARTH_EXTERN int hearth_query_limit_to_last(hearth_query_t *q, uint32_t n,
+                                             hearth_error_t *err);
+
+/* A canonical text form of the query's parameters, as the service's
+ * query identifier ("{}" for none); hearth_free it. */
+HEARTH_EXTERN char *hearth_query_to_json(const hearth_query_t *q);
+
+/* The children of node that the query selects, as a new node (priorities
+ * kept). A leaf node yields itself when the query has no constraint and
+ * null otherwise. */
+HEARTH_EXTERN int hearth_query_apply(const hearth_query_t *q,
+                                     const hearth_node_t *node,
+                                     hearth_node_t **out);
+/* Calls cb for each selected child in the query's order (index order, ties
+ * by key); stops early when cb returns non-zero and returns that value. */
+HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
+                                       const hearth_node_t *node,
+                                       hearth_child_cb cb, void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* The embedded database                                                    */
+
+typedef struct hearth_db_s hearth_db_t;
+
+typedef struct hearth_db_config_s {
+    /* A uv_loop_t * to run on, driven by the caller; callbacks then run on
+     * the thread running that loop, and hearth_db_close must be called on
+     * it. NULL: the database starts and owns a loop on its own thread. */
+    void *loop;
+    /* Reserved for the durable store: must be NULL (in-memory database). */
+    const char *data_dir;
+} hearth_db_config_t;
+
+/* Opens a database. config may be NULL (in memory, own loop thread). */
+HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *config,
+                                 hearth_db_t **out);
+/* Closes the database: pending operations complete with HEARTH_ECANCELED,
+ * every observer's ctx_free runs, the owned loop thread is joined, and db is
+ * freed. With a caller's loop, call it on the loop's thread; the loop must
+ * then run once more to finish closing its handle. */
+HEARTH_EXTERN int hearth_db_close(hearth_db_t *db);
+
+/* Completion of a write: status is 0 or a negative HEARTH_E* code. */
+typedef void (*hearth_completion_cb)(int status, void *ctx);
+typedef void (*hearth_free_cb)(void *ctx);
+
+/* Writes. Each may be called from any thread; validation happens before it
+ * returns (an error means nothing was queued and cb will not run). The write
+ * is applied on the loop in call order, its events are raised, then cb runs
+ * (cb may be NULL). Values are borrowed; {".sv"} placeholders are resolved
+ * when the write is applied. */
+HEARTH_EXTERN int hearth_db_set(hearth_db_t *db, const char *path,
+                                const hearth_node_t *value,
+                                hearth_completion_cb cb, void *ctx,
+                                hearth_free_cb ctx_free, hearth_error_t *err);
+/* Multi-path update: count (relative path, value) pairs below `path`,
+ * applied as one write. A path that is an ancestor of another fails with
+ * HEARTH_EUPDATE. */
+HEARTH_EXTERN int hearth_db_update(hearth_db_t *db, const char *path,
+                                   size_t count, const char *const *paths,
+                                   const hearth_node_t *const *values,
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free,
+                                   hearth_error_t *err);
+/* The same with a JSON object whose keys are relative paths. */
+HEARTH_EXTERN int hearth_db_update_json(hearth_db_t *db, const char *path,
+                                        const char *json, size_t len,
+                                        hearth_completion_cb cb, void *ctx,
+                                        hearth_free_cb ctx_free,
+                                        hearth_error_t *err);
+HEARTH_EXTERN int hearth_db_remove(hearth_db_t *db, const char *path,
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free,
+                                   hearth_error_t *err);
+/* Sets value under a new push ID child of path; the ID is written to
+ * key_out before the call returns. */
+HEARTH_EXTERN int hearth_db_push(hearth_db_t *db, const char *path,
+                                 const hearth_node_t *value,
+                                 char key_out[HEARTH_PUSH_ID_SIZE],
+                                 hearth_completion_cb cb, void *ctx,
+                                 hearth_free_cb ctx_free, hearth_error_t *err);
+
+/* Transactions. update runs on the loop with the current value (borrowed)
+ * and returns HEARTH_TX_COMMIT with a new reference in *result (may contain
+ * server values), or HEARTH_TX_ABORT. The read and the write are atomic:
+ * no other write comes between them. done receives the status (0,
+ * HEARTH_EABORTED, a validation error of the result, or HEARTH_ECANCELED),
+ * whether it committed, and the value now at path (borrowed). */
+#define HEARTH_TX_COMMIT 0
+#define HEARTH_TX_ABORT 1
+typedef int (*hearth_transaction_fn)(const hearth_node_t *current,
+                                     hearth_node_t **result, void *ctx);
+typedef void (*hearth_transaction_done_cb)(int status, bool committed,
+                                           const hearth_node_t *snapshot,
+                                           void *ctx);
+HEARTH_EXTERN int hearth_db_transaction(hearth_db_t *db, const char *path,
+                                        hearth_transaction_fn update,
+                                        hearth_transaction_done_cb done,
+                                        void *ctx, hearth_free_cb ctx_free,
+                                        hearth_error_t *err);
+
+/* Reads the value at path (filtered by query when not NULL) into *out (a
+ * new reference). From another thread it waits for the writes queued
+ * before it; on the loop thread it answers at once. */
+HEARTH_EXTERN int hearth_db_get(hearth_db_t *db, const char *path,
+                                const hearth_query_t *query,
+                                hearth_node_t **out, hearth_error_t *err);
+
+/* ---- Observers ---- */
+
+typedef enum hearth_event_type {
+    HEARTH_EVENT_CHILD_ADDED = 0,
+    HEARTH_EVENT_CHILD_REMOVED = 1,
+    HEARTH_EVENT_CHILD_CHANGED = 2,
+    HEARTH_EVENT_CHILD_MOVED = 3,
+    HEARTH_EVENT_VALUE = 4
+} hearth_event_type;
+
+/* Bit masks of event types for hearth_db_observe. */
+#define HEARTH_MASK_CHILD_ADDED 0x01u
+#define HEARTH_MASK_CHILD_REMOVED 0x02u
+#define HEARTH_MASK_CHILD_CHANGED 0x04u
+#define HEARTH_MASK_CHILD_MOVED 0x08u
+#define HEARTH_MASK_VALUE 0x10u
+#define HEARTH_MASK_ALL 0x1Fu
+
+/* An event, borrowed for the duration of the callback. For value events
+ * `node` is the (query-filtered) value at `path` and key/prev_key are NULL.
+ * For child events `node` is the child (its old value for child_removed),
+ * `key` its key, and `prev_key` the key of the child before it in the
+ * query's order (NULL when first; always NULL for child_removed). */
+typedef struct hearth_event_s {
+    hearth_event_type type;
+    const char *path;
+    const char *key;
+    const char *prev_key;
+    const hearth_node_t *node;
+} hearth_event_t;
+
+typedef void (*hearth_event_cb)(const hearth_event_t *event, void *ctx);
+
+typedef uint64_t hearth_observer_t; /* 0 is never a valid handle */
+
+/* Registers an observer of the events in mask at path, optionally for a
+ * query (copied). The initial events (child_added for each child, then
+ * value) are raised on the loop after registration, then one batch per
+ * write that changes what the observer sees. The handle is written before
+ * the call returns. */
+HEARTH_EXTERN int hearth_db_observe(hearth_db_t *db, const char *path,
+                                    const hearth_query_t *query, unsigned mask,
+                                    hearth_event_cb cb, void *ctx,
+                                    hearth_free_cb ctx_free,
+                                    hearth_observer_t *handle,
+                                    hearth_error_t *err);
+/* Removes one observer; its ctx_free runs on the loop once no more events
+ * can reach it. HEARTH_ENOTFOUND (from the loop thread) for an unknown
+ * handle; from another thread, unknown handles are ignored. */
+HEARTH_EXTERN int hearth_db_remove_observer(hearth_db_t *db,
+                                            hearth_observer_t handle);
+/* Removes every observer registered at exactly path (not below it). */
+HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
+                                                const char *path,
+                                                hearth_error_t *err);
+
+/* Runs fn(ctx) on the database's loop after every operation queued before
+ * it, then ctx_free(ctx). Useful to wait for events from another thread. */
+HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
+                                 void *ctx, hearth_free_cb ctx_free);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEARTH_H */
