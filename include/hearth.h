@@ -17,7 +17,9 @@
  *   `const hearth_node_t *` return a BORROWED reference, valid as long as the
  *   node it was obtained from. Reference counts are atomic: a node may be
  *   shared and released across threads.
- * - Callbacks: every registration takes (cb, ctx, ctx_free). A completion
+ * - Callbacks: every registration takes (cb, ctx, ctx_free). If the call
+ *   fails, neither cb nor ctx_free is ever called: ctx stays the caller's. A
+ *   completion
  *   fires exactly once (with HEARTH_ECANCELED when the database closes
  *   first). An observer fires any number of times; ctx_free(ctx), when not
  *   NULL, is called exactly once after the last call of the callback that
@@ -333,9 +335,10 @@ HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
 typedef struct hearth_db_s hearth_db_t;
 
 typedef struct hearth_db_config_s {
-    /* A uv_loop_t * to run on, driven by the caller; callbacks then run on
-     * the thread running that loop, and hearth_db_close must be called on
-     * it. NULL: the database starts and owns a loop on its own thread. */
+    /* A uv_loop_t * to run on, driven by the caller: hearth_db_open and
+     * hearth_db_close must then be called on the thread that runs that
+     * loop, and callbacks run there. NULL: the database starts and owns a
+     * loop on its own thread. */
     void *loop;
     /* Reserved for the durable store: must be NULL (in-memory database). */
     const char *data_dir;
@@ -344,10 +347,12 @@ typedef struct hearth_db_config_s {
 /* Opens a database. config may be NULL (in memory, own loop thread). */
 HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *config,
                                  hearth_db_t **out);
-/* Closes the database: pending operations complete with HEARTH_ECANCELED,
- * every observer's ctx_free runs, the owned loop thread is joined, and db is
- * freed. With a caller's loop, call it on the loop's thread; the loop must
- * then run once more to finish closing its handle. */
+/* Closes the database: operations still queued complete with
+ * HEARTH_ECANCELED, every observer's ctx_free runs (on the calling thread),
+ * the owned loop thread is joined, and db is freed. Not from a callback of
+ * a database with its own loop (HEARTH_EINVAL). With a caller's loop, call
+ * it on the loop's thread; the loop must then run once more to finish
+ * closing its handle before db is freed. */
 HEARTH_EXTERN int hearth_db_close(hearth_db_t *db);
 
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */

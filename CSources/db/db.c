@@ -1,0 +1,941 @@
+/* db.c - the embedded database: one immutable root, the listener index,
+ * and a libuv loop that applies operations in order and raises events.
+ *
+ * Threading: every field below `loop-owned` is touched only on the loop
+ * thread. Other threads validate their arguments, then post an operation
+ * to a mutex-protected queue and wake the loop with uv_async_send (which
+ * coalesces). On the loop thread operations run at once, except while
+ * events are being raised: then they wait in `deferred` and run right after
+ * the batch, so callbacks may freely write, observe and remove observers.
+ */
+#include "events/listeners.h"
+#include "tree/json.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <uv.h>
+
+typedef enum op_kind {
+    OP_WRITE,
+    OP_TRANSACTION,
+    OP_GET,
+    OP_OBSERVE,
+    OP_UNOBSERVE,
+    OP_UNOBSERVE_AT,
+    OP_CALL,
+    OP_STOP,
+} op_kind;
+
+/* One path written by a write operation. */
+typedef struct write_part {
+    char *text;
+    hearth__path path; /* views into text */
+    hearth_node_t *value;
+} write_part;
+
+typedef struct op {
+    op_kind kind;
+    struct op *next;
+    write_part *parts; /* OP_WRITE: 1 (set) or more (update) */
+    size_t nparts;
+    char *text; /* other kinds: the path */
+    hearth__path path;
+    hearth_query_t *query;
+    hearth__reg *reg;
+    hearth_observer_t handle;
+    hearth_completion_cb done;
+    hearth_transaction_fn tx_fn;
+    hearth_transaction_done_cb tx_done;
+    void (*call_fn)(void *ctx);
+    void *ctx;
+    hearth_free_cb ctx_free;
+    /* OP_GET from another thread: the caller waits on `sem`. */
+    uv_sem_t *sem;
+    hearth_node_t **get_out;
+    int *get_rc;
+} op;
+
+struct hearth_db_s {
+    uv_loop_t *loop;
+    uv_loop_t own_loop;
+    bool owns_loop;
+    uv_thread_t thread;
+    uv_thread_t loop_thread;
+    uv_async_t wake;
+
+    uv_mutex_t lock; /* guards: queue, closed, push_state */
+    op *head, *tail;
+    bool closed;
+    hearth_push_id_state_t push_state;
+    atomic_uint_fast64_t next_handle;
+
+    /* loop-owned */
+    hearth_node_t *root;
+    hearth__listeners listeners;
+    hearth__event_queue events;
+    int raising;       /* > 0 while callbacks run */
+    op *deferred, *deferred_tail;
+    hearth__reg **doomed; /* removed while raising: freed after */
+    size_t ndoomed, doomed_cap;
+};
+
+/* ---- operations ---- */
+
+static op *op_new(op_kind kind) {
+    op *o = hearth__calloc(1, sizeof *o);
+    if (o)
+        o->kind = kind;
+    return o;
+}
+
+static void op_free(op *o) {
+    for (size_t i = 0; i < o->nparts; i++) {
+        hearth__free(o->parts[i].text);
+        hearth_node_decref(o->parts[i].value);
+    }
+    hearth__free(o->parts);
+    hearth__free(o->text);
+    hearth_query_free(o->query);
+    hearth__free(o);
+}
+
+/* Ends an operation that never ran: completions learn it was canceled. */
+static void op_cancel(op *o) {
+    switch (o->kind) {
+    case OP_WRITE:
+        if (o->done)
+            o->done(HEARTH_ECANCELED, o->ctx);
+        break;
+    case OP_TRANSACTION:
+        o->tx_done(HEARTH_ECANCELED, false, hearth__node_empty(), o->ctx);
+        break;
+    case OP_GET:
+        *o->get_rc = HEARTH_ECANCELED;
+        uv_sem_post(o->sem);
+        break;
+    case OP_OBSERVE:
+        if (o->reg->ctx_free)
+            o->reg->ctx_free(o->reg->ctx);
+        hearth__free(o->reg);
+        o->ctx_free = NULL;
+        break;
+    default:
+        break;
+    }
+    if (o->ctx_free)
+        o->ctx_free(o->ctx);
+    op_free(o);
+}
+
+static bool on_loop_thread(hearth_db_t *db) {
+    uv_thread_t self = uv_thread_self();
+    return uv_thread_equal(&self, &db->loop_thread);
+}
+
+/* ---- applying writes and raising events ---- */
+
+static void sweep_doomed(hearth_db_t *db) {
+    for (size_t i = 0; i < db->ndoomed; i++)
+        hearth__listeners_remove(&db->listeners, db->doomed[i]);
+    db->ndoomed = 0;
+}
+
+static void raise_events(hearth_db_t *db) {
+    db->raising++;
+    hearth__events_raise(&db->events);
+    db->raising--;
+    if (!db->raising)
+        sweep_doomed(db);
+}
+
+/* The data at path in root. */
+static const hearth_node_t *node_at(const hearth_node_t *root,
+                                    const hearth__path *p) {
+    for (unsigned i = 0; i < p->n; i++)
+        root = hearth__node_child(root, &p->seg[i]);
+    return root;
+}
+
+/* Queues the events of every view the written paths touch. */
+static int generate(hearth_db_t *db, const hearth_node_t *old_root,
+                    const hearth__path *const *paths, size_t n) {
+    hearth__view **views;
+    size_t nviews;
+    int rc = hearth__listeners_collect(&db->listeners, paths, n, &views,
+                                       &nviews);
+    hearth__path at;
+    for (size_t i = 0; !rc && i < nviews; i++) {
+        /* Rebuild the view's path from its trie node. */
+        hearth__tnode *chain[HEARTH_MAX_DEPTH + 1];
+        unsigned depth = 0;
+        for (hearth__tnode *t = views[i]->at; t->parent; t = t->parent)
+            chain[depth++] = t;
+        at.n = depth;
+        at.priority = at.info = false;
+        for (unsigned d = 0; d < depth; d++)
+            at.seg[d] = hearth__key_name(chain[depth - 1 - d]->key);
+        rc = hearth__view_generate(views[i], node_at(old_root, &at),
+                                   node_at(db->root, &at), &db->events);
+    }
+    hearth__free(views);
+    return rc;
+}
+
+/* Resolves server values and applies every part to the root as one write,
+ * or changes nothing. */
+static int apply_write(hearth_db_t *db, op *o) {
+    int64_t now = hearth_now_ms();
+    hearth_node_t *root = hearth_node_incref(db->root);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < o->nparts; i++) {
+        write_part *w = &o->parts[i];
+        hearth_node_t *value;
+        const hearth_node_t *existing = node_at(db->root, &w->path);
+        if (w->path.priority)
+            existing = hearth__prio(existing);
+        rc = hearth__node_resolve_sv(w->value, existing, now, &value);
+        if (!rc) {
+            rc = hearth__node_set_path(&root, &w->path, value, NULL);
+            hearth_node_decref(value);
+        }
+    }
+    if (rc) {
+        hearth_node_decref(root);
+        return rc;
+    }
+    hearth_node_t *old_root = db->root;
+    db->root = root;
+    const hearth__path *paths[64];
+    const hearth__path **list = o->nparts <= 64
+                                    ? paths
+                                    : hearth__malloc(o->nparts * sizeof *list);
+    if (!list) {
+        rc = HEARTH_ENOMEM;
+    } else {
+        for (size_t i = 0; i < o->nparts; i++)
+            list[i] = &o->parts[i].path;
+        rc = generate(db, old_root, list, o->nparts);
+        if (list != paths)
+            hearth__free(list);
+    }
+    hearth_node_decref(old_root);
+    /* The write stands even if its events could not be built (no memory):
+     * the data is consistent, only those notifications are lost. */
+    if (rc)
+        hearth__events_clear(&db->events);
+    return 0;
+}
+
+static void run_write(hearth_db_t *db, op *o) {
+    int rc = apply_write(db, o);
+    raise_events(db);
+    if (o->done)
+        o->done(rc, o->ctx);
+}
+
+static void run_transaction(hearth_db_t *db, op *o) {
+    hearth_node_t *current = hearth_node_incref(node_at(db->root, &o->path));
+    hearth_node_t *result = NULL;
+    int verdict = o->tx_fn(current, &result, o->ctx);
+    int rc = 0;
+    if (verdict != HEARTH_TX_COMMIT || !result) {
+        hearth_node_decref(result);
+        o->tx_done(HEARTH_EABORTED, false, current, o->ctx);
+        hearth_node_decref(current);
+        return;
+    }
+    if (o->path.n + (unsigned)hearth__node_depth(result) > HEARTH_MAX_DEPTH)
+        rc = HEARTH_EDEPTH;
+    if (!rc) {
+        o->parts = hearth__calloc(1, sizeof *o->parts);
+        if (!o->parts)
+            rc = HEARTH_ENOMEM;
+    }
+    if (rc) {
+        hearth_node_decref(result);
+        o->tx_done(rc, false, current, o->ctx);
+        hearth_node_decref(current);
+        return;
+    }
+    o->nparts = 1;
+    o->parts[0].path = o->path; /* views into o->text, freed with o */
+    o->parts[0].value = result;
+    rc = apply_write(db, o);
+    raise_events(db);
+    o->tx_done(rc, rc == 0, node_at(db->root, &o->path), o->ctx);
+    hearth_node_decref(current);
+}
+
+static void run_get(hearth_db_t *db, op *o) {
+    const hearth_node_t *n = node_at(db->root, &o->path);
+    *o->get_rc = hearth__query_view_node(o->query, n, o->get_out);
+    uv_sem_post(o->sem);
+}
+
+static void run_observe(hearth_db_t *db, op *o) {
+    hearth__reg *reg = o->reg;
+    o->reg = NULL;
+    if (hearth__listeners_add(&db->listeners, &o->path, o->query, reg)) {
+        /* No memory for the registration: it ends at once. */
+        if (reg->ctx_free)
+            reg->ctx_free(reg->ctx);
+        hearth__free(reg);
+        return;
+    }
+    if (hearth__reg_initial_events(reg, node_at(db->root, &o->path),
+                                   &db->events))
+        hearth__events_clear(&db->events);
+    raise_events(db);
+}
+
+static void remove_reg(hearth_db_t *db, hearth__reg *reg) {
+    if (reg->removed)
+        return;
+    reg->removed = true;
+    if (!db->raising) {
+        hearth__listeners_remove(&db->listeners, reg);
+        return;
+    }
+    if (db->ndoomed == db->doomed_cap) {
+        size_t cap = db->doomed_cap ? db->doomed_cap * 2 : 8;
+        hearth__reg **d = hearth__realloc(db->doomed, cap * sizeof *d);
+        if (!d) /* cannot defer: it is marked removed, free it at close */
+            return;
+        db->doomed = d;
+        db->doomed_cap = cap;
+    }
+    db->doomed[db->ndoomed++] = reg;
+}
+
+static void run_unobserve_at(hearth_db_t *db, op *o) {
+    hearth__tnode *t = hearth__listeners_at(&db->listeners, &o->path);
+    if (!t)
+        return;
+    /* Collect first: removal may free the trie node when not raising. */
+    size_t n = 0;
+    for (hearth__view *v = t->views; v; v = v->next)
+        for (hearth__reg *r = v->regs; r; r = r->next)
+            n++;
+    hearth__reg **regs = hearth__malloc((n ? n : 1) * sizeof *regs);
+    if (!regs)
+        return;
+    n = 0;
+    for (hearth__view *v = t->views; v; v = v->next)
+        for (hearth__reg *r = v->regs; r; r = r->next)
+            regs[n++] = r;
+    for (size_t i = 0; i < n; i++)
+        remove_reg(db, regs[i]);
+    hearth__free(regs);
+}
+
+static void run_op(hearth_db_t *db, op *o) {
+    switch (o->kind) {
+    case OP_WRITE:
+        run_write(db, o);
+        break;
+    case OP_TRANSACTION:
+        run_transaction(db, o);
+        break;
+    case OP_GET:
+        run_get(db, o);
+        break;
+    case OP_OBSERVE:
+        run_observe(db, o);
+        break;
+    case OP_UNOBSERVE: {
+        hearth__reg *reg = hearth__listeners_find(&db->listeners, o->handle);
+        if (reg)
+            remove_reg(db, reg);
+        break;
+    }
+    case OP_UNOBSERVE_AT:
+        run_unobserve_at(db, o);
+        break;
+    case OP_CALL:
+        o->call_fn(o->ctx);
+        break;
+    case OP_STOP:
+        uv_close((uv_handle_t *)&db->wake, NULL);
+        break;
+    }
+    if (o->ctx_free)
+        o->ctx_free(o->ctx);
+    op_free(o);
+}
+
+/* Runs o and then whatever its callbacks asked for, in order. */
+static void run_now(hearth_db_t *db, op *o) {
+    run_op(db, o);
+    while (!db->raising && db->deferred) {
+        op *next = db->deferred;
+        db->deferred = next->next;
+        if (!db->deferred)
+            db->deferred_tail = NULL;
+        run_op(db, next);
+    }
+}
+
+static void on_wake(uv_async_t *handle) {
+    hearth_db_t *db = handle->data;
+    uv_mutex_lock(&db->lock);
+    op *o = db->head;
+    db->head = db->tail = NULL;
+    uv_mutex_unlock(&db->lock);
+    while (o) {
+        op *next = o->next;
+        if (db->closed) /* closed by a callback of an earlier op */
+            op_cancel(o);
+        else
+            run_now(db, o);
+        o = next;
+    }
+}
+
+/* Hands o to the loop: at once on the loop thread (after the current batch
+ * of events when raising), else through the queue. */
+static int submit(hearth_db_t *db, op *o) {
+    if (on_loop_thread(db)) {
+        if (db->closed) {
+            op_free(o);
+            return HEARTH_ECLOSED;
+        }
+        if (db->raising) {
+            if (db->deferred_tail)
+                db->deferred_tail->next = o;
+            else
+                db->deferred = o;
+            db->deferred_tail = o;
+        } else {
+            run_now(db, o);
+        }
+        return 0;
+    }
+    uv_mutex_lock(&db->lock);
+    bool closed = db->closed;
+    if (!closed) {
+        if (db->tail)
+            db->tail->next = o;
+        else
+            db->head = o;
+        db->tail = o;
+    }
+    uv_mutex_unlock(&db->lock);
+    if (closed) {
+        op_free(o);
+        return HEARTH_ECLOSED;
+    }
+    uv_async_send(&db->wake);
+    return 0;
+}
+
+/* ---- open and close ---- */
+
+static void loop_main(void *arg) {
+    hearth_db_t *db = arg;
+    uv_run(db->loop, UV_RUN_DEFAULT);
+}
+
+int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out) {
+    if (!out)
+        return HEARTH_EINVAL;
+    if (config && config->data_dir)
+        return HEARTH_EUNSUPPORTED; /* the durable store is not built yet */
+    hearth_db_t *db = hearth__calloc(1, sizeof *db);
+    if (!db)
+        return HEARTH_ENOMEM;
+    db->root = hearth_node_null();
+    atomic_init(&db->next_handle, 1);
+    hearth__events_init(&db->events);
+    int rc = hearth__listeners_init(&db->listeners);
+    if (rc) {
+        hearth__free(db);
+        return rc;
+    }
+    if (uv_mutex_init(&db->lock)) {
+        hearth__listeners_destroy(&db->listeners);
+        hearth__free(db);
+        return HEARTH_ELOOP;
+    }
+    db->owns_loop = !config || !config->loop;
+    db->loop = db->owns_loop ? &db->own_loop : config->loop;
+    if (db->owns_loop && uv_loop_init(db->loop))
+        goto fail_loop;
+    if (uv_async_init(db->loop, &db->wake, on_wake))
+        goto fail_async;
+    db->wake.data = db;
+    if (db->owns_loop) {
+        if (uv_thread_create(&db->thread, loop_main, db))
+            goto fail_thread;
+        db->loop_thread = db->thread;
+    } else {
+        db->loop_thread = uv_thread_self();
+    }
+    *out = db;
+    return 0;
+fail_thread:
+    uv_close((uv_handle_t *)&db->wake, NULL);
+    uv_run(db->loop, UV_RUN_DEFAULT);
+fail_async:
+    if (db->owns_loop)
+        uv_loop_close(db->loop);
+fail_loop:
+    uv_mutex_destroy(&db->lock);
+    hearth__listeners_destroy(&db->listeners);
+    hearth_node_decref(db->root);
+    hearth__free(db);
+    return HEARTH_ELOOP;
+}
+
+static void free_db(hearth_db_t *db) {
+    hearth__events_clear(&db->events);
+    hearth__listeners_destroy(&db->listeners); /* runs every ctx_free */
+    hearth__free(db->doomed);
+    hearth_node_decref(db->root);
+    uv_mutex_destroy(&db->lock);
+    hearth__free(db);
+}
+
+static void on_wake_closed(uv_handle_t *handle) {
+    free_db(handle->data);
+}
+
+int hearth_db_close(hearth_db_t *db) {
+    if (!db)
+        return HEARTH_EINVAL;
+    uv_mutex_lock(&db->lock);
+    bool was_closed = db->closed;
+    db->closed = true;
+    op *pending = db->head;
+    db->head = db->tail = NULL;
+    uv_mutex_unlock(&db->lock);
+    if (was_closed)
+        return HEARTH_ECLOSED;
+    if (db->owns_loop) {
+        if (on_loop_thread(db))
+            return HEARTH_EINVAL; /* cannot join our own thread */
+        /* Let the loop finish what it was doing, then stop it from inside:
+         * only the loop thread may close its handles. */
+        op *stop = op_new(OP_STOP);
+        uv_mutex_lock(&db->lock);
+        db->head = db->tail = stop;
+        uv_mutex_unlock(&db->lock);
+        if (!stop)
+            return HEARTH_ENOMEM;
+        uv_async_send(&db->wake);
+        uv_thread_join(&db->thread);
+        uv_loop_close(db->loop);
+    }
+    while (pending) {
+        op *next = pending->next;
+        op_cancel(pending);
+        pending = next;
+    }
+    while (db->deferred) {
+        op *next = db->deferred->next;
+        op_cancel(db->deferred);
+        db->deferred = next;
+    }
+    if (db->owns_loop)
+        free_db(db);
+    else
+        uv_close((uv_handle_t *)&db->wake, on_wake_closed);
+    return 0;
+}
+
+/* ---- public operations ---- */
+
+static int parse_write_path(const char *path, unsigned flags, char **text,
+                            hearth__path *parsed, hearth_error_t *err) {
+    if (!path)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "path is NULL");
+    *text = hearth__strndup(path, strlen(path));
+    if (!*text)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = hearth__path_parse(*text, flags | HEARTH__PATH_ALLOW_INFO, parsed,
+                                err);
+    if (!rc && parsed->info && (flags & HEARTH__PATH_ALLOW_PRIORITY))
+        rc = hearth__error(err, HEARTH_EREADONLY, path,
+                           "cannot write to \"%s\": /.info is read-only", path);
+    if (rc) {
+        hearth__free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
+/* Checks one value written at a parsed path. */
+static int check_value(const hearth__path *p, const hearth_node_t *value,
+                       const char *text, hearth_error_t *err) {
+    if (!value)
+        return hearth__error(err, HEARTH_EINVAL, text, "value is NULL");
+    if (p->priority) {
+        hearth_type t = hearth_node_type(value);
+        if ((t != HEARTH_TYPE_NULL && t != HEARTH_TYPE_NUMBER &&
+             t != HEARTH_TYPE_STRING) ||
+            value->priority)
+            return hearth__error(err, HEARTH_EPRIORITY, text,
+                                 "invalid priority at %s: must be null, a "
+                                 "number or a string",
+                                 text);
+        return 0;
+    }
+    if (p->n + (unsigned)hearth__node_depth(value) > HEARTH_MAX_DEPTH)
+        return hearth__error(err, HEARTH_EDEPTH, text,
+                             "writing at \"%s\" would nest data deeper than "
+                             "%d levels",
+                             text, HEARTH_MAX_DEPTH);
+    return 0;
+}
+
+static op *write_op(size_t nparts, hearth_completion_cb cb, void *ctx,
+                    hearth_free_cb ctx_free) {
+    op *o = op_new(OP_WRITE);
+    if (!o)
+        return NULL;
+    o->parts = hearth__calloc(nparts ? nparts : 1, sizeof *o->parts);
+    if (!o->parts) {
+        hearth__free(o);
+        return NULL;
+    }
+    o->nparts = nparts;
+    o->done = cb;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
+    return o;
+}
+
+/* Frees a write op that was never submitted, without its callbacks. */
+static int drop_op(op *o, int rc) {
+    o->ctx_free = NULL;
+    op_free(o);
+    return rc;
+}
+
+int hearth_db_set(hearth_db_t *db, const char *path, const hearth_node_t *value,
+                  hearth_completion_cb cb, void *ctx, hearth_free_cb ctx_free,
+                  hearth_error_t *err) {
+    if (!db)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
+    op *o = write_op(1, cb, ctx, ctx_free);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    write_part *w = &o->parts[0];
+    int rc = parse_write_path(path, HEARTH__PATH_ALLOW_PRIORITY, &w->text,
+                              &w->path, err);
+    if (!rc)
+        rc = check_value(&w->path, value, path, err);
+    if (rc)
+        return drop_op(o, rc);
+    w->value = hearth_node_incref(value);
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_remove(hearth_db_t *db, const char *path, hearth_completion_cb cb,
+                     void *ctx, hearth_free_cb ctx_free, hearth_error_t *err) {
+    return hearth_db_set(db, path, hearth__node_empty(), cb, ctx, ctx_free,
+                         err);
+}
+
+/* Joins base and a relative path into one owned string. */
+static char *join(const char *base, const char *rel) {
+    size_t bl = strlen(base), rl = strlen(rel);
+    char *s = hearth__malloc(bl + rl + 2);
+    if (s) {
+        memcpy(s, base, bl);
+        s[bl] = '/';
+        memcpy(s + bl + 1, rel, rl + 1);
+    }
+    return s;
+}
+
+/* Whether writing at a also writes at b: a is b, or an ancestor of b (a
+ * node's ".priority" lies below the node). */
+static bool covers(const hearth__path *a, const hearth__path *b) {
+    if (!hearth__path_is_prefix(a, b))
+        return false;
+    return a->n < b->n || !a->priority || b->priority;
+}
+
+static int check_overlaps(const write_part *parts, size_t n,
+                          hearth_error_t *err) {
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            const write_part *a = &parts[i], *b = &parts[j];
+            if (covers(&b->path, &a->path)) {
+                const write_part *t = a;
+                a = b;
+                b = t;
+            } else if (!covers(&a->path, &b->path)) {
+                continue;
+            }
+            return hearth__error(err, HEARTH_EUPDATE, b->text,
+                                 "update paths overlap: \"%s\" contains "
+                                 "\"%s\"",
+                                 a->text, b->text);
+        }
+    return 0;
+}
+
+int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
+                     const char *const *paths,
+                     const hearth_node_t *const *values,
+                     hearth_completion_cb cb, void *ctx,
+                     hearth_free_cb ctx_free, hearth_error_t *err) {
+    if (!db || !path || (count && (!paths || !values)))
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    hearth__path base;
+    int rc = hearth__path_parse(path, HEARTH__PATH_ALLOW_INFO, &base, err);
+    if (rc)
+        return rc;
+    if (base.info)
+        return hearth__error(err, HEARTH_EREADONLY, path,
+                             "cannot write to \"%s\": /.info is read-only",
+                             path);
+    op *o = write_op(count, cb, ctx, ctx_free);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    for (size_t i = 0; !rc && i < count; i++) {
+        write_part *w = &o->parts[i];
+        if (!paths[i] || !values[i]) {
+            rc = hearth__error(err, HEARTH_EINVAL, NULL,
+                               "update entry %zu is NULL", i);
+            break;
+        }
+        char *full = join(path, paths[i]);
+        if (!full) {
+            rc = hearth__error_code(err, HEARTH_ENOMEM);
+            break;
+        }
+        rc = parse_write_path(full, HEARTH__PATH_ALLOW_PRIORITY, &w->text,
+                              &w->path, err);
+        hearth__free(full);
+        if (!rc)
+            rc = check_value(&w->path, values[i], w->text, err);
+        if (!rc)
+            w->value = hearth_node_incref(values[i]);
+    }
+    if (!rc)
+        rc = check_overlaps(o->parts, count, err);
+    if (rc)
+        return drop_op(o, rc);
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_update_json(hearth_db_t *db, const char *path, const char *json,
+                          size_t len, hearth_completion_cb cb, void *ctx,
+                          hearth_free_cb ctx_free, hearth_error_t *err) {
+    json_t *obj;
+    int rc = hearth__json_load(json, len, &obj, err);
+    if (rc)
+        return rc;
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return hearth__error(err, HEARTH_EVALUE, path,
+                             "an update must be a JSON object of paths to "
+                             "values");
+    }
+    size_t n = json_object_size(obj);
+    const char **paths = hearth__calloc(n ? n : 1, sizeof *paths);
+    hearth_node_t **values = hearth__calloc(n ? n : 1, sizeof *values);
+    rc = paths && values ? 0 : hearth__error_code(err, HEARTH_ENOMEM);
+    size_t i = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value) {
+        if (rc)
+            break;
+        char *full = join(path ? path : "", key);
+        if (!full) {
+            rc = hearth__error_code(err, HEARTH_ENOMEM);
+            break;
+        }
+        hearth__path p;
+        hearth_error_t perr;
+        unsigned depth = hearth__path_parse(full, HEARTH__PATH_ALLOW_PRIORITY |
+                                                      HEARTH__PATH_ALLOW_INFO,
+                                            &p, &perr)
+                             ? 0
+                             : p.n;
+        rc = hearth__node_from_jansson_at(value, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                          full, depth, &values[i], err);
+        hearth__free(full);
+        paths[i++] = key;
+    }
+    if (!rc)
+        rc = hearth_db_update(db, path, n, paths,
+                              (const hearth_node_t *const *)values, cb, ctx,
+                              ctx_free, err);
+    for (size_t k = 0; values && k < n; k++)
+        hearth_node_decref(values[k]);
+    hearth__free(values);
+    hearth__free(paths);
+    json_decref(obj);
+    return rc;
+}
+
+int hearth_db_push(hearth_db_t *db, const char *path, const hearth_node_t *value,
+                   char key_out[HEARTH_PUSH_ID_SIZE], hearth_completion_cb cb,
+                   void *ctx, hearth_free_cb ctx_free, hearth_error_t *err) {
+    if (!db || !path || !key_out)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    char key[HEARTH_PUSH_ID_SIZE];
+    uv_mutex_lock(&db->lock);
+    int rc = hearth_push_id(&db->push_state, hearth_now_ms(), key);
+    uv_mutex_unlock(&db->lock);
+    if (rc)
+        return hearth__error_code(err, rc);
+    char *full = join(path, key);
+    if (!full)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    rc = hearth_db_set(db, full, value, cb, ctx, ctx_free, err);
+    hearth__free(full);
+    if (!rc)
+        memcpy(key_out, key, HEARTH_PUSH_ID_SIZE);
+    return rc;
+}
+
+int hearth_db_transaction(hearth_db_t *db, const char *path,
+                          hearth_transaction_fn update,
+                          hearth_transaction_done_cb done, void *ctx,
+                          hearth_free_cb ctx_free, hearth_error_t *err) {
+    if (!db || !update || !done)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    op *o = op_new(OP_TRANSACTION);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = parse_write_path(path, 0, &o->text, &o->path, err);
+    if (!rc && o->path.info)
+        rc = hearth__error(err, HEARTH_EREADONLY, path,
+                           "cannot write to \"%s\": /.info is read-only", path);
+    if (rc)
+        return drop_op(o, rc);
+    o->tx_fn = update;
+    o->tx_done = done;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+static int read_op(op_kind kind, const char *path, const hearth_query_t *query,
+                   op **out, hearth_error_t *err) {
+    op *o = op_new(kind);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = parse_write_path(path, 0, &o->text, &o->path, err);
+    if (!rc && query && !(o->query = hearth_query_copy(query)))
+        rc = hearth__error_code(err, HEARTH_ENOMEM);
+    if (rc)
+        return drop_op(o, rc);
+    *out = o;
+    return 0;
+}
+
+int hearth_db_get(hearth_db_t *db, const char *path,
+                  const hearth_query_t *query, hearth_node_t **out,
+                  hearth_error_t *err) {
+    if (!db || !out)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    op *o;
+    int rc = read_op(OP_GET, path, query, &o, err);
+    if (rc)
+        return rc;
+    if (on_loop_thread(db)) {
+        /* Reads need no ordering against deferred work: answer now. */
+        rc = hearth__query_view_node(o->query, node_at(db->root, &o->path),
+                                     out);
+        op_free(o);
+        return rc ? hearth__error_code(err, rc) : 0;
+    }
+    uv_sem_t sem;
+    if (uv_sem_init(&sem, 0)) {
+        op_free(o);
+        return hearth__error_code(err, HEARTH_ELOOP);
+    }
+    int result = 0;
+    o->sem = &sem;
+    o->get_out = out;
+    o->get_rc = &result;
+    rc = submit(db, o);
+    if (!rc) {
+        uv_sem_wait(&sem);
+        rc = result;
+    }
+    uv_sem_destroy(&sem);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_observe(hearth_db_t *db, const char *path,
+                      const hearth_query_t *query, unsigned mask,
+                      hearth_event_cb cb, void *ctx, hearth_free_cb ctx_free,
+                      hearth_observer_t *handle, hearth_error_t *err) {
+    if (!db || !cb || !handle)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    if (!mask || (mask & ~HEARTH_MASK_ALL))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "event mask 0x%x is invalid", mask);
+    op *o;
+    int rc = read_op(OP_OBSERVE, path, query, &o, err);
+    if (rc)
+        return rc;
+    hearth__reg *reg = hearth__calloc(1, sizeof *reg);
+    if (!reg)
+        return drop_op(o, hearth__error_code(err, HEARTH_ENOMEM));
+    reg->handle = atomic_fetch_add(&db->next_handle, 1);
+    reg->mask = mask;
+    reg->cb = cb;
+    reg->ctx = ctx;
+    reg->ctx_free = ctx_free;
+    o->reg = reg;
+    *handle = reg->handle;
+    rc = submit(db, o);
+    if (rc) { /* submit freed o, not the registration */
+        hearth__free(reg);
+        return hearth__error_code(err, rc);
+    }
+    return 0;
+}
+
+int hearth_db_remove_observer(hearth_db_t *db, hearth_observer_t handle) {
+    if (!db || !handle)
+        return HEARTH_EINVAL;
+    if (on_loop_thread(db)) {
+        hearth__reg *reg = hearth__listeners_find(&db->listeners, handle);
+        if (!reg || reg->removed)
+            return HEARTH_ENOTFOUND;
+        remove_reg(db, reg);
+        return 0;
+    }
+    op *o = op_new(OP_UNOBSERVE);
+    if (!o)
+        return HEARTH_ENOMEM;
+    o->handle = handle;
+    return submit(db, o);
+}
+
+int hearth_db_remove_observers_at(hearth_db_t *db, const char *path,
+                                  hearth_error_t *err) {
+    if (!db)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
+    op *o;
+    int rc = read_op(OP_UNOBSERVE_AT, path, NULL, &o, err);
+    if (rc)
+        return rc;
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,
+                   hearth_free_cb ctx_free) {
+    if (!db || !fn)
+        return HEARTH_EINVAL;
+    op *o = op_new(OP_CALL);
+    if (!o)
+        return HEARTH_ENOMEM;
+    o->call_fn = fn;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
+    return submit(db, o);
+}
