@@ -266,8 +266,15 @@ static void run_transaction(hearth_db_t *db, op *o) {
     hearth_node_decref(current);
 }
 
+/* The value a read of path sees (its priority for ".priority" paths). */
+static const hearth_node_t *read_at(const hearth_node_t *root,
+                                    const hearth__path *p) {
+    const hearth_node_t *n = node_at(root, p);
+    return p->priority ? hearth__prio(n) : n;
+}
+
 static void run_get(hearth_db_t *db, op *o) {
-    const hearth_node_t *n = node_at(db->root, &o->path);
+    const hearth_node_t *n = read_at(db->root, &o->path);
     *o->get_rc = hearth__query_view_node(o->query, n, o->get_out);
     uv_sem_post(o->sem);
 }
@@ -383,7 +390,7 @@ static void on_wake(uv_async_t *handle) {
     uv_mutex_unlock(&db->lock);
     while (o) {
         op *next = o->next;
-        if (db->closed) /* closed by a callback of an earlier op */
+        if (db->closed && o->kind != OP_STOP) /* closed by a callback */
             op_cancel(o);
         else
             run_now(db, o);
@@ -544,8 +551,9 @@ int hearth_db_close(hearth_db_t *db) {
 
 /* ---- public operations ---- */
 
-static int parse_write_path(const char *path, unsigned flags, char **text,
-                            hearth__path *parsed, hearth_error_t *err) {
+/* Copies path into *text and parses it there (segments point into it). */
+static int parse_path_copy(const char *path, unsigned flags, char **text,
+                           hearth__path *parsed, hearth_error_t *err) {
     if (!path)
         return hearth__error(err, HEARTH_EINVAL, NULL, "path is NULL");
     *text = hearth__strndup(path, strlen(path));
@@ -553,12 +561,22 @@ static int parse_write_path(const char *path, unsigned flags, char **text,
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = hearth__path_parse(*text, flags | HEARTH__PATH_ALLOW_INFO, parsed,
                                 err);
-    if (!rc && parsed->info && (flags & HEARTH__PATH_ALLOW_PRIORITY))
-        rc = hearth__error(err, HEARTH_EREADONLY, path,
-                           "cannot write to \"%s\": /.info is read-only", path);
     if (rc) {
         hearth__free(*text);
         *text = NULL;
+    }
+    return rc;
+}
+
+/* The same for a location to write to, which may not be under /.info. */
+static int parse_write_path(const char *path, unsigned flags, char **text,
+                            hearth__path *parsed, hearth_error_t *err) {
+    int rc = parse_path_copy(path, flags, text, parsed, err);
+    if (!rc && parsed->info) {
+        hearth__free(*text);
+        *text = NULL;
+        rc = hearth__error(err, HEARTH_EREADONLY, path,
+                           "cannot write to \"%s\": /.info is read-only", path);
     }
     return rc;
 }
@@ -806,9 +824,6 @@ int hearth_db_transaction(hearth_db_t *db, const char *path,
     if (!o)
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = parse_write_path(path, 0, &o->text, &o->path, err);
-    if (!rc && o->path.info)
-        rc = hearth__error(err, HEARTH_EREADONLY, path,
-                           "cannot write to \"%s\": /.info is read-only", path);
     if (rc)
         return drop_op(o, rc);
     o->tx_fn = update;
@@ -819,12 +834,12 @@ int hearth_db_transaction(hearth_db_t *db, const char *path,
     return rc ? hearth__error_code(err, rc) : 0;
 }
 
-static int read_op(op_kind kind, const char *path, const hearth_query_t *query,
-                   op **out, hearth_error_t *err) {
+static int read_op(op_kind kind, const char *path, unsigned flags,
+                   const hearth_query_t *query, op **out, hearth_error_t *err) {
     op *o = op_new(kind);
     if (!o)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    int rc = parse_write_path(path, 0, &o->text, &o->path, err);
+    int rc = parse_path_copy(path, flags, &o->text, &o->path, err);
     if (!rc && query && !(o->query = hearth_query_copy(query)))
         rc = hearth__error_code(err, HEARTH_ENOMEM);
     if (rc)
@@ -839,12 +854,12 @@ int hearth_db_get(hearth_db_t *db, const char *path,
     if (!db || !out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
     op *o;
-    int rc = read_op(OP_GET, path, query, &o, err);
+    int rc = read_op(OP_GET, path, HEARTH__PATH_ALLOW_PRIORITY, query, &o, err);
     if (rc)
         return rc;
     if (on_loop_thread(db)) {
         /* Reads need no ordering against deferred work: answer now. */
-        rc = hearth__query_view_node(o->query, node_at(db->root, &o->path),
+        rc = hearth__query_view_node(o->query, read_at(db->root, &o->path),
                                      out);
         op_free(o);
         return rc ? hearth__error_code(err, rc) : 0;
@@ -877,7 +892,7 @@ int hearth_db_observe(hearth_db_t *db, const char *path,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "event mask 0x%x is invalid", mask);
     op *o;
-    int rc = read_op(OP_OBSERVE, path, query, &o, err);
+    int rc = read_op(OP_OBSERVE, path, 0, query, &o, err);
     if (rc)
         return rc;
     hearth__reg *reg = hearth__calloc(1, sizeof *reg);
@@ -920,7 +935,7 @@ int hearth_db_remove_observers_at(hearth_db_t *db, const char *path,
     if (!db)
         return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
     op *o;
-    int rc = read_op(OP_UNOBSERVE_AT, path, NULL, &o, err);
+    int rc = read_op(OP_UNOBSERVE_AT, path, 0, NULL, &o, err);
     if (rc)
         return rc;
     rc = submit(db, o);

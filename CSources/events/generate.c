@@ -127,7 +127,8 @@ static int compare_names(const void *a, const void *b) {
 static void hinted_changes(const hearth__view *v, const hearth_node_t *old_full,
                            const hearth_node_t *new_full, changes *cs) {
     hearth__name *hints = v->hints;
-    qsort(hints, v->nhints, sizeof *hints, compare_names);
+    if (v->nhints > 1)
+        qsort(hints, v->nhints, sizeof *hints, compare_names);
     const hearth__bt *ot = old_full->u.obj.tree, *nt = new_full->u.obj.tree;
     for (size_t i = 0; i < v->nhints; i++) {
         const hearth__entry *o = hearth__bt_find(ot, &hints[i]);
@@ -165,7 +166,8 @@ static keyed *by_key(const hearth__item *items, size_t n) {
         return NULL;
     for (size_t i = 0; i < n; i++)
         k[i] = (keyed){&items[i], i};
-    qsort(k, n, sizeof *k, compare_keyed);
+    if (n > 1)
+        qsort(k, n, sizeof *k, compare_keyed);
     return k;
 }
 
@@ -236,7 +238,8 @@ static int queue_type(hearth__view *v, changes *cs, hearth_event_type type,
     for (size_t i = 0; i < cs->n; i++)
         if (cs->c[i].type == type)
             sel[n++] = cs->c[i];
-    qsort(sel, n, sizeof *sel, by_order);
+    if (n > 1)
+        qsort(sel, n, sizeof *sel, by_order);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
         for (hearth__reg *r = v->regs; r && !rc; r = r->next)

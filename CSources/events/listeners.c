@@ -377,7 +377,8 @@ int hearth__listeners_collect(hearth__listeners *l,
     /* Deeper views raise first; among equals, collection order. */
     for (size_t i = 0; i < c.n; i++)
         c.views[i]->order = i;
-    qsort(c.views, c.n, sizeof *c.views, deeper_first);
+    if (c.n > 1)
+        qsort(c.views, c.n, sizeof *c.views, deeper_first);
     *views = c.views;
     *nviews = c.n;
     return 0;

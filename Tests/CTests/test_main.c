@@ -16,7 +16,7 @@ int test_failures;
 #define DECLARE(s) extern const test_case s[] __attribute__((weak));
 SUITES(DECLARE)
 
-enum { TIME_LIMIT_S = 60 };
+enum { TIME_LIMIT_S = 30 };
 
 hearth_node_t *node_from(const char *json) {
     hearth_node_t *n = NULL;
