@@ -32,7 +32,8 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-swift bench fuzz install clean serve
+.PHONY: all lib cli deps test test-c test-fuzz test-install test-swift bench \
+        fuzz install clean serve
 
 all: lib cli
 
@@ -94,10 +95,26 @@ test-c: deps $(BUILD)/ctest
 	UBSAN_OPTIONS=print_stacktrace=1 \
 	HEARTH_SHARED=../shared $(BUILD)/ctest
 
+# Each fuzz target, built with gcc and the sanitizers, over its seeds and
+# 20,000 deterministic mutations of them.
+FUZZ_NAMES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz-smoke/%: fuzz/fuzz_%.c fuzz/driver.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) $< fuzz/driver.c $(ASAN_OBJ) -o $@ $(LIBS)
+
+test-fuzz: deps $(FUZZ_NAMES:%=$(BUILD)/fuzz-smoke/%)
+	@for t in $(FUZZ_NAMES); do \
+	  $(BUILD)/fuzz-smoke/$$t fuzz/seeds/$$t/* || exit 1; \
+	done
+
+test-install: lib
+	scripts/check-install.sh
+
 test-swift: deps
 	HEARTH_STRICT=1 swift test
 
-test: test-c test-swift
+test: test-c test-fuzz test-install test-swift
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
@@ -115,6 +132,8 @@ $(BUILD)/fuzz/%: fuzz/%.c $(SRC) $(HEADERS)
 	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined \
 	  $< $(SRC) -o $@ $(LIBS)
 
+# Builds the coverage-guided fuzzers; run one with e.g.
+#   build/fuzz/fuzz_json -max_total_time=300 fuzz/seeds/json
 fuzz: deps $(FUZZ_TARGETS)
 
 # ---- install ----

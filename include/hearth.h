@@ -242,7 +242,8 @@ HEARTH_EXTERN int hearth_node_hash(const hearth_node_t *node,
 /* ------------------------------------------------------------------------ */
 /* Keys and paths                                                           */
 
-/* Validates a key / a path (keys joined by '/'; empty segments ignored). */
+/* Validates a key / a path (keys joined by '/'; empty segments ignored; a
+ * path may start with ".info" and end with ".priority"). */
 HEARTH_EXTERN int hearth_validate_key(const char *key, hearth_error_t *err);
 HEARTH_EXTERN int hearth_validate_path(const char *path, hearth_error_t *err);
 /* Compares two keys in the service's order (integer-like keys first,

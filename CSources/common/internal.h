@@ -39,7 +39,7 @@ char *hearth__strndup(const char *s, size_t len);
 /* Test hook: after `n` more successful allocations, every allocation fails
  * (n < 0 disables). Returns the number of allocations made since the last
  * call. Not thread-safe; only for single-threaded tests. */
-HEARTH_EXTERN long hearth__alloc_fail_after(long n);
+long hearth__alloc_fail_after(long n);
 
 /* ---- errors ---- */
 

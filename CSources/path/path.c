@@ -104,7 +104,8 @@ int hearth__path_parse(const char *s, unsigned flags, hearth__path *out,
 
 int hearth_validate_path(const char *path, hearth_error_t *err) {
     hearth__path p;
-    return hearth__path_parse(path, HEARTH__PATH_ALLOW_INFO, &p, err);
+    return hearth__path_parse(
+        path, HEARTH__PATH_ALLOW_INFO | HEARTH__PATH_ALLOW_PRIORITY, &p, err);
 }
 
 void hearth__path_format(const hearth__path *p, unsigned upto, char *buf,
