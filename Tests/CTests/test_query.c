@@ -1,0 +1,336 @@
+/* test_query.c - queries: every order, bounds with and without tie-break
+ * keys, exclusive bounds, limits, leaves and priorities in views, the
+ * validation errors of the official clients, the wire identity; and the
+ * listener index (which views a write visits). */
+#include "test.h"
+
+#include "events/listeners.h"
+
+/* Selected keys joined by spaces, in query order. */
+static int append_key(const char *key, const hearth_node_t *child, void *ctx) {
+    (void)child;
+    char *out = ctx;
+    if (*out)
+        strcat(out, " ");
+    strcat(out, key);
+    return 0;
+}
+
+static void check_keys(const hearth_query_t *q, const hearth_node_t *n,
+                       const char *expected, int line) {
+    char got[512] = "";
+    CHECK_INT(hearth_query_foreach(q, n, append_key, got), 0);
+    if (strcmp(got, expected) != 0) {
+        fprintf(stderr, "  test_query.c:%d: selected \"%s\", expected \"%s\"\n",
+                line, got, expected);
+        test_failures++;
+    }
+}
+#define CHECK_KEYS(q, n, expected) check_keys(q, n, expected, __LINE__)
+
+static hearth_query_t *new_query(void) {
+    hearth_query_t *q;
+    CHECK_INT(hearth_query_new(&q), 0);
+    return q;
+}
+
+static const char *SCORES =
+    "{\"a\":{\"s\":3,\"n\":\"x\"},\"b\":{\"s\":1},\"c\":{\"s\":3},"
+    "\"d\":{\"n\":\"y\"},\"e\":{\"s\":\"high\"},\"f\":{\"s\":true},"
+    "\"g\":{\"s\":{\"deep\":1}},\"h\":{\"s\":false}}";
+
+static void test_order_by_child(void) {
+    hearth_node_t *n = node_from(SCORES);
+    hearth_query_t *q = new_query();
+    CHECK_INT(hearth_query_order_by_child(q, "s", NULL), 0);
+    /* missing < false < true < numbers < strings < objects; ties by key */
+    CHECK_KEYS(q, n, "d h f b a c e g");
+    hearth_node_t *three = hearth_node_number(3);
+    CHECK_INT(hearth_query_start_at(q, three, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "a c e g");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_start_at(q, three, "a", NULL), 0);
+    CHECK_KEYS(q, n, "a c e g");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_start_at(q, three, "b", NULL), 0); /* after a */
+    CHECK_KEYS(q, n, "c e g");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_equal_to(q, three, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "a c");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_start_after(q, three, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "e g");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_start_after(q, three, "a", NULL), 0);
+    CHECK_KEYS(q, n, "c e g");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    CHECK_INT(hearth_query_end_before(q, three, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "d h f b");
+    CHECK_INT(hearth_query_limit_to_last(q, 2, NULL), 0);
+    CHECK_KEYS(q, n, "f b");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_child(q, "s", NULL);
+    hearth_node_t *null = hearth_node_null();
+    CHECK_INT(hearth_query_equal_to(q, null, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "d");
+    hearth_query_free(q);
+    hearth_node_decref(null);
+    hearth_node_decref(three);
+    hearth_node_decref(n);
+}
+
+static void test_order_by_key(void) {
+    hearth_node_t *n = node_from("{\"b\":1,\"a\":2,\"10\":3,\"9\":4,\"c\":5}");
+    hearth_query_t *q = new_query();
+    CHECK_INT(hearth_query_order_by_key(q, NULL), 0);
+    CHECK_KEYS(q, n, "9 10 a b c");
+    hearth_node_t *a = hearth_node_string("a", 1), *bb = hearth_node_string("bb", 2);
+    CHECK_INT(hearth_query_start_after(q, a, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "b c");
+    CHECK_INT(hearth_query_end_at(q, bb, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "b");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_key(q, NULL);
+    CHECK_INT(hearth_query_end_before(q, a, NULL, NULL), 0);
+    CHECK_INT(hearth_query_limit_to_first(q, 1, NULL), 0);
+    CHECK_KEYS(q, n, "9");
+    hearth_query_free(q);
+    /* Errors: a key name argument, a non-string value. */
+    q = new_query();
+    hearth_query_order_by_key(q, NULL);
+    hearth_error_t err;
+    CHECK_INT(hearth_query_start_at(q, a, "x", &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "only pass one argument") != NULL);
+    hearth_node_t *one = hearth_node_number(1);
+    CHECK_INT(hearth_query_start_at(q, one, NULL, &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "must be a string") != NULL);
+    CHECK_KEYS(q, n, "9 10 a b c"); /* the failed calls changed nothing */
+    hearth_query_free(q);
+    hearth_node_decref(one);
+    hearth_node_decref(a);
+    hearth_node_decref(bb);
+    hearth_node_decref(n);
+}
+
+static void test_order_by_priority_and_value(void) {
+    hearth_node_t *n = node_from(
+        "{\"a\":{\".value\":1,\".priority\":\"z\"},\"b\":{\".value\":2,"
+        "\".priority\":5},\"c\":3,\"d\":{\".value\":0,\".priority\":1}}");
+    hearth_query_t *q = new_query();
+    CHECK_KEYS(q, n, "c d b a"); /* none < numbers < strings */
+    hearth_node_t *five = hearth_node_number(5);
+    CHECK_INT(hearth_query_start_at(q, five, NULL, NULL), 0);
+    CHECK_KEYS(q, n, "b a");
+    hearth_query_free(q);
+    q = new_query();
+    CHECK_INT(hearth_query_order_by_value(q, NULL), 0);
+    CHECK_KEYS(q, n, "d a b c");
+    CHECK_INT(hearth_query_limit_to_first(q, 2, NULL), 0);
+    hearth_node_t *view;
+    CHECK_INT(hearth_query_apply(q, n, &view), 0);
+    /* A filtered view keeps the children's priorities. */
+    CHECK_JSON(view, "{\"a\":{\".value\":1,\".priority\":\"z\"},"
+                     "\"d\":{\".value\":0,\".priority\":1}}");
+    hearth_node_decref(view);
+    hearth_error_t err;
+    hearth_node_t *t = hearth_node_boolean(true);
+    hearth_query_t *p = new_query();
+    CHECK_INT(hearth_query_start_at(p, t, NULL, &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "valid priority value") != NULL);
+    hearth_query_free(p);
+    hearth_node_decref(t);
+    hearth_node_decref(five);
+    hearth_query_free(q);
+    hearth_node_decref(n);
+}
+
+static void test_leaf_views(void) {
+    hearth_node_t *leaf = node_from("{\".value\":7,\".priority\":2}");
+    hearth_query_t *q = new_query();
+    hearth_node_t *view;
+    CHECK_INT(hearth_query_apply(q, leaf, &view), 0); /* loads all: as is */
+    CHECK_JSON(view, "{\".value\":7,\".priority\":2}");
+    hearth_node_decref(view);
+    hearth_query_limit_to_first(q, 1, NULL);
+    CHECK_INT(hearth_query_apply(q, leaf, &view), 0);
+    CHECK_JSON(view, "null"); /* filtered queries see no leaf */
+    hearth_node_decref(view);
+    hearth_query_free(q);
+    hearth_node_decref(leaf);
+}
+
+static void test_validation(void) {
+    hearth_error_t err;
+    hearth_query_t *q = new_query();
+    CHECK_INT(hearth_query_order_by_value(q, NULL), 0);
+    CHECK_INT(hearth_query_order_by_key(q, &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "multiple orderBy") != NULL);
+    CHECK_INT(hearth_query_limit_to_first(q, 0, &err), HEARTH_EQUERY);
+    CHECK_INT(hearth_query_limit_to_first(q, 3, NULL), 0);
+    CHECK_INT(hearth_query_limit_to_last(q, 3, &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "Limit was already set") != NULL);
+    hearth_node_t *one = hearth_node_number(1);
+    CHECK_INT(hearth_query_start_at(q, one, NULL, NULL), 0);
+    CHECK_INT(hearth_query_start_after(q, one, NULL, &err), HEARTH_EQUERY);
+    CHECK_INT(hearth_query_equal_to(q, one, NULL, &err), HEARTH_EQUERY);
+    hearth_node_t *obj = node_from("{\"a\":1}");
+    CHECK_INT(hearth_query_end_at(q, obj, NULL, &err), HEARTH_EQUERY);
+    CHECK_INT(hearth_query_end_at(q, one, "bad.key", &err), HEARTH_EKEY);
+    hearth_query_free(q);
+    q = new_query();
+    CHECK_INT(hearth_query_order_by_child(q, "$key", &err), HEARTH_EQUERY);
+    CHECK(strstr(err.message, "orderByKey") != NULL);
+    CHECK_INT(hearth_query_order_by_child(q, "a/b[0]", &err), HEARTH_EPATH);
+    CHECK_INT(hearth_query_order_by_child(q, "a/b", NULL), 0);
+    hearth_query_free(q);
+    hearth_node_decref(obj);
+    hearth_node_decref(one);
+}
+
+static void test_wire_identity(void) {
+    hearth_query_t *q = new_query();
+    char *s = hearth_query_to_json(q);
+    CHECK_STR(s, "{}");
+    hearth_free(s);
+    hearth_query_order_by_child(q, "score", NULL);
+    hearth_node_t *ten = hearth_node_number(10);
+    hearth_query_start_after(q, ten, NULL, NULL);
+    hearth_query_limit_to_last(q, 5, NULL);
+    s = hearth_query_to_json(q);
+    CHECK_STR(s, "{\"i\":\"score\",\"l\":5,\"sin\":false,\"sn\":\"[MAX_NAME]\","
+                 "\"sp\":10,\"vf\":\"r\"}");
+    hearth_free(s);
+    hearth_query_t *copy = hearth_query_copy(q);
+    s = hearth_query_to_json(copy);
+    CHECK_STR(s, "{\"i\":\"score\",\"l\":5,\"sin\":false,\"sn\":\"[MAX_NAME]\","
+                 "\"sp\":10,\"vf\":\"r\"}");
+    hearth_free(s);
+    hearth_query_free(copy);
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_order_by_key(q, NULL);
+    hearth_node_t *k = hearth_node_string("k", 1);
+    hearth_query_end_before(q, k, NULL, NULL);
+    s = hearth_query_to_json(q);
+    CHECK_STR(s, "{\"ein\":false,\"ep\":\"k\",\"i\":\".key\"}");
+    hearth_free(s);
+    hearth_query_free(q);
+    hearth_node_decref(k);
+    hearth_node_decref(ten);
+}
+
+/* A large node ordered by key: windows come from ranks, not a scan. */
+static void test_large_key_window(void) {
+    hearth_node_t *n = hearth_node_null();
+    char key[16];
+    for (int i = 0; i < 100000; i++) {
+        snprintf(key, sizeof key, "k%06d", i);
+        CHECK_INT(hearth_node_set_child_new(&n, key, hearth_node_number(i), NULL),
+                  0);
+    }
+    hearth_query_t *q = new_query();
+    hearth_query_order_by_key(q, NULL);
+    hearth_node_t *from = hearth_node_string("k050000", 7);
+    hearth_query_start_at(q, from, NULL, NULL);
+    hearth_query_limit_to_first(q, 3, NULL);
+    CHECK_KEYS(q, n, "k050000 k050001 k050002");
+    hearth_query_free(q);
+    q = new_query();
+    hearth_query_limit_to_last(q, 2, NULL);
+    CHECK_KEYS(q, n, "k099998 k099999");
+    hearth_query_free(q);
+    hearth_node_decref(from);
+    hearth_node_decref(n);
+}
+
+/* ---- the listener index ---- */
+
+static hearth__reg *new_reg(hearth_observer_t handle) {
+    hearth__reg *r = calloc(1, sizeof *r);
+    r->handle = handle;
+    r->mask = HEARTH_MASK_VALUE;
+    return r;
+}
+
+static void add_at(hearth__listeners *l, const char *path, hearth_observer_t h,
+                   const hearth_query_t *q) {
+    hearth__path p;
+    CHECK_INT(hearth__path_parse(path, 0, &p, NULL), 0);
+    CHECK_INT(hearth__listeners_add(l, &p, q, new_reg(h)), 0);
+}
+
+/* The paths of the views a write at `path` visits, deepest first. */
+static void visited(hearth__listeners *l, const char *path, char *out) {
+    hearth__path p;
+    CHECK_INT(hearth__path_parse(path, 0, &p, NULL), 0);
+    const hearth__path *paths[] = {&p};
+    hearth__view **views;
+    size_t n;
+    CHECK_INT(hearth__listeners_collect(l, paths, 1, &views, &n), 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, i ? " " : "");
+        strcat(out, views[i]->at->path);
+        strcat(out, views[i]->full ? "*" : "");
+    }
+    free(views);
+}
+
+static void test_listener_index(void) {
+    hearth__listeners l;
+    CHECK_INT(hearth__listeners_init(&l), 0);
+    add_at(&l, "/", 1, NULL);
+    add_at(&l, "users", 2, NULL);
+    add_at(&l, "users/ada", 3, NULL);
+    add_at(&l, "users/ada/name", 4, NULL);
+    add_at(&l, "users/bob", 5, NULL);
+    add_at(&l, "posts", 6, NULL);
+    hearth_query_t *q = new_query();
+    hearth_query_limit_to_first(q, 1, NULL);
+    add_at(&l, "users", 7, q);
+    add_at(&l, "users", 8, NULL); /* shares the default view with 2 */
+    hearth_query_free(q);
+    char out[512];
+    /* Ancestors get hints, the written location and below are full; bob
+     * and posts are never visited. */
+    visited(&l, "users/ada", out);
+    CHECK_STR(out, "/users/ada/name* /users/ada* /users /users /");
+    visited(&l, "users/ada/age", out);
+    CHECK_STR(out, "/users/ada /users /users /");
+    visited(&l, "elsewhere/deep", out);
+    CHECK_STR(out, "/");
+    CHECK_INT(l.nregs, 8);
+    hearth__reg *r = hearth__listeners_find(&l, 4);
+    CHECK(r != NULL);
+    hearth__listeners_remove(&l, r);
+    CHECK(hearth__listeners_find(&l, 4) == NULL);
+    visited(&l, "users/ada", out);
+    CHECK_STR(out, "/users/ada* /users /users /");
+    hearth__listeners_destroy(&l);
+}
+
+const test_case query_tests[] = {
+    {"query_order_by_child", test_order_by_child},
+    {"query_order_by_key", test_order_by_key},
+    {"query_order_by_priority_and_value", test_order_by_priority_and_value},
+    {"query_leaf_views", test_leaf_views},
+    {"query_validation", test_validation},
+    {"query_wire_identity", test_wire_identity},
+    {"query_large_key_window", test_large_key_window},
+    {"query_listener_index", test_listener_index},
+    {NULL, NULL},
+};
