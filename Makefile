@@ -12,8 +12,8 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libcrypto
-APT_PKGS  := libjansson-dev libuv1-dev libssl-dev pkg-config
+PKGS      := jansson libuv libcrypto zlib
+APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev pkg-config
 
 VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
 
@@ -77,7 +77,7 @@ $(BUILD)/hearth.pc: Makefile
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libcrypto' \
+	  'Requires.private: jansson libuv libcrypto zlib' \
 	  'Libs: -L$${libdir} -lhearth' \
 	  'Libs.private: -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@

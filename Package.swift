@@ -32,7 +32,8 @@ let package = Package(
             dependencies: ["CJansson", "CLibUV", "COpenSSL"],
             path: "CSources",
             publicHeadersPath: "include",
-            cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags),
+            cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags,
+            linkerSettings: [.linkedLibrary("z")]),
         .target(
             name: "Hearth",
             dependencies: ["CHearth"],

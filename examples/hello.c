@@ -16,7 +16,7 @@ static void on_value(const hearth_event_t *event, void *ctx) {
 
 int main(void) {
     hearth_db_t *db;
-    int rc = hearth_db_open(NULL, &db);
+    int rc = hearth_db_open(NULL, &db, NULL);
     if (rc) {
         fprintf(stderr, "open: %s\n", hearth_strerror(rc));
         return 1;

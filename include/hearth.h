@@ -335,19 +335,31 @@ HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
 
 typedef struct hearth_db_s hearth_db_t;
 
+/* When an acknowledged write is on disk. */
+typedef enum hearth_fsync_mode {
+    HEARTH_FSYNC_ALWAYS = 0, /* synced before the write is acknowledged */
+    HEARTH_FSYNC_BATCH = 1,  /* synced at most a second after */
+    HEARTH_FSYNC_OFF = 2     /* left to the operating system */
+} hearth_fsync_mode;
+
 typedef struct hearth_db_config_s {
     /* A uv_loop_t * to run on, driven by the caller: hearth_db_open and
      * hearth_db_close must then be called on the thread that runs that
      * loop, and callbacks run there. NULL: the database starts and owns a
      * loop on its own thread. */
     void *loop;
-    /* Reserved for the durable store: must be NULL (in-memory database). */
+    /* A directory to keep the data in (created if missing; one process at
+     * a time): every write is logged before it is acknowledged, snapshots
+     * are taken as the log grows, and opening recovers the data. NULL: in
+     * memory only. */
     const char *data_dir;
+    hearth_fsync_mode fsync_mode;
 } hearth_db_config_t;
 
-/* Opens a database. config may be NULL (in memory, own loop thread). */
+/* Opens a database. config may be NULL (in memory, own loop thread). With a
+ * data directory, err (may be NULL) explains a failure to recover. */
 HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *config,
-                                 hearth_db_t **out);
+                                 hearth_db_t **out, hearth_error_t *err);
 /* Closes the database: operations still queued complete with
  * HEARTH_ECANCELED, every observer's ctx_free runs (on the calling thread),
  * the owned loop thread is joined, and db is freed. Not from a callback of

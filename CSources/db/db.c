@@ -8,7 +8,9 @@
  * events are being raised: then they wait in `deferred` and run right after
  * the batch, so callbacks may freely write, observe and remove observers.
  */
+#include "db/db.h"
 #include "events/listeners.h"
+#include "store/store.h"
 #include "tree/json.h"
 
 #include <stdatomic.h>
@@ -53,6 +55,10 @@ typedef struct op {
     uv_sem_t *sem;
     hearth_node_t **get_out;
     int *get_rc;
+    /* A durable write waiting for its group commit: the transaction's
+     * result to report, the write's own status. */
+    hearth_node_t *tx_snapshot;
+    int status;
 } op;
 
 struct hearth_db_s {
@@ -77,6 +83,18 @@ struct hearth_db_s {
     op *deferred, *deferred_tail;
     hearth__reg **doomed; /* removed while raising: freed after */
     size_t ndoomed, doomed_cap;
+
+    /* durable store (NULL in memory), loop-owned */
+    hearth__store *store;
+    op *unacked, *unacked_tail; /* applied, waiting for the commit */
+    bool flushing;
+    bool snapshotting;
+    uv_work_t snapshot_work;
+    hearth_node_t *snapshot_root;
+    uint64_t snapshot_gen;
+    int snapshot_rc;
+    int last_snapshot_rc;
+    int close_waits; /* caller's loop: handles/work still to finish */
 };
 
 /* ---- operations ---- */
@@ -89,6 +107,7 @@ static op *op_new(op_kind kind) {
 }
 
 static void op_free(op *o) {
+    hearth_node_decref(o->tx_snapshot);
     for (size_t i = 0; i < o->nparts; i++) {
         hearth__free(o->parts[i].text);
         hearth_node_decref(o->parts[i].value);
@@ -182,88 +201,107 @@ static int generate(hearth_db_t *db, const hearth_node_t *old_root,
 }
 
 /* Resolves server values and applies every part to the root as one write,
- * or changes nothing. */
+ * logs it, or changes nothing. */
 static int apply_write(hearth_db_t *db, op *o) {
     int64_t now = hearth_now_ms();
     hearth_node_t *root = hearth_node_incref(db->root);
-    int rc = 0;
+    const hearth__path *paths_small[16];
+    hearth_node_t *values_small[16];
+    bool small = o->nparts <= 16;
+    const hearth__path **paths =
+        small ? paths_small : hearth__malloc(o->nparts * sizeof *paths);
+    hearth_node_t **values =
+        small ? values_small : hearth__calloc(o->nparts, sizeof *values);
+    int rc = paths && values ? 0 : HEARTH_ENOMEM;
+    size_t resolved = 0;
     for (size_t i = 0; !rc && i < o->nparts; i++) {
         write_part *w = &o->parts[i];
-        hearth_node_t *value;
         const hearth_node_t *existing = node_at(db->root, &w->path);
         if (w->path.priority)
             existing = hearth__prio(existing);
-        rc = hearth__node_resolve_sv(w->value, existing, now, &value);
+        paths[i] = &w->path;
+        rc = hearth__node_resolve_sv(w->value, existing, now, &values[i]);
         if (!rc) {
-            rc = hearth__node_set_path(&root, &w->path, value, NULL);
-            hearth_node_decref(value);
+            resolved++;
+            rc = hearth__node_set_path(&root, &w->path, values[i], NULL);
         }
     }
+    if (!rc && db->store)
+        rc = hearth__store_append(db->store, paths, (const hearth_node_t *const *)values,
+                                  o->nparts);
+    for (size_t i = 0; i < resolved; i++)
+        hearth_node_decref(values[i]);
     if (rc) {
         hearth_node_decref(root);
-        return rc;
-    }
-    hearth_node_t *old_root = db->root;
-    db->root = root;
-    const hearth__path *paths[64];
-    const hearth__path **list = o->nparts <= 64
-                                    ? paths
-                                    : hearth__malloc(o->nparts * sizeof *list);
-    if (!list) {
-        rc = HEARTH_ENOMEM;
     } else {
-        for (size_t i = 0; i < o->nparts; i++)
-            list[i] = &o->parts[i].path;
-        rc = generate(db, old_root, list, o->nparts);
-        if (list != paths)
-            hearth__free(list);
+        hearth_node_t *old_root = db->root;
+        db->root = root;
+        /* The write stands even if its events cannot be built (no memory):
+         * the data is consistent, only those notifications are lost. */
+        if (generate(db, old_root, paths, o->nparts))
+            hearth__events_clear(&db->events);
+        hearth_node_decref(old_root);
     }
-    hearth_node_decref(old_root);
-    /* The write stands even if its events could not be built (no memory):
-     * the data is consistent, only those notifications are lost. */
-    if (rc)
-        hearth__events_clear(&db->events);
-    return 0;
+    if (!small) {
+        hearth__free(paths);
+        hearth__free(values);
+    }
+    return rc;
 }
 
-static void run_write(hearth_db_t *db, op *o) {
+/* A durable write is acknowledged after its group commit (flush_acks);
+ * anything else at once. Returns whether o must be kept until then. */
+static bool defer_ack(hearth_db_t *db, op *o, int status) {
+    if (!db->store || status)
+        return false;
+    o->status = status;
+    o->next = NULL;
+    if (db->unacked_tail)
+        db->unacked_tail->next = o;
+    else
+        db->unacked = o;
+    db->unacked_tail = o;
+    return true;
+}
+
+static bool run_write(hearth_db_t *db, op *o) {
     int rc = apply_write(db, o);
     raise_events(db);
+    if (defer_ack(db, o, rc))
+        return true;
     if (o->done)
         o->done(rc, o->ctx);
+    return false;
 }
 
-static void run_transaction(hearth_db_t *db, op *o) {
+static bool run_transaction(hearth_db_t *db, op *o) {
     hearth_node_t *current = hearth_node_incref(node_at(db->root, &o->path));
     hearth_node_t *result = NULL;
     int verdict = o->tx_fn(current, &result, o->ctx);
     int rc = 0;
-    if (verdict != HEARTH_TX_COMMIT || !result) {
-        hearth_node_decref(result);
-        o->tx_done(HEARTH_EABORTED, false, current, o->ctx);
-        hearth_node_decref(current);
-        return;
-    }
-    if (o->path.n + (unsigned)hearth__node_depth(result) > HEARTH_MAX_DEPTH)
+    if (verdict != HEARTH_TX_COMMIT || !result)
+        rc = HEARTH_EABORTED;
+    else if (o->path.n + (unsigned)hearth__node_depth(result) > HEARTH_MAX_DEPTH)
         rc = HEARTH_EDEPTH;
-    if (!rc) {
-        o->parts = hearth__calloc(1, sizeof *o->parts);
-        if (!o->parts)
-            rc = HEARTH_ENOMEM;
-    }
+    else if (!(o->parts = hearth__calloc(1, sizeof *o->parts)))
+        rc = HEARTH_ENOMEM;
     if (rc) {
         hearth_node_decref(result);
         o->tx_done(rc, false, current, o->ctx);
         hearth_node_decref(current);
-        return;
+        return false;
     }
+    hearth_node_decref(current);
     o->nparts = 1;
     o->parts[0].path = o->path; /* views into o->text, freed with o */
     o->parts[0].value = result;
     rc = apply_write(db, o);
     raise_events(db);
-    o->tx_done(rc, rc == 0, node_at(db->root, &o->path), o->ctx);
-    hearth_node_decref(current);
+    o->tx_snapshot = hearth_node_incref(node_at(db->root, &o->path));
+    if (defer_ack(db, o, rc))
+        return true;
+    o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
+    return false;
 }
 
 /* The value a read of path sees (its priority for ".priority" paths). */
@@ -336,12 +374,13 @@ static void run_unobserve_at(hearth_db_t *db, op *o) {
 }
 
 static void run_op(hearth_db_t *db, op *o) {
+    bool keep = false;
     switch (o->kind) {
     case OP_WRITE:
-        run_write(db, o);
+        keep = run_write(db, o);
         break;
     case OP_TRANSACTION:
-        run_transaction(db, o);
+        keep = run_transaction(db, o);
         break;
     case OP_GET:
         run_get(db, o);
@@ -365,9 +404,79 @@ static void run_op(hearth_db_t *db, op *o) {
         uv_close((uv_handle_t *)&db->wake, NULL);
         break;
     }
+    if (keep)
+        return;
     if (o->ctx_free)
         o->ctx_free(o->ctx);
     op_free(o);
+}
+
+/* ---- group commit and snapshots ---- */
+
+static void snapshot_work(uv_work_t *req) {
+    hearth_db_t *db = req->data;
+    db->snapshot_rc = hearth__store_write_snapshot(
+        hearth__store_dir(db->store), db->snapshot_gen, db->snapshot_root);
+}
+
+static void free_db(hearth_db_t *db);
+
+static void snapshot_done(uv_work_t *req, int status) {
+    hearth_db_t *db = req->data;
+    hearth_node_decref(db->snapshot_root);
+    db->snapshot_root = NULL;
+    db->snapshotting = false;
+    db->last_snapshot_rc = status ? HEARTH_ECANCELED : db->snapshot_rc;
+    if (db->close_waits && --db->close_waits == 0)
+        free_db(db);
+}
+
+/* Snapshots the root on a worker thread once the log has grown enough:
+ * the root is immutable, so the loop goes on meanwhile. */
+static void maybe_snapshot(hearth_db_t *db) {
+    if (db->snapshotting || db->closed || !hearth__store_wants_snapshot(db->store))
+        return;
+    uint64_t gen;
+    if (hearth__store_rotate(db->store, &gen))
+        return; /* the next commit reports the disk's refusal */
+    db->snapshot_gen = gen;
+    db->snapshot_root = hearth_node_incref(db->root);
+    db->snapshot_work.data = db;
+    if (uv_queue_work(db->loop, &db->snapshot_work, snapshot_work,
+                      snapshot_done) == 0) {
+        db->snapshotting = true;
+    } else {
+        hearth_node_decref(db->snapshot_root);
+        db->snapshot_root = NULL;
+    }
+}
+
+/* Commits the writes applied since the last commit (one fsync for all),
+ * then acknowledges them. */
+static void flush_acks(hearth_db_t *db) {
+    /* Writes made by completions join the list and are acknowledged by the
+     * outer call, after the ones before them. */
+    if (!db->store || db->flushing)
+        return;
+    db->flushing = true;
+    while (db->unacked) {
+        int rc = hearth__store_commit(db->store);
+        op *o = db->unacked;
+        db->unacked = db->unacked_tail = NULL;
+        while (o) {
+            op *next = o->next;
+            if (o->kind == OP_TRANSACTION)
+                o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
+            else if (o->done)
+                o->done(rc, o->ctx);
+            if (o->ctx_free)
+                o->ctx_free(o->ctx);
+            op_free(o);
+            o = next;
+        }
+    }
+    db->flushing = false;
+    maybe_snapshot(db);
 }
 
 /* Runs o and then whatever its callbacks asked for, in order. */
@@ -396,6 +505,7 @@ static void on_wake(uv_async_t *handle) {
             run_now(db, o);
         o = next;
     }
+    flush_acks(db);
 }
 
 /* Hands o to the loop: at once on the loop thread (after the current batch
@@ -414,6 +524,7 @@ static int submit(hearth_db_t *db, op *o) {
             db->deferred_tail = o;
         } else {
             run_now(db, o);
+            flush_acks(db);
         }
         return 0;
     }
@@ -442,26 +553,38 @@ static void loop_main(void *arg) {
     uv_run(db->loop, UV_RUN_DEFAULT);
 }
 
-int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out) {
+int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
+                   hearth_error_t *err) {
     if (!out)
-        return HEARTH_EINVAL;
-    if (config && config->data_dir)
-        return HEARTH_EUNSUPPORTED; /* the durable store is not built yet */
+        return hearth__error(err, HEARTH_EINVAL, NULL, "out is NULL");
     hearth_db_t *db = hearth__calloc(1, sizeof *db);
     if (!db)
-        return HEARTH_ENOMEM;
-    db->root = hearth_node_null();
-    atomic_init(&db->next_handle, 1);
-    hearth__events_init(&db->events);
-    int rc = hearth__listeners_init(&db->listeners);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = 0;
+    if (config && config->data_dir)
+        rc = hearth__store_open(config->data_dir, config->fsync_mode,
+                                &db->store, &db->root, NULL, err);
+    else
+        db->root = hearth_node_null();
     if (rc) {
         hearth__free(db);
         return rc;
     }
-    if (uv_mutex_init(&db->lock)) {
-        hearth__listeners_destroy(&db->listeners);
+    atomic_init(&db->next_handle, 1);
+    hearth__events_init(&db->events);
+    rc = hearth__listeners_init(&db->listeners);
+    if (rc) {
+        hearth__store_close(db->store);
+        hearth_node_decref(db->root);
         hearth__free(db);
-        return HEARTH_ELOOP;
+        return hearth__error_code(err, rc);
+    }
+    if (uv_mutex_init(&db->lock)) {
+        hearth__store_close(db->store);
+        hearth__listeners_destroy(&db->listeners);
+        hearth_node_decref(db->root);
+        hearth__free(db);
+        return hearth__error_code(err, HEARTH_ELOOP);
     }
     db->owns_loop = !config || !config->loop;
     db->loop = db->owns_loop ? &db->own_loop : config->loop;
@@ -488,12 +611,14 @@ fail_async:
 fail_loop:
     uv_mutex_destroy(&db->lock);
     hearth__listeners_destroy(&db->listeners);
+    hearth__store_close(db->store);
     hearth_node_decref(db->root);
     hearth__free(db);
-    return HEARTH_ELOOP;
+    return hearth__error_code(err, HEARTH_ELOOP);
 }
 
 static void free_db(hearth_db_t *db) {
+    hearth__store_close(db->store); /* commits and syncs what is left */
     hearth__events_clear(&db->events);
     hearth__listeners_destroy(&db->listeners); /* runs every ctx_free */
     hearth__free(db->doomed);
@@ -503,7 +628,9 @@ static void free_db(hearth_db_t *db) {
 }
 
 static void on_wake_closed(uv_handle_t *handle) {
-    free_db(handle->data);
+    hearth_db_t *db = handle->data;
+    if (--db->close_waits == 0)
+        free_db(db);
 }
 
 int hearth_db_close(hearth_db_t *db) {
@@ -542,12 +669,18 @@ int hearth_db_close(hearth_db_t *db) {
         op_cancel(db->deferred);
         db->deferred = next;
     }
-    if (db->owns_loop)
+    if (db->owns_loop) {
         free_db(db);
-    else
+    } else {
+        flush_acks(db);
+        /* Freed once the handle is closed and any snapshot has finished. */
+        db->close_waits = 1 + db->snapshotting;
         uv_close((uv_handle_t *)&db->wake, on_wake_closed);
+    }
     return 0;
 }
+
+hearth__store *hearth__db_store(hearth_db_t *db) { return db->store; }
 
 /* ---- public operations ---- */
 

@@ -88,7 +88,7 @@ typedef struct fixture {
 static void fx_open(fixture *f) {
     uv_loop_init(&f->loop);
     hearth_db_config_t config = {.loop = &f->loop, .data_dir = NULL};
-    CHECK_INT(hearth_db_open(&config, &f->db), 0);
+    CHECK_INT(hearth_db_open(&config, &f->db, NULL), 0);
 }
 
 static void fx_close(fixture *f) {
@@ -369,7 +369,7 @@ static void *hammer_ok(void *arg) {
 
 static void test_transactions_threads(void) {
     hearth_db_t *db;
-    CHECK_INT(hearth_db_open(NULL, &db), 0);
+    CHECK_INT(hearth_db_open(NULL, &db, NULL), 0);
     /* A transaction needs a completion. */
     CHECK_INT(hearth_db_transaction(db, "count", increment, NULL, NULL, NULL,
                                     NULL),
@@ -598,7 +598,7 @@ static void test_reentrant_callbacks(void) {
 /* The database's own loop thread: events arrive on it, in order. */
 static void test_own_loop_thread(void) {
     hearth_db_t *db;
-    CHECK_INT(hearth_db_open(NULL, &db), 0);
+    CHECK_INT(hearth_db_open(NULL, &db, NULL), 0);
     event_log *log = log_new();
     observe(db, "n", NULL, HEARTH_MASK_VALUE, log);
     for (int i = 1; i <= 100; i++) {
@@ -625,14 +625,16 @@ static void test_close_cancels_and_rejects(void) {
     (void)db; /* freed: nothing more may be called on it */
     /* A second database proves a closed one released everything (ASan). */
     hearth_db_t *own;
-    CHECK_INT(hearth_db_open(NULL, &own), 0);
+    CHECK_INT(hearth_db_open(NULL, &own, NULL), 0);
     event_log *log = log_new();
     observe(own, "a", NULL, HEARTH_MASK_VALUE, log);
     CHECK_INT(hearth_db_close(own), 0);
     CHECK_INT(log->freed, 1);
     free(log);
-    hearth_db_config_t config = {.loop = NULL, .data_dir = "/tmp/x"};
-    CHECK_INT(hearth_db_open(&config, &own), HEARTH_EUNSUPPORTED);
+    hearth_db_config_t config = {.loop = NULL, .data_dir = "/proc/no/such"};
+    hearth_error_t err;
+    CHECK_INT(hearth_db_open(&config, &own, &err), HEARTH_EIO);
+    CHECK(strstr(err.message, "/proc/no/such") != NULL);
 }
 
 const test_case db_tests[] = {

@@ -1,0 +1,64 @@
+/*
+ * store.h - the durable store of one database: an append-only log of
+ * checksummed write records plus periodic snapshots, in one directory.
+ *
+ *   DIR/snapshot.<G>.json   the whole tree (export format) before log G
+ *   DIR/log.<G>             records written after snapshot G
+ *
+ * A record is [u32 length][u32 crc32][payload], little endian; the payload
+ * is the JSON array [[path, value], ...] of one write with server values
+ * already resolved, so replay is deterministic. Recovery loads the newest
+ * snapshot and replays every log from its generation on; a torn record at
+ * the very end (a crash mid-append) is cut off and reported; damage
+ * anywhere else stops the open with an error naming the file and offset.
+ *
+ * Snapshots: the loop thread rotates to a new log (hearth__store_rotate);
+ * any thread then writes the snapshot of the immutable root taken at that
+ * moment (hearth__store_write_snapshot), which renames it into place and
+ * only then deletes the files it supersedes. A crash at any point leaves a
+ * snapshot and the logs after it.
+ */
+#ifndef HEARTH_STORE_STORE_H
+#define HEARTH_STORE_STORE_H
+
+#include "path/path.h"
+#include "tree/node.h"
+
+typedef struct hearth__store hearth__store;
+
+typedef struct hearth__store_report {
+    uint64_t snapshot_gen;     /* generation loaded (0: none) */
+    uint64_t records_replayed;
+    uint64_t torn_bytes;       /* cut off the end of the last log */
+} hearth__store_report;
+
+/* Opens (creating if needed) the store in dir and recovers the tree into
+ * *root (a new reference). */
+int hearth__store_open(const char *dir, int fsync_mode, hearth__store **out,
+                       hearth_node_t **root, hearth__store_report *report,
+                       hearth_error_t *err);
+/* Commits what is buffered, then closes. */
+int hearth__store_close(hearth__store *s);
+
+/* Buffers the record of one write (paths may end in .priority). */
+int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
+                         const hearth_node_t *const *values, size_t n);
+/* Writes the buffered records and syncs them as the fsync mode says.
+ * HEARTH_EIO when the disk refused: the store then refuses every later
+ * append, since memory and disk may differ. */
+int hearth__store_commit(hearth__store *s);
+/* Whether the log has grown enough to be worth a snapshot. */
+bool hearth__store_wants_snapshot(const hearth__store *s);
+
+/* Starts a new log; returns the generation the snapshot must carry. */
+int hearth__store_rotate(hearth__store *s, uint64_t *gen);
+/* Writes snapshot gen of root and removes what it supersedes. Safe on a
+ * worker thread while the loop goes on appending to the new log. */
+int hearth__store_write_snapshot(const char *dir, uint64_t gen,
+                                 const hearth_node_t *root);
+const char *hearth__store_dir(const hearth__store *s);
+
+/* Test hook: log bytes after which a snapshot is wanted. */
+void hearth__store_set_snapshot_threshold(hearth__store *s, uint64_t bytes);
+
+#endif
