@@ -13,14 +13,15 @@ PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
 PKGS      := jansson libuv libcrypto zlib
-APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev pkg-config
+APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
+             pkg-config
 
 VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
 
 WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ICSources -Iinclude \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 SRC       := $(sort $(wildcard CSources/*/*.c))
 OBJ       := $(SRC:CSources/%.c=$(BUILD)/obj/%.o)
@@ -41,7 +42,8 @@ lib: deps $(BUILD)/libhearth.a $(BUILD)/libhearth.so $(BUILD)/hearth.pc
 
 # Installs missing system packages when root, else says what to install.
 deps:
-	@if ! pkg-config --exists $(PKGS) 2>/dev/null; then \
+	@if ! pkg-config --exists $(PKGS) 2>/dev/null || \
+	    ! [ -f /usr/include/http_parser.h ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "make: installing $(APT_PKGS)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -79,7 +81,7 @@ $(BUILD)/hearth.pc: Makefile
 	  'Version: $(VERSION)' \
 	  'Requires.private: jansson libuv libcrypto zlib' \
 	  'Libs: -L$${libdir} -lhearth' \
-	  'Libs.private: -lpthread -lm' \
+	  'Libs.private: -lhttp_parser -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@
 
 cli: deps

@@ -33,7 +33,7 @@ let package = Package(
             path: "CSources",
             publicHeadersPath: "include",
             cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags,
-            linkerSettings: [.linkedLibrary("z")]),
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("http_parser")]),
         .target(
             name: "Hearth",
             dependencies: ["CHearth"],

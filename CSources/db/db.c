@@ -88,6 +88,8 @@ struct hearth_db_s {
     hearth__store *store;
     op *unacked, *unacked_tail; /* applied, waiting for the commit */
     bool flushing;
+    bool group_commit;   /* loop-thread writes commit once per iteration */
+    uv_idle_t commit_idle;
     bool snapshotting;
     uv_work_t snapshot_work;
     hearth_node_t *snapshot_root;
@@ -373,6 +375,8 @@ static void run_unobserve_at(hearth_db_t *db, op *o) {
     hearth__free(regs);
 }
 
+static void flush_acks(hearth_db_t *db);
+
 static void run_op(hearth_db_t *db, op *o) {
     bool keep = false;
     switch (o->kind) {
@@ -401,7 +405,9 @@ static void run_op(hearth_db_t *db, op *o) {
         o->call_fn(o->ctx);
         break;
     case OP_STOP:
+        flush_acks(db);
         uv_close((uv_handle_t *)&db->wake, NULL);
+        uv_close((uv_handle_t *)&db->commit_idle, NULL);
         break;
     }
     if (keep)
@@ -508,6 +514,14 @@ static void on_wake(uv_async_t *handle) {
     flush_acks(db);
 }
 
+/* Group commit for writes made on the loop thread (the server's request
+ * handlers): an active idle handle makes the loop come back right after
+ * this iteration's I/O callbacks, and one commit covers them all. */
+static void on_commit_idle(uv_idle_t *idle) {
+    uv_idle_stop(idle);
+    flush_acks(idle->data);
+}
+
 /* Hands o to the loop: at once on the loop thread (after the current batch
  * of events when raising), else through the queue. */
 static int submit(hearth_db_t *db, op *o) {
@@ -524,7 +538,10 @@ static int submit(hearth_db_t *db, op *o) {
             db->deferred_tail = o;
         } else {
             run_now(db, o);
-            flush_acks(db);
+            if (db->group_commit && db->unacked)
+                uv_idle_start(&db->commit_idle, on_commit_idle);
+            else
+                flush_acks(db);
         }
         return 0;
     }
@@ -593,6 +610,8 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     if (uv_async_init(db->loop, &db->wake, on_wake))
         goto fail_async;
     db->wake.data = db;
+    uv_idle_init(db->loop, &db->commit_idle);
+    db->commit_idle.data = db;
     if (db->owns_loop) {
         if (uv_thread_create(&db->thread, loop_main, db))
             goto fail_thread;
@@ -604,6 +623,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     return 0;
 fail_thread:
     uv_close((uv_handle_t *)&db->wake, NULL);
+    uv_close((uv_handle_t *)&db->commit_idle, NULL);
     uv_run(db->loop, UV_RUN_DEFAULT);
 fail_async:
     if (db->owns_loop)
@@ -673,14 +693,21 @@ int hearth_db_close(hearth_db_t *db) {
         free_db(db);
     } else {
         flush_acks(db);
-        /* Freed once the handle is closed and any snapshot has finished. */
-        db->close_waits = 1 + db->snapshotting;
+        /* Freed once the handles are closed and any snapshot finished. */
+        db->close_waits = 2 + db->snapshotting;
         uv_close((uv_handle_t *)&db->wake, on_wake_closed);
+        uv_close((uv_handle_t *)&db->commit_idle, on_wake_closed);
     }
     return 0;
 }
 
 hearth__store *hearth__db_store(hearth_db_t *db) { return db->store; }
+
+void hearth__db_set_group_commit(hearth_db_t *db, bool on) {
+    db->group_commit = on;
+}
+
+const hearth_node_t *hearth__db_root(hearth_db_t *db) { return db->root; }
 
 /* ---- public operations ---- */
 

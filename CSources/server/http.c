@@ -1,0 +1,564 @@
+/* http.c - HTTP/1.1 connections: parsing, one request at a time, whole
+ * responses and streams, limits, orderly close. Loop thread only. */
+#include "server/http.h"
+
+#include <http_parser.h>
+#include <stdio.h>
+#include <string.h>
+
+#define READ_CHUNK (64 * 1024)
+#define MAX_BUFFERED_INPUT (1024 * 1024) /* unparsed input while busy */
+
+struct hearth__http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    hearth__http_limits limits;
+    hearth__http_handler handler;
+    void *ctx;
+    hearth__http_conn *conns;
+    int port;
+    bool closing;
+    int open_handles; /* listener + connections */
+    void (*done)(void *ctx);
+    void *done_ctx;
+};
+
+struct hearth__http_conn {
+    uv_tcp_t tcp;
+    hearth__http_server *server;
+    hearth__http_conn *prev, *next;
+    int refs; /* the handle, and a request being answered */
+    http_parser parser;
+    char *in;
+    size_t in_len, in_off, in_cap;
+    /* the request being parsed */
+    hearth__http_request req;
+    size_t headers_cap;
+    hearth__buf url, field, value, body;
+    bool in_value;
+    int reject_status; /* 413 etc. decided while parsing */
+    bool ready;        /* a complete request awaits its handler */
+    bool busy;         /* handed to the handler, not yet answered */
+    bool streaming;
+    bool closing;
+    bool close_when_sent;
+    bool processing;
+    bool reading;
+    int writes_pending;
+    void (*on_close)(void *ctx);
+    void *on_close_ctx;
+};
+
+static http_parser_settings settings;
+
+static void start_reading(hearth__http_conn *c);
+
+/* ---- connection lifetime ---- */
+
+static void free_request(hearth__http_conn *c) {
+    for (size_t i = 0; i < c->req.nheaders; i++) {
+        hearth__free(c->req.headers[i].name);
+        hearth__free(c->req.headers[i].value);
+    }
+    hearth__free(c->req.headers);
+    hearth__free(c->req.target);
+    hearth__free(c->req.body);
+    memset(&c->req, 0, sizeof c->req);
+    c->headers_cap = 0;
+    hearth__buf_free(&c->url);
+    hearth__buf_free(&c->field);
+    hearth__buf_free(&c->value);
+    hearth__buf_free(&c->body);
+    c->in_value = false;
+}
+
+static void server_handle_closed(hearth__http_server *s) {
+    if (--s->open_handles == 0 && s->closing) {
+        void (*done)(void *) = s->done;
+        void *ctx = s->done_ctx;
+        hearth__free(s);
+        if (done)
+            done(ctx);
+    }
+}
+
+static void conn_release(hearth__http_conn *c) {
+    if (--c->refs > 0)
+        return;
+    free_request(c);
+    hearth__free(c->in);
+    hearth__free(c);
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+    hearth__http_conn *c = h->data;
+    hearth__http_server *s = c->server;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->on_close) {
+        void (*cb)(void *) = c->on_close;
+        c->on_close = NULL;
+        cb(c->on_close_ctx);
+    }
+    conn_release(c);
+    server_handle_closed(s);
+}
+
+static void conn_close(hearth__http_conn *c) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* ---- writing ---- */
+
+typedef struct write_req {
+    uv_write_t req;
+    hearth__http_conn *conn;
+    char data[];
+} write_req;
+
+static void on_written(uv_write_t *req, int status) {
+    write_req *w = (write_req *)req;
+    hearth__http_conn *c = w->conn;
+    c->writes_pending--;
+    hearth__free(w);
+    if (status < 0 || (c->close_when_sent && c->writes_pending == 0))
+        conn_close(c);
+    conn_release(c);
+}
+
+static int send_bytes(hearth__http_conn *c, const char *a, size_t alen,
+                      const char *b, size_t blen) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    write_req *w = hearth__malloc(sizeof *w + alen + blen);
+    if (!w) {
+        conn_close(c);
+        return HEARTH_ENOMEM;
+    }
+    memcpy(w->data, a, alen);
+    if (blen)
+        memcpy(w->data + alen, b, blen);
+    w->conn = c;
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(alen + blen));
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
+        hearth__free(w);
+        conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    c->refs++;
+    c->writes_pending++;
+    return 0;
+}
+
+static const char *reason(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+static void process(hearth__http_conn *c);
+
+static void finish_request(hearth__http_conn *c) {
+    c->busy = false;
+    free_request(c);
+    if (!c->closing && !c->streaming)
+        process(c);
+    conn_release(c); /* the request's reference */
+}
+
+void hearth__http_respond(hearth__http_conn *c, int status,
+                          const char *content_type, const char *headers,
+                          const char *body, size_t len) {
+    bool keep = c->req.keep_alive && !c->server->closing;
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Length: %zu\r\n"
+                     "%s%s%s"
+                     "Access-Control-Allow-Origin: *\r\n"
+                     "Cache-Control: no-cache\r\n"
+                     "%s"
+                     "Connection: %s\r\n\r\n",
+                     status, reason(status), len,
+                     content_type ? "Content-Type: " : "",
+                     content_type ? content_type : "", content_type ? "\r\n" : "",
+                     headers ? headers : "", keep ? "keep-alive" : "close");
+    if (n < 0 || (size_t)n >= sizeof head)
+        n = snprintf(head, sizeof head,
+                     "HTTP/1.1 500 Internal Server Error\r\n"
+                     "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    if (!keep)
+        c->close_when_sent = true;
+    send_bytes(c, head, (size_t)n, body, len);
+    finish_request(c);
+}
+
+void hearth__http_stream_begin(hearth__http_conn *c, int status,
+                               const char *content_type, const char *headers,
+                               void (*on_close)(void *ctx), void *ctx) {
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Type: %s\r\n"
+                     "Access-Control-Allow-Origin: *\r\n"
+                     "Cache-Control: no-cache\r\n"
+                     "%s"
+                     "Connection: close\r\n\r\n",
+                     status, reason(status), content_type,
+                     headers ? headers : "");
+    c->streaming = true;
+    c->on_close = on_close;
+    c->on_close_ctx = ctx;
+    send_bytes(c, head, (size_t)n, NULL, 0);
+    /* The connection now carries only this stream: stop reading requests. */
+    if (c->reading && !c->closing) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    finish_request(c);
+}
+
+int hearth__http_stream_send(hearth__http_conn *c, const char *data,
+                             size_t len) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (backlog + len > c->server->limits.max_backlog) {
+        /* A client that stops reading must not grow our memory. */
+        conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    return send_bytes(c, data, len, NULL, 0);
+}
+
+void hearth__http_stream_end(hearth__http_conn *c) {
+    c->on_close = NULL;
+    if (c->writes_pending == 0)
+        conn_close(c);
+    else
+        c->close_when_sent = true;
+}
+
+/* Answers a request the parser rejected, then closes. */
+static void reject(hearth__http_conn *c, int status, const char *message) {
+    char body[256];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", message);
+    c->req.keep_alive = false;
+    c->busy = true;
+    c->refs++;
+    hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
+                         body, (size_t)n);
+}
+
+/* ---- parsing ---- */
+
+static hearth__http_conn *conn_of(http_parser *p) { return p->data; }
+
+static int commit_header(hearth__http_conn *c) {
+    if (!c->field.len && !c->value.len)
+        return 0;
+    if (c->req.nheaders == c->headers_cap) {
+        size_t cap = c->headers_cap ? c->headers_cap * 2 : 16;
+        hearth__http_header *h =
+            hearth__realloc(c->req.headers, cap * sizeof *h);
+        if (!h)
+            return -1;
+        c->req.headers = h;
+        c->headers_cap = cap;
+    }
+    char *name = hearth__buf_detach(&c->field, NULL);
+    char *value = hearth__buf_detach(&c->value, NULL);
+    if (!name || !value) {
+        hearth__free(name);
+        hearth__free(value);
+        return -1;
+    }
+    for (char *p = name; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    c->req.headers[c->req.nheaders++] = (hearth__http_header){name, value};
+    c->in_value = false;
+    return 0;
+}
+
+static int on_message_begin(http_parser *p) {
+    free_request(conn_of(p));
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len) {
+    hearth__buf_add(&conn_of(p)->url, at, len);
+    return conn_of(p)->url.failed ? -1 : 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    if (c->in_value && commit_header(c))
+        return -1;
+    hearth__buf_add(&c->field, at, len);
+    return c->field.failed ? -1 : 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    c->in_value = true;
+    hearth__buf_add(&c->value, at, len);
+    return c->value.failed ? -1 : 0;
+}
+
+static int on_headers_complete(http_parser *p) {
+    hearth__http_conn *c = conn_of(p);
+    if (commit_header(c))
+        return -1;
+    if ((p->flags & F_CONTENTLENGTH) &&
+        p->content_length > c->server->limits.max_body) {
+        c->reject_status = 413;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    if (c->body.len + len > c->server->limits.max_body) {
+        c->reject_status = 413;
+        return -1;
+    }
+    hearth__buf_add(&c->body, at, len);
+    return c->body.failed ? -1 : 0;
+}
+
+static int on_message_complete(http_parser *p) {
+    hearth__http_conn *c = conn_of(p);
+    c->req.method = (int)p->method;
+    c->req.keep_alive = http_should_keep_alive(p) != 0;
+    size_t body_len = c->body.len;
+    c->req.target = hearth__buf_detach(&c->url, NULL);
+    c->req.body = hearth__buf_detach(&c->body, NULL);
+    if (!c->req.target)
+        c->req.target = hearth__strndup("", 0);
+    if (!c->req.body)
+        c->req.body = hearth__strndup("", 0);
+    if (!c->req.target || !c->req.body)
+        return -1;
+    c->req.body_len = body_len;
+    c->ready = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+/* Parses what has arrived, one request at a time. */
+static void process(hearth__http_conn *c) {
+    if (c->processing)
+        return;
+    c->processing = true;
+    while (!c->closing && !c->busy && !c->streaming) {
+        if (c->ready) {
+            c->ready = false;
+            c->busy = true;
+            c->refs++;
+            c->server->handler(c, &c->req, c->server->ctx);
+            continue;
+        }
+        if (c->in_off == c->in_len)
+            break;
+        size_t n = http_parser_execute(&c->parser, &settings, c->in + c->in_off,
+                                       c->in_len - c->in_off);
+        c->in_off += n;
+        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+        if (e == HPE_PAUSED) {
+            http_parser_pause(&c->parser, 0);
+        } else if (e != HPE_OK) {
+            if (c->reject_status == 413)
+                reject(c, 413, "Request body too large");
+            else if (e == HPE_HEADER_OVERFLOW)
+                reject(c, 431, "Request headers too large");
+            else
+                reject(c, 400, http_errno_description(e));
+            break;
+        } else if (n == 0) {
+            break;
+        }
+    }
+    if (c->in_off == c->in_len)
+        c->in_off = c->in_len = 0;
+    c->processing = false;
+    /* Resume reading once the backlog of unparsed input is small again. */
+    if (!c->reading && !c->closing && !c->streaming &&
+        c->in_len - c->in_off < MAX_BUFFERED_INPUT)
+        start_reading(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    hearth__http_conn *c = h->data;
+    if (c->in_off > 0 && c->in_off == c->in_len)
+        c->in_off = c->in_len = 0;
+    if (c->in_off > 0 && c->in_cap - c->in_len < READ_CHUNK) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
+    if (c->in_cap - c->in_len < READ_CHUNK) {
+        size_t cap = c->in_len + READ_CHUNK;
+        char *in = hearth__realloc(c->in, cap);
+        if (!in) {
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+        c->in = in;
+        c->in_cap = cap;
+    }
+    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    hearth__http_conn *c = stream->data;
+    if (nread < 0) {
+        conn_close(c);
+        return;
+    }
+    c->in_len += (size_t)nread;
+    if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
+        uv_read_stop(stream);
+        c->reading = false;
+    }
+    process(c);
+}
+
+static void start_reading(hearth__http_conn *c) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = true;
+}
+
+/* ---- listening ---- */
+
+static void on_listener_closed(uv_handle_t *h);
+
+static void on_connection(uv_stream_t *listener, int status) {
+    hearth__http_server *s = listener->data;
+    if (status < 0 || s->closing)
+        return;
+    hearth__http_conn *c = hearth__calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->server = s;
+    c->refs = 1;
+    uv_tcp_init(s->loop, &c->tcp);
+    c->tcp.data = c;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->open_handles++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    start_reading(c);
+}
+
+static void init_settings(void) {
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+}
+
+int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
+                        const hearth__http_limits *limits,
+                        hearth__http_handler handler, void *ctx,
+                        hearth__http_server **out, hearth_error_t *err) {
+    init_settings();
+    if (strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    struct sockaddr_storage addr;
+    int rc = strchr(host, ':')
+                 ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
+                 : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (rc)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "invalid host \"%s\": give an IP address", host);
+    hearth__http_server *s = hearth__calloc(1, sizeof *s);
+    if (!s)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    s->loop = loop;
+    s->limits = *limits;
+    s->handler = handler;
+    s->ctx = ctx;
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    s->open_handles = 1;
+    rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
+    if (!rc)
+        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+    if (rc) {
+        hearth__error(err, HEARTH_EIO, NULL, "cannot listen on %s:%d: %s", host,
+                      port, uv_strerror(rc));
+        /* Freed by the close callback, when the loop next runs. */
+        s->closing = true;
+        uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+        return HEARTH_EIO;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
+    s->port = ntohs(bound.ss_family == AF_INET6
+                        ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                        : ((struct sockaddr_in *)&bound)->sin_port);
+    *out = s;
+    return 0;
+}
+
+int hearth__http_port(const hearth__http_server *s) { return s->port; }
+
+static void on_listener_closed(uv_handle_t *h) {
+    server_handle_closed(h->data);
+}
+
+void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
+                        void *ctx) {
+    s->closing = true;
+    s->done = done;
+    s->done_ctx = ctx;
+    for (hearth__http_conn *c = s->conns; c; c = c->next)
+        if (!c->busy || c->streaming)
+            conn_close(c); /* busy ones close once answered */
+        else
+            c->close_when_sent = true;
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+}
+
+const char *hearth__http_get_header(const hearth__http_request *req,
+                                const char *name) {
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    return NULL;
+}

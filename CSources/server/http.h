@@ -1,0 +1,84 @@
+/*
+ * http.h - an HTTP/1.1 server on libuv, parsing with http-parser.
+ *
+ * One request is handled at a time per connection: after a complete request
+ * the parser pauses until the handler has answered it (now or later), so
+ * pipelined requests are answered in order. Keep-alive, chunked bodies and
+ * limits are handled here: a header block over the parser's limit gets 431,
+ * a body over `max_body` 413, anything malformed 400 — then the connection
+ * closes; the server and its other connections carry on.
+ *
+ * Responses are either whole (hearth__http_respond) or a stream
+ * (hearth__http_stream_*, for server-sent events). A stream whose client
+ * stops reading is closed once its unsent data passes `max_backlog`.
+ */
+#ifndef HEARTH_SERVER_HTTP_H
+#define HEARTH_SERVER_HTTP_H
+
+#include "common/internal.h"
+
+#include <uv.h>
+
+typedef struct hearth__http_server hearth__http_server;
+typedef struct hearth__http_conn hearth__http_conn;
+
+typedef struct hearth__http_header {
+    char *name; /* lower case */
+    char *value;
+} hearth__http_header;
+
+typedef struct hearth__http_request {
+    int method;  /* enum http_method */
+    char *target; /* the request target as sent ("/a/b.json?x=y") */
+    hearth__http_header *headers;
+    size_t nheaders;
+    char *body;
+    size_t body_len;
+    bool keep_alive;
+} hearth__http_request;
+
+/* Called once per request; the handler must answer it exactly once, with
+ * hearth__http_respond or a stream, now or later. */
+typedef void (*hearth__http_handler)(hearth__http_conn *conn,
+                                     const hearth__http_request *req,
+                                     void *ctx);
+
+typedef struct hearth__http_limits {
+    size_t max_body;    /* bytes of request body */
+    size_t max_backlog; /* unsent bytes of a stream before it is dropped */
+} hearth__http_limits;
+
+int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
+                        const hearth__http_limits *limits,
+                        hearth__http_handler handler, void *ctx,
+                        hearth__http_server **out, hearth_error_t *err);
+/* The port actually bound (useful with port 0). */
+int hearth__http_port(const hearth__http_server *s);
+/* Stops listening and closes every connection; `done` runs when all
+ * handles are closed and the server is freed. */
+void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
+                        void *ctx);
+
+/* A header's value by lower-case name, or NULL. */
+const char *hearth__http_get_header(const hearth__http_request *req,
+                                    const char *name);
+
+/* Sends a whole response. `headers` holds extra "Name: value\r\n" lines or
+ * is NULL. */
+void hearth__http_respond(hearth__http_conn *conn, int status,
+                          const char *content_type, const char *headers,
+                          const char *body, size_t len);
+
+/* Streams: the status line and headers go out at once; the connection then
+ * belongs to the stream until hearth__http_stream_end or the client goes.
+ * `on_close` runs once when the connection closes, whichever side ends it. */
+void hearth__http_stream_begin(hearth__http_conn *conn, int status,
+                               const char *content_type, const char *headers,
+                               void (*on_close)(void *ctx), void *ctx);
+/* Queues data; HEARTH_ECLOSED once the connection is gone or was dropped
+ * for exceeding the backlog. */
+int hearth__http_stream_send(hearth__http_conn *conn, const char *data,
+                             size_t len);
+void hearth__http_stream_end(hearth__http_conn *conn);
+
+#endif
