@@ -495,6 +495,30 @@ HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
 HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
                                  void *ctx, hearth_free_cb ctx_free);
 
+/* ------------------------------------------------------------------------ */
+/* The server: REST and server-sent events over HTTP/1.1                    */
+
+typedef struct hearth_server_s hearth_server_t;
+
+typedef struct hearth_server_config_s {
+    const char *host;              /* an IP address; NULL: "127.0.0.1" */
+    int port;                      /* 0 picks a free port */
+    const char *data_dir;          /* NULL: "./hearth-data" */
+    const char *default_namespace; /* NULL: "default" */
+    hearth_fsync_mode fsync_mode;
+} hearth_server_config_t;
+
+/* Binds and starts serving on a thread of its own. Each namespace is a
+ * database in data_dir/NAME, opened on first use. */
+HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
+                                      hearth_server_t **out,
+                                      hearth_error_t *err);
+/* The port the server listens on. */
+HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
+/* Stops accepting, finishes and acknowledges the writes in flight, closes
+ * every namespace (its log synced), joins the thread and frees server. */
+HEARTH_EXTERN int hearth_server_stop(hearth_server_t *server);
+
 #ifdef __cplusplus
 }
 #endif

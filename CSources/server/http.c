@@ -251,7 +251,6 @@ int hearth__http_stream_send(hearth__http_conn *c, const char *data,
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {
-    c->on_close = NULL;
     if (c->writes_pending == 0)
         conn_close(c);
     else

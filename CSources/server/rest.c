@@ -1,0 +1,858 @@
+/* rest.c - the REST API: addressing, parameters, the five methods, queries,
+ * conditional requests, the rules endpoint; errors worded as the service
+ * words them. Runs on the server's loop, where database calls apply at
+ * once; durable writes are answered after their group commit. */
+#include "server/server.h"
+
+#include "query/query.h"
+#include "tree/json.h"
+
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_TYPE "application/json; charset=utf-8"
+#define MSG_BAD_DATA "Invalid data; couldn't parse JSON object, array, or value."
+#define MSG_BAD_PATH "Invalid path: Invalid token in path"
+
+typedef struct param {
+    char *name;
+    char *value;
+} param;
+
+/* One parsed request. */
+typedef struct rest {
+    hearth__server *srv;
+    hearth__http_conn *conn;
+    const hearth__http_request *req;
+    int method;
+    char *path; /* decoded, without ".json"; "/" at the root */
+    param *params;
+    size_t nparams;
+    hearth__namespace *ns;
+    unsigned json_flags; /* HEARTH_JSON_PRETTY / _EXPORT */
+    bool silent;
+    bool want_etag;
+    const char *callback; /* JSONP */
+    const char *download;
+} rest;
+
+/* ---- decoding ---- */
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..len) once ('+' is a space when plus_space). NULL on
+ * a malformed escape or an embedded NUL. */
+static char *url_decode(const char *s, size_t len, bool plus_space) {
+    char *out = hearth__malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%') {
+            int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+            int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                hearth__free(out);
+                return NULL;
+            }
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (s[i] == '+' && plus_space) {
+            out[o++] = ' ';
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static const char *param_get(const rest *r, const char *name) {
+    for (size_t i = 0; i < r->nparams; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return r->params[i].value;
+    return NULL;
+}
+
+static int parse_params(rest *r, const char *q) {
+    while (q && *q) {
+        const char *end = strchr(q, '&');
+        size_t len = end ? (size_t)(end - q) : strlen(q);
+        const char *eq = memchr(q, '=', len);
+        size_t nlen = eq ? (size_t)(eq - q) : len;
+        if (nlen) {
+            param *p = hearth__realloc(r->params, (r->nparams + 1) * sizeof *p);
+            if (!p)
+                return HEARTH_ENOMEM;
+            r->params = p;
+            char *name = url_decode(q, nlen, true);
+            char *value = eq ? url_decode(eq + 1, len - nlen - 1, true)
+                             : hearth__strndup("", 0);
+            if (!name || !value) {
+                hearth__free(name);
+                hearth__free(value);
+                return HEARTH_EINVAL;
+            }
+            r->params[r->nparams++] = (param){name, value};
+        }
+        q = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static void rest_free(rest *r) {
+    for (size_t i = 0; i < r->nparams; i++) {
+        hearth__free(r->params[i].name);
+        hearth__free(r->params[i].value);
+    }
+    hearth__free(r->params);
+    hearth__free(r->path);
+}
+
+/* ---- replies ---- */
+
+static void reply_error(hearth__http_conn *conn, int status,
+                        const char *message) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_adds(&b, "{\"error\":");
+    hearth__json_write_string(&b, message, strlen(message));
+    hearth__buf_addc(&b, '}');
+    if (b.failed)
+        hearth__http_respond(conn, 500, JSON_TYPE, NULL, "", 0);
+    else
+        hearth__http_respond(conn, status, JSON_TYPE, NULL, b.data, b.len);
+    hearth__buf_free(&b);
+}
+
+static const char *error_status_message(int code, const char *message,
+                                        int *status) {
+    *status = 400;
+    switch (code) {
+    case HEARTH_EJSON:
+        return MSG_BAD_DATA;
+    case HEARTH_ENOMEM:
+        *status = 503;
+        return "Server out of memory";
+    case HEARTH_EIO:
+        *status = 500;
+        return "Storage failure: the write may not be durable";
+    default:
+        return message;
+    }
+}
+
+static void reply_failure(hearth__http_conn *conn, int code,
+                          const hearth_error_t *err) {
+    int status;
+    const char *msg =
+        error_status_message(code, err ? err->message : hearth_strerror(code),
+                             &status);
+    reply_error(conn, status, msg && *msg ? msg : hearth_strerror(code));
+}
+
+/* Serializes a value as the request's flags ask (pretty, export, JSONP). */
+static char *render(const rest *r, const hearth_node_t *value, size_t *len) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    if (r->callback) {
+        hearth__buf_adds(&b, "/**/ ");
+        hearth__buf_adds(&b, r->callback);
+        hearth__buf_addc(&b, '(');
+    }
+    hearth__node_write_json(&b, value, r->json_flags);
+    if (r->callback)
+        hearth__buf_add(&b, ");", 2);
+    return hearth__buf_detach(&b, len);
+}
+
+static void reply_text(const rest *r, int status, const char *body,
+                       size_t len, const char *etag) {
+    char headers[512] = "";
+    size_t used = 0;
+    if (etag)
+        used += (size_t)snprintf(headers + used, sizeof headers - used,
+                                 "ETag: %s\r\n", etag);
+    if (r->download)
+        snprintf(headers + used, sizeof headers - used,
+                 "Content-Disposition: attachment; filename=\"%.200s\"\r\n",
+                 r->download);
+    if (r->silent && status == 200) {
+        hearth__http_respond(r->conn, 204, NULL, headers, "", 0);
+        return;
+    }
+    hearth__http_respond(r->conn, status,
+                         r->callback ? "application/javascript; charset=utf-8"
+                                     : JSON_TYPE,
+                         headers, body, len);
+}
+
+static void reply_value(const rest *r, int status, const hearth_node_t *value,
+                        const char *etag) {
+    size_t len;
+    char *body = render(r, value, &len);
+    if (!body) {
+        reply_error(r->conn, 503, "Server out of memory");
+        return;
+    }
+    reply_text(r, status, body, len, etag);
+    hearth_free(body);
+}
+
+/* ---- the data ---- */
+
+static const hearth_node_t *value_at(const rest *r) {
+    const hearth_node_t *n;
+    if (hearth_node_get(hearth__db_root(r->ns->db), r->path, &n, NULL))
+        return hearth__node_empty();
+    return n;
+}
+
+/* The ETag of the data at the request's path: its hash, or null_etag. */
+static void etag_of(const hearth_node_t *n, char out[HEARTH_HASH_SIZE + 16]) {
+    if (hearth__node_is_empty(n) || hearth_node_hash(n, out) || !out[0])
+        strcpy(out, "null_etag");
+}
+
+/* Applies if-match: true when the request may go on (else answered). */
+static bool check_if_match(const rest *r) {
+    const char *want = hearth__http_get_header(r->req, "if-match");
+    if (!want)
+        return true;
+    char etag[HEARTH_HASH_SIZE + 16];
+    const hearth_node_t *current = value_at(r);
+    etag_of(current, etag);
+    if (strcmp(want, etag) == 0)
+        return true;
+    rest copy = *r;
+    copy.silent = false;
+    reply_value(&copy, 412, current, etag);
+    return false;
+}
+
+/* ---- queries ---- */
+
+static const char *const QUERY_PARAMS[] = {"orderBy", "startAt", "endAt",
+                                           "equalTo", "limitToFirst",
+                                           "limitToLast"};
+
+static bool has_query(const rest *r) {
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(QUERY_PARAMS); i++)
+        if (param_get(r, QUERY_PARAMS[i]))
+            return true;
+    return false;
+}
+
+static int bound(hearth_query_t *q, const char *text,
+                 int (*set)(hearth_query_t *, const hearth_node_t *,
+                            const char *, hearth_error_t *),
+                 const char *name, hearth_error_t *err) {
+    hearth_node_t *v;
+    if (hearth_node_from_json(text, (size_t)-1, 0, &v, NULL))
+        return hearth__error(err, HEARTH_EQUERY, NULL,
+                             "%s must be a valid JSON value", name);
+    int rc = set(q, v, NULL, err);
+    hearth_node_decref(v);
+    return rc;
+}
+
+static int parse_limit(const char *text, uint32_t *out) {
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (!*text || *end || v <= 0 || v > UINT32_MAX)
+        return HEARTH_EQUERY;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Builds the query of the request's parameters into *out (NULL: none). */
+static int build_query(const rest *r, hearth_query_t **out,
+                       hearth_error_t *err) {
+    *out = NULL;
+    if (!has_query(r))
+        return 0;
+    const char *order = param_get(r, "orderBy");
+    if (!order)
+        return hearth__error(err, HEARTH_EQUERY, NULL,
+                             "orderBy must be defined when other query "
+                             "parameters are defined");
+    json_t *o = json_loads(order, JSON_DECODE_ANY, NULL);
+    if (!json_is_string(o)) {
+        json_decref(o);
+        return hearth__error(err, HEARTH_EQUERY, NULL,
+                             "orderBy must be a valid JSON encoded path");
+    }
+    hearth_query_t *q;
+    int rc = hearth_query_new(&q);
+    const char *by = json_string_value(o);
+    if (!rc) {
+        if (strcmp(by, "$key") == 0)
+            rc = hearth_query_order_by_key(q, err);
+        else if (strcmp(by, "$value") == 0)
+            rc = hearth_query_order_by_value(q, err);
+        else if (strcmp(by, "$priority") == 0)
+            rc = hearth_query_order_by_priority(q, err);
+        else
+            rc = hearth_query_order_by_child(q, by, err);
+    }
+    if (!rc && q->index == HEARTH__INDEX_CHILD) {
+        /* Over REST a child order needs an index, as on the service. */
+        hearth__path p;
+        const char *keys[HEARTH_MAX_DEPTH];
+        char *copy = hearth__strndup(r->path, strlen(r->path));
+        rc = copy ? hearth__path_parse(copy, 0, &p, NULL) : HEARTH_ENOMEM;
+        char *owned[HEARTH_MAX_DEPTH] = {0};
+        for (unsigned i = 0; !rc && i < p.n; i++) {
+            owned[i] = hearth__strndup(p.seg[i].s, p.seg[i].len);
+            keys[i] = owned[i] ? owned[i] : "";
+        }
+        if (!rc && !hearth__rules_indexed(r->ns->rules, keys, p.n, by))
+            rc = hearth__error(err, HEARTH_EQUERY, NULL,
+                               "Index not defined, add \".indexOn\": \"%s\", "
+                               "for path \"%s\", to the rules",
+                               by, r->path);
+        for (unsigned i = 0; copy && i < p.n; i++)
+            hearth__free(owned[i]);
+        hearth__free(copy);
+    }
+    const char *v;
+    if (!rc && (v = param_get(r, "startAt")))
+        rc = bound(q, v, hearth_query_start_at, "startAt", err);
+    if (!rc && (v = param_get(r, "endAt")))
+        rc = bound(q, v, hearth_query_end_at, "endAt", err);
+    if (!rc && (v = param_get(r, "equalTo")))
+        rc = bound(q, v, hearth_query_equal_to, "equalTo", err);
+    uint32_t n;
+    if (!rc && (v = param_get(r, "limitToFirst")))
+        rc = parse_limit(v, &n)
+                 ? hearth__error(err, HEARTH_EQUERY, NULL,
+                                 "limitToFirst must be a positive integer")
+                 : hearth_query_limit_to_first(q, n, err);
+    if (!rc && (v = param_get(r, "limitToLast")))
+        rc = parse_limit(v, &n)
+                 ? hearth__error(err, HEARTH_EQUERY, NULL,
+                                 "limitToLast must be a positive integer")
+                 : hearth_query_limit_to_last(q, n, err);
+    json_decref(o);
+    if (rc) {
+        hearth_query_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+/* ---- methods ---- */
+
+static void do_get(rest *r) {
+    hearth_error_t err;
+    hearth_query_t *q;
+    if (build_query(r, &q, &err)) {
+        reply_error(r->conn, 400, err.message);
+        return;
+    }
+    const char *accept = hearth__http_get_header(r->req, "accept");
+    if (accept && strstr(accept, "text/event-stream")) {
+        hearth__sse_start(r->srv, r->conn, r->ns, r->path, q, r->json_flags);
+        hearth_query_free(q);
+        return;
+    }
+    const char *shallow = param_get(r, "shallow");
+    if (shallow && strcmp(shallow, "true") == 0 && q) {
+        hearth_query_free(q);
+        reply_error(r->conn, 400, "Shallow queries cannot be combined with "
+                                  "other query parameters");
+        return;
+    }
+    const hearth_node_t *full = value_at(r);
+    char etag[HEARTH_HASH_SIZE + 16];
+    etag_of(full, etag);
+    const char *none_match = hearth__http_get_header(r->req, "if-none-match");
+    if (none_match && strcmp(none_match, etag) == 0) {
+        hearth_query_free(q);
+        char headers[96];
+        snprintf(headers, sizeof headers, "ETag: %s\r\n", etag);
+        hearth__http_respond(r->conn, 304, NULL, headers, "", 0);
+        return;
+    }
+    bool with_etag = r->want_etag || none_match;
+    hearth_node_t *value = NULL;
+    int rc = hearth__query_view_node(q, full, &value);
+    hearth_query_free(q);
+    if (!rc && shallow && strcmp(shallow, "true") == 0 &&
+        hearth_node_type(value) == HEARTH_TYPE_OBJECT) {
+        /* Every child truncated to true. */
+        hearth_node_t *flat = hearth_node_null();
+        for (size_t i = 0; !rc && i < hearth_node_child_count(value); i++) {
+            const char *key;
+            hearth_node_child_at(value, i, &key);
+            hearth_node_t *t = hearth_node_boolean(true);
+            rc = t ? hearth_node_set_child_new(&flat, key, t, NULL)
+                   : HEARTH_ENOMEM;
+        }
+        hearth_node_decref(value);
+        value = flat;
+    }
+    if (rc)
+        reply_failure(r->conn, rc, NULL);
+    else
+        reply_value(r, 200, value, with_etag ? etag : NULL);
+    hearth_node_decref(value);
+}
+
+/* A write is answered after its commit, with the reply prepared when it
+ * was applied (the data as written, server values resolved). Two owners:
+ * the database's completion and the handler; whichever comes second sends
+ * (the completion can run before the handler has prepared the reply). */
+typedef struct pending_reply {
+    int refs;
+    hearth__http_conn *conn;
+    bool prepared, completed;
+    int status;
+    char *body;
+    size_t len;
+    char *headers;
+    bool silent;
+} pending_reply;
+
+static void send_reply(pending_reply *p) {
+    if (p->status)
+        reply_failure(p->conn, p->status, NULL);
+    else if (p->silent)
+        hearth__http_respond(p->conn, 204, NULL, p->headers, "", 0);
+    else
+        hearth__http_respond(p->conn, 200, JSON_TYPE, p->headers, p->body,
+                             p->len);
+}
+
+static void release_reply(void *ctx) {
+    pending_reply *p = ctx;
+    if (--p->refs > 0)
+        return;
+    hearth__free(p->body);
+    hearth__free(p->headers);
+    hearth__free(p);
+}
+
+static void on_write_done(int status, void *ctx) {
+    pending_reply *p = ctx;
+    p->status = status;
+    p->completed = true;
+    if (p->prepared)
+        send_reply(p);
+}
+
+static pending_reply *new_reply(const rest *r) {
+    pending_reply *p = hearth__calloc(1, sizeof *p);
+    if (p) {
+        p->refs = 2;
+        p->conn = r->conn;
+        p->silent = r->silent;
+    }
+    return p;
+}
+
+/* The handler's part, once the write is applied: the body, then sending
+ * if the commit already happened. */
+static void prepared(pending_reply *p) {
+    if (!p->body) {
+        p->body = hearth__strndup("null", 4);
+        p->len = p->body ? 4 : 0;
+    }
+    p->prepared = true;
+    if (p->completed)
+        send_reply(p);
+    release_reply(p);
+}
+
+static void prepare_reply(pending_reply *p, const rest *r,
+                          const hearth_node_t *echo) {
+    p->body = render(r, echo, &p->len);
+    if (r->want_etag) {
+        char etag[HEARTH_HASH_SIZE + 16];
+        etag_of(value_at(r), etag);
+        size_t n = strlen(etag) + 16;
+        p->headers = hearth__malloc(n);
+        if (p->headers)
+            snprintf(p->headers, n, "ETag: %s\r\n", etag);
+    }
+    prepared(p);
+}
+
+static int parse_body(const rest *r, const char *base, hearth_node_t **out,
+                      hearth_error_t *err) {
+    hearth__path p;
+    unsigned depth = hearth__path_parse(base, HEARTH__PATH_ALLOW_PRIORITY, &p,
+                                        NULL)
+                         ? 0
+                         : p.n;
+    return hearth__node_from_json_at(r->req->body, r->req->body_len,
+                                     HEARTH_JSON_ALLOW_SERVER_VALUES, base,
+                                     depth, out, err);
+}
+
+static void do_put(rest *r) {
+    hearth_error_t err;
+    hearth_node_t *value;
+    if (parse_body(r, r->path, &value, &err)) {
+        reply_failure(r->conn, err.code, &err);
+        return;
+    }
+    if (!check_if_match(r)) {
+        hearth_node_decref(value);
+        return;
+    }
+    pending_reply *p = new_reply(r);
+    int rc = p ? hearth_db_set(r->ns->db, r->path, value, on_write_done, p,
+                               release_reply, &err)
+               : hearth__error_code(&err, HEARTH_ENOMEM);
+    hearth_node_decref(value);
+    if (rc) {
+        hearth__free(p);
+        reply_failure(r->conn, rc, &err);
+        return;
+    }
+    /* Applied now (loop thread); answered at its commit. */
+    prepare_reply(p, r, value_at(r));
+}
+
+static void do_post(rest *r) {
+    hearth_error_t err;
+    hearth_node_t *value;
+    if (parse_body(r, r->path, &value, &err)) {
+        reply_failure(r->conn, err.code, &err);
+        return;
+    }
+    pending_reply *p = new_reply(r);
+    char key[HEARTH_PUSH_ID_SIZE];
+    int rc = p ? hearth_db_push(r->ns->db, r->path, value, key, on_write_done,
+                                p, release_reply, &err)
+               : hearth__error_code(&err, HEARTH_ENOMEM);
+    hearth_node_decref(value);
+    if (rc) {
+        hearth__free(p);
+        reply_failure(r->conn, rc, &err);
+        return;
+    }
+    hearth_node_t *name = hearth_node_null();
+    hearth_node_t *k = hearth_node_string(key, strlen(key));
+    if (k)
+        hearth_node_set_child_new(&name, "name", k, NULL);
+    rest plain = *r;
+    plain.json_flags &= ~HEARTH_JSON_EXPORT;
+    prepare_reply(p, &plain, name);
+    hearth_node_decref(name);
+}
+
+static void do_patch(rest *r) {
+    hearth_error_t err;
+    json_t *obj;
+    if (hearth__json_load(r->req->body, r->req->body_len, &obj, &err)) {
+        reply_failure(r->conn, err.code, &err);
+        return;
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        reply_error(r->conn, 400, MSG_BAD_DATA);
+        return;
+    }
+    pending_reply *p = new_reply(r);
+    int rc = p ? hearth_db_update_json(r->ns->db, r->path, r->req->body,
+                                       r->req->body_len, on_write_done, p,
+                                       release_reply, &err)
+               : hearth__error_code(&err, HEARTH_ENOMEM);
+    if (rc) {
+        json_decref(obj);
+        hearth__free(p);
+        reply_failure(r->conn, rc, &err);
+        return;
+    }
+    /* Echo each updated path with what it holds now. */
+    hearth__buf b;
+    hearth__buf_init(&b);
+    if (r->callback) {
+        hearth__buf_adds(&b, "/**/ ");
+        hearth__buf_adds(&b, r->callback);
+        hearth__buf_addc(&b, '(');
+    }
+    hearth__buf_addc(&b, '{');
+    const char *key;
+    json_t *v;
+    bool first = true;
+    json_object_foreach(obj, key, v) {
+        size_t n = strlen(r->path) + strlen(key) + 2;
+        char *full = hearth__malloc(n);
+        if (!full)
+            continue;
+        snprintf(full, n, "%s/%s", r->path, key);
+        const hearth_node_t *now;
+        if (hearth_node_get(hearth__db_root(r->ns->db), full, &now, NULL) == 0) {
+            if (!first)
+                hearth__buf_addc(&b, ',');
+            hearth__json_write_string(&b, key, strlen(key));
+            hearth__buf_addc(&b, ':');
+            hearth__node_write_json(&b, now, r->json_flags & ~HEARTH_JSON_PRETTY);
+            first = false;
+        }
+        hearth__free(full);
+    }
+    hearth__buf_addc(&b, '}');
+    if (r->callback)
+        hearth__buf_add(&b, ");", 2);
+    p->body = hearth__buf_detach(&b, &p->len);
+    json_decref(obj);
+    prepared(p);
+}
+
+static void do_delete(rest *r) {
+    if (!check_if_match(r))
+        return;
+    hearth_error_t err;
+    pending_reply *p = new_reply(r);
+    int rc = p ? hearth_db_remove(r->ns->db, r->path, on_write_done, p,
+                                  release_reply, &err)
+               : hearth__error_code(&err, HEARTH_ENOMEM);
+    if (rc) {
+        hearth__free(p);
+        reply_failure(r->conn, rc, &err);
+        return;
+    }
+    prepare_reply(p, r, hearth__node_empty());
+}
+
+/* ---- rules endpoint ---- */
+
+static void do_rules(rest *r) {
+    if (r->method == HTTP_GET) {
+        char *text = json_dumps(r->ns->rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text) {
+            reply_error(r->conn, 503, "Server out of memory");
+            return;
+        }
+        hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, text, strlen(text));
+        free(text);
+        return;
+    }
+    if (r->method != HTTP_PUT) {
+        reply_error(r->conn, 405, "Rules can be read (GET) or replaced (PUT)");
+        return;
+    }
+    json_t *doc;
+    hearth_error_t err;
+    if (hearth__rules_parse(r->req->body, r->req->body_len, &doc, &err)) {
+        reply_error(r->conn, 400, err.message);
+        return;
+    }
+    /* Durable first: the file is replaced whole, then adopted. */
+    char path[1024], tmp[1040];
+    snprintf(path, sizeof path, "%s/rules.json", r->ns->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(r->req->body, 1, r->req->body_len, f) ==
+                       r->req->body_len;
+    if (f)
+        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+    if (f)
+        fclose(f);
+    if (!ok || rename(tmp, path)) {
+        json_decref(doc);
+        reply_error(r->conn, 500, "Storage failure: rules not saved");
+        return;
+    }
+    json_decref(r->ns->rules);
+    r->ns->rules = doc;
+    hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
+                         15);
+}
+
+/* ---- dispatch ---- */
+
+/* The namespace: ns=, else a domain name's first label, else default. */
+static const char *namespace_name(const rest *r, char *buf, size_t size) {
+    const char *ns = param_get(r, "ns");
+    if (ns)
+        return ns;
+    const char *host = hearth__http_get_header(r->req, "host");
+    if (host && host[0] != '[') {
+        size_t len = strcspn(host, ":");
+        bool has_letter = false, has_dot = false;
+        for (size_t i = 0; i < len; i++) {
+            has_dot |= host[i] == '.';
+            has_letter |= (host[i] | 32) >= 'a' && (host[i] | 32) <= 'z';
+        }
+        size_t label = strcspn(host, ".:");
+        if (has_dot && has_letter && label < size) {
+            memcpy(buf, host, label);
+            buf[label] = '\0';
+            return buf;
+        }
+    }
+    return r->srv->default_namespace;
+}
+
+static int method_of(const rest *r) {
+    int m = r->req->method;
+    if (m != HTTP_POST)
+        return m;
+    const char *o = hearth__http_get_header(r->req, "x-http-method-override");
+    if (!o)
+        o = param_get(r, "x-http-method-override");
+    if (!o)
+        return m;
+    if (strcasecmp(o, "PUT") == 0)
+        return HTTP_PUT;
+    if (strcasecmp(o, "PATCH") == 0)
+        return HTTP_PATCH;
+    if (strcasecmp(o, "DELETE") == 0)
+        return HTTP_DELETE;
+    return -1;
+}
+
+static bool check_params(rest *r) {
+    const char *v;
+    if ((v = param_get(r, "print"))) {
+        if (strcmp(v, "pretty") == 0)
+            r->json_flags |= HEARTH_JSON_PRETTY;
+        else if (strcmp(v, "silent") == 0)
+            r->silent = true;
+        else {
+            reply_error(r->conn, 400, "print must be 'pretty' or 'silent'");
+            return false;
+        }
+    }
+    if ((v = param_get(r, "format"))) {
+        if (strcmp(v, "export") != 0) {
+            reply_error(r->conn, 400, "format must be 'export'");
+            return false;
+        }
+        r->json_flags |= HEARTH_JSON_EXPORT;
+    }
+    if ((v = param_get(r, "timeout"))) {
+        char *end;
+        double t = strtod(v, &end);
+        double ms = strcmp(end, "ms") == 0    ? t
+                    : strcmp(end, "s") == 0   ? t * 1000
+                    : strcmp(end, "min") == 0 ? t * 60000
+                                              : -1;
+        if (end == v || ms < 0 || ms > 15 * 60000) {
+            reply_error(r->conn, 400, "timeout must be a duration like 3ms, "
+                                      "3s or 3min, at most 15min");
+            return false;
+        }
+    }
+    if ((v = param_get(r, "writeSizeLimit")) && strcmp(v, "tiny") &&
+        strcmp(v, "small") && strcmp(v, "medium") && strcmp(v, "large") &&
+        strcmp(v, "unlimited")) {
+        reply_error(r->conn, 400, "writeSizeLimit must be tiny, small, "
+                                  "medium, large or unlimited");
+        return false;
+    }
+    if ((v = param_get(r, "callback"))) {
+        for (const char *c = v; *c; c++)
+            if (!((*c | 32) >= 'a' && (*c | 32) <= 'z') &&
+                !(*c >= '0' && *c <= '9') && *c != '_' && *c != '.' &&
+                *c != '$') {
+                reply_error(r->conn, 400, "callback must be a JavaScript name");
+                return false;
+            }
+        r->callback = v;
+    }
+    r->download = param_get(r, "download");
+    const char *etag = hearth__http_get_header(r->req, "x-firebase-etag");
+    r->want_etag = etag && strcmp(etag, "true") == 0;
+    return true;
+}
+
+void hearth__rest_handle(hearth__http_conn *conn,
+                         const hearth__http_request *req, void *ctx) {
+    rest r = {.srv = ctx, .conn = conn, .req = req};
+    const char *target = req->target;
+    const char *query = strchr(target, '?');
+    size_t plen = query ? (size_t)(query - target) : strlen(target);
+    r.path = url_decode(target, plen, false);
+    if (!r.path || parse_params(&r, query ? query + 1 : NULL)) {
+        reply_error(conn, 400, MSG_BAD_PATH);
+        rest_free(&r);
+        return;
+    }
+    r.method = method_of(&r);
+    if (r.method < 0) {
+        reply_error(conn, 400, "x-http-method-override must be PUT, PATCH "
+                               "or DELETE");
+        rest_free(&r);
+        return;
+    }
+    if (r.method == HTTP_OPTIONS) { /* CORS preflight */
+        hearth__http_respond(
+            conn, 200, NULL,
+            "Access-Control-Allow-Methods: GET, PUT, POST, PATCH, DELETE\r\n"
+            "Access-Control-Allow-Headers: Content-Type, Authorization, "
+            "X-Firebase-ETag, If-Match, If-None-Match\r\n",
+            "", 0);
+        rest_free(&r);
+        return;
+    }
+    size_t len = strlen(r.path);
+    if (len < 5 || strcmp(r.path + len - 5, ".json") != 0) {
+        reply_error(conn, 404, "Not found: REST paths end in .json");
+        rest_free(&r);
+        return;
+    }
+    r.path[len - 5] = '\0';
+    if (!r.path[0]) {
+        r.path[0] = '/';
+        r.path[1] = '\0';
+    }
+    char nsbuf[130];
+    hearth_error_t err;
+    if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
+                                 &r.ns, &err)) {
+        reply_error(conn, err.code == HEARTH_EINVAL ? 400 : 500, err.message);
+        rest_free(&r);
+        return;
+    }
+    if (!check_params(&r)) {
+        rest_free(&r);
+        return;
+    }
+    if (strcmp(r.path, "/.settings/rules") == 0) {
+        do_rules(&r);
+        rest_free(&r);
+        return;
+    }
+    if (hearth_validate_path(r.path, NULL)) {
+        reply_error(conn, 400, MSG_BAD_PATH);
+        rest_free(&r);
+        return;
+    }
+    switch (r.method) {
+    case HTTP_GET:
+        do_get(&r);
+        break;
+    case HTTP_PUT:
+        do_put(&r);
+        break;
+    case HTTP_POST:
+        do_post(&r);
+        break;
+    case HTTP_PATCH:
+        do_patch(&r);
+        break;
+    case HTTP_DELETE:
+        do_delete(&r);
+        break;
+    default:
+        reply_error(conn, 405, "Method not allowed");
+    }
+    rest_free(&r);
+}

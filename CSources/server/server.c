@@ -1,0 +1,329 @@
+/* server.c - starting and stopping the server, and its namespaces. */
+#include "server/server.h"
+
+#include "tree/json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define KEEPALIVE_MS 30000
+#define MAX_BODY (256u * 1024 * 1024) /* the service's REST write limit */
+#define MAX_BACKLOG (8u * 1024 * 1024)
+
+static const char DEFAULT_RULES[] =
+    "{\"rules\": {\".read\": true, \".write\": true}}";
+
+/* ---- rules documents (stored beside each namespace's data) ---- */
+
+/* Copies text without // and block comments, leaving strings alone. */
+static char *strip_comments(const char *text, size_t len) {
+    char *out = hearth__malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            out[o++] = c;
+            if (c == '\\' && i + 1 < len)
+                out[o++] = text[++i];
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+            out[o++] = c;
+        } else if (c == '/' && i + 1 < len && text[i + 1] == '/') {
+            while (i < len && text[i] != '\n')
+                i++;
+            out[o++] = '\n';
+        } else if (c == '/' && i + 1 < len && text[i + 1] == '*') {
+            i += 2;
+            while (i + 1 < len && !(text[i] == '*' && text[i + 1] == '/'))
+                out[o++] = text[i++] == '\n' ? '\n' : ' ';
+            i++;
+        } else {
+            out[o++] = c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+int hearth__rules_parse(const char *text, size_t len, json_t **out,
+                        hearth_error_t *err) {
+    char *clean = strip_comments(text, len);
+    if (!clean)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    json_t *doc;
+    int rc = hearth__json_load(clean, strlen(clean), &doc, err);
+    hearth__free(clean);
+    if (rc)
+        return rc;
+    if (!json_is_object(doc) || !json_is_object(json_object_get(doc, "rules"))) {
+        json_decref(doc);
+        return hearth__error(err, HEARTH_EVALUE, NULL,
+                             "a rules document is an object with a \"rules\" "
+                             "object");
+    }
+    *out = doc;
+    return 0;
+}
+
+static bool index_lists(const json_t *index_on, const char *child) {
+    if (json_is_string(index_on))
+        return strcmp(json_string_value(index_on), child) == 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(index_on, i, v) {
+        if (json_is_string(v) && strcmp(json_string_value(v), child) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Walks the rules down the path; a "$wildcard" matches any key. */
+static const json_t *rules_at(const json_t *node, const char *const *keys,
+                              size_t nkeys) {
+    for (size_t i = 0; node && i < nkeys; i++) {
+        const json_t *next = json_object_get(node, keys[i]);
+        if (!next) {
+            const char *k;
+            json_t *v;
+            json_object_foreach((json_t *)node, k, v) {
+                if (k[0] == '$') {
+                    next = v;
+                    break;
+                }
+            }
+        }
+        node = next;
+    }
+    return node;
+}
+
+bool hearth__rules_indexed(const json_t *rules, const char *const *keys,
+                           size_t nkeys, const char *child) {
+    const json_t *at = rules_at(json_object_get(rules, "rules"), keys, nkeys);
+    return at && index_lists(json_object_get(at, ".indexOn"), child);
+}
+
+/* ---- namespaces ---- */
+
+static bool valid_namespace(const char *name) {
+    size_t len = strlen(name);
+    if (len == 0 || len > 128)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static int load_rules(hearth__namespace *ns, hearth_error_t *err) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/rules.json", ns->dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return hearth__rules_parse(DEFAULT_RULES, sizeof DEFAULT_RULES - 1,
+                                   &ns->rules, err);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;)
+        hearth__buf_add(&b, chunk, n);
+    fclose(f);
+    int rc = b.failed ? hearth__error_code(err, HEARTH_ENOMEM)
+                      : hearth__rules_parse(b.data ? b.data : "", b.len,
+                                            &ns->rules, err);
+    hearth__buf_free(&b);
+    return rc;
+}
+
+int hearth__server_namespace(hearth__server *srv, const char *name,
+                             hearth__namespace **out, hearth_error_t *err) {
+    for (size_t i = 0; i < srv->nnamespaces; i++)
+        if (strcmp(srv->namespaces[i].name, name) == 0) {
+            *out = &srv->namespaces[i];
+            return 0;
+        }
+    if (!valid_namespace(name))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "Invalid namespace \"%.64s\": use letters, "
+                             "digits, '-' and '_'",
+                             name);
+    if (srv->nnamespaces == srv->namespaces_cap) {
+        size_t cap = srv->namespaces_cap ? srv->namespaces_cap * 2 : 4;
+        hearth__namespace *n =
+            hearth__realloc(srv->namespaces, cap * sizeof *n);
+        if (!n)
+            return hearth__error_code(err, HEARTH_ENOMEM);
+        srv->namespaces = n;
+        srv->namespaces_cap = cap;
+    }
+    hearth__namespace ns = {0};
+    size_t dlen = strlen(srv->data_dir) + strlen(name) + 2;
+    ns.name = hearth__strndup(name, strlen(name));
+    ns.dir = hearth__malloc(dlen);
+    if (!ns.name || !ns.dir) {
+        hearth__free(ns.name);
+        hearth__free(ns.dir);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    snprintf(ns.dir, dlen, "%s/%s", srv->data_dir, name);
+    hearth_db_config_t config = {.loop = &srv->loop, .data_dir = ns.dir,
+                                 .fsync_mode = srv->fsync_mode};
+    int rc = hearth_db_open(&config, &ns.db, err);
+    if (!rc)
+        rc = load_rules(&ns, err);
+    if (rc) {
+        if (ns.db)
+            hearth_db_close(ns.db);
+        hearth__free(ns.name);
+        hearth__free(ns.dir);
+        return rc;
+    }
+    hearth__db_set_group_commit(ns.db, true);
+    srv->namespaces[srv->nnamespaces] = ns;
+    *out = &srv->namespaces[srv->nnamespaces++];
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void on_keepalive(uv_timer_t *t) { hearth__sse_keepalive(t->data); }
+
+static void on_http_closed(void *ctx) {
+    hearth__server *srv = ctx;
+    /* Every connection is gone: the writes they made are applied; closing
+     * each database commits and syncs the rest. */
+    for (size_t i = 0; i < srv->nnamespaces; i++) {
+        hearth_db_close(srv->namespaces[i].db);
+        json_decref(srv->namespaces[i].rules);
+        hearth__free(srv->namespaces[i].name);
+        hearth__free(srv->namespaces[i].dir);
+    }
+    srv->nnamespaces = 0;
+    uv_close((uv_handle_t *)&srv->stop, NULL);
+    uv_close((uv_handle_t *)&srv->keepalive, NULL);
+}
+
+static void on_stop(uv_async_t *a) {
+    hearth__server *srv = a->data;
+    if (srv->stopping)
+        return;
+    srv->stopping = true;
+    uv_timer_stop(&srv->keepalive);
+    hearth__sse_close_all(srv);
+    hearth__http_close(srv->http, on_http_closed, srv);
+}
+
+/* The server's thread. Namespaces are databases on this loop, so they are
+ * opened here: the default one first, reporting to hearth_server_start. */
+static void run(void *arg) {
+    hearth__server *srv = arg;
+    hearth__namespace *ns;
+    srv->start_rc = hearth__server_namespace(srv, srv->default_namespace, &ns,
+                                             &srv->start_err);
+    uv_sem_post(&srv->started);
+    if (srv->start_rc)
+        on_stop(&srv->stop);
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
+}
+
+static void free_server(hearth__server *srv) {
+    hearth__free(srv->namespaces);
+    hearth__free(srv->data_dir);
+    hearth__free(srv->default_namespace);
+    hearth__free(srv);
+}
+
+int hearth_server_start(const hearth_server_config_t *config,
+                        hearth_server_t **out, hearth_error_t *err) {
+    if (!config || !out)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    const char *host = config->host ? config->host : "127.0.0.1";
+    const char *dir = config->data_dir ? config->data_dir : "./hearth-data";
+    const char *def = config->default_namespace ? config->default_namespace
+                                                : "default";
+    if (!valid_namespace(def))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "invalid default namespace \"%s\"", def);
+    if (config->port < 0 || config->port > 65535)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
+                             config->port);
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return hearth__error(err, HEARTH_EIO, dir,
+                             "cannot create data directory %s: %s", dir,
+                             strerror(errno));
+    hearth__server *srv = hearth__calloc(1, sizeof *srv);
+    if (!srv || !(srv->data_dir = hearth__strndup(dir, strlen(dir))) ||
+        !(srv->default_namespace = hearth__strndup(def, strlen(def)))) {
+        if (srv)
+            free_server(srv);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    srv->fsync_mode = config->fsync_mode;
+    if (uv_loop_init(&srv->loop)) {
+        free_server(srv);
+        return hearth__error_code(err, HEARTH_ELOOP);
+    }
+    hearth__http_limits limits = {MAX_BODY, MAX_BACKLOG};
+    int rc = hearth__http_listen(&srv->loop, host, config->port, &limits,
+                                 hearth__rest_handle, srv, &srv->http, err);
+    if (rc) {
+        uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets the listener close */
+        uv_loop_close(&srv->loop);
+        free_server(srv);
+        return rc;
+    }
+    uv_async_init(&srv->loop, &srv->stop, on_stop);
+    srv->stop.data = srv;
+    uv_timer_init(&srv->loop, &srv->keepalive);
+    srv->keepalive.data = srv;
+    uv_timer_start(&srv->keepalive, on_keepalive, KEEPALIVE_MS, KEEPALIVE_MS);
+    /* The default namespace opens before this returns, so a damaged data
+     * directory is reported at start rather than on the first request. */
+    uv_sem_init(&srv->started, 0);
+    if (uv_thread_create(&srv->thread, run, srv)) {
+        on_stop(&srv->stop);
+        uv_run(&srv->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&srv->loop);
+        uv_sem_destroy(&srv->started);
+        free_server(srv);
+        return hearth__error_code(err, HEARTH_ELOOP);
+    }
+    uv_sem_wait(&srv->started);
+    uv_sem_destroy(&srv->started);
+    if (srv->start_rc) {
+        rc = srv->start_rc;
+        if (err)
+            *err = srv->start_err;
+        uv_thread_join(&srv->thread);
+        uv_loop_close(&srv->loop);
+        free_server(srv);
+        return rc;
+    }
+    *out = (hearth_server_t *)srv;
+    return 0;
+}
+
+int hearth_server_port(const hearth_server_t *server) {
+    return hearth__http_port(((const hearth__server *)server)->http);
+}
+
+int hearth_server_stop(hearth_server_t *server) {
+    if (!server)
+        return HEARTH_EINVAL;
+    hearth__server *srv = (hearth__server *)server;
+    uv_async_send(&srv->stop);
+    uv_thread_join(&srv->thread);
+    int rc = uv_loop_close(&srv->loop) ? HEARTH_ELOOP : 0;
+    free_server(srv);
+    return rc;
+}

@@ -1,0 +1,63 @@
+/*
+ * server.h - the server's shared state (internal): its loop, the HTTP
+ * listener, and the namespaces, each an embedded database on the server's
+ * loop with its own data directory and rules document.
+ */
+#ifndef HEARTH_SERVER_SERVER_H
+#define HEARTH_SERVER_SERVER_H
+
+#include "db/db.h"
+#include "server/http.h"
+
+#include <jansson.h>
+
+typedef struct hearth__stream hearth__stream;
+
+typedef struct hearth__namespace {
+    char *name;
+    hearth_db_t *db;
+    char *dir;
+    json_t *rules; /* the rules document {"rules": {...}} */
+} hearth__namespace;
+
+typedef struct hearth__server {
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t stop;
+    uv_timer_t keepalive;
+    hearth__http_server *http;
+    char *data_dir;
+    char *default_namespace;
+    hearth_fsync_mode fsync_mode;
+    hearth__namespace *namespaces;
+    size_t nnamespaces, namespaces_cap;
+    hearth__stream *streams; /* server-sent event streams, for keep-alives */
+    bool stopping;
+    uv_sem_t started;
+    int start_rc;
+    hearth_error_t start_err;
+} hearth__server;
+
+/* The namespace called name, opened (and created) on first use. */
+int hearth__server_namespace(hearth__server *srv, const char *name,
+                             hearth__namespace **out, hearth_error_t *err);
+
+/* Handles one HTTP request (REST, streaming, rules). */
+void hearth__rest_handle(hearth__http_conn *conn,
+                         const hearth__http_request *req, void *srv);
+
+/* Server-sent events (sse.c). */
+void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
+                       hearth__namespace *ns, const char *path,
+                       const hearth_query_t *query, unsigned json_flags);
+void hearth__sse_keepalive(hearth__server *srv);
+void hearth__sse_close_all(hearth__server *srv);
+
+/* ".indexOn" lookup: whether the rules index `child` at path (keys). */
+bool hearth__rules_indexed(const json_t *rules, const char *const *keys,
+                           size_t nkeys, const char *child);
+/* Parses a rules document (JSON with // and block comments). */
+int hearth__rules_parse(const char *text, size_t len, json_t **out,
+                        hearth_error_t *err);
+
+#endif
