@@ -1,0 +1,395 @@
+/* test_server.c - a real server on a free loopback port, spoken to over
+ * real sockets: every REST method and parameter, errors as the service
+ * words them, conditional requests, namespaces, bad HTTP of every kind,
+ * pipelining, server-sent events, and data surviving a restart. */
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static char data_dir[64];
+
+static hearth_server_t *start(void) {
+    if (!data_dir[0]) {
+        strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
+        CHECK(mkdtemp(data_dir) != NULL);
+    }
+    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
+                                     .data_dir = data_dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF};
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    int rc = hearth_server_start(&config, &s, &err);
+    if (rc)
+        fprintf(stderr, "  start: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return s;
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+}
+
+static void stop(hearth_server_t *s) {
+    CHECK_INT(hearth_server_stop(s), 0);
+}
+
+static int connect_to(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static void send_all(int fd, const char *data, size_t len) {
+    while (len) {
+        ssize_t n = write(fd, data, len);
+        if (n <= 0)
+            return;
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Reads until `count` whole responses (by Content-Length) or EOF. */
+static char *read_responses(int fd, int count) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    int done = 0;
+    while (done < count) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        if (len + 4096 > cap)
+            buf = realloc(buf, cap *= 2);
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        /* Count complete responses. */
+        done = 0;
+        const char *at = buf;
+        for (;;) {
+            const char *end = strstr(at, "\r\n\r\n");
+            if (!end)
+                break;
+            const char *cl = strstr(at, "Content-Length: ");
+            size_t body = cl && cl < end ? (size_t)atol(cl + 16) : 0;
+            if ((size_t)(end + 4 - buf) + body > len)
+                break;
+            done++;
+            at = end + 4 + body;
+        }
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+typedef struct response {
+    int status;
+    char head[2048];
+    char *body;
+} response;
+
+static response request(int port, const char *method, const char *target,
+                        const char *headers, const char *body) {
+    int fd = connect_to(port);
+    char req[8192];
+    bool own_host = headers && strstr(headers, "Host:");
+    int n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\n%s%sContent-Length: "
+                     "%zu\r\nConnection: close\r\n\r\n%s",
+                     method, target, own_host ? "" : "Host: 127.0.0.1\r\n",
+                     headers ? headers : "",
+                     body ? strlen(body) : 0, body ? body : "");
+    send_all(fd, req, (size_t)n);
+    char *raw = read_responses(fd, 1);
+    close(fd);
+    response r = {0};
+    sscanf(raw, "HTTP/1.1 %d", &r.status);
+    char *end = strstr(raw, "\r\n\r\n");
+    if (end) {
+        size_t hl = (size_t)(end - raw);
+        if (hl >= sizeof r.head)
+            hl = sizeof r.head - 1;
+        memcpy(r.head, raw, hl);
+        r.body = strdup(end + 4);
+    } else {
+        r.body = strdup("");
+    }
+    free(raw);
+    return r;
+}
+
+#define EXPECT_REQ(port_, method_, target_, headers_, body_, status_,          \
+                   expected)                                                   \
+    do {                                                                       \
+        response r_ = request(port_, method_, target_, headers_, body_);       \
+        CHECK_INT(r_.status, status_);                                         \
+        if (expected)                                                          \
+            CHECK_STR(r_.body, (const char *)(expected));                      \
+        free(r_.body);                                                         \
+    } while (0)
+
+static void test_rest_methods(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/.json", NULL, NULL, 200, "null");
+    EXPECT_REQ(port, "PUT", "/users/ada.json", NULL, "{\"name\":\"Ada\"}", 200,
+               "{\"name\":\"Ada\"}");
+    EXPECT_REQ(port, "GET", "/users/ada/name.json", NULL, NULL, 200, "\"Ada\"");
+    response r = request(port, "POST", "/log.json", NULL, "{\"n\":1}");
+    CHECK_INT(r.status, 200);
+    CHECK(strncmp(r.body, "{\"name\":\"-", 10) == 0 && strlen(r.body) == 31);
+    free(r.body);
+    EXPECT_REQ(port, "PATCH", "/users.json", NULL,
+               "{\"ada/born\":1815,\"bob\":{\"name\":\"Bob\"}}", 200,
+               "{\"ada/born\":1815,\"bob\":{\"name\":\"Bob\"}}");
+    EXPECT_REQ(port, "GET", "/users.json", NULL, NULL, 200,
+               "{\"ada\":{\"born\":1815,\"name\":\"Ada\"},\"bob\":{\"name\":\"Bob\"}}");
+    EXPECT_REQ(port, "DELETE", "/users/bob.json", NULL, NULL, 200, "null");
+    EXPECT_REQ(port, "PUT", "/x.json?print=silent", NULL, "1", 204, "");
+    EXPECT_REQ(port, "POST", "/x.json", "X-HTTP-Method-Override: DELETE\r\n",
+               NULL, 200, "null");
+    EXPECT_REQ(port, "POST", "/y.json?x-http-method-override=PUT", NULL, "2",
+               200, "2");
+    EXPECT_REQ(port, "GET", "/.json?shallow=true", NULL, NULL, 200,
+               "{\"log\":true,\"users\":true,\"y\":true}");
+    EXPECT_REQ(port, "GET", "/y.json?shallow=true", NULL, NULL, 200, "2");
+    EXPECT_REQ(port, "PUT", "/p.json", NULL,
+               "{\".value\":1,\".priority\":\"hi\"}", 200, "1");
+    EXPECT_REQ(port, "GET", "/p.json?format=export", NULL, NULL, 200,
+               "{\".value\":1,\".priority\":\"hi\"}");
+    EXPECT_REQ(port, "GET", "/y.json?print=pretty", NULL, NULL, 200, "2");
+    EXPECT_REQ(port, "GET", "/y.json?callback=cb", NULL, NULL, 200, "/**/ cb(2);");
+    r = request(port, "PUT", "/t.json", NULL, "{\".sv\":\"timestamp\"}");
+    CHECK_INT(r.status, 200);
+    CHECK(atoll(r.body) > 1700000000000LL);
+    free(r.body);
+    EXPECT_REQ(port, "PUT", "/c.json", NULL, "{\".sv\":{\"increment\":5}}", 200, "5");
+    EXPECT_REQ(port, "PUT", "/c.json", NULL, "{\".sv\":{\"increment\":5}}", 200, "10");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_rest_errors(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "{bad", 400,
+               "{\"error\":\"Invalid data; couldn't parse JSON object, array, or value.\"}");
+    EXPECT_REQ(port, "PUT", "/a.b.json", NULL, "1", 400,
+               "{\"error\":\"Invalid path: Invalid token in path\"}");
+    EXPECT_REQ(port, "GET", "/a%5Bb.json", NULL, NULL, 400,
+               "{\"error\":\"Invalid path: Invalid token in path\"}");
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "{\"a\":{\"b$\":1}}", 400, NULL);
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "{\".sv\":\"nope\"}", 400, NULL);
+    EXPECT_REQ(port, "GET", "/x.json?limitToFirst=1", NULL, NULL, 400,
+               "{\"error\":\"orderBy must be defined when other query parameters are defined\"}");
+    EXPECT_REQ(port, "GET", "/x.json?orderBy=name", NULL, NULL, 400,
+               "{\"error\":\"orderBy must be a valid JSON encoded path\"}");
+    EXPECT_REQ(port, "GET", "/users.json?orderBy=%22age%22", NULL, NULL, 400,
+               "{\"error\":\"Index not defined, add \\\".indexOn\\\": \\\"age\\\", for path \\\"/users\\\", to the rules\"}");
+    EXPECT_REQ(port, "GET", "/x.json?print=loud", NULL, NULL, 400, NULL);
+    EXPECT_REQ(port, "GET", "/x.json?timeout=20min", NULL, NULL, 400, NULL);
+    EXPECT_REQ(port, "GET", "/x", NULL, NULL, 404, NULL);
+    EXPECT_REQ(port, "GET", "/.json?ns=bad!name", NULL, NULL, 400, NULL);
+    /* Nothing above wrote anything. */
+    EXPECT_REQ(port, "GET", "/.json", NULL, NULL, 200, "null");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_queries_and_rules(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", NULL,
+               "{\"rules\":{/* comment */\"users\":{\".indexOn\":[\"age\"]}}}",
+               200, NULL);
+    EXPECT_REQ(port, "PUT", "/users.json", NULL,
+               "{\"a\":{\"age\":30},\"b\":{\"age\":20},\"c\":{\"age\":40}}", 200,
+               NULL);
+    EXPECT_REQ(port, "GET", "/users.json?orderBy=%22age%22&limitToFirst=2",
+               NULL, NULL, 200, "{\"a\":{\"age\":30},\"b\":{\"age\":20}}");
+    EXPECT_REQ(port, "GET", "/users.json?orderBy=%22age%22&startAt=25&endAt=35",
+               NULL, NULL, 200, "{\"a\":{\"age\":30}}");
+    EXPECT_REQ(port, "GET", "/users.json?orderBy=%22$key%22&equalTo=%22c%22",
+               NULL, NULL, 200, "{\"c\":{\"age\":40}}");
+    EXPECT_REQ(port, "GET", "/users.json?orderBy=%22$key%22&limitToLast=1",
+               NULL, NULL, 200, "{\"c\":{\"age\":40}}");
+    response r = request(port, "GET", "/.settings/rules.json", NULL, NULL);
+    CHECK(strstr(r.body, "\".indexOn\"") != NULL);
+    free(r.body);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", NULL, "{\"rules\":", 400,
+               NULL);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_etags(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    response r = request(port, "GET", "/e.json", "X-Firebase-ETag: true\r\n", NULL);
+    CHECK(strstr(r.head, "ETag: null_etag") != NULL);
+    free(r.body);
+    EXPECT_REQ(port, "PUT", "/e.json", "if-match: null_etag\r\n", "1", 200, "1");
+    EXPECT_REQ(port, "PUT", "/e.json", "if-match: null_etag\r\n", "2", 412, "1");
+    r = request(port, "GET", "/e.json", "X-Firebase-ETag: true\r\n", NULL);
+    char *etag = strstr(r.head, "ETag: ");
+    CHECK(etag != NULL);
+    char tag[64] = "";
+    if (etag)
+        sscanf(etag + 6, "%63s", tag);
+    free(r.body);
+    char header[128];
+    snprintf(header, sizeof header, "if-none-match: %s\r\n", tag);
+    EXPECT_REQ(port, "GET", "/e.json", header, NULL, 304, "");
+    snprintf(header, sizeof header, "if-match: %s\r\n", tag);
+    EXPECT_REQ(port, "PUT", "/e.json", header, "3", 200, "3");
+    EXPECT_REQ(port, "DELETE", "/e.json", header, NULL, 412, "3");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_namespaces(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/v.json?ns=alpha", NULL, "\"a\"", 200, NULL);
+    EXPECT_REQ(port, "PUT", "/v.json", "Host: beta.example.com\r\n", "\"b\"",
+               200, NULL);
+    EXPECT_REQ(port, "GET", "/v.json?ns=alpha", NULL, NULL, 200, "\"a\"");
+    EXPECT_REQ(port, "GET", "/v.json?ns=beta", NULL, NULL, 200, "\"b\"");
+    EXPECT_REQ(port, "GET", "/v.json", NULL, NULL, 200, "null"); /* default */
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_bad_http(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    int fd = connect_to(port);
+    send_all(fd, "NONSENSE\r\n\r\n", 12);
+    char *raw = read_responses(fd, 1);
+    CHECK(strncmp(raw, "HTTP/1.1 400", 12) == 0);
+    free(raw);
+    close(fd);
+    fd = connect_to(port);
+    const char *big = "PUT /x.json HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n";
+    send_all(fd, big, strlen(big));
+    raw = read_responses(fd, 1);
+    CHECK(strncmp(raw, "HTTP/1.1 413", 12) == 0);
+    free(raw);
+    close(fd);
+    fd = connect_to(port);
+    send_all(fd, "GET /x.json HTTP/1.1\r\nX-Big: ", 29);
+    char filler[4096];
+    memset(filler, 'a', sizeof filler);
+    for (int i = 0; i < 30; i++)
+        send_all(fd, filler, sizeof filler);
+    send_all(fd, "\r\n\r\n", 4);
+    raw = read_responses(fd, 1);
+    CHECK(strncmp(raw, "HTTP/1.1 431", 12) == 0);
+    free(raw);
+    close(fd);
+    /* A client vanishing mid-request harms nobody. */
+    fd = connect_to(port);
+    send_all(fd, "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n12", 46);
+    close(fd);
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "null");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_keep_alive_pipelining(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    int fd = connect_to(port);
+    const char *reqs =
+        "PUT /n.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
+        "GET /n.json HTTP/1.1\r\n\r\n"
+        "PUT /n.json HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n2\r\n0\r\n\r\n"
+        "GET /n.json HTTP/1.1\r\n\r\n";
+    send_all(fd, reqs, strlen(reqs));
+    char *raw = read_responses(fd, 4);
+    /* In order: 1, 1, 2, 2. */
+    const char *bodies[] = {"\r\n\r\n1", "\r\n\r\n1", "\r\n\r\n2", "\r\n\r\n2"};
+    const char *at = raw;
+    for (int i = 0; i < 4; i++) {
+        const char *b = strstr(at, bodies[i]);
+        CHECK(b != NULL);
+        at = b ? b + 5 : at;
+    }
+    free(raw);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_server_sent_events(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/room.json", NULL, "{\"a\":1}", 200, NULL);
+    int fd = connect_to(port);
+    const char *req = "GET /room.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    char buf[8192];
+    size_t len = 0;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (!strstr(buf, "\"a\":1}}\n\n") && poll(&p, 1, 5000) > 0) {
+        ssize_t n = read(fd, buf + len, sizeof buf - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    CHECK(strstr(buf, "Content-Type: text/event-stream") != NULL);
+    CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/\",\"data\":{\"a\":1}}\n\n") != NULL);
+    EXPECT_REQ(port, "PATCH", "/room.json", NULL, "{\"b\":2}", 200, NULL);
+    while (!strstr(buf, "\"b\":2") && poll(&p, 1, 5000) > 0) {
+        ssize_t n = read(fd, buf + len, sizeof buf - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/\",\"data\":{\"a\":1,\"b\":2}}\n\n") != NULL);
+    close(fd);
+    /* The stream's observer goes with its client; the server carries on. */
+    EXPECT_REQ(port, "PUT", "/room/c.json", NULL, "3", 200, "3");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void test_restart_keeps_data(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/keep.json", NULL, "{\"x\":[1,2,3]}", 200, NULL);
+    EXPECT_REQ(port, "PUT", "/keep.json?ns=other", NULL, "\"o\"", 200, NULL);
+    stop(s);
+    s = start();
+    port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/keep.json", NULL, NULL, 200, "{\"x\":[1,2,3]}");
+    EXPECT_REQ(port, "GET", "/keep.json?ns=other", NULL, NULL, 200, "\"o\"");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+const test_case server_tests[] = {
+    {"server_rest_methods", test_rest_methods},
+    {"server_rest_errors", test_rest_errors},
+    {"server_queries_and_rules", test_queries_and_rules},
+    {"server_etags", test_etags},
+    {"server_namespaces", test_namespaces},
+    {"server_bad_http", test_bad_http},
+    {"server_keep_alive_pipelining", test_keep_alive_pipelining},
+    {"server_server_sent_events", test_server_sent_events},
+    {"server_restart_keeps_data", test_restart_keeps_data},
+    {NULL, NULL},
+};
