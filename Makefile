@@ -107,6 +107,7 @@ $(BUILD)/fuzz-smoke/%: fuzz/fuzz_%.c fuzz/driver.c $(ASAN_OBJ)
 
 test-fuzz: deps $(FUZZ_NAMES:%=$(BUILD)/fuzz-smoke/%)
 	@for t in $(FUZZ_NAMES); do \
+	  FUZZ_ROUNDS=$$( [ $$t = http ] && echo 300 || echo 20000 ) \
 	  $(BUILD)/fuzz-smoke/$$t fuzz/seeds/$$t/* || exit 1; \
 	done
 

@@ -23,7 +23,8 @@ static const char *const tokens[] = {
     "#", "\\u0000", "\xf0\x9f\x90\xb5", "\xff", "//", "1234567890123"};
 
 int main(int argc, char **argv) {
-    long rounds = 20000;
+    const char *env = getenv("FUZZ_ROUNDS");
+    long rounds = env ? atol(env) : 20000;
     uint8_t *seeds[64];
     size_t lens[64];
     int nseeds = 0;
