@@ -92,10 +92,12 @@ cli: deps
 $(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) Tests/CTests/test.h
 	$(CC) $(ASAN_CFLAGS) $(TEST_SRC) $(ASAN_OBJ) -o $@ $(LIBS)
 
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+           LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \
+           UBSAN_OPTIONS=print_stacktrace=1
+
 test-c: deps $(BUILD)/ctest
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-	UBSAN_OPTIONS=print_stacktrace=1 \
-	HEARTH_SHARED=../shared $(BUILD)/ctest
+	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
 # 20,000 deterministic mutations of them.
@@ -107,7 +109,7 @@ $(BUILD)/fuzz-smoke/%: fuzz/fuzz_%.c fuzz/driver.c $(ASAN_OBJ)
 
 test-fuzz: deps $(FUZZ_NAMES:%=$(BUILD)/fuzz-smoke/%)
 	@for t in $(FUZZ_NAMES); do \
-	  FUZZ_ROUNDS=$$( [ $$t = http ] && echo 300 || echo 20000 ) \
+	  FUZZ_ROUNDS=$$( [ $$t = http ] && echo 300 || echo 20000 ) $(SAN_ENV) \
 	  $(BUILD)/fuzz-smoke/$$t fuzz/seeds/$$t/* || exit 1; \
 	done
 

@@ -568,6 +568,7 @@ static int submit(hearth_db_t *db, op *o) {
 static void loop_main(void *arg) {
     hearth_db_t *db = arg;
     uv_run(db->loop, UV_RUN_DEFAULT);
+    hearth__thread_cleanup();
 }
 
 int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,

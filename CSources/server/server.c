@@ -234,6 +234,7 @@ static void run(void *arg) {
     if (srv->start_rc)
         on_stop(&srv->stop);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
+    hearth__thread_cleanup();
 }
 
 static void free_server(hearth__server *srv) {

@@ -3,6 +3,7 @@
  * cached in the node the first time they are asked for. */
 #include "tree/node.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,4 +159,10 @@ int hearth_node_hash(const hearth_node_t *node, char out[HEARTH_HASH_SIZE]) {
     if (!node || !out)
         return HEARTH_EINVAL;
     return node_hash(node, out);
+}
+
+void hearth__thread_cleanup(void) {
+    /* Hashing leaves per-thread state in OpenSSL; threads Hearth starts
+     * release it before they end. */
+    OPENSSL_thread_stop();
 }

@@ -98,4 +98,8 @@ int hearth__node_resolve_sv(const hearth_node_t *value,
                             const hearth_node_t *existing, int64_t now_ms,
                             hearth_node_t **out);
 
+/* Releases per-thread library state; the last call of threads Hearth
+ * starts. */
+void hearth__thread_cleanup(void);
+
 #endif
