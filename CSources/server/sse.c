@@ -1,8 +1,15 @@
-/* sse.c - server-sent event streams: a value observer per stream whose
- * events go out as `put` events, with keep-alives, and removal when either
- * side closes. */
+/* sse.c - server-sent event streams: a value observer per stream, with
+ * keep-alives, and removal when either side closes.
+ *
+ * The first event puts the whole value. After that each change is sent as
+ * the smallest equivalent event: the stream keeps the value it last sent
+ * (a shared, immutable snapshot), descends while exactly one child differs,
+ * and sends a `put` of that location, or a `patch` of the differing
+ * children when several differ. Unchanged subtrees are found by pointer:
+ * writes share everything they did not touch. */
 #include "server/server.h"
 
+#include "query/query.h"
 #include "tree/json.h"
 
 #include <string.h>
@@ -13,6 +20,8 @@ struct hearth__stream {
     hearth_db_t *db;
     hearth_observer_t handle;
     unsigned json_flags;
+    bool filtered;        /* a query stream: always whole puts */
+    hearth_node_t *last;  /* what the client holds now */
     hearth__stream *prev, *next;
 };
 
@@ -30,17 +39,123 @@ static void send_event(hearth__stream *st, const char *event,
     hearth__buf_free(&b);
 }
 
-static void on_value(const hearth_event_t *ev, void *ctx) {
-    hearth__stream *st = ctx;
+static void send_put(hearth__stream *st, const char *path,
+                     const hearth_node_t *data) {
     hearth__buf b;
     hearth__buf_init(&b);
-    /* The whole value at the stream's location replaces the client's. */
-    hearth__buf_adds(&b, "{\"path\":\"/\",\"data\":");
-    hearth__node_write_json(&b, ev->node, st->json_flags);
+    hearth__buf_adds(&b, "{\"path\":");
+    hearth__json_write_string(&b, path, strlen(path));
+    hearth__buf_adds(&b, ",\"data\":");
+    hearth__node_write_json(&b, data, st->json_flags);
     hearth__buf_addc(&b, '}');
     if (!b.failed)
         send_event(st, "put", b.data, b.len);
     hearth__buf_free(&b);
+}
+
+/* Children of two objects that differ (by pointer, then by value). */
+static size_t differing(const hearth_node_t *a, const hearth_node_t *b,
+                        const hearth__key **keys, size_t max) {
+    size_t n = 0;
+    hearth__bt_iter ia, ib;
+    hearth__bt_iter_init(&ia, a->u.obj.tree, 0);
+    hearth__bt_iter_init(&ib, b->u.obj.tree, 0);
+    const hearth__entry *ea = hearth__bt_iter_next(&ia);
+    const hearth__entry *eb = hearth__bt_iter_next(&ib);
+    while ((ea || eb) && n <= max) {
+        int c;
+        if (!ea)
+            c = 1;
+        else if (!eb)
+            c = -1;
+        else {
+            hearth__name na = hearth__key_name(ea->key);
+            hearth__name nb = hearth__key_name(eb->key);
+            c = hearth__name_compare(&na, &nb);
+        }
+        if (c < 0) {
+            if (n < max)
+                keys[n] = ea->key;
+            n++;
+            ea = hearth__bt_iter_next(&ia);
+        } else if (c > 0) {
+            if (n < max)
+                keys[n] = eb->key;
+            n++;
+            eb = hearth__bt_iter_next(&ib);
+        } else {
+            if (ea->node != eb->node && !hearth_node_equal(ea->node, eb->node)) {
+                if (n < max)
+                    keys[n] = eb->key;
+                n++;
+            }
+            ea = hearth__bt_iter_next(&ia);
+            eb = hearth__bt_iter_next(&ib);
+        }
+    }
+    return n;
+}
+
+#define PATCH_MAX 64 /* more differing children than this: one put */
+
+static void send_change(hearth__stream *st, const hearth_node_t *old,
+                        const hearth_node_t *now) {
+    hearth__buf path;
+    hearth__buf_init(&path);
+    for (;;) {
+        bool objects = old->type == HEARTH_TYPE_OBJECT &&
+                       now->type == HEARTH_TYPE_OBJECT &&
+                       !(st->json_flags & HEARTH_JSON_EXPORT &&
+                         !hearth_node_equal(hearth__prio(old),
+                                            hearth__prio(now)));
+        const hearth__key *keys[PATCH_MAX];
+        size_t n = objects ? differing(old, now, keys, PATCH_MAX) : 0;
+        if (objects && n == 0)
+            break; /* nothing the client can see changed */
+        if (!objects || n > PATCH_MAX) {
+            send_put(st, path.len ? path.data : "/", now);
+            break;
+        }
+        if (n == 1) {
+            hearth__name name = hearth__key_name(keys[0]);
+            hearth__buf_addc(&path, '/');
+            hearth__buf_add(&path, keys[0]->s, keys[0]->len);
+            old = hearth__node_child(old, &name);
+            now = hearth__node_child(now, &name);
+            continue;
+        }
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_adds(&b, "{\"path\":");
+        hearth__json_write_string(&b, path.len ? path.data : "/",
+                                  path.len ? path.len : 1);
+        hearth__buf_adds(&b, ",\"data\":{");
+        for (size_t i = 0; i < n; i++) {
+            hearth__name name = hearth__key_name(keys[i]);
+            if (i)
+                hearth__buf_addc(&b, ',');
+            hearth__json_write_string(&b, keys[i]->s, keys[i]->len);
+            hearth__buf_addc(&b, ':');
+            hearth__node_write_json(&b, hearth__node_child(now, &name),
+                                    st->json_flags);
+        }
+        hearth__buf_adds(&b, "}}");
+        if (!b.failed)
+            send_event(st, "patch", b.data, b.len);
+        hearth__buf_free(&b);
+        break;
+    }
+    hearth__buf_free(&path);
+}
+
+static void on_value(const hearth_event_t *ev, void *ctx) {
+    hearth__stream *st = ctx;
+    if (!st->last || st->filtered)
+        send_put(st, "/", ev->node);
+    else
+        send_change(st, st->last, ev->node);
+    hearth_node_decref(st->last);
+    st->last = hearth_node_incref(ev->node);
 }
 
 /* The observer is gone: nothing refers to the stream any more. */
@@ -52,6 +167,7 @@ static void stream_free(void *ctx) {
         st->srv->streams = st->next;
     if (st->next)
         st->next->prev = st->prev;
+    hearth_node_decref(st->last);
     hearth__free(st);
 }
 
@@ -77,6 +193,7 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     st->conn = conn;
     st->db = ns->db;
     st->json_flags = json_flags;
+    st->filtered = !hearth__query_loads_all(query);
     st->next = srv->streams;
     if (srv->streams)
         srv->streams->prev = st;

@@ -352,14 +352,21 @@ static void test_server_sent_events(void) {
     CHECK(strstr(buf, "Content-Type: text/event-stream") != NULL);
     CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/\",\"data\":{\"a\":1}}\n\n") != NULL);
     EXPECT_REQ(port, "PATCH", "/room.json", NULL, "{\"b\":2}", 200, NULL);
-    while (!strstr(buf, "\"b\":2") && poll(&p, 1, 5000) > 0) {
+    EXPECT_REQ(port, "PATCH", "/room.json", NULL, "{\"c\":{\"d\":3},\"e\":4}",
+               200, NULL);
+    EXPECT_REQ(port, "PUT", "/room/c/d.json", NULL, "5", 200, NULL);
+    while (!strstr(buf, "\"path\":\"/c/d\"") && poll(&p, 1, 5000) > 0) {
         ssize_t n = read(fd, buf + len, sizeof buf - len - 1);
         if (n <= 0)
             break;
         len += (size_t)n;
         buf[len] = '\0';
     }
-    CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/\",\"data\":{\"a\":1,\"b\":2}}\n\n") != NULL);
+    /* The smallest equivalent events: a put where one location changed, a
+     * patch where several children did. */
+    CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/b\",\"data\":2}\n\n") != NULL);
+    CHECK(strstr(buf, "event: patch\ndata: {\"path\":\"/\",\"data\":{\"c\":{\"d\":3},\"e\":4}}\n\n") != NULL);
+    CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/c/d\",\"data\":5}\n\n") != NULL);
     close(fd);
     /* The stream's observer goes with its client; the server carries on. */
     EXPECT_REQ(port, "PUT", "/room/c.json", NULL, "3", 200, "3");
