@@ -506,6 +506,10 @@ typedef struct hearth_server_config_s {
     const char *data_dir;          /* NULL: "./hearth-data" */
     const char *default_namespace; /* NULL: "default" */
     hearth_fsync_mode fsync_mode;
+    /* A rules document (JSON with comments) for every namespace, replacing
+     * their stored rules; NULL keeps each namespace's own (default: read
+     * and write for all; enforcement arrives with the rules engine). */
+    const char *rules_file;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

@@ -125,7 +125,28 @@ static bool valid_namespace(const char *name) {
     return true;
 }
 
-static int load_rules(hearth__namespace *ns, hearth_error_t *err) {
+/* Reads a whole file; NULL when it cannot be read. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    hearth__buf b;
+    hearth__buf_init(&b);
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;)
+        hearth__buf_add(&b, chunk, n);
+    fclose(f);
+    if (!b.data)
+        hearth__buf_add(&b, "", 0);
+    return hearth__buf_detach(&b, len);
+}
+
+static int load_rules(hearth__server *srv, hearth__namespace *ns,
+                      hearth_error_t *err) {
+    if (srv->rules_override) {
+        ns->rules = json_incref(srv->rules_override);
+        return 0;
+    }
     char path[1024];
     snprintf(path, sizeof path, "%s/rules.json", ns->dir);
     FILE *f = fopen(path, "rb");
@@ -180,7 +201,7 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
                                  .fsync_mode = srv->fsync_mode};
     int rc = hearth_db_open(&config, &ns.db, err);
     if (!rc)
-        rc = load_rules(&ns, err);
+        rc = load_rules(srv, &ns, err);
     if (rc) {
         if (ns.db)
             hearth_db_close(ns.db);
@@ -238,6 +259,7 @@ static void run(void *arg) {
 }
 
 static void free_server(hearth__server *srv) {
+    json_decref(srv->rules_override);
     hearth__free(srv->namespaces);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
@@ -270,6 +292,19 @@ int hearth_server_start(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
+    if (config->rules_file) {
+        size_t len;
+        char *text = slurp(config->rules_file, &len);
+        int rc = text ? hearth__rules_parse(text, len, &srv->rules_override, err)
+                      : hearth__error(err, HEARTH_EIO, config->rules_file,
+                                      "cannot read rules file %s: %s",
+                                      config->rules_file, strerror(errno));
+        hearth__free(text);
+        if (rc) {
+            free_server(srv);
+            return rc;
+        }
+    }
     if (uv_loop_init(&srv->loop)) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ELOOP);

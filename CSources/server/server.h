@@ -29,6 +29,7 @@ typedef struct hearth__server {
     char *data_dir;
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
+    json_t *rules_override; /* --rules FILE, or NULL */
     hearth__namespace *namespaces;
     size_t nnamespaces, namespaces_cap;
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
