@@ -74,6 +74,7 @@ char *hearth__buf_detach(hearth__buf *b, size_t *len) {
     }
     if (!hearth__buf_reserve(b, 0))
         return NULL;
+    b->data[b->len] = '\0'; /* a buffer never written to has no NUL yet */
     char *data = b->data;
     if (len)
         *len = b->len;

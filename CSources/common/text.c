@@ -60,12 +60,12 @@ size_t hearth__format_number(double v, char out[32]) {
         out[1] = '\0';
         return 1;
     }
-    if (v == floor(v) && fabs(v) < 1e21) {
-        /* Integral: all digits, like JavaScript below 1e21. */
-        if (fabs(v) < 9007199254740992.0)
-            return (size_t)snprintf(out, 32, "%lld", (long long)v);
-        return (size_t)snprintf(out, 32, "%.0f", v);
-    }
+    /* Integers below 2^53 are exact with all their digits. Larger ones
+     * (below 1e21) take the general path below: JavaScript prints their
+     * shortest digits padded with zeros (2^60 is "1152921504606847000"),
+     * not their exact value. */
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return (size_t)snprintf(out, 32, "%lld", (long long)v);
     /* Split the shortest round-trip form into digits and exponent, then lay
      * it out as ECMAScript Number::toString does. */
     char sci[40];

@@ -120,13 +120,30 @@ static void conn_close(hearth__http_conn *c) {
 typedef struct write_req {
     uv_write_t req;
     hearth__http_conn *conn;
+    hearth__shared_buf *shared; /* the bytes, when shared by many writes */
     char data[];
 } write_req;
+
+hearth__shared_buf *hearth__shared_buf_new(const char *data, size_t len) {
+    hearth__shared_buf *b = hearth__malloc(sizeof *b + len);
+    if (b) {
+        b->refs = 1;
+        b->len = len;
+        memcpy(b->data, data, len);
+    }
+    return b;
+}
+
+void hearth__shared_buf_release(hearth__shared_buf *b) {
+    if (b && --b->refs == 0)
+        hearth__free(b);
+}
 
 static void on_written(uv_write_t *req, int status) {
     write_req *w = (write_req *)req;
     hearth__http_conn *c = w->conn;
     c->writes_pending--;
+    hearth__shared_buf_release(w->shared);
     hearth__free(w);
     if (status < 0 || (c->close_when_sent && c->writes_pending == 0))
         conn_close(c);
@@ -146,6 +163,7 @@ static int send_bytes(hearth__http_conn *c, const char *a, size_t alen,
     if (blen)
         memcpy(w->data + alen, b, blen);
     w->conn = c;
+    w->shared = NULL;
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)(alen + blen));
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
         hearth__free(w);
@@ -248,6 +266,35 @@ int hearth__http_stream_send(hearth__http_conn *c, const char *data,
         return HEARTH_ECLOSED;
     }
     return send_bytes(c, data, len, NULL, 0);
+}
+
+int hearth__http_stream_send_shared(hearth__http_conn *c,
+                                    hearth__shared_buf *b) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (backlog + b->len > c->server->limits.max_backlog) {
+        conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    write_req *w = hearth__malloc(sizeof *w);
+    if (!w) {
+        conn_close(c);
+        return HEARTH_ENOMEM;
+    }
+    w->conn = c;
+    w->shared = b;
+    b->refs++;
+    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
+        hearth__shared_buf_release(b);
+        hearth__free(w);
+        conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    c->refs++;
+    c->writes_pending++;
+    return 0;
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {

@@ -81,4 +81,15 @@ int hearth__http_stream_send(hearth__http_conn *conn, const char *data,
                              size_t len);
 void hearth__http_stream_end(hearth__http_conn *conn);
 
+/* Bytes sent to many streams without a copy each (loop thread only). */
+typedef struct hearth__shared_buf {
+    int refs;
+    size_t len;
+    char data[];
+} hearth__shared_buf;
+hearth__shared_buf *hearth__shared_buf_new(const char *data, size_t len);
+void hearth__shared_buf_release(hearth__shared_buf *b);
+int hearth__http_stream_send_shared(hearth__http_conn *conn,
+                                    hearth__shared_buf *b);
+
 #endif

@@ -13,6 +13,14 @@
 
 typedef struct hearth__stream hearth__stream;
 
+/* The last events built for streams (sse.c), shared by all that match. */
+typedef struct hearth__sse_memo {
+    hearth_node_t *old, *now;
+    unsigned flags;
+    bool whole;
+    hearth__shared_buf *bytes;
+} hearth__sse_memo;
+
 typedef struct hearth__namespace {
     char *name;
     hearth_db_t *db;
@@ -33,6 +41,7 @@ typedef struct hearth__server {
     hearth__namespace *namespaces;
     size_t nnamespaces, namespaces_cap;
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
+    hearth__sse_memo memo;
     bool stopping;
     uv_sem_t started;
     int start_rc;

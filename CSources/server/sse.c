@@ -25,31 +25,39 @@ struct hearth__stream {
     hearth__stream *prev, *next;
 };
 
+/* Appends one event ("event: NAME\ndata: DATA\n\n") to out. */
+static void add_event(hearth__buf *out, const char *event, const char *data,
+                      size_t len) {
+    hearth__buf_printf(out, "event: %s\ndata: ", event);
+    hearth__buf_add(out, data, len);
+    hearth__buf_add(out, "\n\n", 2);
+}
+
 static void send_event(hearth__stream *st, const char *event,
                        const char *data, size_t len) {
     if (!st->conn)
         return;
     hearth__buf b;
     hearth__buf_init(&b);
-    hearth__buf_printf(&b, "event: %s\ndata: ", event);
-    hearth__buf_add(&b, data, len);
-    hearth__buf_add(&b, "\n\n", 2);
+    add_event(&b, event, data, len);
     if (!b.failed)
         hearth__http_stream_send(st->conn, b.data, b.len);
     hearth__buf_free(&b);
 }
 
-static void send_put(hearth__stream *st, const char *path,
-                     const hearth_node_t *data) {
+static void put_event(hearth__buf *out, unsigned flags, const char *path,
+                      const hearth_node_t *data) {
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__buf_adds(&b, "{\"path\":");
     hearth__json_write_string(&b, path, strlen(path));
     hearth__buf_adds(&b, ",\"data\":");
-    hearth__node_write_json(&b, data, st->json_flags);
+    hearth__node_write_json(&b, data, flags);
     hearth__buf_addc(&b, '}');
-    if (!b.failed)
-        send_event(st, "put", b.data, b.len);
+    if (b.failed)
+        out->failed = true;
+    else
+        add_event(out, "put", b.data, b.len);
     hearth__buf_free(&b);
 }
 
@@ -98,14 +106,14 @@ static size_t differing(const hearth_node_t *a, const hearth_node_t *b,
 
 #define PATCH_MAX 64 /* more differing children than this: one put */
 
-static void send_change(hearth__stream *st, const hearth_node_t *old,
-                        const hearth_node_t *now) {
+static void change_events(hearth__buf *out, unsigned flags,
+                          const hearth_node_t *old, const hearth_node_t *now) {
     hearth__buf path;
     hearth__buf_init(&path);
     for (;;) {
         bool objects = old->type == HEARTH_TYPE_OBJECT &&
                        now->type == HEARTH_TYPE_OBJECT &&
-                       !(st->json_flags & HEARTH_JSON_EXPORT &&
+                       !(flags & HEARTH_JSON_EXPORT &&
                          !hearth_node_equal(hearth__prio(old),
                                             hearth__prio(now)));
         const hearth__key *keys[PATCH_MAX];
@@ -113,7 +121,7 @@ static void send_change(hearth__stream *st, const hearth_node_t *old,
         if (objects && n == 0)
             break; /* nothing the client can see changed */
         if (!objects || n > PATCH_MAX) {
-            send_put(st, path.len ? path.data : "/", now);
+            put_event(out, flags, path.len ? path.data : "/", now);
             break;
         }
         if (n == 1) {
@@ -136,24 +144,62 @@ static void send_change(hearth__stream *st, const hearth_node_t *old,
                 hearth__buf_addc(&b, ',');
             hearth__json_write_string(&b, keys[i]->s, keys[i]->len);
             hearth__buf_addc(&b, ':');
-            hearth__node_write_json(&b, hearth__node_child(now, &name),
-                                    st->json_flags);
+            hearth__node_write_json(&b, hearth__node_child(now, &name), flags);
         }
         hearth__buf_adds(&b, "}}");
-        if (!b.failed)
-            send_event(st, "patch", b.data, b.len);
+        if (b.failed)
+            out->failed = true;
+        else
+            add_event(out, "patch", b.data, b.len);
         hearth__buf_free(&b);
         break;
     }
     hearth__buf_free(&path);
 }
 
+/* Streams of one location get the same value, and usually hold the same
+ * previous one: the events for a (previous, new, flags) triple are built
+ * once and their bytes shared by every such stream. */
+static void memo_clear(hearth__sse_memo *memo) {
+    hearth_node_decref(memo->old);
+    hearth_node_decref(memo->now);
+    hearth__shared_buf_release(memo->bytes);
+    memset(memo, 0, sizeof *memo);
+}
+
+static hearth__shared_buf *events_for(hearth__stream *st,
+                                      const hearth_node_t *now) {
+    hearth__sse_memo *memo = &st->srv->memo;
+    bool whole = !st->last || st->filtered;
+    if (memo->bytes && memo->now == now && memo->flags == st->json_flags &&
+        memo->whole == whole && (whole || memo->old == st->last))
+        return memo->bytes;
+    hearth__buf out;
+    hearth__buf_init(&out);
+    if (whole)
+        put_event(&out, st->json_flags, "/", now);
+    else
+        change_events(&out, st->json_flags, st->last, now);
+    hearth__shared_buf *bytes =
+        out.failed ? NULL : hearth__shared_buf_new(out.data ? out.data : "",
+                                                   out.len);
+    hearth__buf_free(&out);
+    if (!bytes)
+        return NULL;
+    memo_clear(memo);
+    memo->old = whole ? NULL : hearth_node_incref(st->last);
+    memo->now = hearth_node_incref(now);
+    memo->flags = st->json_flags;
+    memo->whole = whole;
+    memo->bytes = bytes;
+    return bytes;
+}
+
 static void on_value(const hearth_event_t *ev, void *ctx) {
     hearth__stream *st = ctx;
-    if (!st->last || st->filtered)
-        send_put(st, "/", ev->node);
-    else
-        send_change(st, st->last, ev->node);
+    hearth__shared_buf *bytes = events_for(st, ev->node);
+    if (bytes && bytes->len && st->conn)
+        hearth__http_stream_send_shared(st->conn, bytes);
     hearth_node_decref(st->last);
     st->last = hearth_node_incref(ev->node);
 }
@@ -215,6 +261,7 @@ void hearth__sse_keepalive(hearth__server *srv) {
 }
 
 void hearth__sse_close_all(hearth__server *srv) {
+    memo_clear(&srv->memo);
     for (hearth__stream *st = srv->streams; st; st = st->next)
         if (st->conn)
             hearth__http_stream_end(st->conn);

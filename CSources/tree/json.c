@@ -271,7 +271,11 @@ int hearth__node_from_jansson_at(const json_t *json, unsigned flags,
                                     : HEARTH_MAX_DEPTH - base_depth,
                    .base = base,
                    .err = err};
-    return parse(json, &c, 0, out);
+    hearth_node_t *n;
+    int rc = parse(json, &c, 0, &n);
+    if (!rc)
+        *out = n; /* nothing is written on failure */
+    return rc;
 }
 
 int hearth_node_from_jansson(const json_t *json, unsigned flags,

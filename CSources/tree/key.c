@@ -44,11 +44,17 @@ hearth__name hearth__name_sentinel(int sentinel) {
     return n;
 }
 
-/* Decodes the code point starting at s[i] (valid UTF-8 assumed). */
-static uint32_t decode_at(const unsigned char *s, size_t i) {
+/* Decodes the code point starting at s[i] of s[0..len). Keys compared
+ * through the public API may be malformed: an incomplete sequence yields
+ * its first byte, and nothing past len is ever read. */
+static uint32_t decode_at(const unsigned char *s, size_t i, size_t len) {
     unsigned char c = s[i];
-    if (c < 0x80)
+    size_t need = c < 0xC0 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    if (need == 0 || len - i <= need)
         return c;
+    for (size_t k = 1; k <= need; k++)
+        if ((s[i + k] & 0xC0) != 0x80)
+            return c;
     if (c < 0xE0)
         return ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F);
     if (c < 0xF0)
@@ -73,12 +79,16 @@ int hearth__utf16_compare(const char *a, size_t alen, const char *b,
         i++;
     if (i == n)
         return alen < blen ? -1 : alen > blen ? 1 : 0;
+    size_t diff = i;
     /* Back up to the start of the code point holding the first difference. */
     while (i > 0 && ((unsigned char)a[i] & 0xC0) == 0x80)
         i--;
-    uint32_t ca = utf16_rank(decode_at((const unsigned char *)a, i));
-    uint32_t cb = utf16_rank(decode_at((const unsigned char *)b, i));
-    return ca < cb ? -1 : 1;
+    uint32_t ca = utf16_rank(decode_at((const unsigned char *)a, i, alen));
+    uint32_t cb = utf16_rank(decode_at((const unsigned char *)b, i, blen));
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    /* Only malformed UTF-8 gets here: order by the differing bytes. */
+    return (unsigned char)a[diff] < (unsigned char)b[diff] ? -1 : 1;
 }
 
 int hearth__name_compare(const hearth__name *a, const hearth__name *b) {

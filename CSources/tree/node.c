@@ -151,11 +151,21 @@ static hearth_node_t *obj_copy(const hearth_node_t *n) {
     return c;
 }
 
+/* Bytes after the header of leaf n, as its constructor allocated them. */
+static size_t leaf_payload(const hearth_node_t *n) {
+    switch (n->type) {
+    case HEARTH_TYPE_STRING:
+        return sizeof(size_t) + n->u.len + 1;
+    case HEARTH_TYPE_BOOLEAN:
+        return sizeof(bool);
+    default:
+        return sizeof(double);
+    }
+}
+
 hearth_node_t *hearth__node_leaf_with_priority(const hearth_node_t *n,
                                                hearth_node_t *priority) {
-    size_t payload = n->type == HEARTH_TYPE_STRING
-                         ? sizeof(size_t) + n->u.len + 1
-                         : sizeof(double);
+    size_t payload = leaf_payload(n);
     hearth_node_t *c = hearth__malloc(NODE_HEAD + payload);
     if (!c) {
         hearth_node_decref(priority);
@@ -524,9 +534,15 @@ int hearth__node_set_path(hearth_node_t **node, const hearth__path *p,
                              "deeper than %d levels",
                              (int)node_depth(value), where, HEARTH_MAX_DEPTH);
     }
+    /* Hold value for the update: when it is *node or lies below it, the
+     * extra reference keeps the nodes it shares with *node from being
+     * edited in place, so the update copies them instead of making a
+     * cycle (writing a node below itself). */
+    hearth_node_incref(value);
     bool mut = atomic_load_explicit(&(*node)->refs, memory_order_acquire) == 1;
     hearth_node_t *result;
     int rc = update(*node, mut, p, 0, value, &result);
+    hearth_node_decref(value);
     if (rc)
         return hearth__error_code(err, rc);
     adopt(node, result);
