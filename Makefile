@@ -126,8 +126,15 @@ test: test-c test-fuzz test-install test-swift
 $(BUILD)/bench-tree: bench/tree_bench.c $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
 
-bench: lib $(BUILD)/bench-tree
+$(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+$(BUILD)/sse-fanout: bench/sse_fanout.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout
 	$(BUILD)/bench-tree
+	bench/server_bench.sh
 
 FUZZ_CC     ?= clang
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
