@@ -48,6 +48,23 @@ const char *hearth_err_name(int err) {
     return "HEARTH_UNKNOWN";
 }
 
+/* Messages quote keys and paths cut to fit (%.64s, the 256-byte fields),
+ * which can split a multi-byte character. Replace every byte that does not
+ * start a valid UTF-8 sequence with '?', so that the texts stay valid UTF-8
+ * (they end up in JSON bodies and Swift strings). */
+static void make_utf8(char *s) {
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (n <= len - i && hearth__utf8_valid(s + i, n)) {
+            i += n;
+            continue;
+        }
+        s[i++] = '?';
+    }
+}
+
 int hearth__error(hearth_error_t *err, int code, const char *path,
                   const char *fmt, ...) {
     if (err) {
@@ -59,6 +76,8 @@ int hearth__error(hearth_error_t *err, int code, const char *path,
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        make_utf8(err->path);
+        make_utf8(err->message);
     }
     return code;
 }

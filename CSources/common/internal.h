@@ -37,8 +37,9 @@ void hearth__free(void *ptr);
 char *hearth__strndup(const char *s, size_t len);
 
 /* Test hook: after `n` more successful allocations, every allocation fails
- * (n < 0 disables). Returns the number of allocations made since the last
- * call. Not thread-safe; only for single-threaded tests. */
+ * (n < 0 disables). Returns the number of allocations attempted under the
+ * previous setting (counted only while injection is on). Not thread-safe:
+ * only for single-threaded tests. */
 long hearth__alloc_fail_after(long n);
 
 /* ---- errors ---- */

@@ -37,12 +37,15 @@ int hearth__key_check(const char *s, size_t len, const char *where,
             snprintf(shown, sizeof shown, "\\x%02X", c);
         else
             snprintf(shown, sizeof shown, "%c", c);
-        int klen = len > 64 ? 64 : (int)len;
+        /* Quote at most 64 bytes, cut between characters. */
+        size_t klen = len > 64 ? 64 : len;
+        while (klen < len && ((unsigned char)s[klen] & 0xC0) == 0x80)
+            klen--;
         return hearth__error(err, HEARTH_EKEY, where,
                              "invalid key \"%.*s%s\"%s%s: keys may not "
                              "contain '%s' (no . $ # [ ] / or control "
                              "characters)",
-                             klen, s, len > 64 ? "..." : "",
+                             (int)klen, s, klen < len ? "..." : "",
                              where ? " at " : "", where ? where : "", shown);
     }
     return 0;

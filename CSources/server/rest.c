@@ -817,7 +817,11 @@ void hearth__rest_handle(hearth__http_conn *conn,
     hearth_error_t err;
     if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
                                  &r.ns, &err)) {
-        reply_error(conn, err.code == HEARTH_EINVAL ? 400 : 500, err.message);
+        reply_error(conn,
+                    err.code == HEARTH_EINVAL    ? 400
+                    : err.code == HEARTH_ETOOBIG ? 503
+                                                 : 500,
+                    err.message);
         rest_free(&r);
         return;
     }

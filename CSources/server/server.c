@@ -11,6 +11,9 @@
 #define KEEPALIVE_MS 30000
 #define MAX_BODY (256u * 1024 * 1024) /* the service's REST write limit */
 #define MAX_BACKLOG (8u * 1024 * 1024)
+/* Each namespace holds open files; a bound keeps a client inventing names
+ * from exhausting them. */
+#define MAX_NAMESPACES 1000
 
 static const char DEFAULT_RULES[] =
     "{\"rules\": {\".read\": true, \".write\": true}}";
@@ -178,6 +181,11 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
                              "Invalid namespace \"%.64s\": use letters, "
                              "digits, '-' and '_'",
                              name);
+    if (srv->nnamespaces >= MAX_NAMESPACES)
+        return hearth__error(err, HEARTH_ETOOBIG, NULL,
+                             "Too many namespaces: this server holds at most "
+                             "%d",
+                             MAX_NAMESPACES);
     if (srv->nnamespaces == srv->namespaces_cap) {
         size_t cap = srv->namespaces_cap ? srv->namespaces_cap * 2 : 4;
         hearth__namespace *n =

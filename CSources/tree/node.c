@@ -84,7 +84,8 @@ hearth_node_t *hearth_node_string(const char *utf8, size_t len) {
         return NULL;
     n->u.len = len;
     char *s = (char *)hearth__node_str(n);
-    memcpy(s, utf8, len);
+    if (len) /* utf8 may be NULL for the empty string */
+        memcpy(s, utf8, len);
     s[len] = '\0';
     return n;
 }

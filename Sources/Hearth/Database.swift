@@ -1,0 +1,308 @@
+internal import CHearth
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A Hearth database: the entry point, as `Database` in FirebaseDatabase.
+///
+/// This first cut is an embedded, in-memory database running on a loop
+/// thread of its own (`hearth_db_open` with no loop). `Database.database()`
+/// returns the shared instance; `Database.database(url:)` accepts
+/// `"memory:"` (the same instance) or `"memory:NAME"` (one instance per
+/// name, kept for the life of the process, as the SDK keeps one instance
+/// per URL).
+///
+/// Callbacks (observers and completion blocks) run on ``callbackQueue``,
+/// the main queue by default as in the SDK: a command-line program must run
+/// the main queue (`dispatchMain()`) or set a queue of its own.
+public final class Database: @unchecked Sendable {
+    // @unchecked Sendable: the C database may be called from any thread
+    // (hearth.h: calls are thread-safe and callbacks run on its loop
+    // thread); every other piece of mutable state is behind `state`'s lock,
+    // and the rest is immutable.
+
+    /// The C database (`hearth_db_t *`), valid until deinit.
+    let handle: OpaquePointer
+    /// The thread running the database's loop, where C callbacks run.
+    private let loopThread: pthread_t
+    /// The URL this instance was created for.
+    let url: String
+
+    private struct State {
+        var callbackQueue: DispatchQueue = .main
+        var pushIDs = hearth_push_id_state_t()
+        var observers: [ObjectIdentifier: ObserverRegistration] = [:]
+    }
+    private let state = Locked(State())
+
+    private static let instances = Locked<[String: Database]>([:])
+    private static let defaultURL = "memory:"
+
+    // MARK: Instances
+
+    /// The shared default database.
+    public static func database() -> Database {
+        database(url: defaultURL)
+    }
+
+    /// The database for `url`: `"memory:"` is the shared default database,
+    /// `"memory:NAME"` an in-memory database of its own, the same instance
+    /// for every call with that URL. Other URLs are not supported yet
+    /// (a precondition failure, as the SDK raises for an invalid URL).
+    public static func database(url: String) -> Database {
+        guard url.hasPrefix("memory:") else {
+            preconditionFailure(
+                "Hearth: unsupported database URL \"\(url)\": this build supports only in-memory "
+                    + "databases (\"memory:\" or \"memory:NAME\")")
+        }
+        return instances.withLock { instances in
+            if let database = instances[url] { return database }
+            let database = Database(url: url)
+            instances[url] = database
+            return database
+        }
+    }
+
+    /// Opens a new in-memory database with its own loop thread. Traps only
+    /// when the C core cannot start a loop or allocate the database.
+    init(url: String) {
+        var db: OpaquePointer?
+        var details = hearth_error_t()
+        let status = hearth_db_open(nil, &db, &details)
+        guard status == 0, let db else {
+            preconditionFailure(
+                "Hearth: cannot open a database: \(HearthError(status: status, details: details).message)")
+        }
+        self.handle = db
+        self.url = url
+        self.loopThread = Self.loopThread(of: db)
+    }
+
+    /// Asks the loop for its thread, waiting for the answer.
+    private static func loopThread(of db: OpaquePointer) -> pthread_t {
+        let thread = Locked<pthread_t?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        let status = LoopCall.submit(
+            to: db,
+            {
+                thread.withLock { $0 = pthread_self() }
+                answered.signal()
+            }, canceled: { answered.signal() })
+        if status == 0 {
+            answered.wait()
+        }
+        guard let loopThread = thread.withLock({ $0 }) else {
+            preconditionFailure("Hearth: the database loop did not start")
+        }
+        return loopThread
+    }
+
+    deinit {
+        // Closing joins the loop thread, which therefore cannot close its
+        // own database: if the last reference went away in a callback
+        // context there, close from a thread of its own.
+        let db = UncheckedSendable(handle)  // @unchecked: used once, by one thread
+        if pthread_equal(pthread_self(), loopThread) != 0 {
+            Thread.detachNewThread { _ = hearth_db_close(db.value) }
+        } else {
+            _ = hearth_db_close(db.value)
+        }
+    }
+
+    // MARK: Public API
+
+    /// The version of Hearth (the C core's `hearth_version()`).
+    public static func sdkVersion() -> String {
+        String(cString: hearth_version())
+    }
+
+    /// The queue on which observers and completion blocks are called; the
+    /// main queue by default.
+    public var callbackQueue: DispatchQueue {
+        get { state.withLock { $0.callbackQueue } }
+        set { state.withLock { $0.callbackQueue = newValue } }
+    }
+
+    /// A reference to the root of the database.
+    public func reference() -> DatabaseReference {
+        DatabaseReference(database: self, normalizedPath: "")
+    }
+
+    /// A reference to `path` ("users/ada"); an invalid path is a
+    /// precondition failure, as the SDK raises.
+    public func reference(withPath path: String) -> DatabaseReference {
+        do {
+            try DatabasePath.validate(path)
+        } catch {
+            preconditionFailure("(reference(withPath:)) \(error.message)")
+        }
+        return DatabaseReference(database: self, normalizedPath: DatabasePath.normalize(path))
+    }
+
+    // MARK: Writes
+
+    /// A write ready to hand to C: calls a `hearth_db_*` write function
+    /// with the completion triple and the error struct, returning its status.
+    typealias WriteStart = (
+        hearth_completion_cb?, UnsafeMutableRawPointer?, hearth_free_cb?,
+        UnsafeMutablePointer<hearth_error_t>
+    ) -> Int32
+
+    /// Prepares a write (converting values, which may fail) and submits
+    /// it. `completion` runs exactly once, on an unspecified thread (the
+    /// calling one when preparing or submitting fails); without one, a
+    /// failure is logged.
+    func write(
+        _ description: @autoclosure () -> String,
+        prepare: () throws -> WriteStart,
+        completion: (@Sendable (HearthError?) -> Void)?
+    ) {
+        let start: WriteStart
+        do {
+            start = try prepare()
+        } catch {
+            report(HearthError(error), of: description(), to: completion)
+            return
+        }
+        var details = hearth_error_t()
+        guard let completion else {
+            let status = start(nil, nil, nil, &details)
+            if status != 0 {
+                report(HearthError(status: status, details: details), of: description(), to: nil)
+            }
+            return
+        }
+        let context = Unmanaged.passRetained(WriteCompletion(completion)).toOpaque()
+        let status = start(WriteCompletion.callback, context, WriteCompletion.release, &details)
+        if status != 0 {
+            Unmanaged<WriteCompletion>.fromOpaque(context).release()
+            completion(HearthError(status: status, details: details))
+        }
+    }
+
+    private func report(
+        _ error: HearthError, of description: String, to completion: (@Sendable (HearthError?) -> Void)?
+    ) {
+        if let completion {
+            completion(error)
+        } else {
+            Self.log("\(description) failed: \(error.message)")
+        }
+    }
+
+    /// Logs a problem that has no caller to report to (a write without a
+    /// completion block), as the SDK logs.
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("[Hearth] \(message)\n".utf8))
+    }
+
+    /// The next push ID (strictly increasing for this database).
+    func nextPushID() -> String {
+        var id = [CChar](repeating: 0, count: Int(HEARTH_PUSH_ID_SIZE))
+        let now = hearth_now_ms()
+        state.withLock { state in
+            _ = id.withUnsafeMutableBufferPointer { hearth_push_id(&state.pushIDs, now, $0.baseAddress) }
+        }
+        return id.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    // MARK: Reads
+
+    /// Reads the value at `path` for `query` after every write queued
+    /// before; `completion` runs on the loop thread (or at once on
+    /// failure).
+    func read(
+        path: String, query: QueryParams,
+        completion: @escaping @Sendable (Result<Node, HearthError>) -> Void
+    ) {
+        let status = LoopCall.submit(
+            to: handle,
+            { [self] in
+                var out: OpaquePointer?
+                var details = hearth_error_t()
+                let status = hearth_db_get(
+                    handle, path, query.isDefault ? nil : query.pointer, &out, &details)
+                if status == 0, let out {
+                    completion(.success(Node(adopting: out)))
+                } else {
+                    completion(.failure(HearthError(status: status, details: details)))
+                }
+            }, canceled: { completion(.failure(HearthError(code: .canceled))) })
+        if status != 0 {
+            completion(.failure(HearthError(status: status)))
+        }
+    }
+
+    // MARK: Observers
+
+    /// Registers `registration` with C. Returns its handle, or throws when
+    /// C refuses (then nothing is registered and nothing will be called).
+    func register(_ registration: ObserverRegistration) throws(HearthError) -> DatabaseHandle {
+        let key = ObjectIdentifier(registration)
+        state.withLock { $0.observers[key] = registration }
+        let context = Unmanaged.passRetained(registration).toOpaque()
+        var handle: hearth_observer_t = 0
+        var details = hearth_error_t()
+        let query = registration.query
+        let status = hearth_db_observe(
+            self.handle, registration.path, query.isDefault ? nil : query.pointer,
+            registration.eventType.mask, ObserverRegistration.onEvent, context,
+            ObserverRegistration.release, &handle, &details)
+        if status != 0 {
+            Unmanaged<ObserverRegistration>.fromOpaque(context).release()
+            state.withLock { _ = $0.observers.removeValue(forKey: key) }
+            throw HearthError(status: status, details: details)
+        }
+        let databaseHandle = DatabaseHandle(handle)
+        if !registration.setHandle(databaseHandle) {
+            removeRegistration(handle: databaseHandle)
+        }
+        return databaseHandle
+    }
+
+    /// Removes the observer with `handle`, if it is still registered.
+    func removeObserver(withHandle handle: DatabaseHandle) {
+        let registration = state.withLock { state in
+            state.observers.values.first { $0.handle == handle }
+        }
+        if let registration, let handle = registration.deactivate() {
+            removeRegistration(handle: handle)
+        }
+    }
+
+    /// Removes every observer at exactly `path`; only those of the query
+    /// `queryIdentifier` when given.
+    func removeObservers(at path: String, queryIdentifier: String?) {
+        let registrations = state.withLock { state in
+            state.observers.values.filter {
+                $0.path == path && (queryIdentifier == nil || $0.query.identifier == queryIdentifier)
+            }
+        }
+        for registration in registrations {
+            if let handle = registration.deactivate() {
+                removeRegistration(handle: handle)
+            }
+        }
+    }
+
+    /// Asks C to remove a registration (its release callback follows).
+    func removeRegistration(handle: DatabaseHandle) {
+        _ = hearth_db_remove_observer(self.handle, hearth_observer_t(handle))
+    }
+
+    /// The number of observers C still holds (for tests and diagnostics).
+    var observerCount: Int {
+        state.withLock { $0.observers.count }
+    }
+
+    /// Called from a registration's release callback: C is done with it.
+    func forget(_ registration: ObserverRegistration) {
+        state.withLock { _ = $0.observers.removeValue(forKey: ObjectIdentifier(registration)) }
+    }
+}

@@ -1,0 +1,312 @@
+internal import CHearth
+import Foundation
+
+/// A view of the data at a location, possibly sorted and filtered, as
+/// `DatabaseQuery` in FirebaseDatabase; the base class of
+/// `DatabaseReference`.
+///
+/// A query is immutable: each `query*` builder returns a new query. An
+/// invalid combination of builders is a precondition failure with the
+/// SDK's message, where the SDK raises an exception (a programming error,
+/// as in the SDK).
+public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: every stored property is immutable and Sendable;
+    // subclasses add no state. (Not final: DatabaseReference inherits from
+    // it, as in the SDK.)
+
+    /// The database (exposed publicly as `DatabaseReference.database`).
+    let db: Database
+    /// The normalized location ("" for the root).
+    let path: String
+    /// The query's parameters (`QueryParams.default` for a reference).
+    let params: QueryParams
+
+    init(database: Database, normalizedPath path: String, params: QueryParams) {
+        self.db = database
+        self.path = path
+        self.params = params
+    }
+
+    /// A reference to the query's location.
+    public var ref: DatabaseReference {
+        DatabaseReference(database: db, normalizedPath: path)
+    }
+
+    public var description: String {
+        params.isDefault ? "/\(path)" : "/\(path) \(params.identifier)"
+    }
+
+    // MARK: Observing
+
+    /// Calls `block` on the database's `callbackQueue` for each event of
+    /// `eventType`: at once for the current data, then on every change.
+    @discardableResult
+    public func observe(_ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void)
+        -> DatabaseHandle
+    {
+        observe(eventType, with: block, withCancel: nil)
+    }
+
+    /// The same; `cancelBlock` is called if the observer cannot be
+    /// registered (or, later, when the server revokes it).
+    @discardableResult
+    public func observe(
+        _ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) -> DatabaseHandle {
+        addObserver(eventType, once: false, cancel: cancelBlock) { snapshot, _ in block(snapshot) }
+    }
+
+    /// Like `observe(_:with:)`, also passing the key of the previous child
+    /// in the query's order (nil for the first child and for value events).
+    @discardableResult
+    public func observe(
+        _ eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void
+    ) -> DatabaseHandle {
+        observe(eventType, andPreviousSiblingKeyWith: block, withCancel: nil)
+    }
+
+    @discardableResult
+    public func observe(
+        _ eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) -> DatabaseHandle {
+        addObserver(eventType, once: false, cancel: cancelBlock, block)
+    }
+
+    /// Calls `block` once, for the first event of `eventType`, then stops.
+    public func observeSingleEvent(
+        of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void
+    ) {
+        observeSingleEvent(of: eventType, with: block, withCancel: nil)
+    }
+
+    public func observeSingleEvent(
+        of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) {
+        addObserver(eventType, once: true, cancel: cancelBlock) { snapshot, _ in block(snapshot) }
+    }
+
+    public func observeSingleEvent(
+        of eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void
+    ) {
+        observeSingleEvent(of: eventType, andPreviousSiblingKeyWith: block, withCancel: nil)
+    }
+
+    public func observeSingleEvent(
+        of eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) {
+        addObserver(eventType, once: true, cancel: cancelBlock, block)
+    }
+
+    /// Removes one observer (registered through any reference or query of
+    /// this database). No event reaches it once this returns, on the
+    /// callback queue.
+    public func removeObserver(withHandle handle: DatabaseHandle) {
+        db.removeObserver(withHandle: handle)
+    }
+
+    /// Removes every observer of this query; on a reference, every observer
+    /// at exactly this location (not those of child locations).
+    public func removeAllObservers() {
+        db.removeObservers(at: path, queryIdentifier: params.isDefault ? nil : params.identifier)
+    }
+
+    /// Kept for the SDK's API; an embedded database always holds all data.
+    public func keepSynced(_ keepSynced: Bool) {}
+
+    @discardableResult
+    func addObserver(
+        _ eventType: DataEventType, once: Bool,
+        delivery: ObserverRegistration.Delivery = .callbackQueue,
+        cancel: ((any Error) -> Void)?,
+        ended: (@Sendable () -> Void)? = nil,
+        _ block: @escaping (DataSnapshot, String?) -> Void
+    ) -> DatabaseHandle {
+        let registration = ObserverRegistration(
+            database: db, path: path, query: params, eventType: eventType, once: once,
+            delivery: delivery, block: block, ended: ended)
+        do {
+            return try db.register(registration)
+        } catch {
+            if let cancel, delivery == .direct {
+                cancel(error)
+            } else if let cancel {
+                // @unchecked: the block is only called on the callback queue.
+                let cancel = UncheckedSendable(cancel)
+                db.callbackQueue.async { cancel.value(error) }
+            } else {
+                Database.log("observing \(self) failed: \(error.message)")
+            }
+            return 0
+        }
+    }
+
+    // MARK: Reading once
+
+    /// The current data for the query, after the writes made before.
+    /// `completion` runs on the callback queue.
+    public func getData(completion: @escaping (_ error: (any Error)?, _ snapshot: DataSnapshot?) -> Void) {
+        // @unchecked: the block is only called on the callback queue.
+        let block = UncheckedSendable(completion)
+        let queue = db.callbackQueue
+        read { result in
+            queue.async {
+                switch result {
+                case .success(let snapshot): block.value(nil, snapshot)
+                case .failure(let error): block.value(error, nil)
+                }
+            }
+        }
+    }
+
+    /// The current data for the query, after the writes made before.
+    nonisolated(nonsending) public func getData() async throws -> DataSnapshot {
+        try await withCheckedThrowingContinuation { continuation in
+            read { continuation.resume(with: $0) }
+        }
+    }
+
+    private func read(_ completion: @escaping @Sendable (Result<DataSnapshot, HearthError>) -> Void) {
+        let ref = self.ref
+        let params = self.params
+        db.read(path: path, query: params) { result in
+            completion(result.map { DataSnapshot(node: $0, ref: ref, query: params) })
+        }
+    }
+
+    // MARK: Building queries
+
+    /// Orders children by key.
+    public func queryOrderedByKey() -> DatabaseQuery {
+        building("queryOrderedByKey") { hearth_query_order_by_key($0, $1) }
+    }
+
+    /// Orders children by their value (null < false < true < numbers <
+    /// strings < objects; ties by key).
+    public func queryOrderedByValue() -> DatabaseQuery {
+        building("queryOrderedByValue") { hearth_query_order_by_value($0, $1) }
+    }
+
+    /// Orders children by priority (the default order, made explicit).
+    public func queryOrderedByPriority() -> DatabaseQuery {
+        building("queryOrderedByPriority") { hearth_query_order_by_priority($0, $1) }
+    }
+
+    /// Orders children by the value at `key` (a key or a path) below each.
+    public func queryOrdered(byChild key: String) -> DatabaseQuery {
+        building("queryOrderedByChild:") { query, error in
+            hearth_query_order_by_child(query, key, error)
+        }
+    }
+
+    /// Keeps at most the first `limit` children in the query's order.
+    public func queryLimited(toFirst limit: UInt) -> DatabaseQuery {
+        let limit = Self.limit(limit, function: "queryLimitedToFirst:")
+        return building("queryLimitedToFirst:") { hearth_query_limit_to_first($0, limit, $1) }
+    }
+
+    /// Keeps at most the last `limit` children in the query's order.
+    public func queryLimited(toLast limit: UInt) -> DatabaseQuery {
+        let limit = Self.limit(limit, function: "queryLimitedToLast:")
+        return building("queryLimitedToLast:") { hearth_query_limit_to_last($0, limit, $1) }
+    }
+
+    /// Starts at children whose sort value is `startValue` or greater.
+    public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
+        queryStarting(atValue: startValue, childKey: nil)
+    }
+
+    /// The same; among children equal to `startValue`, from the key
+    /// `childKey` on.
+    public func queryStarting(atValue startValue: Any?, childKey: String?) -> DatabaseQuery {
+        bounding("queryStartingAtValue:", startValue, childKey) { hearth_query_start_at($0, $1, $2, $3) }
+    }
+
+    /// Starts after the children whose sort value is `startValue`.
+    public func queryStarting(afterValue startAfterValue: Any?) -> DatabaseQuery {
+        queryStarting(afterValue: startAfterValue, childKey: nil)
+    }
+
+    /// The same; among children equal to the value, after the key
+    /// `childKey`.
+    public func queryStarting(afterValue startAfterValue: Any?, childKey: String?) -> DatabaseQuery {
+        bounding("queryStartingAfterValue:", startAfterValue, childKey) {
+            hearth_query_start_after($0, $1, $2, $3)
+        }
+    }
+
+    /// Ends at children whose sort value is `endValue` or less.
+    public func queryEnding(atValue endValue: Any?) -> DatabaseQuery {
+        queryEnding(atValue: endValue, childKey: nil)
+    }
+
+    /// The same; among children equal to `endValue`, up to the key
+    /// `childKey`.
+    public func queryEnding(atValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+        bounding("queryEndingAtValue:", endValue, childKey) { hearth_query_end_at($0, $1, $2, $3) }
+    }
+
+    /// Ends before the children whose sort value is `endValue`.
+    public func queryEnding(beforeValue endValue: Any?) -> DatabaseQuery {
+        queryEnding(beforeValue: endValue, childKey: nil)
+    }
+
+    /// The same; among children equal to the value, before the key
+    /// `childKey`.
+    public func queryEnding(beforeValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+        bounding("queryEndingBeforeValue:", endValue, childKey) { hearth_query_end_before($0, $1, $2, $3) }
+    }
+
+    /// Keeps the children whose sort value is `value`.
+    public func queryEqual(toValue value: Any?) -> DatabaseQuery {
+        queryEqual(toValue: value, childKey: nil)
+    }
+
+    /// Keeps the child whose sort value is `value` and key is `childKey`.
+    public func queryEqual(toValue value: Any?, childKey: String?) -> DatabaseQuery {
+        bounding("queryEqualToValue:", value, childKey) { hearth_query_equal_to($0, $1, $2, $3) }
+    }
+
+    private func building(
+        _ function: String,
+        _ change: (OpaquePointer, UnsafeMutablePointer<hearth_error_t>) -> Int32
+    ) -> DatabaseQuery {
+        do {
+            return DatabaseQuery(database: db, normalizedPath: path, params: try params.adding(change))
+        } catch {
+            preconditionFailure("(\(function)) \(error.message)")
+        }
+    }
+
+    private func bounding(
+        _ function: String, _ value: Any?, _ childKey: String?,
+        _ set: (OpaquePointer, OpaquePointer, UnsafePointer<CChar>?, UnsafeMutablePointer<hearth_error_t>)
+            -> Int32
+    ) -> DatabaseQuery {
+        let bound: Node
+        do {
+            bound = try NodeEncoder.node(from: value, allowServerValues: false)
+        } catch {
+            preconditionFailure(
+                "(\(function)) Query bounds must be null, a boolean, a number or a string: \(error.message)")
+        }
+        return building(function) { query, error in
+            guard let childKey else { return set(query, bound.pointer, nil, error) }
+            return childKey.withCString { set(query, bound.pointer, $0, error) }
+        }
+    }
+
+    private static func limit(_ limit: UInt, function: String) -> UInt32 {
+        guard let limit = UInt32(exactly: limit) else {
+            preconditionFailure("(\(function)) the limit \(limit) is larger than \(UInt32.max)")
+        }
+        return limit
+    }
+}

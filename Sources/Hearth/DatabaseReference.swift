@@ -1,0 +1,253 @@
+internal import CHearth
+import Foundation
+
+/// A location in the database, for reading and writing, as
+/// `DatabaseReference` in FirebaseDatabase.
+///
+/// Writes apply to the database in call order and raise events before
+/// their completion runs. Completion blocks run on the database's
+/// `callbackQueue`; values that cannot be stored (unsupported types,
+/// invalid keys, too deep, non-finite numbers) complete with a
+/// `HearthError` instead of raising (without a completion block the error
+/// is logged). An invalid path given to `child(_:)` is a precondition
+/// failure, as the SDK raises.
+public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
+    // @unchecked Sendable: no state beyond DatabaseQuery's immutable one.
+
+    init(database: Database, normalizedPath path: String) {
+        super.init(database: database, normalizedPath: path, params: .default)
+    }
+
+    // MARK: Navigation
+
+    /// The database this reference belongs to.
+    public var database: Database { db }
+
+    /// The last key of the location; nil at the root.
+    public var key: String? { DatabasePath.lastKey(of: path) }
+
+    /// The reference to the parent location; nil at the root.
+    public var parent: DatabaseReference? {
+        DatabasePath.parent(of: path).map { DatabaseReference(database: db, normalizedPath: $0) }
+    }
+
+    /// The reference to the root of the database.
+    public var root: DatabaseReference {
+        DatabaseReference(database: db, normalizedPath: "")
+    }
+
+    /// The reference to `pathString` below this location: a key or a
+    /// slash-separated path ("a/b/c").
+    public func child(_ pathString: String) -> DatabaseReference {
+        precondition(!DatabasePath.normalize(pathString).isEmpty, "(child:) Must be a non-empty path")
+        do {
+            try DatabasePath.validate(pathString)
+        } catch {
+            preconditionFailure("(child:) \(error.message)")
+        }
+        return DatabaseReference(database: db, normalizedPath: DatabasePath.join(path, pathString))
+    }
+
+    /// A child reference with a new push ID as its key: IDs from one
+    /// database are strictly increasing, so children created this way sort
+    /// in creation order. Nothing is written.
+    public func childByAutoId() -> DatabaseReference {
+        DatabaseReference(database: db, normalizedPath: DatabasePath.join(path, db.nextPushID()))
+    }
+
+    // MARK: Writing
+
+    /// Replaces the data here with `value` (nil or `NSNull` deletes).
+    public func setValue(_ value: Any?) {
+        write("setValue", completion: nil) { try self.setStart(value, priority: nil, hasPriority: false) }
+    }
+
+    public func setValue(
+        _ value: Any?, withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
+    ) {
+        write("setValue", completion: callback(block)) {
+            try self.setStart(value, priority: nil, hasPriority: false)
+        }
+    }
+
+    /// Replaces the data here with `value`; returns once it is applied.
+    @discardableResult
+    nonisolated(nonsending) public func setValue(_ value: Any?) async throws -> DatabaseReference {
+        try await writing("setValue") { try self.setStart(value, priority: nil, hasPriority: false) }
+    }
+
+    /// Replaces the data here with `value` carrying `priority` (nil, a
+    /// number or a string).
+    public func setValue(_ value: Any?, andPriority priority: Any?) {
+        write("setValue", completion: nil) { try self.setStart(value, priority: priority, hasPriority: true) }
+    }
+
+    public func setValue(
+        _ value: Any?, andPriority priority: Any?,
+        withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
+    ) {
+        write("setValue", completion: callback(block)) {
+            try self.setStart(value, priority: priority, hasPriority: true)
+        }
+    }
+
+    @discardableResult
+    nonisolated(nonsending) public func setValue(_ value: Any?, andPriority priority: Any?) async throws
+        -> DatabaseReference
+    {
+        try await writing("setValue") { try self.setStart(value, priority: priority, hasPriority: true) }
+    }
+
+    /// Sets the priority of the data here (nil removes it).
+    public func setPriority(_ priority: Any?) {
+        write("setPriority", completion: nil) { try self.priorityStart(priority) }
+    }
+
+    public func setPriority(
+        _ priority: Any?, withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
+    ) {
+        write("setPriority", completion: callback(block)) { try self.priorityStart(priority) }
+    }
+
+    @discardableResult
+    nonisolated(nonsending) public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
+        try await writing("setPriority") { try self.priorityStart(priority) }
+    }
+
+    /// Writes several locations below this one as one write: keys are
+    /// relative paths ("a", "a/b"), nil/`NSNull` deletes; a key that is an
+    /// ancestor of another fails the whole update.
+    public func updateChildValues(_ values: [AnyHashable: Any]) {
+        write("updateChildValues", completion: nil) { try self.updateStart(values) }
+    }
+
+    public func updateChildValues(
+        _ values: [AnyHashable: Any], withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
+    ) {
+        write("updateChildValues", completion: callback(block)) { try self.updateStart(values) }
+    }
+
+    @discardableResult
+    nonisolated(nonsending) public func updateChildValues(_ values: [AnyHashable: Any]) async throws
+        -> DatabaseReference
+    {
+        try await writing("updateChildValues") { try self.updateStart(values) }
+    }
+
+    /// Deletes the data here.
+    public func removeValue() {
+        write("removeValue", completion: nil) { self.removeStart() }
+    }
+
+    public func removeValue(completionBlock block: @escaping (Error?, DatabaseReference) -> Void) {
+        write("removeValue", completion: callback(block)) { self.removeStart() }
+    }
+
+    @discardableResult
+    nonisolated(nonsending) public func removeValue() async throws -> DatabaseReference {
+        try await writing("removeValue") { self.removeStart() }
+    }
+
+    // MARK: Write plumbing
+
+    private func write(
+        _ function: String, completion: (@Sendable (HearthError?) -> Void)?,
+        _ prepare: () throws -> Database.WriteStart
+    ) {
+        db.write("\(function) at \(self)", prepare: prepare, completion: completion)
+    }
+
+    /// The C completion for a user's block: hops to the callback queue.
+    private func callback(_ block: @escaping (Error?, DatabaseReference) -> Void)
+        -> @Sendable (HearthError?) -> Void
+    {
+        // @unchecked: the block is only called on the callback queue.
+        let block = UncheckedSendable(block)
+        let queue = db.callbackQueue
+        return { [self] error in
+            queue.async { block.value(error, self) }
+        }
+    }
+
+    nonisolated(nonsending) private func writing(
+        _ function: String, _ prepare: () throws -> Database.WriteStart
+    ) async throws -> DatabaseReference {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            write(function, completion: { error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume()
+                }
+            }, prepare)
+        }
+        return self
+    }
+
+    private func setStart(_ value: Any?, priority: Any?, hasPriority: Bool) throws(HearthError)
+        -> Database.WriteStart
+    {
+        var node = try NodeEncoder.node(from: value, location: "/" + path)
+        if hasPriority && !node.isNull {
+            let priorityNode = try NodeEncoder.node(
+                from: priority, allowServerValues: false, location: "/" + path + "/.priority")
+            var out: OpaquePointer?
+            try HearthError.check { hearth_node_with_priority(node.pointer, priorityNode.pointer, &out, $0) }
+            guard let out else { throw HearthError(code: .outOfMemory) }
+            node = Node(adopting: out)
+        }
+        let (db, path) = (self.db, self.path)
+        return { [node] callback, context, release, error in
+            hearth_db_set(db.handle, path, node.pointer, callback, context, release, error)
+        }
+    }
+
+    private func priorityStart(_ priority: Any?) throws(HearthError) -> Database.WriteStart {
+        let node = try NodeEncoder.node(
+            from: priority, allowServerValues: false, location: "/" + path + "/.priority")
+        let (db, target) = (self.db, DatabasePath.join(path, ".priority"))
+        return { callback, context, release, error in
+            hearth_db_set(db.handle, target, node.pointer, callback, context, release, error)
+        }
+    }
+
+    private func updateStart(_ values: [AnyHashable: Any]) throws(HearthError) -> Database.WriteStart {
+        var paths: [String] = []
+        var nodes: [Node] = []
+        paths.reserveCapacity(values.count)
+        nodes.reserveCapacity(values.count)
+        for (key, value) in values {
+            guard let relative = key.base as? String else {
+                throw HearthError(
+                    code: .invalidKey,
+                    message: "updateChildValues: keys must be strings (paths), not \(type(of: key.base))")
+            }
+            paths.append(relative)
+            nodes.append(try NodeEncoder.node(from: value, location: DatabasePath.join("/" + path, relative)))
+        }
+        let (db, path) = (self.db, self.path)
+        return { callback, context, release, error in
+            Self.withCStrings(paths) { cPaths in
+                let pointers: [OpaquePointer?] = nodes.map { $0.pointer }
+                return hearth_db_update(
+                    db.handle, path, cPaths.count, cPaths, pointers, callback, context, release, error)
+            }
+        }
+    }
+
+    private func removeStart() -> Database.WriteStart {
+        let (db, path) = (self.db, self.path)
+        return { callback, context, release, error in
+            hearth_db_remove(db.handle, path, callback, context, release, error)
+        }
+    }
+
+    /// Calls `body` with the strings as C strings, valid during the call.
+    private static func withCStrings<Result>(
+        _ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> Result
+    ) -> Result {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        return body(copies.map { $0.map { UnsafePointer($0) } })
+    }
+}

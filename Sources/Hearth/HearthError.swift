@@ -1,0 +1,135 @@
+internal import CHearth
+import Foundation
+
+/// An error from Hearth: a code of the C core (`HEARTH_E*`, negative) with a
+/// message that names what was wrong (the key, the path or the limit).
+///
+/// It bridges to `NSError` (`error as NSError`) in ``errorDomain`` with the
+/// C code as the error code and the message as `localizedDescription`. This
+/// file is the one place that maps C codes to Swift errors; a later mapping
+/// to the SDK's own domain and codes belongs here too.
+public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringConvertible,
+    Hashable, Sendable
+{
+    /// The error codes, with the values of the C core's `HEARTH_E*` codes.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        public static let outOfMemory = Code(HEARTH_ENOMEM)
+        public static let invalidArgument = Code(HEARTH_EINVAL)
+        public static let malformedJSON = Code(HEARTH_EJSON)
+        public static let invalidKey = Code(HEARTH_EKEY)
+        public static let invalidPath = Code(HEARTH_EPATH)
+        public static let tooDeep = Code(HEARTH_EDEPTH)
+        public static let tooBig = Code(HEARTH_ETOOBIG)
+        public static let invalidNumber = Code(HEARTH_ENUMBER)
+        public static let invalidPriority = Code(HEARTH_EPRIORITY)
+        public static let invalidServerValue = Code(HEARTH_ESERVERVALUE)
+        public static let invalidValue = Code(HEARTH_EVALUE)
+        public static let overlappingUpdate = Code(HEARTH_EUPDATE)
+        public static let readOnly = Code(HEARTH_EREADONLY)
+        public static let invalidQuery = Code(HEARTH_EQUERY)
+        public static let closed = Code(HEARTH_ECLOSED)
+        public static let canceled = Code(HEARTH_ECANCELED)
+        public static let aborted = Code(HEARTH_EABORTED)
+        public static let notFound = Code(HEARTH_ENOTFOUND)
+        public static let io = Code(HEARTH_EIO)
+        public static let loop = Code(HEARTH_ELOOP)
+        public static let unsupported = Code(HEARTH_EUNSUPPORTED)
+
+        private init(_ code: hearth_errno) { self.rawValue = Int(code.rawValue) }
+
+        /// The C name of the code, e.g. "HEARTH_EKEY".
+        public var name: String { String(cString: hearth_err_name(Int32(clamping: rawValue))) }
+        /// The C core's sentence for the code, e.g. "invalid key".
+        public var summary: String { String(cString: hearth_strerror(Int32(clamping: rawValue))) }
+        public var description: String { name }
+    }
+
+    /// The error domain of the `NSError` this error bridges to.
+    public static let errorDomain = "HearthErrorDomain"
+
+    /// The `userInfo` keys of the bridged `NSError`.
+    public static let nameKey = "HearthErrorName"
+    public static let pathKey = "HearthErrorPath"
+    public static let lineKey = "HearthErrorLine"
+    public static let columnKey = "HearthErrorColumn"
+
+    public let code: Code
+    /// What was wrong, naming the key, the path or the limit; the code's
+    /// summary when there are no details.
+    public let message: String
+    /// The location in the data at fault ("" when none).
+    public let path: String
+    /// 1-based position in JSON text (0 when not from text).
+    public let line: Int
+    public let column: Int
+
+    public init(code: Code, message: String? = nil, path: String = "", line: Int = 0, column: Int = 0) {
+        self.code = code
+        self.message = message.flatMap { $0.isEmpty ? nil : $0 } ?? code.summary
+        self.path = path
+        self.line = line
+        self.column = column
+    }
+
+    // MARK: CustomNSError, LocalizedError
+
+    public var errorCode: Int { code.rawValue }
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [
+            NSLocalizedDescriptionKey: message,
+            Self.nameKey: code.name,
+        ]
+        if !path.isEmpty { info[Self.pathKey] = path }
+        if line > 0 {
+            info[Self.lineKey] = line
+            info[Self.columnKey] = column
+        }
+        return info
+    }
+    public var errorDescription: String? { message }
+    public var description: String { "\(code.name): \(message)" }
+}
+
+extension HearthError {
+    /// An error from a C return code and, when the call filled one, its
+    /// error details.
+    init(status: Int32, details: hearth_error_t? = nil) {
+        guard var details, details.code == status else {
+            self.init(code: Code(rawValue: Int(status)))
+            return
+        }
+        let message = withUnsafeBytes(of: &details.message) { Self.string(fromBuffer: $0) }
+        let path = withUnsafeBytes(of: &details.path) { Self.string(fromBuffer: $0) }
+        self.init(
+            code: Code(rawValue: Int(status)), message: message, path: path,
+            line: Int(details.line), column: Int(details.column))
+    }
+
+    /// `error` as a HearthError (other errors become `.invalidValue`).
+    init(_ error: any Error) {
+        if let error = error as? HearthError {
+            self = error
+        } else {
+            self.init(code: .invalidValue, message: String(describing: error))
+        }
+    }
+
+    /// Calls `body` with a zeroed error struct and throws what it reports
+    /// when it returns non-zero.
+    static func check(_ body: (UnsafeMutablePointer<hearth_error_t>) -> Int32) throws(HearthError) {
+        var details = hearth_error_t()
+        let status = body(&details)
+        if status != 0 {
+            throw HearthError(status: status, details: details)
+        }
+    }
+
+    /// A NUL-terminated C string in a fixed-size buffer (never read past it).
+    private static func string(fromBuffer bytes: UnsafeRawBufferPointer) -> String {
+        let length = bytes.firstIndex(of: 0) ?? bytes.count
+        return String(decoding: bytes.prefix(length), as: UTF8.self)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+import Hearth
+
+/// Runs the built `hearth` executable, found next to the test bundle.
+@Suite("hearth CLI")
+struct CLITests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static let binary: URL? = {
+        var directories: [URL] = []
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        directories.append(executable.deletingLastPathComponent())
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            directories.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        directories.append(Bundle.main.bundleURL)
+        // .../Tests/HearthTests/CLITests.swift -> package root
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        directories.append(root.appendingPathComponent(".build/debug"))
+        return directories.lazy.map { $0.appendingPathComponent("hearth") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    func hearth(_ arguments: String..., input: String? = nil) throws -> Run {
+        let binary = try #require(Self.binary, "the hearth executable was not built next to the tests")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let inPipe = Pipe()
+        process.standardInput = inPipe
+        try process.run()
+        if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
+        try inPipe.fileHandleForWriting.close()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    func temporaryFile(_ contents: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("hearth-cli-\(UUID().uuidString).json")
+        try Data(contents.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test func version() throws {
+        let run = try hearth("version")
+        #expect(run.status == 0)
+        #expect(run.stdout == Database.sdkVersion() + "\n")
+        let json = try hearth("version", "--format", "json")
+        #expect(json.status == 0)
+        #expect(json.stdout == "{\"version\":\"\(Database.sdkVersion())\"}\n")
+    }
+
+    @Test func checkValidFile() throws {
+        let file = try temporaryFile(#"{"users": {"ada": {"name": "Ada", "langs": ["en", "fr"]}}, "n": 1}"#)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let run = try hearth("check", file)
+        #expect(run.status == 0)
+        #expect(run.stdout == "ok: 8 nodes, depth 4\n")
+        #expect(run.stderr.isEmpty)
+        let json = try hearth("check", "--format", "json", file)
+        #expect(json.status == 0)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["ok"] as? Bool == true)
+        #expect(object["nodes"] as? Int == 8)
+        #expect(object["depth"] as? Int == 4)
+        let stdin = try hearth("check", "-", input: "[1, 2, 3]")
+        #expect(stdin.stdout == "ok: 4 nodes, depth 1\n")
+    }
+
+    @Test func checkInvalidData() throws {
+        let badKey = try temporaryFile(#"{"users": {"a.b": 1}}"#)
+        defer { try? FileManager.default.removeItem(atPath: badKey) }
+        let run = try hearth("check", badKey)
+        #expect(run.status == 1)
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.contains("a.b"))
+        #expect(run.stderr.contains("error:"))
+
+        let syntax = try temporaryFile("{\n  \"a\": 1,\n  \"b\": \n}")
+        defer { try? FileManager.default.removeItem(atPath: syntax) }
+        let syntaxRun = try hearth("check", syntax)
+        #expect(syntaxRun.status == 1)
+        #expect(syntaxRun.stderr.hasPrefix("\(syntax):4:"))
+
+        let json = try hearth("check", "--format", "json", syntax)
+        #expect(json.status == 1)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["ok"] as? Bool == false)
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "HEARTH_EJSON")
+        #expect(error["line"] as? Int == 4)
+
+        var deep = "1"
+        for _ in 0..<33 { deep = "{\"k\": \(deep)}" }
+        let tooDeep = try temporaryFile(deep)
+        defer { try? FileManager.default.removeItem(atPath: tooDeep) }
+        let deepRun = try hearth("check", tooDeep)
+        #expect(deepRun.status == 1)
+        #expect(deepRun.stderr.contains("32"))
+    }
+
+    @Test func checkMissingFile() throws {
+        let run = try hearth("check", "/nonexistent/hearth-missing.json")
+        #expect(run.status == 1)
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.contains("/nonexistent/hearth-missing.json"))
+    }
+
+    @Test func usageErrorsExit64() throws {
+        #expect(try hearth("check").status == 64)
+        #expect(try hearth("no-such-command").status == 64)
+        #expect(try hearth("version", "--format", "xml").status == 64)
+        #expect(try hearth("check", "a.json", "--bogus").status == 64)
+        let help = try hearth("--help")
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("Examples:"))
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+
+@testable import Hearth
+
+@Suite("Database lifecycle")
+struct LifecycleTests {
+    @Test func databasesCloseWhereverTheirLastReferenceGoes() async throws {
+        // The last reference may go away on the loop thread (in a C
+        // context-free callback); the database must still close cleanly.
+        final class WeakBox: @unchecked Sendable { weak var database: Database? }
+        var boxes: [WeakBox] = []
+        for index in 0..<30 {
+            let database = Database(url: "memory:lifecycle-\(index)")
+            database.callbackQueue = DispatchQueue(label: "lifecycle")
+            let ref = database.reference().child("x")
+            try await ref.setValue(index)
+            #expect(try await ref.getData().value as? Int == index)
+            let handle = ref.observe(.value) { _ in }
+            #expect(handle != 0)
+            let box = WeakBox()
+            box.database = database
+            boxes.append(box)
+        }
+        // Observers do not keep a database open: once callbacks in flight
+        // have run, every database is gone.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while boxes.contains(where: { $0.database != nil }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(boxes.allSatisfy { $0.database == nil })
+    }
+
+    @Test func observersAreReleasedWhenRemoved() async throws {
+        let database = makeDatabase()
+        let ref = database.reference().child("r")
+        let handles = (0..<10).map { _ in ref.observe(.value) { _ in } }
+        try await settle(database)
+        #expect(database.observerCount == 10)
+        for handle in handles.prefix(5) { ref.removeObserver(withHandle: handle) }
+        ref.removeObserver(withHandle: 987_654)  // unknown handles are ignored
+        try await settle(database)
+        #expect(database.observerCount == 5)
+        ref.removeAllObservers()
+        try await settle(database)
+        #expect(database.observerCount == 0)
+        let once = Recorder<Bool>()
+        ref.observeSingleEvent(of: .value) { once.append($0.exists()) }
+        try await once.wait(for: 1)
+        try await settle(database)
+        #expect(database.observerCount == 0)
+    }
+
+    @Test func invalidPathsTrapAsTheSDKRaises() async {
+        await #expect(processExitsWith: .failure) {
+            _ = Database.database(url: "memory:exit-test").reference().child("a.b")
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = Database.database(url: "memory:exit-test").reference().child("")
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = Database.database(url: "https://example.firebaseio.com")
+        }
+    }
+}
