@@ -33,8 +33,8 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-fuzz test-install test-swift bench \
-        fuzz install clean serve
+.PHONY: all lib cli deps test test-c test-fuzz test-install test-swift \
+        test-e2e bench fuzz install clean serve
 
 all: lib cli
 
@@ -87,6 +87,11 @@ $(BUILD)/hearth.pc: Makefile
 cli: deps
 	HEARTH_STRICT=1 swift build --product hearth
 
+# The server on ./hearth-data (override: make serve ARGS="--port 8080").
+serve: deps
+	HEARTH_STRICT=1 swift build -c release --product hearth
+	.build/release/hearth serve $(ARGS)
+
 # ---- tests ----
 
 $(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) Tests/CTests/test.h
@@ -119,7 +124,18 @@ test-install: lib
 test-swift: deps
 	HEARTH_STRICT=1 swift test
 
-test: test-c test-fuzz test-install test-swift
+# The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`.
+PYVENV := $(BUILD)/pyvenv
+$(PYVENV)/ok:
+	python3 -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q firebase-admin pyrebase4
+	touch $@
+
+test-e2e: deps $(PYVENV)/ok
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
+
+test: test-c test-fuzz test-install test-swift test-e2e
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 

@@ -16,6 +16,7 @@ struct HearthCommand: AsyncParsableCommand {
             64 for a usage error.
 
             Examples:
+              hearth serve --port 9000 --data ./hearth-data
               hearth version
               hearth version --format json
               hearth check data.json
@@ -23,7 +24,7 @@ struct HearthCommand: AsyncParsableCommand {
               cat data.json | hearth check -
             """,
         version: Database.sdkVersion(),
-        subcommands: [VersionCommand.self, CheckCommand.self])
+        subcommands: [ServeCommand.self, VersionCommand.self, CheckCommand.self])
 
     /// Parses the arguments, runs the command and exits with the CLI's
     /// status codes: usage errors (unknown options, missing or invalid

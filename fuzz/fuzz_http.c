@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -48,10 +49,26 @@ static size_t exchange(const uint8_t *data, size_t size, char *reply,
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a))
-        abort(); /* the server stopped accepting */
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        /* libFuzzer's timers interrupt calls: an interrupted connect goes on
+         * in the background; wait for it. */
+        int soerr = errno;
+        if (errno == EINTR) {
+            struct pollfd w = {fd, POLLOUT, 0};
+            socklen_t len = sizeof soerr;
+            while (poll(&w, 1, 1000) < 0 && errno == EINTR) {
+            }
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+        }
+        if (soerr) {
+            fprintf(stderr, "connect: %s\n", strerror(soerr));
+            abort(); /* the server stopped accepting */
+        }
+    }
     for (size_t off = 0; off < size;) {
         ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         off += (size_t)n;
@@ -59,8 +76,15 @@ static size_t exchange(const uint8_t *data, size_t size, char *reply,
     shutdown(fd, SHUT_WR);
     size_t got = 0;
     struct pollfd p = {fd, POLLIN, 0};
-    while (got + 1 < cap && poll(&p, 1, 1000) > 0) {
+    for (;;) {
+        int ready = poll(&p, 1, 1000);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0 || got + 1 >= cap)
+            break;
         ssize_t n = read(fd, reply + got, cap - got - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         got += (size_t)n;
@@ -76,11 +100,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size && (data[0] & 1)) {
         exchange(data + 1, size - 1, reply, sizeof reply);
     } else if (size) {
+        /* Bytes a request line cannot carry are percent-encoded, so every
+         * input is a well-formed request and must be answered. */
+        char query[3 * 2048 + 1];
+        size_t q = 0;
+        for (size_t i = 1; i < size && i <= 2048; i++) {
+            uint8_t c = data[i];
+            if (c > 0x20 && c < 0x7F && c != '#')
+                query[q++] = (char)c;
+            else
+                q += (size_t)snprintf(query + q, 4, "%%%02X", c);
+        }
+        query[q] = '\0';
         char req[8192];
         int n = snprintf(req, sizeof req,
-                         "GET /fuzz.json?%.*s HTTP/1.1\r\nHost: x\r\n\r\n",
-                         (int)(size - 1 < 7000 ? size - 1 : 7000),
-                         (const char *)data + 1);
+                         "GET /fuzz.json?%s HTTP/1.1\r\nHost: x\r\n\r\n",
+                         query);
         exchange((const uint8_t *)req, (size_t)n, reply, sizeof reply);
         if (strncmp(reply, "HTTP/1.1 ", 9) != 0)
             abort(); /* a complete request always gets an answer */
