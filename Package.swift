@@ -42,6 +42,7 @@ let package = Package(
             name: "HearthCLI",
             dependencies: [
                 "Hearth",
+                "CHearth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cli"),

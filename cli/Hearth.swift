@@ -24,7 +24,10 @@ struct HearthCommand: AsyncParsableCommand {
               cat data.json | hearth check -
             """,
         version: Database.sdkVersion(),
-        subcommands: [ServeCommand.self, VersionCommand.self, CheckCommand.self])
+        subcommands: [
+            ServeCommand.self, ExportCommand.self, ImportCommand.self, VersionCommand.self,
+            CheckCommand.self,
+        ])
 
     /// Parses the arguments, runs the command and exits with the CLI's
     /// status codes: usage errors (unknown options, missing or invalid

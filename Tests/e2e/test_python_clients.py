@@ -246,6 +246,46 @@ class Durability(unittest.TestCase):
         self.assertEqual(code, 0, out)
 
 
+class ExportImport(unittest.TestCase):
+    def hearth(self, *args, data=None):
+        return subprocess.run([HEARTH, *args], input=data, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_round_trip_through_files_and_a_server(self):
+        directory = tempfile.mkdtemp(prefix="hearth-e2e-")
+        doc = {"users": {"ada": {".value": "Ada", ".priority": 3}},
+               "n": 1.5, "s": "\u00e9\U0001F435"}
+        try:
+            r = self.hearth("import", "-", "--data", directory,
+                            data=json.dumps(doc))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.hearth("import", "-", "--data", directory,
+                            data='{"bad.key": 1}')
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("bad.key", r.stderr)
+            server = Server(directory).start()
+            try:
+                status, value = http("GET", server.url("/", "?format=export"))
+                self.assertEqual(value, doc)
+                url = f"http://127.0.0.1:{server.port}/?ns=default"
+                r = self.hearth("export", "--url", url)
+                self.assertEqual(json.loads(r.stdout), doc)
+                r = self.hearth("import", "-", "--path", "/copy", "--url", url,
+                                data=r.stdout)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                status, copy = http("GET", server.url("/copy", "?format=export"))
+                self.assertEqual(copy, doc)
+                r = self.hearth("export", "--data", directory)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("in use", r.stderr)
+            finally:
+                server.stop()
+            r = self.hearth("export", "--data", directory, "/copy")
+            self.assertEqual(json.loads(r.stdout), doc)
+        finally:
+            shutil.rmtree(directory)
+
+
 if __name__ == "__main__":
     runner = unittest.TextTestRunner(verbosity=2)
     result = runner.run(unittest.defaultTestLoader.loadTestsFromModule(
