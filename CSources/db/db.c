@@ -90,6 +90,12 @@ struct hearth_db_s {
     bool flushing;
     bool group_commit;   /* loop-thread writes commit once per iteration */
     uv_idle_t commit_idle;
+    /* group commit: one batch written and synced on a worker thread while
+     * the loop goes on; the writes applied meanwhile form the next one */
+    bool committing;
+    uv_work_t commit_work;
+    hearth__store_batch batch;
+    op *inflight;
     bool snapshotting;
     uv_work_t snapshot_work;
     hearth_node_t *snapshot_root;
@@ -440,7 +446,8 @@ static void snapshot_done(uv_work_t *req, int status) {
 /* Snapshots the root on a worker thread once the log has grown enough:
  * the root is immutable, so the loop goes on meanwhile. */
 static void maybe_snapshot(hearth_db_t *db) {
-    if (db->snapshotting || db->closed || !hearth__store_wants_snapshot(db->store))
+    if (db->snapshotting || db->committing || db->closed ||
+        !hearth__store_wants_snapshot(db->store))
         return;
     uint64_t gen;
     if (hearth__store_rotate(db->store, &gen))
@@ -457,32 +464,85 @@ static void maybe_snapshot(hearth_db_t *db) {
     }
 }
 
+/* Acknowledges a list of applied writes with the outcome of their commit. */
+static void ack_ops(op *o, int rc) {
+    while (o) {
+        op *next = o->next;
+        if (o->kind == OP_TRANSACTION)
+            o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
+        else if (o->done)
+            o->done(rc, o->ctx);
+        if (o->ctx_free)
+            o->ctx_free(o->ctx);
+        op_free(o);
+        o = next;
+    }
+}
+
 /* Commits the writes applied since the last commit (one fsync for all),
- * then acknowledges them. */
+ * then acknowledges them, all before returning. */
 static void flush_acks(hearth_db_t *db) {
     /* Writes made by completions join the list and are acknowledged by the
-     * outer call, after the ones before them. */
-    if (!db->store || db->flushing)
+     * outer call, after the ones before them. A commit on the worker
+     * thread owns the log until it ends; it picks up what waits here. */
+    if (!db->store || db->flushing || db->committing)
         return;
     db->flushing = true;
     while (db->unacked) {
         int rc = hearth__store_commit(db->store);
         op *o = db->unacked;
         db->unacked = db->unacked_tail = NULL;
-        while (o) {
-            op *next = o->next;
-            if (o->kind == OP_TRANSACTION)
-                o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
-            else if (o->done)
-                o->done(rc, o->ctx);
-            if (o->ctx_free)
-                o->ctx_free(o->ctx);
-            op_free(o);
-            o = next;
-        }
+        ack_ops(o, rc);
     }
     db->flushing = false;
     maybe_snapshot(db);
+}
+
+static void start_commit(hearth_db_t *db);
+
+static void commit_work(uv_work_t *req) {
+    hearth_db_t *db = req->data;
+    hearth__store_commit_write(db->store, &db->batch);
+}
+
+static void commit_done(uv_work_t *req, int status) {
+    (void)status; /* never canceled */
+    hearth_db_t *db = req->data;
+    int rc = hearth__store_commit_end(db->store, &db->batch);
+    op *o = db->inflight;
+    db->inflight = NULL;
+    db->committing = false;
+    ack_ops(o, rc);
+    if (db->closed) {
+        flush_acks(db); /* the rest, now, before the store closes */
+        if (--db->close_waits == 0)
+            free_db(db);
+        return;
+    }
+    start_commit(db);
+    maybe_snapshot(db);
+}
+
+/* Starts committing the applied writes on a worker thread, unless a commit
+ * is under way (its end starts the next). */
+static void start_commit(hearth_db_t *db) {
+    if (db->committing || !db->unacked || db->flushing)
+        return;
+    op *o = db->unacked;
+    int rc = hearth__store_commit_begin(db->store, &db->batch);
+    db->unacked = db->unacked_tail = NULL;
+    if (rc) {
+        ack_ops(o, rc);
+        return;
+    }
+    db->inflight = o;
+    db->committing = true;
+    db->commit_work.data = db;
+    if (uv_queue_work(db->loop, &db->commit_work, commit_work, commit_done)) {
+        /* No worker: commit here. */
+        hearth__store_commit_write(db->store, &db->batch);
+        commit_done(&db->commit_work, 0);
+    }
 }
 
 /* Runs o and then whatever its callbacks asked for, in order. */
@@ -519,7 +579,7 @@ static void on_wake(uv_async_t *handle) {
  * this iteration's I/O callbacks, and one commit covers them all. */
 static void on_commit_idle(uv_idle_t *idle) {
     uv_idle_stop(idle);
-    flush_acks(idle->data);
+    start_commit(idle->data);
 }
 
 /* Hands o to the loop: at once on the loop thread (after the current batch
@@ -694,8 +754,9 @@ int hearth_db_close(hearth_db_t *db) {
         free_db(db);
     } else {
         flush_acks(db);
-        /* Freed once the handles are closed and any snapshot finished. */
-        db->close_waits = 2 + db->snapshotting;
+        /* Freed once the handles are closed and any snapshot and commit
+         * have finished (the commit then acknowledges what is left). */
+        db->close_waits = 2 + db->snapshotting + db->committing;
         uv_close((uv_handle_t *)&db->wake, on_wake_closed);
         uv_close((uv_handle_t *)&db->commit_idle, on_wake_closed);
     }

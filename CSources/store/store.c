@@ -227,28 +227,52 @@ int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
     return 0;
 }
 
-int hearth__store_commit(hearth__store *s) {
+/* A commit in three steps, so that the write and sync can run on a worker
+ * thread while the loop goes on: begin (loop) takes the buffered records,
+ * write (any thread, one at a time) writes and syncs them, end (loop)
+ * records the outcome. */
+int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
+    hearth__buf_init(&batch->records);
+    batch->sync = false;
+    batch->rc = 0;
     if (s->failed)
         return HEARTH_EIO;
-    if (!s->pending.len)
-        return 0;
-    int rc = write_all(s->log_fd, s->pending.data, s->pending.len);
-    if (!rc) {
-        s->log_bytes += s->pending.len;
-        int64_t now = hearth_now_ms();
-        bool sync = s->fsync_mode == HEARTH_FSYNC_ALWAYS ||
-                    (s->fsync_mode == HEARTH_FSYNC_BATCH &&
-                     now - s->last_sync_ms >= BATCH_SYNC_MS);
-        if (sync) {
-            if (fdatasync(s->log_fd))
-                rc = HEARTH_EIO;
-            s->last_sync_ms = now;
-        }
-    }
-    s->pending.len = 0;
+    batch->records = s->pending;
+    hearth__buf_init(&s->pending);
+    int64_t now = hearth_now_ms();
+    batch->sync = s->fsync_mode == HEARTH_FSYNC_ALWAYS ||
+                  (s->fsync_mode == HEARTH_FSYNC_BATCH &&
+                   now - s->last_sync_ms >= BATCH_SYNC_MS);
+    if (batch->sync)
+        s->last_sync_ms = now;
+    return 0;
+}
+
+void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
+    if (!batch->records.len)
+        return;
+    batch->rc = write_all(s->log_fd, batch->records.data, batch->records.len);
+    if (!batch->rc && batch->sync && fdatasync(s->log_fd))
+        batch->rc = HEARTH_EIO;
+}
+
+int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch) {
+    int rc = batch->rc;
     if (rc)
         s->failed = true;
+    else
+        s->log_bytes += batch->records.len;
+    hearth__buf_free(&batch->records);
     return rc;
+}
+
+int hearth__store_commit(hearth__store *s) {
+    hearth__store_batch batch;
+    int rc = hearth__store_commit_begin(s, &batch);
+    if (rc)
+        return rc;
+    hearth__store_commit_write(s, &batch);
+    return hearth__store_commit_end(s, &batch);
 }
 
 /* Applies one record's payload to *root. */

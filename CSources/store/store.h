@@ -47,6 +47,18 @@ int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
  * HEARTH_EIO when the disk refused: the store then refuses every later
  * append, since memory and disk may differ. */
 int hearth__store_commit(hearth__store *s);
+/* The same in three steps, for a commit on a worker thread: begin and end
+ * on the loop thread, write in between on any one thread. No other store
+ * call may run between begin and end except appends. */
+typedef struct hearth__store_batch {
+    hearth__buf records;
+    bool sync;
+    int rc;
+} hearth__store_batch;
+int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
+void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch);
+int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch);
+
 /* Whether the log has grown enough to be worth a snapshot. */
 bool hearth__store_wants_snapshot(const hearth__store *s);
 
