@@ -223,6 +223,7 @@ typedef struct level {
     unsigned slot;       /* kid (inner) or entry position (leaf) */
     bool unique;         /* held by us alone, with all its ancestors */
     hearth__bt *copy;    /* replacement page, when page cannot be edited */
+    bool move;           /* copy is a larger home for a page held alone */
     hearth__bt *sibling; /* new right half, when the page splits */
 } level;
 
@@ -242,6 +243,7 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
         l->page = t;
         l->unique = unique;
         l->copy = NULL;
+        l->move = false;
         l->sibling = NULL;
         if (t->leaf) {
             l->slot = leaf_lower(t, name, &w->found);
@@ -335,8 +337,13 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
                 failed = !(lf->copy = page_clone(lf->page, ORDER));
             if (!failed)
                 failed = !(lf->sibling = leaf_alloc(ORDER));
-        } else if (!failed && (!lf->unique || n == lf->page->cap)) {
+        } else if (!failed && !lf->unique) {
             failed = !(lf->copy = page_clone(lf->page, leaf_cap_for(n + 1)));
+        } else if (!failed && n == lf->page->cap) {
+            /* Held alone and full: the entries move to a larger page as
+             * they are, with no reference counting (see apply). */
+            failed = !(lf->copy = leaf_alloc(leaf_cap_for(n + 1)));
+            lf->move = true;
         }
     }
     for (int d = w.leaf - 1; d >= 0 && !failed; d--) {
@@ -355,6 +362,15 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     }
 
     /* Apply: nothing below can fail. */
+    if (lf->move) {
+        /* The old page keeps no entries, so releasing it frees only it. */
+        memcpy(as_leaf(lf->copy)->e, as_leaf(lf->page)->e,
+               lf->page->n * sizeof(hearth__entry));
+        lf->copy->n = lf->page->n;
+        lf->copy->count = lf->page->count;
+        lf->page->n = 0;
+        lf->page->count = 0;
+    }
     hearth__bt *cur = level_page(lf);
     hearth__entry *e = as_leaf(cur)->e;
     if (w.found) {

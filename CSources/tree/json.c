@@ -158,11 +158,13 @@ static int parse_children(const json_t *j, parse_ctx *c, unsigned depth,
             size_t len = json_object_iter_key_len(it);
             if (len == 9 && memcmp(key, ".priority", 9) == 0)
                 continue;
-            char loc[256];
-            where(c, depth, loc, sizeof loc);
-            rc = hearth__key_check(key, len, loc, c->err);
-            if (rc)
+            /* The location is spelled out only for a key that fails. */
+            if (hearth__key_check(key, len, NULL, NULL)) {
+                char loc[256];
+                where(c, depth, loc, sizeof loc);
+                rc = hearth__key_check(key, len, loc, c->err);
                 break;
+            }
             c->keys[depth] = key;
             c->key_lens[depth] = len;
             hearth_node_t *child;
