@@ -150,6 +150,20 @@ static void on_written(uv_write_t *req, int status) {
     conn_release(c);
 }
 
+/* Queues w (owning its bytes or a shared buffer reference); the write and
+ * the connection stay alive until on_written. */
+static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
+        hearth__shared_buf_release(w->shared);
+        hearth__free(w);
+        conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    c->refs++;
+    c->writes_pending++;
+    return 0;
+}
+
 static int send_bytes(hearth__http_conn *c, const char *a, size_t alen,
                       const char *b, size_t blen) {
     if (c->closing)
@@ -164,15 +178,7 @@ static int send_bytes(hearth__http_conn *c, const char *a, size_t alen,
         memcpy(w->data + alen, b, blen);
     w->conn = c;
     w->shared = NULL;
-    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(alen + blen));
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
-        hearth__free(w);
-        conn_close(c);
-        return HEARTH_ECLOSED;
-    }
-    c->refs++;
-    c->writes_pending++;
-    return 0;
+    return start_write(c, w, uv_buf_init(w->data, (unsigned)(alen + blen)));
 }
 
 static const char *reason(int status) {
@@ -285,16 +291,7 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     w->conn = c;
     w->shared = b;
     b->refs++;
-    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
-        hearth__shared_buf_release(b);
-        hearth__free(w);
-        conn_close(c);
-        return HEARTH_ECLOSED;
-    }
-    c->refs++;
-    c->writes_pending++;
-    return 0;
+    return start_write(c, w, uv_buf_init(b->data, (unsigned)b->len));
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {

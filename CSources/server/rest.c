@@ -161,18 +161,27 @@ static void reply_failure(hearth__http_conn *conn, int code,
     reply_error(conn, status, msg && *msg ? msg : hearth_strerror(code));
 }
 
+/* JSONP (callback=FN) wraps a body in "FN(...);" after an empty comment. */
+static void jsonp_open(const rest *r, hearth__buf *b) {
+    if (r->callback) {
+        hearth__buf_adds(b, "/**/ ");
+        hearth__buf_adds(b, r->callback);
+        hearth__buf_addc(b, '(');
+    }
+}
+
+static void jsonp_close(const rest *r, hearth__buf *b) {
+    if (r->callback)
+        hearth__buf_add(b, ");", 2);
+}
+
 /* Serializes a value as the request's flags ask (pretty, export, JSONP). */
 static char *render(const rest *r, const hearth_node_t *value, size_t *len) {
     hearth__buf b;
     hearth__buf_init(&b);
-    if (r->callback) {
-        hearth__buf_adds(&b, "/**/ ");
-        hearth__buf_adds(&b, r->callback);
-        hearth__buf_addc(&b, '(');
-    }
+    jsonp_open(r, &b);
     hearth__node_write_json(&b, value, r->json_flags);
-    if (r->callback)
-        hearth__buf_add(&b, ");", 2);
+    jsonp_close(r, &b);
     return hearth__buf_detach(&b, len);
 }
 
@@ -580,11 +589,7 @@ static void do_patch(rest *r) {
     /* Echo each updated path with what it holds now. */
     hearth__buf b;
     hearth__buf_init(&b);
-    if (r->callback) {
-        hearth__buf_adds(&b, "/**/ ");
-        hearth__buf_adds(&b, r->callback);
-        hearth__buf_addc(&b, '(');
-    }
+    jsonp_open(r, &b);
     hearth__buf_addc(&b, '{');
     const char *key;
     json_t *v;
@@ -607,8 +612,7 @@ static void do_patch(rest *r) {
         hearth__free(full);
     }
     hearth__buf_addc(&b, '}');
-    if (r->callback)
-        hearth__buf_add(&b, ");", 2);
+    jsonp_close(r, &b);
     p->body = hearth__buf_detach(&b, &p->len);
     json_decref(obj);
     prepared(p);

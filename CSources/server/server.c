@@ -152,20 +152,13 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/rules.json", ns->dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text) /* none stored: the default rules */
         return hearth__rules_parse(DEFAULT_RULES, sizeof DEFAULT_RULES - 1,
                                    &ns->rules, err);
-    hearth__buf b;
-    hearth__buf_init(&b);
-    char chunk[4096];
-    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;)
-        hearth__buf_add(&b, chunk, n);
-    fclose(f);
-    int rc = b.failed ? hearth__error_code(err, HEARTH_ENOMEM)
-                      : hearth__rules_parse(b.data ? b.data : "", b.len,
-                                            &ns->rules, err);
-    hearth__buf_free(&b);
+    int rc = hearth__rules_parse(text, len, &ns->rules, err);
+    hearth__free(text);
     return rc;
 }
 
