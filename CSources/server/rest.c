@@ -772,6 +772,18 @@ static bool check_params(rest *r) {
         r->callback = v;
     }
     r->download = param_get(r, "download");
+    /* Accepted now, enforced with the rules engine: it must at least be
+     * JSON (an object, or null for unauthenticated). */
+    if ((v = param_get(r, "auth_variable_override"))) {
+        json_t *o = json_loads(v, JSON_DECODE_ANY, NULL);
+        bool ok = o && (json_is_object(o) || json_is_null(o));
+        json_decref(o);
+        if (!ok) {
+            reply_error(r->conn, 400, "auth_variable_override must be a JSON "
+                                      "object or null");
+            return false;
+        }
+    }
     const char *etag = hearth__http_get_header(r->req, "x-firebase-etag");
     r->want_etag = etag && strcmp(etag, "true") == 0;
     return true;

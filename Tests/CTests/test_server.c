@@ -199,6 +199,10 @@ static void test_rest_errors(void) {
                "{\"error\":\"Index not defined, add \\\".indexOn\\\": \\\"age\\\", for path \\\"/users\\\", to the rules\"}");
     EXPECT_REQ(port, "GET", "/x.json?print=loud", NULL, NULL, 400, NULL);
     EXPECT_REQ(port, "GET", "/x.json?timeout=20min", NULL, NULL, 400, NULL);
+    EXPECT_REQ(port, "GET", "/x.json?auth_variable_override=%7Bnope", NULL,
+               NULL, 400, NULL);
+    EXPECT_REQ(port, "GET", "/x.json?auth_variable_override=%7B%22uid%22%3A%22u%22%7D",
+               "Authorization: Bearer owner\r\n", NULL, 200, "null");
     EXPECT_REQ(port, "GET", "/x", NULL, NULL, 404, NULL);
     EXPECT_REQ(port, "GET", "/.json?ns=bad!name", NULL, NULL, 400, NULL);
     /* Nothing above wrote anything. */

@@ -163,6 +163,13 @@ class AdminSDK(unittest.TestCase):
                               .get().keys()), ["c"])
         self.assertEqual(list(users.order_by_key().equal_to("b")
                               .get().keys()), ["b"])
+        ranked = self.ref("ranked")
+        ranked.set({"a": {".value": 1, ".priority": 3},
+                    "b": {".value": 2, ".priority": 1}, "c": 3})
+        # The Admin SDK has no priority order; its REST form:
+        status, value = http("GET", self.server.url(
+            "/ranked", '?ns=demo-ns&orderBy="$priority"&startAt=2'))
+        self.assertEqual((status, value), (200, {"a": 1}))
         scores = self.ref("scores")
         scores.set({"x": 3, "y": 1, "z": 2})
         self.assertEqual(list(scores.order_by_value().limit_to_last(2)
