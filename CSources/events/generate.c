@@ -149,6 +149,40 @@ static void hinted_changes(const hearth__view *v, const hearth_node_t *old_full,
     }
 }
 
+/* A whole-view change in key order: the tree diff visits only what the two
+ * versions do not share. */
+typedef struct tree_diff_ctx {
+    changes *cs;
+    const hearth__bt *now;
+    size_t i;
+} tree_diff_ctx;
+
+static int tree_change(const hearth__key *key, const hearth_node_t *old,
+                       const hearth_node_t *now, void *ctx) {
+    tree_diff_ctx *t = ctx;
+    if (old && now && hearth_node_equal(old, now))
+        return 0;
+    size_t order = t->i++;
+    if (!now) {
+        add_change(t->cs, HEARTH_EVENT_CHILD_REMOVED, key, NULL, old, order);
+        return 0;
+    }
+    hearth__name name = hearth__key_name(key);
+    bool found;
+    size_t rank = hearth__bt_rank(t->now, &name, &found);
+    const hearth__key *prev = rank ? hearth__bt_at(t->now, rank - 1)->key : NULL;
+    add_change(t->cs, old ? HEARTH_EVENT_CHILD_CHANGED : HEARTH_EVENT_CHILD_ADDED,
+               key, prev, now, order);
+    return 0;
+}
+
+static void tree_changes(const hearth_node_t *old_full,
+                         const hearth_node_t *new_full, changes *cs) {
+    tree_diff_ctx t = {cs, new_full->u.obj.tree, 0};
+    hearth__bt_diff(old_full->u.obj.tree, new_full->u.obj.tree, tree_change,
+                    &t);
+}
+
 typedef struct keyed {
     const hearth__item *item;
     size_t pos;
@@ -260,9 +294,11 @@ int hearth__view_generate(hearth__view *v, const hearth_node_t *old_full,
     unsigned mask = live_mask(v);
     changes cs = {0};
     int rc = 0;
-    bool hinted = !v->full && key_ordered(q, old_full, new_full);
-    if (hinted)
+    bool keyed = key_ordered(q, old_full, new_full);
+    if (keyed && !v->full)
         hinted_changes(v, old_full, new_full, &cs);
+    else if (keyed)
+        tree_changes(old_full, new_full, &cs);
     else
         rc = diffed_changes(q, old_full, new_full, &cs);
     if (!rc && cs.failed)
@@ -275,11 +311,19 @@ int hearth__view_generate(hearth__view *v, const hearth_node_t *old_full,
             rc = queue_type(v, &cs, order[t], out);
     if (!rc && (mask & HEARTH_MASK_VALUE)) {
         bool loads_all = hearth__query_loads_all(q);
-        /* A view of everything changed when the data did (hinted writes
-         * leave the other children shared, so their changes say it all);
-         * a filtered view when one of its children did. */
-        bool changed = loads_all && !hinted ? !hearth_node_equal(old_full, new_full)
-                                            : cs.n > 0;
+        /* A filtered view changed when one of its children did. A view of
+         * everything changed when the data did: in key order the children's
+         * changes say it all, with the node's own priority (a write below
+         * cannot change that); otherwise compare the values. */
+        bool changed;
+        if (!loads_all)
+            changed = cs.n > 0;
+        else if (keyed)
+            changed = cs.n > 0 || (v->full && !hearth_node_equal(
+                                                  hearth__prio(old_full),
+                                                  hearth__prio(new_full)));
+        else
+            changed = !hearth_node_equal(old_full, new_full);
         hearth_node_t *shown = NULL;
         if (changed)
             rc = hearth__query_view_node(q, new_full, &shown);

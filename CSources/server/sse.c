@@ -61,47 +61,28 @@ static void put_event(hearth__buf *out, unsigned flags, const char *path,
     hearth__buf_free(&b);
 }
 
-/* Children of two objects that differ (by pointer, then by value). */
+/* Children of two objects that differ: the tree diff skips what the two
+ * versions share, and a replaced child counts only if its value differs. */
+typedef struct differing_ctx {
+    const hearth__key **keys;
+    size_t n, max;
+} differing_ctx;
+
+static int note_difference(const hearth__key *key, const hearth_node_t *old,
+                           const hearth_node_t *now, void *ctx) {
+    differing_ctx *d = ctx;
+    if (old && now && hearth_node_equal(old, now))
+        return 0;
+    if (d->n < d->max)
+        d->keys[d->n] = key;
+    return ++d->n > d->max; /* past max: no need to look further */
+}
+
 static size_t differing(const hearth_node_t *a, const hearth_node_t *b,
                         const hearth__key **keys, size_t max) {
-    size_t n = 0;
-    hearth__bt_iter ia, ib;
-    hearth__bt_iter_init(&ia, a->u.obj.tree, 0);
-    hearth__bt_iter_init(&ib, b->u.obj.tree, 0);
-    const hearth__entry *ea = hearth__bt_iter_next(&ia);
-    const hearth__entry *eb = hearth__bt_iter_next(&ib);
-    while ((ea || eb) && n <= max) {
-        int c;
-        if (!ea)
-            c = 1;
-        else if (!eb)
-            c = -1;
-        else {
-            hearth__name na = hearth__key_name(ea->key);
-            hearth__name nb = hearth__key_name(eb->key);
-            c = hearth__name_compare(&na, &nb);
-        }
-        if (c < 0) {
-            if (n < max)
-                keys[n] = ea->key;
-            n++;
-            ea = hearth__bt_iter_next(&ia);
-        } else if (c > 0) {
-            if (n < max)
-                keys[n] = eb->key;
-            n++;
-            eb = hearth__bt_iter_next(&ib);
-        } else {
-            if (ea->node != eb->node && !hearth_node_equal(ea->node, eb->node)) {
-                if (n < max)
-                    keys[n] = eb->key;
-                n++;
-            }
-            ea = hearth__bt_iter_next(&ia);
-            eb = hearth__bt_iter_next(&ib);
-        }
-    }
-    return n;
+    differing_ctx d = {keys, 0, max};
+    hearth__bt_diff(a->u.obj.tree, b->u.obj.tree, note_difference, &d);
+    return d.n;
 }
 
 #define PATCH_MAX 64 /* more differing children than this: one put */

@@ -628,19 +628,14 @@ void hearth__bt_iter_init(hearth__bt_iter *it, const hearth__bt *t,
     it->depth = d;
 }
 
-const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it) {
-    if (it->depth < 0)
-        return NULL;
-    int d = it->depth;
-    const hearth__entry *e = &as_leaf(it->page[d])->e[it->slot[d]];
-    if (++it->slot[d] < it->page[d]->n)
-        return e;
-    /* Leaf done: climb to the next kid, then down to its first leaf. */
+/* Moves past the rest of page[d]'s subtree: to the next kid of an
+ * ancestor, then down to that kid's first leaf (or to the end). */
+static void iter_leave(hearth__bt_iter *it, int d) {
     while (--d >= 0 && ++it->slot[d] >= it->page[d]->n) {
     }
     if (d < 0) {
         it->depth = -1;
-        return e;
+        return;
     }
     const hearth__bt *p = as_inner(it->page[d])->kid[it->slot[d]];
     while (++d, !p->leaf) {
@@ -651,7 +646,90 @@ const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it) {
     it->page[d] = p;
     it->slot[d] = 0;
     it->depth = d;
+}
+
+const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it) {
+    if (it->depth < 0)
+        return NULL;
+    int d = it->depth;
+    const hearth__entry *e = &as_leaf(it->page[d])->e[it->slot[d]];
+    if (++it->slot[d] >= it->page[d]->n)
+        iter_leave(it, d);
     return e;
+}
+
+/* ---- diff ---- */
+
+static const hearth__entry *iter_peek(const hearth__bt_iter *it) {
+    return it->depth < 0 ? NULL
+                         : &as_leaf(it->page[it->depth])->e[it->slot[it->depth]];
+}
+
+/* The page whose subtree starts exactly where the iterator stands, `height`
+ * levels above the leaves; NULL when the iterator is inside one. */
+static const hearth__bt *subtree_here(const hearth__bt_iter *it, int height) {
+    int d = it->depth - height;
+    if (d < 0)
+        return NULL;
+    for (int k = d + 1; k <= it->depth; k++)
+        if (it->slot[k] != 0)
+            return NULL;
+    return it->page[d];
+}
+
+int hearth__bt_diff(const hearth__bt *a, const hearth__bt *b,
+                    hearth__bt_diff_cb cb, void *ctx) {
+    hearth__bt_iter ia, ib;
+    hearth__bt_iter_init(&ia, a, 0);
+    hearth__bt_iter_init(&ib, b, 0);
+    for (;;) {
+        const hearth__entry *ea = iter_peek(&ia), *eb = iter_peek(&ib);
+        if (!ea && !eb)
+            return 0;
+        if (ea && eb) {
+            /* A page both trees share holds nothing new: skip it whole,
+             * from the highest level where they meet. */
+            int top = ia.depth < ib.depth ? ia.depth : ib.depth;
+            bool skipped = false;
+            for (int h = top; h >= 0 && !skipped; h--) {
+                const hearth__bt *pa = subtree_here(&ia, h);
+                if (pa && pa == subtree_here(&ib, h)) {
+                    iter_leave(&ia, ia.depth - h);
+                    iter_leave(&ib, ib.depth - h);
+                    skipped = true;
+                }
+            }
+            if (skipped)
+                continue;
+        }
+        int c;
+        if (!ea)
+            c = 1;
+        else if (!eb)
+            c = -1;
+        else if (ea->key == eb->key)
+            c = 0;
+        else {
+            hearth__name na = hearth__key_name(ea->key);
+            hearth__name nb = hearth__key_name(eb->key);
+            c = hearth__name_compare(&na, &nb);
+        }
+        int rc = 0;
+        if (c < 0) {
+            rc = cb(ea->key, ea->node, NULL, ctx);
+            hearth__bt_iter_next(&ia);
+        } else if (c > 0) {
+            rc = cb(eb->key, NULL, eb->node, ctx);
+            hearth__bt_iter_next(&ib);
+        } else {
+            if (ea->node != eb->node)
+                rc = cb(eb->key, ea->node, eb->node, ctx);
+            hearth__bt_iter_next(&ia);
+            hearth__bt_iter_next(&ib);
+        }
+        if (rc)
+            return rc;
+    }
 }
 
 /* ---- invariants, for tests ---- */

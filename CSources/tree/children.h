@@ -66,6 +66,18 @@ void hearth__bt_iter_init(hearth__bt_iter *it, const hearth__bt *t,
                           size_t start);
 const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it);
 
+/* Calls cb for every key whose node differs between a and b, in key
+ * order: (key, old, NULL) removed, (key, NULL, new) added, (key, old, new)
+ * replaced by another node (which may still be equal in value). Pages the
+ * two trees share are skipped whole, so comparing a tree with an update of
+ * itself costs O(changes log n). Stops when cb returns non-zero and
+ * returns that value. */
+typedef int (*hearth__bt_diff_cb)(const hearth__key *key,
+                                  const hearth_node_t *old,
+                                  const hearth_node_t *now, void *ctx);
+int hearth__bt_diff(const hearth__bt *a, const hearth__bt *b,
+                    hearth__bt_diff_cb cb, void *ctx);
+
 /* Checks the invariants (order, counts, first keys); for tests. */
 bool hearth__bt_check(const hearth__bt *t);
 

@@ -244,6 +244,15 @@ static void test_server_values(void) {
 static void test_priorities(void) {
     fixture f;
     fx_open(&f);
+    /* A priority alone changing is a change to the value. */
+    set_json(f.db, "o", "{\"x\":1}");
+    event_log *log = log_new();
+    observe(f.db, "o", NULL, HEARTH_MASK_VALUE, log);
+    log->n = 0;
+    set_json(f.db, "o/.priority", "2");
+    EXPECT(log, "/o value {\"x\":1,\".priority\":2}");
+    set_json(f.db, "o/.priority", "2");
+    EXPECT_NONE(log);
     set_json(f.db, "a", "{\".value\":1,\".priority\":5}");
     check_value(f.db, "a", "{\".value\":1,\".priority\":5}");
     set_json(f.db, "a/.priority", "\"z\"");
@@ -255,6 +264,7 @@ static void test_priorities(void) {
               HEARTH_EPRIORITY);
     hearth_node_decref(obj);
     fx_close(&f);
+    free(log);
 }
 
 static void test_bad_input_changes_nothing(void) {

@@ -2232,7 +2232,73 @@ static void test_push_ids(void) {
     CHECK(hearth_now_ms() >= now);
 }
 
+
+/* ---- hearth__bt_diff ---- */
+
+typedef struct diff_log {
+    char text[8192];
+    int calls;
+} diff_log;
+
+static int log_diff(const hearth__key *key, const hearth_node_t *old,
+                    const hearth_node_t *now, void *ctx) {
+    diff_log *d = ctx;
+    size_t len = strlen(d->text);
+    snprintf(d->text + len, sizeof d->text - len, "%s%c%s", len ? " " : "",
+             !old ? '+' : !now ? '-' : '~', key->s);
+    d->calls++;
+    return 0;
+}
+
+static hearth__bt *diff_tree(int n) {
+    hearth__bt *t = NULL;
+    char key[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "k%05d", i);
+        hearth__name name;
+        hearth__name_init(&name, key, strlen(key));
+        CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(i)), 0);
+    }
+    return t;
+}
+
+static void put_num(hearth__bt **t, const char *key, double v) {
+    hearth__name name;
+    hearth__name_init(&name, key, strlen(key));
+    CHECK_INT(hearth__bt_put(t, &name, NULL, hearth_node_number(v)), 0);
+}
+
+static void test_bt_diff(void) {
+    hearth__bt *a = diff_tree(20000);
+    hearth__bt_incref(a);
+    hearth__bt *b = a; /* b shares every page with a, then changes */
+    diff_log d = {"", 0};
+    CHECK_INT(hearth__bt_diff(a, b, log_diff, &d), 0);
+    CHECK_INT(d.calls, 0);
+    put_num(&b, "k00007", -1);
+    put_num(&b, "k12345", -1);
+    put_num(&b, "k12345a", 5); /* added */
+    hearth__name gone;
+    hearth__name_init(&gone, "k19999", 6);
+    CHECK_INT(hearth__bt_remove(&b, &gone), 0);
+    CHECK_INT(hearth__bt_diff(a, b, log_diff, &d), 0);
+    CHECK_STR(d.text, "~k00007 ~k12345 +k12345a -k19999");
+    /* The other way round reports the mirror image. */
+    diff_log r = {"", 0};
+    CHECK_INT(hearth__bt_diff(b, a, log_diff, &r), 0);
+    CHECK_STR(r.text, "~k00007 ~k12345 -k12345a +k19999");
+    /* Against trees sharing nothing, every key is compared. */
+    hearth__bt *c = diff_tree(3);
+    diff_log all = {"", 0};
+    CHECK_INT(hearth__bt_diff(c, NULL, log_diff, &all), 0);
+    CHECK_STR(all.text, "-k00000 -k00001 -k00002");
+    hearth__bt_decref(a);
+    hearth__bt_decref(b);
+    hearth__bt_decref(c);
+}
+
 const test_case tree_tests[] = {
+    {"tree_bt_diff", test_bt_diff},
     {"tree_key_order", test_key_order},
     {"tree_key_integer_form", test_key_integer_form},
     {"tree_key_sentinels", test_key_sentinels},
