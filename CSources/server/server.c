@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 
+#include "query/index.h"
 #include "tree/json.h"
 
 #include <errno.h>
@@ -14,6 +15,9 @@
 /* Each namespace holds open files; a bound keeps a client inventing names
  * from exhausting them. */
 #define MAX_NAMESPACES 1000
+/* Indexes per namespace: a rule under a $wildcard can ask for one per
+ * matching location; past this, queries scan. */
+#define MAX_INDEXES 256
 
 static const char DEFAULT_RULES[] =
     "{\"rules\": {\".read\": true, \".write\": true}}";
@@ -111,6 +115,45 @@ bool hearth__rules_indexed(const json_t *rules, const char *const *keys,
                            size_t nkeys, const char *child) {
     const json_t *at = rules_at(json_object_get(rules, "rules"), keys, nkeys);
     return at && index_lists(json_object_get(at, ".indexOn"), child);
+}
+
+/* ---- indexes ---- */
+
+struct hearth__index *hearth__ns_index_for(hearth__namespace *ns,
+                                           const char *path,
+                                           const hearth_query_t *q) {
+    for (size_t i = 0; i < ns->nindexes; i++)
+        if (strcmp(ns->indexes[i].path, path) == 0 &&
+            strcmp(ns->indexes[i].child, q->child_path) == 0)
+            return ns->indexes[i].index;
+    if (ns->nindexes == MAX_INDEXES)
+        return NULL;
+    hearth__ns_index *grown =
+        hearth__realloc(ns->indexes, (ns->nindexes + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    ns->indexes = grown;
+    hearth__ns_index entry = {
+        hearth__strndup(path, strlen(path)),
+        hearth__strndup(q->child_path, strlen(q->child_path)), NULL};
+    if (!entry.path || !entry.child || hearth__index_new(q, &entry.index)) {
+        hearth__free(entry.path);
+        hearth__free(entry.child);
+        return NULL;
+    }
+    ns->indexes[ns->nindexes++] = entry;
+    return entry.index;
+}
+
+void hearth__ns_drop_indexes(hearth__namespace *ns) {
+    for (size_t i = 0; i < ns->nindexes; i++) {
+        hearth__free(ns->indexes[i].path);
+        hearth__free(ns->indexes[i].child);
+        hearth__index_free(ns->indexes[i].index);
+    }
+    hearth__free(ns->indexes);
+    ns->indexes = NULL;
+    ns->nindexes = 0;
 }
 
 /* ---- namespaces ---- */
@@ -225,6 +268,7 @@ static void on_http_closed(void *ctx) {
     /* Every connection is gone: the writes they made are applied; closing
      * each database commits and syncs the rest. */
     for (size_t i = 0; i < srv->nnamespaces; i++) {
+        hearth__ns_drop_indexes(&srv->namespaces[i]);
         hearth_db_close(srv->namespaces[i].db);
         json_decref(srv->namespaces[i].rules);
         hearth__free(srv->namespaces[i].name);

@@ -21,11 +21,20 @@ typedef struct hearth__sse_memo {
     hearth__shared_buf *bytes;
 } hearth__sse_memo;
 
+/* An index that ".indexOn" asked for, built on first use (query/index.h). */
+typedef struct hearth__ns_index {
+    char *path;  /* the indexed location, "/users" */
+    char *child; /* the child path ordered by */
+    struct hearth__index *index;
+} hearth__ns_index;
+
 typedef struct hearth__namespace {
     char *name;
     hearth_db_t *db;
     char *dir;
     json_t *rules; /* the rules document {"rules": {...}} */
+    hearth__ns_index *indexes;
+    size_t nindexes;
 } hearth__namespace;
 
 typedef struct hearth__server {
@@ -62,6 +71,14 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
                        const hearth_query_t *query, unsigned json_flags);
 void hearth__sse_keepalive(hearth__server *srv);
 void hearth__sse_close_all(hearth__server *srv);
+
+/* The index of child values at path, created when missing; NULL when the
+ * namespace holds its maximum of indexes (queries then scan). */
+struct hearth__index *hearth__ns_index_for(hearth__namespace *ns,
+                                           const char *path,
+                                           const hearth_query_t *q);
+/* Drops every index (the rules changed). */
+void hearth__ns_drop_indexes(hearth__namespace *ns);
 
 /* ".indexOn" lookup: whether the rules index `child` at path (keys). */
 bool hearth__rules_indexed(const json_t *rules, const char *const *keys,

@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "events/listeners.h"
+#include "query/index.h"
 
 /* Selected keys joined by spaces, in query order. */
 static int append_key(const char *key, const hearth_node_t *child, void *ctx) {
@@ -323,7 +324,122 @@ static void test_listener_index(void) {
     hearth__listeners_destroy(&l);
 }
 
+
+/* ---- indexes: the same answers as a scan, after any change ---- */
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t next_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A child {"s": value} with a value of any type, often equal to others. */
+static hearth_node_t *random_child(void) {
+    hearth_node_t *v;
+    switch (next_rand() % 7) {
+    case 0: v = hearth_node_null(); break;
+    case 1: v = hearth_node_boolean(next_rand() & 1); break;
+    case 2: v = hearth_node_number((double)(next_rand() % 20) - 10); break;
+    case 3: v = hearth_node_number((double)(next_rand() % 1000) / 7.0); break;
+    case 4: {
+        static const char *const s[] = {"", "a", "ab", "b", "\xc3\xa9",
+                                        "\xf0\x9f\x90\xb5", "\xef\xbd\x9e", "a\x01"};
+        const char *t = s[next_rand() % 8];
+        v = hearth_node_string(t, strlen(t));
+        break;
+    }
+    case 5: v = node_from("{\"deep\":1}"); break;
+    default: v = hearth_node_number(-0.0);
+    }
+    hearth_node_t *child = hearth_node_null();
+    if (!hearth_node_is_null(v))
+        CHECK_INT(hearth_node_set_child_new(&child, "s", v, NULL), 0);
+    else {
+        hearth_node_decref(v);
+        CHECK_INT(hearth_node_set_child_new(&child, "other", hearth_node_number(1), NULL), 0);
+    }
+    return child;
+}
+
+static void random_key(char *key, size_t size) {
+    static const char *const forms[] = {"%d", "k%d", "-%d", "0%d", "%d0"};
+    snprintf(key, size, forms[next_rand() % 5], (int)(next_rand() % 300));
+}
+
+static hearth_query_t *random_query(void) {
+    hearth_query_t *q = new_query();
+    CHECK_INT(hearth_query_order_by_child(q, "s", NULL), 0);
+    int kind = (int)(next_rand() % 6);
+    hearth_node_t *v = NULL;
+    if (kind > 0) {
+        hearth_node_t *c = random_child();
+        v = hearth_node_incref(hearth_node_child(c, "s"));
+        hearth_node_decref(c);
+    }
+    char key[16];
+    random_key(key, sizeof key);
+    const char *k = next_rand() & 1 ? key : NULL;
+    switch (kind) {
+    case 1: hearth_query_start_at(q, v, k, NULL); break;
+    case 2: hearth_query_start_after(q, v, k, NULL); break;
+    case 3: hearth_query_end_at(q, v, k, NULL); break;
+    case 4: hearth_query_end_before(q, v, k, NULL); break;
+    case 5: hearth_query_equal_to(q, v, k, NULL); break;
+    default: break;
+    }
+    hearth_node_decref(v);
+    if (next_rand() % 3 == 0)
+        hearth_query_limit_to_first(q, 1 + (uint32_t)(next_rand() % 10), NULL);
+    else if (next_rand() % 2 == 0)
+        hearth_query_limit_to_last(q, 1 + (uint32_t)(next_rand() % 10), NULL);
+    return q;
+}
+
+static void test_index_matches_scan(void) {
+    hearth_query_t *shape = new_query();
+    hearth_query_order_by_child(shape, "s", NULL);
+    hearth__index *ix;
+    CHECK_INT(hearth__index_new(shape, &ix), 0);
+    hearth_node_t *data = hearth_node_null();
+    for (int round = 0; round < 60; round++) {
+        /* Change a few children (add, replace, remove), keep a snapshot
+         * so the data is updated by copying, as in a database. */
+        hearth_node_t *before = hearth_node_incref(data);
+        int changes = round % 10 == 0 ? 200 : 1 + (int)(next_rand() % 5);
+        for (int i = 0; i < changes; i++) {
+            char key[16];
+            random_key(key, sizeof key);
+            hearth_node_t *child = next_rand() % 5 ? random_child() : hearth_node_null();
+            CHECK_INT(hearth_node_set_child_new(&data, key, child, NULL), 0);
+        }
+        hearth_node_decref(before);
+        CHECK_INT(hearth__index_sync(ix, data), 0);
+        CHECK_INT(hearth__index_size(ix), hearth_node_child_count(data));
+        for (int t = 0; t < 20; t++) {
+            hearth_query_t *q = random_query();
+            hearth_node_t *scan, *indexed;
+            CHECK_INT(hearth__query_view_node(q, data, &scan), 0);
+            CHECK_INT(hearth__index_view(ix, q, data, &indexed), 0);
+            if (!hearth_node_equal(scan, indexed)) {
+                char *qs = hearth_query_to_json(q), *a = to_json(scan), *b = to_json(indexed);
+                fprintf(stderr, "  query %s\n    scan    %s\n    indexed %s\n", qs, a, b);
+                free(qs), free(a), free(b);
+                test_failures++;
+            }
+            hearth_node_decref(scan);
+            hearth_node_decref(indexed);
+            hearth_query_free(q);
+        }
+    }
+    hearth__index_free(ix);
+    hearth_query_free(shape);
+    hearth_node_decref(data);
+}
+
 const test_case query_tests[] = {
+    {"query_index_matches_scan", test_index_matches_scan},
     {"query_order_by_child", test_order_by_child},
     {"query_order_by_key", test_order_by_key},
     {"query_order_by_priority_and_value", test_order_by_priority_and_value},
