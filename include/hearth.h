@@ -513,7 +513,9 @@ typedef struct hearth_server_config_s {
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a
- * database in data_dir/NAME, opened on first use. */
+ * database in data_dir/NAME, opened on first use. If SIGPIPE still has its
+ * default action, it is set to be ignored (a client closing early must not
+ * end the process). */
 HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
                                       hearth_server_t **out,
                                       hearth_error_t *err);

@@ -253,11 +253,10 @@ void hearth__http_stream_begin(hearth__http_conn *c, int status,
     c->on_close = on_close;
     c->on_close_ctx = ctx;
     send_bytes(c, head, (size_t)n, NULL, 0);
-    /* The connection now carries only this stream: stop reading requests. */
-    if (c->reading && !c->closing) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-    }
+    /* The connection now carries only this stream. It keeps reading (and
+     * dropping what arrives) so that a client that leaves is noticed at
+     * once, not at the next write: an idle stream's file, observer and
+     * memory go with it. */
     finish_request(c);
 }
 
@@ -278,8 +277,24 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
                                     hearth__shared_buf *b) {
     if (c->closing)
         return HEARTH_ECLOSED;
+    size_t offset = 0;
+    if (c->writes_pending == 0) {
+        /* Nothing queued: try the socket now, which for a fan-out to many
+         * streams usually takes it all without queuing anything. */
+        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n == (int)b->len)
+            return 0;
+        if (n > 0)
+            offset = (size_t)n;
+        else if (n != UV_EAGAIN) {
+            conn_close(c);
+            return HEARTH_ECLOSED;
+        }
+    }
     size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    if (backlog + b->len > c->server->limits.max_backlog) {
+    if (backlog + b->len - offset > c->server->limits.max_backlog) {
+        /* A client that stops reading must not grow our memory. */
         conn_close(c);
         return HEARTH_ECLOSED;
     }
@@ -291,7 +306,8 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     w->conn = c;
     w->shared = b;
     b->refs++;
-    return start_write(c, w, uv_buf_init(b->data, (unsigned)b->len));
+    return start_write(c, w,
+                       uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {
@@ -481,6 +497,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
+    if (c->streaming) { /* nothing more is asked on a stream */
+        c->in_off = c->in_len = 0;
+        return;
+    }
     c->in_len += (size_t)nread;
     if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
         uv_read_stop(stream);
@@ -560,7 +580,7 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
     s->open_handles = 1;
     rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
     if (!rc)
-        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+        rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
     if (rc) {
         hearth__error(err, HEARTH_EIO, NULL, "cannot listen on %s:%d: %s", host,
                       port, uv_strerror(rc));

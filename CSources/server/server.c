@@ -5,6 +5,7 @@
 #include "tree/json.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -325,6 +326,13 @@ int hearth_server_start(const hearth_server_config_t *config,
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
+    /* A client that goes away before its reply would otherwise kill the
+     * whole process with SIGPIPE on the next write: failed writes must be
+     * errors. Left alone if the program chose a disposition itself. */
+    struct sigaction pipe_action;
+    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 &&
+        pipe_action.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
     if (mkdir(dir, 0755) && errno != EEXIST)
         return hearth__error(err, HEARTH_EIO, dir,
                              "cannot create data directory %s: %s", dir,

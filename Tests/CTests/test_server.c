@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -140,7 +141,14 @@ static response request(int port, const char *method, const char *target,
     } while (0)
 
 static void test_rest_methods(void) {
+    struct sigaction before;
+    sigaction(SIGPIPE, NULL, &before);
+    CHECK(before.sa_handler == SIG_DFL);
     hearth_server_t *s = start();
+    /* A client leaving before its reply must not end the process. */
+    struct sigaction after;
+    sigaction(SIGPIPE, NULL, &after);
+    CHECK(after.sa_handler == SIG_IGN);
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "GET", "/.json", NULL, NULL, 200, "null");
     EXPECT_REQ(port, "PUT", "/users/ada.json", NULL, "{\"name\":\"Ada\"}", 200,
@@ -302,6 +310,17 @@ static void test_bad_http(void) {
     CHECK(strncmp(raw, "HTTP/1.1 431", 12) == 0);
     free(raw);
     close(fd);
+    /* Clients that leave before their reply (writes then fail with EPIPE)
+     * harm nobody: no SIGPIPE ends the process. */
+    for (int i = 0; i < 20; i++) {
+        fd = connect_to(port);
+        const char *put = "PUT /gone.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n7";
+        send_all(fd, put, strlen(put));
+        struct linger hard = {1, 0}; /* reset: the reply hits a closed socket */
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+        close(fd);
+    }
+    EXPECT_REQ(port, "GET", "/gone.json", NULL, NULL, 200, "7");
     /* A client vanishing mid-request harms nobody. */
     fd = connect_to(port);
     send_all(fd, "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n12", 46);
@@ -336,10 +355,23 @@ static void test_keep_alive_pipelining(void) {
     remove_tree(data_dir);
 }
 
+/* Open file descriptors of this process (the server runs in it). */
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
 static void test_server_sent_events(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "PUT", "/room.json", NULL, "{\"a\":1}", 200, NULL);
+    int fds_before = open_fds();
     int fd = connect_to(port);
     const char *req = "GET /room.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
     send_all(fd, req, strlen(req));
@@ -372,7 +404,11 @@ static void test_server_sent_events(void) {
     CHECK(strstr(buf, "event: patch\ndata: {\"path\":\"/\",\"data\":{\"c\":{\"d\":3},\"e\":4}}\n\n") != NULL);
     CHECK(strstr(buf, "event: put\ndata: {\"path\":\"/c/d\",\"data\":5}\n\n") != NULL);
     close(fd);
-    /* The stream's observer goes with its client; the server carries on. */
+    /* The stream goes with its client at once (not at the next write): its
+     * connection is closed, and the server carries on. */
+    for (int i = 0; i < 100 && open_fds() > fds_before; i++)
+        usleep(10000);
+    CHECK_INT(open_fds(), fds_before);
     EXPECT_REQ(port, "PUT", "/room/c.json", NULL, "3", 200, "3");
     stop(s);
     remove_tree(data_dir);
