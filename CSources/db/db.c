@@ -14,6 +14,7 @@
 #include "tree/json.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <uv.h>
 
@@ -639,11 +640,18 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     if (!db)
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = 0;
+    hearth__store_report report = {0};
     if (config && config->data_dir)
         rc = hearth__store_open(config->data_dir, config->fsync_mode,
-                                &db->store, &db->root, NULL, err);
+                                &db->store, &db->root, &report, err);
     else
         db->root = hearth_node_null();
+    if (!rc && report.torn_bytes)
+        /* Data was recovered up to a crash: say so where operators look. */
+        fprintf(stderr,
+                "hearth: %s: recovered up to the last complete write; cut "
+                "%llu bytes of a write torn by a crash\n",
+                config->data_dir, (unsigned long long)report.torn_bytes);
     if (rc) {
         hearth__free(db);
         return rc;

@@ -212,6 +212,12 @@ static void finish_request(hearth__http_conn *c) {
 void hearth__http_respond(hearth__http_conn *c, int status,
                           const char *content_type, const char *headers,
                           const char *body, size_t len) {
+    if (c->closing) {
+        /* The client left (or the server is stopping) while the answer was
+         * being made: nothing to send, and the server may be gone. */
+        finish_request(c);
+        return;
+    }
     bool keep = c->req.keep_alive && !c->server->closing;
     char head[1024];
     int n = snprintf(head, sizeof head,
@@ -236,9 +242,13 @@ void hearth__http_respond(hearth__http_conn *c, int status,
     finish_request(c);
 }
 
-void hearth__http_stream_begin(hearth__http_conn *c, int status,
-                               const char *content_type, const char *headers,
-                               void (*on_close)(void *ctx), void *ctx) {
+int hearth__http_stream_begin(hearth__http_conn *c, int status,
+                              const char *content_type, const char *headers,
+                              void (*on_close)(void *ctx), void *ctx) {
+    if (c->closing) { /* the client already left: no stream */
+        finish_request(c);
+        return HEARTH_ECLOSED;
+    }
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\n"
@@ -258,6 +268,7 @@ void hearth__http_stream_begin(hearth__http_conn *c, int status,
      * once, not at the next write: an idle stream's file, observer and
      * memory go with it. */
     finish_request(c);
+    return 0;
 }
 
 int hearth__http_stream_send(hearth__http_conn *c, const char *data,

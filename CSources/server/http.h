@@ -71,10 +71,11 @@ void hearth__http_respond(hearth__http_conn *conn, int status,
 
 /* Streams: the status line and headers go out at once; the connection then
  * belongs to the stream until hearth__http_stream_end or the client goes.
- * `on_close` runs once when the connection closes, whichever side ends it. */
-void hearth__http_stream_begin(hearth__http_conn *conn, int status,
-                               const char *content_type, const char *headers,
-                               void (*on_close)(void *ctx), void *ctx);
+ * `on_close` runs once when the connection closes, whichever side ends it.
+ * HEARTH_ECLOSED (and no on_close) when the client is already gone. */
+int hearth__http_stream_begin(hearth__http_conn *conn, int status,
+                              const char *content_type, const char *headers,
+                              void (*on_close)(void *ctx), void *ctx);
 /* Queues data; HEARTH_ECLOSED once the connection is gone or was dropped
  * for exceeding the backlog. */
 int hearth__http_stream_send(hearth__http_conn *conn, const char *data,

@@ -225,8 +225,11 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     if (srv->streams)
         srv->streams->prev = st;
     srv->streams = st;
-    hearth__http_stream_begin(conn, 200, "text/event-stream; charset=utf-8",
-                              NULL, on_conn_closed, st);
+    if (hearth__http_stream_begin(conn, 200, "text/event-stream; charset=utf-8",
+                                  NULL, on_conn_closed, st)) {
+        stream_free(st);
+        return;
+    }
     hearth_error_t err;
     /* On the loop thread the initial value is sent before this returns. */
     if (hearth_db_observe(ns->db, path, query, HEARTH_MASK_VALUE, on_value, st,

@@ -408,7 +408,7 @@ static void test_server_sent_events(void) {
      * connection is closed, and the server carries on. */
     for (int i = 0; i < 100 && open_fds() > fds_before; i++)
         usleep(10000);
-    CHECK_INT(open_fds(), fds_before);
+    CHECK(open_fds() <= fds_before); /* earlier replies may close too */
     EXPECT_REQ(port, "PUT", "/room/c.json", NULL, "3", 200, "3");
     stop(s);
     remove_tree(data_dir);
