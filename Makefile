@@ -132,6 +132,10 @@ $(PYVENV)/ok:
 	touch $@
 
 test-e2e: deps $(PYVENV)/ok
+	@command -v tmux >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
+	  else echo "make: the CLI test needs tmux: sudo apt-get install tmux"; exit 1; fi; }
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 

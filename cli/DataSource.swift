@@ -38,9 +38,72 @@ struct SourceOptions: ParsableArguments {
     }
 }
 
+/// Query flags, as the REST API names its parameters.
+struct QueryOptions: ParsableArguments {
+    @Option(help: "Order by \"$key\", \"$value\", \"$priority\" or a child path.")
+    var orderBy: String?
+
+    @Option(help: "Lower bound (a JSON value).")
+    var startAt: String?
+
+    @Option(help: "Upper bound (a JSON value).")
+    var endAt: String?
+
+    @Option(help: "Only this value (a JSON value).")
+    var equalTo: String?
+
+    @Option(help: "The first N children in the order.")
+    var limitToFirst: UInt32?
+
+    @Option(help: "The last N children in the order.")
+    var limitToLast: UInt32?
+
+    var isEmpty: Bool {
+        orderBy == nil && startAt == nil && endAt == nil && equalTo == nil
+            && limitToFirst == nil && limitToLast == nil
+    }
+
+    /// The REST parameters (orderBy JSON-encoded, as the API wants).
+    var restItems: [URLQueryItem] {
+        var items: [URLQueryItem] = []
+        if let orderBy {
+            let encoded = (try? JSONSerialization.data(withJSONObject: [orderBy], options: []))
+                .map { String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) } ?? "\"\(orderBy)\""
+            items.append(URLQueryItem(name: "orderBy", value: encoded))
+        }
+        if let startAt { items.append(URLQueryItem(name: "startAt", value: startAt)) }
+        if let endAt { items.append(URLQueryItem(name: "endAt", value: endAt)) }
+        if let equalTo { items.append(URLQueryItem(name: "equalTo", value: equalTo)) }
+        if let limitToFirst { items.append(URLQueryItem(name: "limitToFirst", value: "\(limitToFirst)")) }
+        if let limitToLast { items.append(URLQueryItem(name: "limitToLast", value: "\(limitToLast)")) }
+        return items
+    }
+}
+
+/// The writes a command can make.
+enum WriteKind {
+    case set, update, push, remove
+}
+
 enum DataSource {
     case directory(EmbeddedStore)
     case server(ServerStore)
+
+    /// The value at path (query applied) as JSON text.
+    func get(path: String, query: QueryOptions, pretty: Bool) throws -> String {
+        switch self {
+        case .directory(let s): try s.get(path: path, query: query, pretty: pretty)
+        case .server(let s): try s.get(path: path, query: query, pretty: pretty)
+        }
+    }
+
+    /// Makes a write; a push returns the new key.
+    func write(_ kind: WriteKind, path: String, json: Data) throws -> String? {
+        switch self {
+        case .directory(let s): try s.write(kind, path: path, json: json)
+        case .server(let s): try s.write(kind, path: path, json: json)
+        }
+    }
 
     /// The value at path as export-format JSON text.
     func export(path: String, pretty: Bool) throws -> String {
@@ -95,15 +158,67 @@ final class EmbeddedStore {
         return text.isEmpty ? String(cString: hearth_strerror(status)) : text
     }
 
+    /// A C query for the flags; nil for none. Messages are the core's.
+    static func makeQuery(_ options: QueryOptions) throws -> OpaquePointer? {
+        if options.isEmpty { return nil }
+        var q: OpaquePointer?
+        guard hearth_query_new(&q) == 0, let q else { throw CommandFailure(description: "out of memory") }
+        var err = hearth_error_t()
+        func check(_ status: Int32) throws {
+            if status != 0 {
+                hearth_query_free(q)
+                throw CommandFailure(description: message(err, status))
+            }
+        }
+        func node(_ json: String) throws -> OpaquePointer {
+            var n: OpaquePointer?
+            let status = hearth_node_from_json(json, -1, 0, &n, &err)
+            if status != 0 || n == nil {
+                hearth_query_free(q)
+                throw CommandFailure(description: "\(json) is not a JSON value: \(message(err, status))")
+            }
+            return n!
+        }
+        switch options.orderBy {
+        case nil: break
+        case "$key": try check(hearth_query_order_by_key(q, &err))
+        case "$value": try check(hearth_query_order_by_value(q, &err))
+        case "$priority": try check(hearth_query_order_by_priority(q, &err))
+        case let child?: try check(hearth_query_order_by_child(q, child, &err))
+        }
+        for (text, set) in [
+            (options.startAt, hearth_query_start_at), (options.endAt, hearth_query_end_at),
+            (options.equalTo, hearth_query_equal_to),
+        ] {
+            guard let text else { continue }
+            let value = try node(text)
+            defer { hearth_node_decref(value) }
+            try check(set(q, value, nil, &err))
+        }
+        if let n = options.limitToFirst { try check(hearth_query_limit_to_first(q, n, &err)) }
+        if let n = options.limitToLast { try check(hearth_query_limit_to_last(q, n, &err)) }
+        return q
+    }
+
+    func get(path: String, query: QueryOptions, pretty: Bool) throws -> String {
+        let q = try Self.makeQuery(query)
+        defer { if let q { hearth_query_free(q) } }
+        return try read(path: path, query: q, flags: pretty ? UInt32(HEARTH_JSON_PRETTY) : 0)
+    }
+
     func export(path: String, pretty: Bool) throws -> String {
+        try read(path: path, query: nil,
+                 flags: UInt32(HEARTH_JSON_EXPORT) | (pretty ? UInt32(HEARTH_JSON_PRETTY) : 0))
+    }
+
+    private func read(path: String, query: OpaquePointer?, flags: UInt32) throws -> String {
         var node: OpaquePointer?
         var err = hearth_error_t()
-        let status = hearth_db_get(db, path, nil, &node, &err)
+        let status = hearth_db_get(db, path, query, &node, &err)
         guard status == 0, let node else {
             throw CommandFailure(description: Self.message(err, status))
         }
         defer { hearth_node_decref(node) }
-        let flags = UInt32(HEARTH_JSON_EXPORT) | (pretty ? UInt32(HEARTH_JSON_PRETTY) : 0)
         guard let text = hearth_node_to_json(node, flags, nil) else {
             throw CommandFailure(description: "out of memory")
         }
@@ -112,13 +227,19 @@ final class EmbeddedStore {
     }
 
     func importJSON(_ text: Data, path: String) throws {
+        _ = try write(.set, path: path, json: text)
+    }
+
+    func write(_ kind: WriteKind, path: String, json text: Data) throws -> String? {
         var node: OpaquePointer?
         var err = hearth_error_t()
-        let status = text.withUnsafeBytes { raw in
-            hearth_node_from_json(
-                raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
-                UInt32(HEARTH_JSON_ALLOW_SERVER_VALUES), &node, &err)
-        }
+        let status = kind == .remove || kind == .update
+            ? (hearth_node_from_json("null", -1, 0, &node, &err))
+            : text.withUnsafeBytes { raw in
+                hearth_node_from_json(
+                    raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
+                    UInt32(HEARTH_JSON_ALLOW_SERVER_VALUES), &node, &err)
+            }
         guard status == 0, let node else {
             throw CommandFailure(description: Self.message(err, status))
         }
@@ -131,13 +252,26 @@ final class EmbeddedStore {
         }
         let box = Box(done)
         let ctx = Unmanaged.passRetained(box).toOpaque()
-        let rc = hearth_db_set(
-            db, path, node,
-            { status, ctx in
-                let box = Unmanaged<Box>.fromOpaque(ctx!).takeUnretainedValue()
-                box.status = status
-                box.done.signal()
-            }, ctx, { ctx in Unmanaged<Box>.fromOpaque(ctx!).release() }, &err)
+        let completion: hearth_completion_cb = { status, ctx in
+            let box = Unmanaged<Box>.fromOpaque(ctx!).takeUnretainedValue()
+            box.status = status
+            box.done.signal()
+        }
+        let release: hearth_free_cb = { ctx in Unmanaged<Box>.fromOpaque(ctx!).release() }
+        var key = [CChar](repeating: 0, count: Int(HEARTH_PUSH_ID_SIZE))
+        let rc: Int32
+        switch kind {
+        case .set, .remove:
+            rc = hearth_db_set(db, path, node, completion, ctx, release, &err)
+        case .push:
+            rc = hearth_db_push(db, path, node, &key, completion, ctx, release, &err)
+        case .update:
+            rc = text.withUnsafeBytes { raw in
+                hearth_db_update_json(
+                    db, path, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
+                    completion, ctx, release, &err)
+            }
+        }
         guard rc == 0 else {
             Unmanaged<Box>.fromOpaque(ctx).release()
             throw CommandFailure(description: Self.message(err, rc))
@@ -146,6 +280,8 @@ final class EmbeddedStore {
         if box.status != 0 {
             throw CommandFailure(description: String(cString: hearth_strerror(box.status)))
         }
+        guard kind == .push else { return nil }
+        return String(decoding: key.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
@@ -167,14 +303,18 @@ struct ServerStore {
         namespace = parsed.queryItems?.first { $0.name == "ns" }?.value
     }
 
+    /// The REST URL of path with query parameters (and the namespace).
+    func url(for path: String, query: [URLQueryItem]) -> URL {
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        components.path = "/" + path.split(separator: "/").joined(separator: "/") + ".json"
+        components.queryItems = query + (namespace.map { [URLQueryItem(name: "ns", value: $0)] } ?? [])
+        return components.url!
+    }
+
     private func request(_ method: String, path: String, query: [URLQueryItem], body: Data?) throws
         -> Data
     {
-        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
-        let trimmed = path.split(separator: "/").joined(separator: "/")
-        components.path = "/" + trimmed + (trimmed.isEmpty ? "" : "") + ".json"
-        components.queryItems = query + (namespace.map { [URLQueryItem(name: "ns", value: $0)] } ?? [])
-        var req = URLRequest(url: components.url!)
+        var req = URLRequest(url: url(for: path, query: query))
         req.httpMethod = method
         req.httpBody = body
         req.setValue("Bearer owner", forHTTPHeaderField: "Authorization")
@@ -210,7 +350,26 @@ struct ServerStore {
         return String(decoding: try request("GET", path: path, query: query, body: nil), as: UTF8.self)
     }
 
+    func get(path: String, query: QueryOptions, pretty: Bool) throws -> String {
+        var items = query.restItems
+        if pretty { items.append(URLQueryItem(name: "print", value: "pretty")) }
+        return String(decoding: try request("GET", path: path, query: items, body: nil), as: UTF8.self)
+    }
+
     func importJSON(_ text: Data, path: String) throws {
         _ = try request("PUT", path: path, query: [URLQueryItem(name: "print", value: "silent")], body: text)
+    }
+
+    func write(_ kind: WriteKind, path: String, json: Data) throws -> String? {
+        switch kind {
+        case .set: _ = try request("PUT", path: path, query: [], body: json)
+        case .update: _ = try request("PATCH", path: path, query: [], body: json)
+        case .remove: _ = try request("DELETE", path: path, query: [], body: nil)
+        case .push:
+            let reply = try request("POST", path: path, query: [], body: json)
+            let object = try? JSONSerialization.jsonObject(with: reply) as? [String: Any]
+            return object?["name"] as? String
+        }
+        return nil
     }
 }

@@ -25,8 +25,10 @@ struct HearthCommand: AsyncParsableCommand {
             """,
         version: Database.sdkVersion(),
         subcommands: [
-            ServeCommand.self, ExportCommand.self, ImportCommand.self, VersionCommand.self,
-            CheckCommand.self,
+            ServeCommand.self, GetCommand.self, SetCommand.self, UpdateCommand.self,
+            PushCommand.self, RemoveCommand.self, WatchCommand.self, ExportCommand.self,
+            ImportCommand.self,
+            VersionCommand.self, CheckCommand.self,
         ])
 
     /// Parses the arguments, runs the command and exits with the CLI's

@@ -293,6 +293,77 @@ class ExportImport(unittest.TestCase):
             shutil.rmtree(directory)
 
 
+class CommandLine(unittest.TestCase):
+    def hearth(self, *args, data=None):
+        return subprocess.run([HEARTH, *args], input=data, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_get_set_update_push_remove(self):
+        directory = tempfile.mkdtemp(prefix="hearth-e2e-")
+        server = Server(directory).start()
+        url = f"http://127.0.0.1:{server.port}/?ns=cli"
+        try:
+            for args in (["set", "/users/ada", '{"name":"Ada","age":36}'],
+                         ["set", "/users/bob", '{"name":"Bob","age":20}'],
+                         ["update", "/", '{"users/cy":{"name":"Cy","age":50}}'],
+                         ["remove", "/users/bob"]):
+                r = self.hearth(*args, "--url", url)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            r = self.hearth("push", "/log", '{"m":1}', "--url", url,
+                            "--format", "json")
+            key = json.loads(r.stdout)["name"]
+            r = self.hearth("get", "/", "--url", url, "--format", "json")
+            self.assertEqual(json.loads(r.stdout), {
+                "users": {"ada": {"name": "Ada", "age": 36},
+                          "cy": {"name": "Cy", "age": 50}},
+                "log": {key: {"m": 1}}})
+            r = self.hearth("get", "/users", "--order-by", "$key",
+                            "--limit-to-last", "1", "--url", url,
+                            "--format", "json")
+            self.assertEqual(json.loads(r.stdout), {"cy": {"name": "Cy", "age": 50}})
+            r = self.hearth("set", "/x", '{"a.b":1}', "--url", url)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("a.b", r.stderr)
+            r = self.hearth("get", "--url", url, "--bogus")
+            self.assertEqual(r.returncode, 64)
+        finally:
+            server.stop()
+            shutil.rmtree(directory)
+
+    def test_watch_beside_set_in_tmux(self):
+        """`hearth watch` in one tmux pane, `hearth set` in another."""
+        directory = tempfile.mkdtemp(prefix="hearth-e2e-")
+        server = Server(directory).start()
+        url = f"http://127.0.0.1:{server.port}/"
+        session = f"hearth-e2e-{os.getpid()}"
+        try:
+            subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x",
+                            "200", "-y", "50",
+                            f"{HEARTH} watch /room --url {url}"], check=True)
+            subprocess.run(["tmux", "split-window", "-t", session, "-v"],
+                           check=True)
+            time.sleep(1)
+            for cmd in (f"{HEARTH} set /room/a 1 --url {url}",
+                        f"{HEARTH} update /room '{{\"b\":2,\"c\":{{\"d\":3}}}}' --url {url}",
+                        f"{HEARTH} set /room/c/d 4 --url {url}"):
+                subprocess.run(["tmux", "send-keys", "-t", f"{session}.1", cmd,
+                                "Enter"], check=True)
+                time.sleep(0.7)
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", f"{session}.0"],
+                capture_output=True, text=True, check=True).stdout
+            lines = [l for l in screen.splitlines() if l.startswith("{")]
+            self.assertEqual(lines, [
+                '{"event":"put","path":"/","data":null}',
+                '{"event":"put","path":"/","data":{"a":1}}',
+                '{"event":"patch","path":"/","data":{"b":2,"c":{"d":3}}}',
+                '{"event":"put","path":"/c/d","data":4}'])
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session])
+            server.stop()
+            shutil.rmtree(directory)
+
+
 if __name__ == "__main__":
     runner = unittest.TextTestRunner(verbosity=2)
     result = runner.run(unittest.defaultTestLoader.loadTestsFromModule(

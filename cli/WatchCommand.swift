@@ -1,0 +1,154 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `hearth watch`: follow a location on a server, as JSON Lines.
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print every change at a location on a server, one JSON line each.",
+        discussion: """
+            Each line is {"event":"put"|"patch","path":P,"data":D}, flushed as it \
+            arrives: the first puts the whole value at "/", later ones replace P (put) or \
+            each key under P (patch), with P relative to the watched location, as the \
+            REST API's streaming sends them. Ctrl-C stops. A data directory belongs to \
+            the one process that opened it, so watching needs a server (--url).
+
+            Examples:
+              hearth watch /rooms/lobby --url http://127.0.0.1:9000/
+              hearth watch / --url http://127.0.0.1:9000/?ns=shop | jq .
+            """)
+
+    @Argument(help: "The location to watch.")
+    var path = "/"
+
+    @OptionGroup var query: QueryOptions
+    @OptionGroup var source: SourceOptions
+
+    func validate() throws {
+        if source.data != nil {
+            throw ValidationError(
+                "watch follows a server: give --url (a data directory is held by one process)")
+        }
+    }
+
+    func run() throws {
+        guard case .server(let server) = try openOrReport() else { return }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let stop = DispatchSemaphore(value: 0)
+        let stream = EventStream(onEnd: { stop.signal() })
+        let task = stream.session.dataTask(with: server.streamRequest(path: path, query: query.restItems))
+        task.resume()
+        let queue = DispatchQueue(label: "hearth.watch.signals")
+        let sources = [SIGINT, SIGTERM].map { sig in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        stop.wait()
+        task.cancel()
+        sources.forEach { $0.cancel() }
+        if let failure = stream.failure {
+            Output.error("\(Output.errorLabel)\(failure)")
+            throw ExitCode.failure
+        }
+    }
+
+    private func openOrReport() throws -> DataSource {
+        do {
+            return try source.open()
+        } catch {
+            Output.error("\(Output.errorLabel)\(error)")
+            throw ExitCode.failure
+        }
+    }
+}
+
+/// Reads a server-sent event stream and prints its events as JSON Lines.
+final class EventStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: the session calls the delegate on its own serial queue;
+    // `failure` is read only after `onEnd`.
+    private var pending = Data()
+    private let onEnd: @Sendable () -> Void
+    private(set) var failure: String?
+    lazy var session: URLSession = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return URLSession(configuration: .default, delegate: self, delegateQueue: queue)
+    }()
+
+    init(onEnd: @escaping @Sendable () -> Void) {
+        self.onEnd = onEnd
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        if status != 200 {
+            failure = "server answered \(status)"
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        pending.append(data)
+        if failure != nil {
+            failure! += ": " + String(decoding: pending, as: UTF8.self)
+            pending.removeAll()
+            return
+        }
+        // Events end with a blank line.
+        let separator = Data("\n\n".utf8)
+        while let end = pending.range(of: separator) {
+            let block = String(decoding: pending[pending.startIndex..<end.lowerBound], as: UTF8.self)
+            pending.removeSubrange(pending.startIndex..<end.upperBound)
+            emit(block)
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let error, (error as NSError).code != NSURLErrorCancelled {
+            failure = error.localizedDescription
+        }
+        onEnd()
+    }
+
+    /// One event: `event: NAME` and `data: JSON` lines.
+    private func emit(_ block: String) {
+        var event = "", data = ""
+        for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("event: ") { event = String(line.dropFirst(7)) }
+            if line.hasPrefix("data: ") { data = String(line.dropFirst(6)) }
+        }
+        switch event {
+        case "put", "patch":
+            // The server's {"path":..,"data":..} with the event name spliced
+            // in, so numbers and key order stay exactly as sent.
+            guard data.hasPrefix("{") else { return }
+            Output.line("{\"event\":\"\(event)\"," + data.dropFirst())
+        case "cancel", "auth_revoked":
+            failure = "the server ended the stream (\(event))"
+        default:
+            break  // keep-alive
+        }
+    }
+}
+
+extension ServerStore {
+    /// The streaming request for path.
+    func streamRequest(path: String, query: [URLQueryItem]) -> URLRequest {
+        var request = URLRequest(url: url(for: path, query: query))
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        request.setValue("Bearer owner", forHTTPHeaderField: "Authorization")
+        request.timeoutInterval = 365 * 24 * 3600  // keep-alives come every 30 s
+        return request
+    }
+}
