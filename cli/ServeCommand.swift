@@ -48,9 +48,6 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
-        // Signals are taken by a dispatch source, not the default action.
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
         let server: HearthServer
         do {
             server = try HearthServer(.init(
@@ -66,17 +63,8 @@ struct ServeCommand: ParsableCommand {
             ?? "rules: each namespace's own (default: read and write for everyone)")
         Output.line("rules are not enforced yet; stop with Ctrl-C")
 
-        let stopped = DispatchSemaphore(value: 0)
-        let queue = DispatchQueue(label: "hearth.serve.signals")
-        let sources = [SIGINT, SIGTERM].map { sig in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { stopped.signal() }
-            source.resume()
-            return source
-        }
-        stopped.wait()
+        Interrupt.wait()
         server.stop()
-        sources.forEach { $0.cancel() }
         Output.line("stopped")
     }
 }

@@ -38,22 +38,12 @@ struct WatchCommand: ParsableCommand {
 
     func run() throws {
         guard case .server(let server) = try openOrReport() else { return }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
         let stop = DispatchSemaphore(value: 0)
         let stream = EventStream(onEnd: { stop.signal() })
         let task = stream.session.dataTask(with: server.streamRequest(path: path, query: query.restItems))
         task.resume()
-        let queue = DispatchQueue(label: "hearth.watch.signals")
-        let sources = [SIGINT, SIGTERM].map { sig in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            return source
-        }
-        stop.wait()
+        Interrupt.wait(orUntil: stop)  // Ctrl-C, or the server ended the stream
         task.cancel()
-        sources.forEach { $0.cancel() }
         if let failure = stream.failure {
             Output.error("\(Output.errorLabel)\(failure)")
             throw ExitCode.failure

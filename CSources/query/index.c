@@ -294,23 +294,13 @@ int hearth__index_view(const hearth__index *ix, const hearth_query_t *q,
             break;
         entries[made] = (hearth__entry){key, hearth_node_incref(e->node)};
     }
-    if (made < n)
-        rc = HEARTH_ENOMEM;
-    hearth__bt *tree = NULL;
-    if (!rc) {
-        if (made > 1)
-            qsort(entries, made, sizeof *entries, entry_cmp);
-        rc = hearth__bt_build(entries, made, &tree);
-    }
-    if (rc) {
+    if (made < n) {
         for (size_t i = 0; i < made; i++) {
             hearth__key_decref(entries[i].key);
             hearth_node_decref(entries[i].node);
         }
         hearth__free(entries);
-        return rc;
+        return HEARTH_ENOMEM;
     }
-    hearth__free(entries);
-    *out = hearth__node_obj_new(tree, NULL);
-    return *out ? 0 : HEARTH_ENOMEM;
+    return hearth__node_from_entries(entries, made, out);
 }

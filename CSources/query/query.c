@@ -526,12 +526,6 @@ int hearth__query_select(const hearth_query_t *q, const hearth_node_t *node,
     return 0;
 }
 
-static int compare_entry_keys(const void *a, const void *b) {
-    hearth__name na = hearth__key_name(((const hearth__entry *)a)->key);
-    hearth__name nb = hearth__key_name(((const hearth__entry *)b)->key);
-    return hearth__name_compare(&na, &nb);
-}
-
 int hearth__query_view_node(const hearth_query_t *q, const hearth_node_t *node,
                             hearth_node_t **out) {
     if (hearth__query_loads_all(q)) {
@@ -552,26 +546,12 @@ int hearth__query_view_node(const hearth_query_t *q, const hearth_node_t *node,
         entries[i] = (hearth__entry){(hearth__key *)items[i].key,
                                      (hearth_node_t *)items[i].node};
     hearth__free(items);
-    /* The tree wants key order; the selection is in query order. */
-    if (n > 1)
-        qsort(entries, n, sizeof *entries, compare_entry_keys);
+    /* Taken over by the node (which puts them back in key order). */
     for (size_t i = 0; i < n; i++) {
         hearth__key_incref(entries[i].key);
         hearth_node_incref(entries[i].node);
     }
-    hearth__bt *tree;
-    rc = hearth__bt_build(entries, n, &tree);
-    if (rc) {
-        for (size_t i = 0; i < n; i++) {
-            hearth__key_decref(entries[i].key);
-            hearth_node_decref(entries[i].node);
-        }
-        hearth__free(entries);
-        return rc;
-    }
-    hearth__free(entries);
-    *out = hearth__node_obj_new(tree, NULL);
-    return *out ? 0 : HEARTH_ENOMEM;
+    return hearth__node_from_entries(entries, n, out);
 }
 
 int hearth_query_apply(const hearth_query_t *q, const hearth_node_t *node,

@@ -5,6 +5,7 @@
 #include "path/path.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -135,6 +136,31 @@ hearth_node_t *hearth__node_obj_new(hearth__bt *tree, hearth_node_t *priority) {
     }
     n->reserved = (uint8_t)(depth + 1);
     return n;
+}
+
+static int compare_entry_names(const void *a, const void *b) {
+    hearth__name na = hearth__key_name(((const hearth__entry *)a)->key);
+    hearth__name nb = hearth__key_name(((const hearth__entry *)b)->key);
+    return hearth__name_compare(&na, &nb);
+}
+
+int hearth__node_from_entries(hearth__entry *entries, size_t n,
+                              hearth_node_t **out) {
+    if (n > 1)
+        qsort(entries, n, sizeof *entries, compare_entry_names);
+    hearth__bt *tree = NULL;
+    int rc = hearth__bt_build(entries, n, &tree);
+    if (rc) {
+        for (size_t i = 0; i < n; i++) {
+            hearth__key_decref(entries[i].key);
+            hearth_node_decref(entries[i].node);
+        }
+    }
+    hearth__free(entries);
+    if (rc)
+        return rc;
+    *out = hearth__node_obj_new(tree, NULL);
+    return *out ? 0 : HEARTH_ENOMEM;
 }
 
 /* A new object node sharing n's children and priority. */

@@ -65,6 +65,12 @@ static inline const hearth_node_t *hearth__prio(const hearth_node_t *n) {
  * may be NULL); the empty node when tree is NULL. Returns NULL (and
  * releases both) when out of memory. */
 hearth_node_t *hearth__node_obj_new(hearth__bt *tree, hearth_node_t *priority);
+/* A new object node (no priority) from n entries with distinct keys in any
+ * order, taking over the entries' references and the array (hearth__free),
+ * also on failure. */
+int hearth__node_from_entries(hearth__entry *entries, size_t n,
+                              hearth_node_t **out);
+
 /* A new reference to a copy of leaf n with another priority. */
 hearth_node_t *hearth__node_leaf_with_priority(const hearth_node_t *n,
                                                hearth_node_t *priority);
