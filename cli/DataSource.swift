@@ -360,6 +360,15 @@ struct ServerStore {
         _ = try request("PUT", path: path, query: [URLQueryItem(name: "print", value: "silent")], body: text)
     }
 
+    func rules() throws -> String {
+        String(decoding: try request("GET", path: "/.settings/rules", query: [], body: nil),
+               as: UTF8.self)
+    }
+
+    func setRules(_ text: Data) throws {
+        _ = try request("PUT", path: "/.settings/rules", query: [], body: text)
+    }
+
     func write(_ kind: WriteKind, path: String, json: Data) throws -> String? {
         switch kind {
         case .set: _ = try request("PUT", path: path, query: [], body: json)

@@ -321,6 +321,16 @@ class CommandLine(unittest.TestCase):
                             "--limit-to-last", "1", "--url", url,
                             "--format", "json")
             self.assertEqual(json.loads(r.stdout), {"cy": {"name": "Cy", "age": 50}})
+            r = self.hearth("get", "/users", "--order-by", "age", "--url", url)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("Index not defined", r.stderr)
+            r = self.hearth("rules", "set", "-", "--url", url, data=
+                            '{"rules": {/* indexed */ "users": {".indexOn": ["age"]}}}')
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(".indexOn", self.hearth("rules", "get", "--url", url).stdout)
+            r = self.hearth("get", "/users", "--order-by", "age",
+                            "--limit-to-first", "1", "--url", url, "--format", "json")
+            self.assertEqual(json.loads(r.stdout), {"ada": {"name": "Ada", "age": 36}})
             r = self.hearth("set", "/x", '{"a.b":1}', "--url", url)
             self.assertEqual(r.returncode, 1)
             self.assertIn("a.b", r.stderr)
