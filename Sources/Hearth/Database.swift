@@ -51,15 +51,19 @@ public final class Database: @unchecked Sendable {
         database(url: defaultURL)
     }
 
-    /// The database for `url`: `"memory:"` is the shared default database,
-    /// `"memory:NAME"` an in-memory database of its own, the same instance
-    /// for every call with that URL. Other URLs are not supported yet
-    /// (a precondition failure, as the SDK raises for an invalid URL).
+    /// The database for `url`, the same instance for every call with that
+    /// URL: `"memory:"` is the shared default database, `"memory:NAME"` an
+    /// in-memory database of its own, `"file:///DIR"` a durable embedded
+    /// database kept in DIR (every write logged and synced before its
+    /// completion runs; one process per directory). Network URLs arrive
+    /// with the realtime protocol; until then they, and a directory that
+    /// cannot be opened, stop with a precondition failure (as the SDK
+    /// raises for an invalid URL).
     public static func database(url: String) -> Database {
-        guard url.hasPrefix("memory:") else {
+        guard url.hasPrefix("memory:") || url.hasPrefix("file://") else {
             preconditionFailure(
-                "Hearth: unsupported database URL \"\(url)\": this build supports only in-memory "
-                    + "databases (\"memory:\" or \"memory:NAME\")")
+                "Hearth: unsupported database URL \"\(url)\": this build supports embedded "
+                    + "databases (\"memory:\", \"memory:NAME\", \"file:///DIR\")")
         }
         return instances.withLock { instances in
             if let database = instances[url] { return database }
@@ -74,7 +78,17 @@ public final class Database: @unchecked Sendable {
     init(url: String) {
         var db: OpaquePointer?
         var details = hearth_error_t()
-        let status = hearth_db_open(nil, &db, &details)
+        let directory = url.hasPrefix("file://") ? URL(string: url)?.path : nil
+        let status: Int32
+        if let directory {
+            status = directory.withCString { dir in
+                var config = hearth_db_config_t()
+                config.data_dir = dir
+                return hearth_db_open(&config, &db, &details)
+            }
+        } else {
+            status = hearth_db_open(nil, &db, &details)
+        }
         guard status == 0, let db else {
             preconditionFailure(
                 "Hearth: cannot open a database: \(HearthError(status: status, details: details).message)")
