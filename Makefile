@@ -14,14 +14,14 @@ CC        ?= cc
 BUILD     := build
 PKGS      := jansson libuv libcrypto zlib
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
-             pkg-config
+             libwslay-dev pkg-config
 
 VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
 
 WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ICSources -Iinclude \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
+LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lwslay -lpthread -lm
 
 SRC       := $(sort $(wildcard CSources/*/*.c))
 OBJ       := $(SRC:CSources/%.c=$(BUILD)/obj/%.o)
@@ -43,7 +43,8 @@ lib: deps $(BUILD)/libhearth.a $(BUILD)/libhearth.so $(BUILD)/hearth.pc
 # Installs missing system packages when root, else says what to install.
 deps:
 	@if ! pkg-config --exists $(PKGS) 2>/dev/null || \
-	    ! [ -f /usr/include/http_parser.h ]; then \
+	    ! [ -f /usr/include/http_parser.h ] || \
+	    ! [ -f /usr/include/wslay/wslay.h ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "make: installing $(APT_PKGS)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -81,7 +82,7 @@ $(BUILD)/hearth.pc: Makefile
 	  'Version: $(VERSION)' \
 	  'Requires.private: jansson libuv libcrypto zlib' \
 	  'Libs: -L$${libdir} -lhearth' \
-	  'Libs.private: -lhttp_parser -lpthread -lm' \
+	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@
 
 cli: deps
@@ -128,7 +129,7 @@ test-swift: deps
 PYVENV := $(BUILD)/pyvenv
 $(PYVENV)/ok:
 	python3 -m venv $(PYVENV)
-	$(PYVENV)/bin/pip install -q firebase-admin pyrebase4
+	$(PYVENV)/bin/pip install -q firebase-admin pyrebase4 websocket-client
 	touch $@
 
 test-e2e: deps $(PYVENV)/ok

@@ -33,7 +33,9 @@ let package = Package(
             path: "CSources",
             publicHeadersPath: "include",
             cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags,
-            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("http_parser")]),
+            linkerSettings: [
+                .linkedLibrary("z"), .linkedLibrary("http_parser"), .linkedLibrary("wslay"),
+            ]),
         .target(
             name: "Hearth",
             dependencies: ["CHearth"],

@@ -47,6 +47,8 @@ struct hearth__http_conn {
     int writes_pending;
     void (*on_close)(void *ctx);
     void *on_close_ctx;
+    /* an upgraded connection: raw bytes in both directions */
+    void (*on_data)(void *ctx, const char *data, size_t len);
 };
 
 static http_parser_settings settings;
@@ -321,6 +323,44 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
                        uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));
 }
 
+int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
+                         void (*on_data)(void *ctx, const char *data,
+                                         size_t len),
+                         void (*on_close)(void *ctx), void *ctx) {
+    if (c->closing) {
+        finish_request(c);
+        return HEARTH_ECLOSED;
+    }
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 101 Switching Protocols\r\n"
+                     "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
+                     headers ? headers : "");
+    c->streaming = true;
+    c->on_data = on_data;
+    c->on_close = on_close;
+    c->on_close_ctx = ctx;
+    send_bytes(c, head, (size_t)n, NULL, 0);
+    finish_request(c);
+    /* Bytes that came right behind the request belong to the new protocol:
+     * on_read hands them over with the next read, or now. */
+    if (c->in_len > c->in_off && !c->closing) {
+        size_t len = c->in_len - c->in_off;
+        char *copy = hearth__malloc(len);
+        if (copy) {
+            memcpy(copy, c->in + c->in_off, len);
+            c->in_off = c->in_len = 0;
+            on_data(ctx, copy, len);
+            hearth__free(copy);
+        }
+    }
+    return 0;
+}
+
+int hearth__http_raw_send(hearth__http_conn *c, const char *data, size_t len) {
+    return hearth__http_stream_send(c, data, len);
+}
+
 void hearth__http_stream_end(hearth__http_conn *c) {
     if (c->writes_pending == 0)
         conn_close(c);
@@ -508,8 +548,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
-    if (c->streaming) { /* nothing more is asked on a stream */
+    if (c->streaming) { /* no more requests: a stream or an upgrade */
+        c->in_len += (size_t)nread;
+        size_t len = c->in_len - c->in_off;
+        const char *data = c->in + c->in_off;
         c->in_off = c->in_len = 0;
+        if (c->on_data && len)
+            c->on_data(c->on_close_ctx, data, len);
         return;
     }
     c->in_len += (size_t)nread;

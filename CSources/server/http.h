@@ -82,6 +82,17 @@ int hearth__http_stream_send(hearth__http_conn *conn, const char *data,
                              size_t len);
 void hearth__http_stream_end(hearth__http_conn *conn);
 
+/* Upgrades the connection of the request being answered (WebSocket):
+ * answers 101 with the extra `headers`, then every byte that arrives goes
+ * to on_data, and raw bytes are sent with hearth__http_raw_send; on_close
+ * runs once when the connection closes. */
+int hearth__http_upgrade(hearth__http_conn *conn, const char *headers,
+                         void (*on_data)(void *ctx, const char *data,
+                                         size_t len),
+                         void (*on_close)(void *ctx), void *ctx);
+int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
+                          size_t len);
+
 /* Bytes sent to many streams without a copy each (loop thread only). */
 typedef struct hearth__shared_buf {
     int refs;

@@ -6,6 +6,7 @@
 
 #include "query/index.h"
 #include "query/query.h"
+#include "server/realtime.h"
 #include "tree/json.h"
 
 #include <http_parser.h>
@@ -828,6 +829,17 @@ void hearth__rest_handle(hearth__http_conn *conn,
             "Access-Control-Allow-Headers: Content-Type, Authorization, "
             "X-Firebase-ETag, If-Match, If-None-Match\r\n",
             "", 0);
+        rest_free(&r);
+        return;
+    }
+    if (strcmp(r.path, "/.ws") == 0) { /* the realtime protocol */
+        char nsbuf[130];
+        hearth_error_t err;
+        if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
+                                     &r.ns, &err))
+            reply_error(conn, 400, err.message);
+        else
+            hearth__realtime_accept(r.srv, conn, req, r.ns);
         rest_free(&r);
         return;
     }

@@ -374,6 +374,150 @@ class CommandLine(unittest.TestCase):
             shutil.rmtree(directory)
 
 
+class Realtime(unittest.TestCase):
+    """The realtime protocol (v5) over WebSocket, as the official clients
+    speak it, beside REST on the same server."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-")
+        cls.server = Server(cls.dir).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        code, out = cls.server.stop()
+        assert code == 0, out
+        shutil.rmtree(cls.dir)
+
+    def connect(self, ns="rt"):
+        import websocket
+        ws = websocket.create_connection(
+            f"ws://127.0.0.1:{self.server.port}/.ws?v=5&ns={ns}", timeout=5)
+        hello = json.loads(ws.recv())
+        self.assertEqual(hello["t"], "c")
+        self.assertEqual(hello["d"]["t"], "h")
+        self.assertEqual(hello["d"]["d"]["v"], "5")
+        self.assertLess(abs(hello["d"]["d"]["ts"] - time.time() * 1000), 60000)
+        return ws
+
+    @staticmethod
+    def send(ws, r, action, body):
+        ws.send(json.dumps({"t": "d", "d": {"r": r, "a": action, "b": body}}))
+
+    @staticmethod
+    def recv(ws):
+        return json.loads(ws.recv())
+
+    def test_listen_data_before_ok_and_own_writes_before_ok(self):
+        ws = self.connect()
+        self.send(ws, 1, "q", {"p": "/room", "h": ""})
+        self.assertEqual(self.recv(ws)["d"], {"a": "d", "b": {"p": "/room", "d": None}})
+        self.assertEqual(self.recv(ws)["d"], {"r": 1, "b": {"s": "ok", "d": {}}})
+        self.send(ws, 2, "p", {"p": "/room/a", "d": 1})
+        self.assertEqual(self.recv(ws)["d"]["b"], {"p": "/room", "d": {"a": 1}})
+        self.assertEqual(self.recv(ws)["d"], {"r": 2, "b": {"s": "ok", "d": {}}})
+        self.send(ws, 3, "m", {"p": "/room", "d": {"b": 2, "c/d": 3}})
+        self.assertEqual(self.recv(ws)["d"]["b"]["d"], {"a": 1, "b": 2, "c": {"d": 3}})
+        self.assertEqual(self.recv(ws)["d"]["r"], 3)
+        self.send(ws, 4, "g", {"p": "/room/c"})
+        self.assertEqual(self.recv(ws)["d"], {"r": 4, "b": {"s": "ok", "d": {"d": 3}}})
+        self.send(ws, 5, "n", {"p": "/room"})
+        self.assertEqual(self.recv(ws)["d"]["r"], 5)
+        self.send(ws, 6, "p", {"p": "/room/z", "d": 9})  # no listener now
+        self.assertEqual(self.recv(ws)["d"], {"r": 6, "b": {"s": "ok", "d": {}}})
+        ws.close()
+
+    def test_compare_and_set(self):
+        ws = self.connect()
+        status, _ = http("PUT", self.server.url("/cas", "?ns=rt"), 1)
+        self.send(ws, 1, "p", {"p": "/cas", "d": 2, "h": "stale"})
+        self.assertEqual(self.recv(ws)["d"]["b"], {"p": "/cas", "d": 1})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "datastale")
+        self.send(ws, 2, "g", {"p": "/cas"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["d"], 1)
+        # The hash of the number 1, as the service computes it.
+        import base64, hashlib, struct
+        text = "number:" + struct.pack(">d", 1.0).hex()
+        good = base64.b64encode(hashlib.sha1(text.encode()).digest()).decode()
+        self.send(ws, 3, "p", {"p": "/cas", "d": 2, "h": good})
+        self.assertEqual(self.recv(ws)["d"]["b"], {"s": "ok", "d": {}})
+        ws.close()
+
+    def test_rest_and_websocket_share_writes(self):
+        ws = self.connect()
+        self.send(ws, 1, "q", {"p": "/shared", "h": "",
+                               "q": {"i": "n", "l": 1, "vf": "r"}, "t": 7})
+        first = self.recv(ws)["d"]["b"]
+        self.assertEqual(first, {"p": "/shared", "d": None, "t": 7})
+        self.assertEqual(self.recv(ws)["d"]["r"], 1)
+        http("PUT", self.server.url("/shared", "?ns=rt"), {"x": {"n": 1}, "y": {"n": 5}})
+        pushed = self.recv(ws)["d"]["b"]
+        self.assertEqual(pushed, {"p": "/shared", "d": {"y": {"n": 5}}, "t": 7})
+        ws.close()
+
+    def test_ondisconnect_runs_when_the_client_goes(self):
+        ws = self.connect()
+        self.send(ws, 1, "o", {"p": "/presence/me", "d": "offline"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 2, "om", {"p": "/presence", "d": {"count": 0}})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 3, "o", {"p": "/presence/never", "d": 1})
+        self.send(ws, 4, "oc", {"p": "/presence/never"})
+        self.assertEqual(self.recv(ws)["d"]["r"], 3)
+        self.assertEqual(self.recv(ws)["d"]["r"], 4)
+        ws.close()
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            status, value = http("GET", self.server.url("/presence", "?ns=rt"))
+            if value:
+                break
+            time.sleep(0.05)
+        self.assertEqual(value, {"me": "offline", "count": 0})
+
+    def test_protocol_odds_and_ends(self):
+        ws = self.connect()
+        ws.send("0")  # the client's keep-alive: ignored
+        ws.send(json.dumps({"t": "c", "d": {"t": "p", "d": {}}}))
+        self.assertEqual(self.recv(ws), {"t": "c", "d": {"t": "o", "d": {}}})
+        self.send(ws, 1, "auth", {"cred": "token"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 2, "zz", {})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
+        self.send(ws, 3, "p", {"p": "/bad.key", "d": 1})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
+        # A message in pieces: the count, then the parts.
+        big = json.dumps({"t": "d", "d": {"r": 4, "a": "p",
+                                          "b": {"p": "/big", "d": "x" * 40000}}})
+        parts = [big[i:i + 16384] for i in range(0, len(big), 16384)]
+        ws.send(str(len(parts)))
+        for part in parts:
+            ws.send(part)
+        self.assertEqual(self.recv(ws)["d"], {"r": 4, "b": {"s": "ok", "d": {}}})
+        # A long answer arrives in pieces too.
+        self.send(ws, 5, "g", {"p": "/big"})
+        count = int(ws.recv())
+        answer = json.loads("".join(ws.recv() for _ in range(count)))
+        self.assertEqual(len(answer["d"]["b"]["d"]), 40000)
+        ws.close()
+        # Garbage on a WebSocket ends that connection, not the server.
+        raw = socket.create_connection(("127.0.0.1", self.server.port))
+        raw.sendall(b"GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                    b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                    b"Sec-WebSocket-Version: 13\r\n\r\n" + b"\xff" * 64)
+        raw.settimeout(5)
+        data = b""
+        try:
+            while chunk := raw.recv(4096):
+                data += chunk
+        except socket.timeout:
+            pass
+        self.assertIn(b"101 Switching Protocols", data)
+        self.assertIn(b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", data)
+        raw.close()
+        status, _ = http("GET", self.server.url("/", "?ns=rt"))
+        self.assertEqual(status, 200)
+
+
 if __name__ == "__main__":
     runner = unittest.TextTestRunner(verbosity=2)
     result = runner.run(unittest.defaultTestLoader.loadTestsFromModule(

@@ -1,0 +1,540 @@
+/* realtime.c - the realtime protocol (v5) on the server: one session per
+ * WebSocket, speaking to its namespace's database on the server's loop.
+ *
+ * Listens are value observers whose events become `d` pushes (tagged for
+ * tagged queries); the initial push goes out before the listen's `ok`
+ * because the observer raises it while the request is handled. Writes are
+ * applied at once (the writer's own listeners see them first) and answered
+ * `ok` after their commit. onDisconnect writes run when the connection
+ * closes. Malformed messages get an `invalid_args` answer; malformed frames
+ * close that one connection. */
+#include "server/realtime.h"
+
+#include "query/query.h"
+#include "server/ws.h"
+#include "tree/json.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPLIT_SIZE 16384 /* longer messages travel in pieces */
+
+typedef struct listen listen_t;
+typedef struct session session;
+
+struct listen {
+    session *s;
+    char *path;
+    char *identity; /* the query's identity: "default" or its wire form */
+    json_t *tag;    /* NULL for untagged */
+    hearth_observer_t handle;
+    listen_t *next;
+};
+
+/* An onDisconnect write: set (d) or merge (m) at path. */
+typedef struct od_op {
+    bool merge;
+    char *path;
+    json_t *data;
+    struct od_op *next;
+} od_op;
+
+struct session {
+    hearth__server *srv;
+    hearth__namespace *ns;
+    hearth__ws *ws; /* NULL once the connection closed */
+    listen_t *listens;
+    od_op *ondisconnect;
+    int refs;       /* the connection, and each write awaiting its commit */
+    /* a message arriving in pieces */
+    long pieces_left;
+    hearth__buf assembling;
+};
+
+/* ---- sending ---- */
+
+static void send_json(session *s, json_t *msg) {
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(msg);
+    if (!text || !s->ws) {
+        free(text);
+        return;
+    }
+    size_t len = strlen(text);
+    if (len <= SPLIT_SIZE) {
+        hearth__ws_send_text(s->ws, text, len);
+    } else {
+        char count[16];
+        size_t pieces = (len + SPLIT_SIZE - 1) / SPLIT_SIZE;
+        snprintf(count, sizeof count, "%zu", pieces);
+        hearth__ws_send_text(s->ws, count, strlen(count));
+        for (size_t i = 0; i < pieces; i++) {
+            size_t n = len - i * SPLIT_SIZE;
+            hearth__ws_send_text(s->ws, text + i * SPLIT_SIZE,
+                                 n < SPLIT_SIZE ? n : SPLIT_SIZE);
+        }
+    }
+    free(text);
+}
+
+static void reply(session *s, json_int_t r, const char *status, json_t *data) {
+    send_json(s, json_pack("{s:s,s:{s:I,s:{s:s,s:o}}}", "t", "d", "d", "r", r,
+                           "b", "s", status, "d", data ? data : json_object()));
+}
+
+static void push_data(session *s, const char *path, const hearth_node_t *value,
+                      json_t *tag) {
+    json_t *body = json_pack("{s:s,s:o}", "p", path,
+                             "d", hearth_node_to_jansson(value, HEARTH_JSON_EXPORT));
+    if (body && tag)
+        json_object_set(body, "t", tag);
+    send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "d", "b",
+                           body));
+}
+
+/* ---- sessions ---- */
+
+static void session_release(session *s) {
+    if (--s->refs > 0)
+        return;
+    hearth__buf_free(&s->assembling);
+    hearth__free(s);
+}
+
+static void listen_free(void *ctx) {
+    listen_t *l = ctx;
+    hearth__free(l->path);
+    hearth__free(l->identity);
+    json_decref(l->tag);
+    session_release(l->s);
+    hearth__free(l);
+}
+
+static void on_value(const hearth_event_t *ev, void *ctx) {
+    listen_t *l = ctx;
+    if (l->s->ws)
+        push_data(l->s, l->path, ev->node, l->tag);
+}
+
+/* The query of a wire query object (see wire-v5.md); NULL for none. */
+static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
+    *out = NULL;
+    if (!qo || json_is_null(qo) || (json_is_object(qo) && !json_object_size(qo)))
+        return 0;
+    if (!json_is_object(qo))
+        return hearth__error(err, HEARTH_EQUERY, NULL, "q must be an object");
+    hearth_query_t *q;
+    int rc = hearth_query_new(&q);
+    json_t *i = json_object_get(qo, "i");
+    if (!rc && json_is_string(i)) {
+        const char *by = json_string_value(i);
+        rc = strcmp(by, ".key") == 0     ? hearth_query_order_by_key(q, err)
+             : strcmp(by, ".value") == 0 ? hearth_query_order_by_value(q, err)
+             : strcmp(by, ".priority") == 0
+                 ? hearth_query_order_by_priority(q, err)
+                 : hearth_query_order_by_child(q, by, err);
+    }
+    static const char *const ends[2][3] = {{"sp", "sn", "sin"},
+                                           {"ep", "en", "ein"}};
+    for (int e = 0; !rc && e < 2; e++) {
+        json_t *v = json_object_get(qo, ends[e][0]);
+        if (!v)
+            continue;
+        json_t *name = json_object_get(qo, ends[e][1]);
+        const char *key = json_string_value(name);
+        if (key && (strcmp(key, "[MIN_NAME]") == 0 || strcmp(key, "[MAX_NAME]") == 0))
+            key = NULL; /* the sentinel the builder picks itself */
+        json_t *inc = json_object_get(qo, ends[e][2]);
+        bool inclusive = !inc || json_is_true(inc);
+        hearth_node_t *value;
+        rc = hearth_node_from_jansson(v, 0, &value, err);
+        if (rc)
+            break;
+        rc = e == 0 ? (inclusive ? hearth_query_start_at : hearth_query_start_after)(
+                          q, value, key, err)
+                    : (inclusive ? hearth_query_end_at : hearth_query_end_before)(
+                          q, value, key, err);
+        hearth_node_decref(value);
+    }
+    json_t *l = json_object_get(qo, "l");
+    if (!rc && l) {
+        json_t *vf = json_object_get(qo, "vf");
+        bool last = json_is_string(vf) && strcmp(json_string_value(vf), "r") == 0;
+        rc = !json_is_integer(l) || json_integer_value(l) <= 0 ||
+                     json_integer_value(l) > UINT32_MAX
+                 ? hearth__error(err, HEARTH_EQUERY, NULL, "l must be a positive integer")
+             : last ? hearth_query_limit_to_last(q, (uint32_t)json_integer_value(l), err)
+                    : hearth_query_limit_to_first(q, (uint32_t)json_integer_value(l), err);
+    }
+    if (rc) {
+        hearth_query_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+static void do_listen(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    hearth_query_t *q = NULL;
+    if (!path || wire_query(json_object_get(b, "q"), &q, &err)) {
+        reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        return;
+    }
+    listen_t *l = hearth__calloc(1, sizeof *l);
+    if (l) {
+        l->s = s;
+        l->path = hearth__strndup(path, strlen(path));
+        l->identity = hearth__query_identity(q);
+        json_t *tag = json_object_get(b, "t");
+        l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
+    }
+    if (!l || !l->path || !l->identity) {
+        if (l) {
+            s->refs++; /* listen_free releases one */
+            listen_free(l);
+        }
+        hearth_query_free(q);
+        reply(s, r, "unavailable", json_string("out of memory"));
+        return;
+    }
+    s->refs++;
+    /* The data goes out (raised now, on the loop) before the ok. */
+    int rc = hearth_db_observe(s->ns->db, path, q, HEARTH_MASK_VALUE, on_value, l,
+                               listen_free, &l->handle, &err);
+    hearth_query_free(q);
+    if (rc) {
+        listen_free(l);
+        reply(s, r, "invalid_args", json_string(err.message));
+        return;
+    }
+    l->next = s->listens;
+    s->listens = l;
+    reply(s, r, "ok", NULL);
+}
+
+static void do_unlisten(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    hearth_query_t *q = NULL;
+    if (!path || wire_query(json_object_get(b, "q"), &q, &err)) {
+        reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        return;
+    }
+    char *identity = hearth__query_identity(q);
+    hearth_query_free(q);
+    for (listen_t **p = &s->listens; *p; p = &(*p)->next) {
+        listen_t *l = *p;
+        if (strcmp(l->path, path) == 0 && identity &&
+            strcmp(l->identity, identity) == 0) {
+            *p = l->next;
+            hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
+            break;
+        }
+    }
+    hearth__free(identity);
+    reply(s, r, "ok", NULL);
+}
+
+/* A write awaiting its commit answers its request then. */
+typedef struct pending {
+    session *s;
+    json_int_t r;
+} pending;
+
+static void on_written(int status, void *ctx) {
+    pending *p = ctx;
+    if (p->s->ws)
+        reply(p->s, p->r, status ? "unavailable" : "ok",
+              status ? json_string(hearth_strerror(status)) : NULL);
+}
+
+static void pending_free(void *ctx) {
+    pending *p = ctx;
+    session_release(p->s);
+    hearth__free(p);
+}
+
+static pending *new_pending(session *s, json_int_t r) {
+    pending *p = hearth__malloc(sizeof *p);
+    if (p) {
+        p->s = s;
+        p->r = r;
+        s->refs++;
+    }
+    return p;
+}
+
+static void fail_pending(pending *p, json_int_t r, const hearth_error_t *err) {
+    session *s = p->s;
+    pending_free(p);
+    reply(s, r, err->code == HEARTH_ENOMEM ? "unavailable" : "invalid_args",
+          json_string(err->message));
+}
+
+static void do_put(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    json_t *data = json_object_get(b, "d");
+    hearth_error_t err = {0};
+    if (!path || !data) {
+        reply(s, r, "invalid_args", json_string("p and d are required"));
+        return;
+    }
+    json_t *hash = json_object_get(b, "h");
+    if (hash) {
+        /* Compare-and-set: atomic, since nothing else runs on the loop. */
+        const hearth_node_t *current;
+        char have[HEARTH_HASH_SIZE] = "";
+        if (hearth_node_get(hearth__db_root(s->ns->db), path, &current, &err) ||
+            hearth_node_hash(current, have) ||
+            strcmp(have, json_string_value(hash) ? json_string_value(hash) : "")) {
+            if (!err.message[0])
+                push_data(s, path, current, NULL);
+            reply(s, r, err.message[0] ? "invalid_args" : "datastale",
+                  json_string(err.message[0] ? err.message : "hash mismatch"));
+            return;
+        }
+    }
+    hearth__path p;
+    unsigned depth = hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p,
+                                        NULL) ? 0 : p.n;
+    hearth_node_t *value;
+    if (hearth__node_from_jansson_at(data, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                     path, depth, &value, &err)) {
+        reply(s, r, "invalid_args", json_string(err.message));
+        return;
+    }
+    pending *pd = new_pending(s, r);
+    int rc = pd ? hearth_db_set(s->ns->db, path, value, on_written, pd,
+                                pending_free, &err)
+                : hearth__error_code(&err, HEARTH_ENOMEM);
+    hearth_node_decref(value);
+    if (rc && pd)
+        fail_pending(pd, r, &err);
+    else if (rc)
+        reply(s, r, "unavailable", json_string(err.message));
+}
+
+static void do_merge(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    json_t *data = json_object_get(b, "d");
+    if (!path || !json_is_object(data)) {
+        reply(s, r, "invalid_args", json_string("p and an object d are required"));
+        return;
+    }
+    char *text = json_dumps(data, JSON_COMPACT);
+    hearth_error_t err = {0};
+    pending *pd = text ? new_pending(s, r) : NULL;
+    int rc = pd ? hearth_db_update_json(s->ns->db, path, text, (size_t)-1,
+                                        on_written, pd, pending_free, &err)
+                : hearth__error_code(&err, HEARTH_ENOMEM);
+    free(text);
+    if (rc && pd)
+        fail_pending(pd, r, &err);
+    else if (rc)
+        reply(s, r, "unavailable", json_string(err.message));
+}
+
+static void do_get(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    hearth_query_t *q = NULL;
+    hearth_node_t *value;
+    if (!path || wire_query(json_object_get(b, "q"), &q, &err) ||
+        hearth_db_get(s->ns->db, path, q, &value, &err)) {
+        hearth_query_free(q);
+        reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        return;
+    }
+    hearth_query_free(q);
+    reply(s, r, "ok", hearth_node_to_jansson(value, HEARTH_JSON_EXPORT));
+    hearth_node_decref(value);
+}
+
+static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    if (!path || hearth_validate_path(path, NULL)) {
+        reply(s, r, "invalid_args", json_string("a valid p is required"));
+        return;
+    }
+    if (strcmp(a, "oc") == 0) {
+        /* Cancel what was set at path or below. */
+        hearth__path cancel, at;
+        hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &cancel, NULL);
+        for (od_op **p = &s->ondisconnect; *p;) {
+            od_op *op = *p;
+            hearth__path_parse(op->path, HEARTH__PATH_ALLOW_PRIORITY, &at, NULL);
+            if (hearth__path_is_prefix(&cancel, &at)) {
+                *p = op->next;
+                hearth__free(op->path);
+                json_decref(op->data);
+                hearth__free(op);
+            } else {
+                p = &op->next;
+            }
+        }
+        reply(s, r, "ok", NULL);
+        return;
+    }
+    json_t *data = json_object_get(b, "d");
+    od_op *op = hearth__calloc(1, sizeof *op);
+    if (!data || !op || !(op->path = hearth__strndup(path, strlen(path)))) {
+        hearth__free(op);
+        reply(s, r, data ? "unavailable" : "invalid_args",
+              json_string(data ? "out of memory" : "d is required"));
+        return;
+    }
+    op->merge = strcmp(a, "om") == 0;
+    op->data = json_incref(data);
+    od_op **tail = &s->ondisconnect;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = op;
+    reply(s, r, "ok", NULL);
+}
+
+/* Runs the onDisconnect writes, in the order they were asked for. */
+static void run_ondisconnect(session *s) {
+    while (s->ondisconnect) {
+        od_op *op = s->ondisconnect;
+        s->ondisconnect = op->next;
+        if (op->merge) {
+            char *text = json_dumps(op->data, JSON_COMPACT);
+            if (text)
+                hearth_db_update_json(s->ns->db, op->path, text, (size_t)-1, NULL,
+                                      NULL, NULL, NULL);
+            free(text);
+        } else {
+            hearth_node_t *value;
+            if (!hearth__node_from_jansson_at(op->data, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                              op->path, 0, &value, NULL)) {
+                hearth_db_set(s->ns->db, op->path, value, NULL, NULL, NULL, NULL);
+                hearth_node_decref(value);
+            }
+        }
+        hearth__free(op->path);
+        json_decref(op->data);
+        hearth__free(op);
+    }
+}
+
+static void handle(session *s, json_t *msg) {
+    const char *t = json_string_value(json_object_get(msg, "t"));
+    json_t *d = json_object_get(msg, "d");
+    if (t && strcmp(t, "c") == 0) {
+        const char *ct = json_string_value(json_object_get(d, "t"));
+        if (ct && strcmp(ct, "p") == 0) /* ping: pong */
+            send_json(s, json_pack("{s:s,s:{s:s,s:{}}}", "t", "c", "d", "t", "o",
+                                   "d"));
+        return;
+    }
+    json_t *rj = json_object_get(d, "r");
+    const char *a = json_string_value(json_object_get(d, "a"));
+    json_t *b = json_object_get(d, "b");
+    if (!t || strcmp(t, "d") != 0 || !json_is_integer(rj) || !a ||
+        !json_is_object(b)) {
+        if (json_is_integer(rj))
+            reply(s, json_integer_value(rj), "invalid_args",
+                  json_string("malformed request"));
+        return;
+    }
+    json_int_t r = json_integer_value(rj);
+    if (strcmp(a, "q") == 0)
+        do_listen(s, r, b);
+    else if (strcmp(a, "n") == 0)
+        do_unlisten(s, r, b);
+    else if (strcmp(a, "p") == 0)
+        do_put(s, r, b);
+    else if (strcmp(a, "m") == 0)
+        do_merge(s, r, b);
+    else if (strcmp(a, "g") == 0)
+        do_get(s, r, b);
+    else if (!strcmp(a, "o") || !strcmp(a, "om") || !strcmp(a, "oc"))
+        do_ondisconnect(s, r, a, b);
+    else if (!strcmp(a, "auth") || !strcmp(a, "gauth"))
+        /* Tokens are verified with the rules engine; accepted for now. */
+        reply(s, r, "ok", json_pack("{s:n}", "auth"));
+    else if (!strcmp(a, "unauth") || !strcmp(a, "s"))
+        reply(s, r, "ok", NULL);
+    else
+        reply(s, r, "invalid_args", json_string("unknown action"));
+}
+
+static void on_message(void *user, const char *text, size_t len) {
+    session *s = user;
+    /* Pieces: a frame of only digits announces how many follow. */
+    if (s->pieces_left > 0) {
+        hearth__buf_add(&s->assembling, text, len);
+        if (--s->pieces_left > 0)
+            return;
+        if (s->assembling.failed) {
+            hearth__buf_free(&s->assembling);
+            return;
+        }
+        text = s->assembling.data;
+        len = s->assembling.len;
+    } else if (len > 0 && len <= 6 && strspn(text, "0123456789") == len) {
+        long n = strtol(text, NULL, 10);
+        if (n > 0) { /* "0" alone is the client's keep-alive */
+            s->pieces_left = n;
+            hearth__buf_free(&s->assembling);
+        }
+        return;
+    }
+    json_t *msg = json_loadb(text, len, 0, NULL);
+    if (json_is_object(msg))
+        handle(s, msg);
+    json_decref(msg);
+    if (text == s->assembling.data)
+        hearth__buf_free(&s->assembling);
+}
+
+static void on_close(void *user) {
+    session *s = user;
+    s->ws = NULL;
+    run_ondisconnect(s);
+    while (s->listens) {
+        listen_t *l = s->listens;
+        s->listens = l->next;
+        hearth_db_remove_observer(s->ns->db, l->handle);
+    }
+    session_release(s);
+}
+
+void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
+                             const hearth__http_request *req,
+                             hearth__namespace *ns) {
+    session *s = hearth__calloc(1, sizeof *s);
+    if (!s) {
+        hearth__http_respond(conn, 503, "application/json", NULL,
+                             "{\"error\":\"out of memory\"}", 25);
+        return;
+    }
+    s->srv = srv;
+    s->ns = ns;
+    s->refs = 1;
+    hearth__buf_init(&s->assembling);
+    int rc = hearth__ws_accept(conn, req, on_message, on_close, s, &s->ws);
+    if (rc == HEARTH_EINVAL) {
+        hearth__free(s);
+        hearth__http_respond(conn, 400, "application/json", NULL,
+                             "{\"error\":\"not a WebSocket request\"}", 35);
+        return;
+    }
+    if (rc) {
+        hearth__free(s);
+        return;
+    }
+    /* The hello: server time, version, host, session id. */
+    static atomic_ullong sessions; /* servers may share the process */
+    char sid[32];
+    snprintf(sid, sizeof sid, "hearth-%llu",
+             (unsigned long long)atomic_fetch_add(&sessions, 1) + 1);
+    const char *host = hearth__http_get_header(req, "host");
+    send_json(s, json_pack("{s:s,s:{s:s,s:{s:I,s:s,s:s,s:s}}}", "t", "c", "d", "t",
+                           "h", "d", "ts", (json_int_t)hearth_now_ms(), "v", "5",
+                           "h", host ? host : "localhost", "s", sid));
+}
