@@ -463,6 +463,16 @@ static void handle(session *s, json_t *msg) {
         reply(s, r, "invalid_args", json_string("unknown action"));
 }
 
+/* A frame of 1 to 6 digits: a count of pieces, or the keep-alive "0". */
+static bool all_digits(const char *text, size_t len) {
+    if (len == 0 || len > 6)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    return true;
+}
+
 static void on_message(void *user, const char *text, size_t len) {
     session *s = user;
     /* Pieces: a frame of only digits announces how many follow. */
@@ -476,8 +486,10 @@ static void on_message(void *user, const char *text, size_t len) {
         }
         text = s->assembling.data;
         len = s->assembling.len;
-    } else if (len > 0 && len <= 6 && strspn(text, "0123456789") == len) {
-        long n = strtol(text, NULL, 10);
+    } else if (all_digits(text, len)) {
+        long n = 0;
+        for (size_t i = 0; i < len; i++)
+            n = n * 10 + (text[i] - '0');
         if (n > 0) { /* "0" alone is the client's keep-alive */
             s->pieces_left = n;
             hearth__buf_free(&s->assembling);
