@@ -11,6 +11,7 @@
 #include "server/realtime.h"
 
 #include "query/query.h"
+#include "server/changes.h"
 #include "server/ws.h"
 #include "tree/json.h"
 
@@ -29,6 +30,8 @@ struct listen {
     char *path;
     char *identity; /* the query's identity: "default" or its wire form */
     json_t *tag;    /* NULL for untagged */
+    bool filtered;  /* a query with bounds or a limit: whole values */
+    hearth_node_t *last; /* what the client holds now */
     hearth_observer_t handle;
     listen_t *next;
 };
@@ -105,6 +108,7 @@ static void session_release(session *s) {
 
 static void listen_free(void *ctx) {
     listen_t *l = ctx;
+    hearth_node_decref(l->last);
     hearth__free(l->path);
     hearth__free(l->identity);
     json_decref(l->tag);
@@ -112,10 +116,65 @@ static void listen_free(void *ctx) {
     hearth__free(l);
 }
 
+/* listen path + relative change path ("/" means the listen path). */
+static char *join_path(const char *base, const char *rel) {
+    size_t blen = strlen(base);
+    while (blen > 1 && base[blen - 1] == '/')
+        blen--;
+    if (strcmp(rel, "/") == 0)
+        return hearth__strndup(base, blen);
+    size_t rlen = strlen(rel);
+    char *p = hearth__malloc(blen + rlen + 1);
+    if (p) {
+        size_t skip = blen == 1 && base[0] == '/'; /* "/" + "/a" is "/a" */
+        memcpy(p, base, blen - skip);
+        memcpy(p + blen - skip, rel, rlen + 1);
+    }
+    return p;
+}
+
+/* The smallest push that brings the client from l->last to now: a `d` at
+ * the deepest changed location, or an `m` of several changed children.
+ * Filtered (tagged) queries get whole values: their windows move. */
+static void push_change(listen_t *l, const hearth_node_t *now) {
+    session *s = l->s;
+    if (!l->last || l->filtered) {
+        push_data(s, l->path, now, l->tag);
+        return;
+    }
+    hearth__buf scratch;
+    hearth__buf_init(&scratch);
+    hearth__change c;
+    if (hearth__smallest_change(l->last, now, HEARTH_JSON_EXPORT, &scratch, &c)) {
+        char *path = join_path(l->path, c.path);
+        if (!path) {
+            push_data(s, l->path, now, l->tag);
+        } else if (!c.nkeys) {
+            push_data(s, path, c.node, l->tag);
+        } else {
+            json_t *merge = json_object();
+            for (size_t i = 0; merge && i < c.nkeys; i++) {
+                hearth__name name = hearth__key_name(c.keys[i]);
+                json_object_set_new(merge, c.keys[i]->s,
+                                    hearth_node_to_jansson(
+                                        hearth__node_child(c.node, &name),
+                                        HEARTH_JSON_EXPORT));
+            }
+            json_t *body = json_pack("{s:s,s:o}", "p", path, "d", merge);
+            send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "m",
+                                   "b", body));
+        }
+        hearth__free(path);
+    }
+    hearth__buf_free(&scratch);
+}
+
 static void on_value(const hearth_event_t *ev, void *ctx) {
     listen_t *l = ctx;
     if (l->s->ws)
-        push_data(l->s, l->path, ev->node, l->tag);
+        push_change(l, ev->node);
+    hearth_node_decref(l->last);
+    l->last = hearth_node_incref(ev->node);
 }
 
 /* The query of a wire query object (see wire-v5.md); NULL for none. */
@@ -191,6 +250,7 @@ static void do_listen(session *s, json_int_t r, json_t *b) {
         l->identity = hearth__query_identity(q);
         json_t *tag = json_object_get(b, "t");
         l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
+        l->filtered = !hearth__query_loads_all(q);
     }
     if (!l || !l->path || !l->identity) {
         if (l) {

@@ -10,6 +10,7 @@
 #include "server/server.h"
 
 #include "query/query.h"
+#include "server/changes.h"
 #include "tree/json.h"
 
 #include <string.h>
@@ -61,71 +62,31 @@ static void put_event(hearth__buf *out, unsigned flags, const char *path,
     hearth__buf_free(&b);
 }
 
-/* Children of two objects that differ: the tree diff skips what the two
- * versions share, and a replaced child counts only if its value differs. */
-typedef struct differing_ctx {
-    const hearth__key **keys;
-    size_t n, max;
-} differing_ctx;
-
-static int note_difference(const hearth__key *key, const hearth_node_t *old,
-                           const hearth_node_t *now, void *ctx) {
-    differing_ctx *d = ctx;
-    if (old && now && hearth_node_equal(old, now))
-        return 0;
-    if (d->n < d->max)
-        d->keys[d->n] = key;
-    return ++d->n > d->max; /* past max: no need to look further */
-}
-
-static size_t differing(const hearth_node_t *a, const hearth_node_t *b,
-                        const hearth__key **keys, size_t max) {
-    differing_ctx d = {keys, 0, max};
-    hearth__bt_diff(a->u.obj.tree, b->u.obj.tree, note_difference, &d);
-    return d.n;
-}
-
-#define PATCH_MAX 64 /* more differing children than this: one put */
-
+/* Appends the events that turn old into now (nothing if nothing changed). */
 static void change_events(hearth__buf *out, unsigned flags,
                           const hearth_node_t *old, const hearth_node_t *now) {
     hearth__buf path;
     hearth__buf_init(&path);
-    for (;;) {
-        bool objects = old->type == HEARTH_TYPE_OBJECT &&
-                       now->type == HEARTH_TYPE_OBJECT &&
-                       !(flags & HEARTH_JSON_EXPORT &&
-                         !hearth_node_equal(hearth__prio(old),
-                                            hearth__prio(now)));
-        const hearth__key *keys[PATCH_MAX];
-        size_t n = objects ? differing(old, now, keys, PATCH_MAX) : 0;
-        if (objects && n == 0)
-            break; /* nothing the client can see changed */
-        if (!objects || n > PATCH_MAX) {
-            put_event(out, flags, path.len ? path.data : "/", now);
-            break;
-        }
-        if (n == 1) {
-            hearth__name name = hearth__key_name(keys[0]);
-            hearth__buf_addc(&path, '/');
-            hearth__buf_add(&path, keys[0]->s, keys[0]->len);
-            old = hearth__node_child(old, &name);
-            now = hearth__node_child(now, &name);
-            continue;
-        }
+    hearth__change c;
+    if (!hearth__smallest_change(old, now, flags, &path, &c)) {
+        hearth__buf_free(&path);
+        return;
+    }
+    if (!c.nkeys) {
+        put_event(out, flags, c.path, c.node);
+    } else {
         hearth__buf b;
         hearth__buf_init(&b);
         hearth__buf_adds(&b, "{\"path\":");
-        hearth__json_write_string(&b, path.len ? path.data : "/",
-                                  path.len ? path.len : 1);
+        hearth__json_write_string(&b, c.path, strlen(c.path));
         hearth__buf_adds(&b, ",\"data\":{");
-        for (size_t i = 0; i < n; i++) {
-            hearth__name name = hearth__key_name(keys[i]);
+        for (size_t i = 0; i < c.nkeys; i++) {
+            hearth__name name = hearth__key_name(c.keys[i]);
             if (i)
                 hearth__buf_addc(&b, ',');
-            hearth__json_write_string(&b, keys[i]->s, keys[i]->len);
+            hearth__json_write_string(&b, c.keys[i]->s, c.keys[i]->len);
             hearth__buf_addc(&b, ':');
-            hearth__node_write_json(&b, hearth__node_child(now, &name), flags);
+            hearth__node_write_json(&b, hearth__node_child(c.node, &name), flags);
         }
         hearth__buf_adds(&b, "}}");
         if (b.failed)
@@ -133,7 +94,6 @@ static void change_events(hearth__buf *out, unsigned flags,
         else
             add_event(out, "patch", b.data, b.len);
         hearth__buf_free(&b);
-        break;
     }
     hearth__buf_free(&path);
 }

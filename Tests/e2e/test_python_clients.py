@@ -416,11 +416,17 @@ class Realtime(unittest.TestCase):
         self.send(ws, 2, "p", {"p": "/room/a", "d": 1})
         self.assertEqual(self.recv(ws)["d"]["b"], {"p": "/room", "d": {"a": 1}})
         self.assertEqual(self.recv(ws)["d"], {"r": 2, "b": {"s": "ok", "d": {}}})
+        # Later pushes are the smallest change: a merge of the children
+        # that changed, or a put at the deepest changed location.
         self.send(ws, 3, "m", {"p": "/room", "d": {"b": 2, "c/d": 3}})
-        self.assertEqual(self.recv(ws)["d"]["b"]["d"], {"a": 1, "b": 2, "c": {"d": 3}})
+        self.assertEqual(self.recv(ws)["d"], {"a": "m", "b": {
+            "p": "/room", "d": {"b": 2, "c": {"d": 3}}}})
         self.assertEqual(self.recv(ws)["d"]["r"], 3)
+        self.send(ws, 30, "p", {"p": "/room/c/d", "d": 4})
+        self.assertEqual(self.recv(ws)["d"], {"a": "d", "b": {"p": "/room/c/d", "d": 4}})
+        self.assertEqual(self.recv(ws)["d"]["r"], 30)
         self.send(ws, 4, "g", {"p": "/room/c"})
-        self.assertEqual(self.recv(ws)["d"], {"r": 4, "b": {"s": "ok", "d": {"d": 3}}})
+        self.assertEqual(self.recv(ws)["d"], {"r": 4, "b": {"s": "ok", "d": {"d": 4}}})
         self.send(ws, 5, "n", {"p": "/room"})
         self.assertEqual(self.recv(ws)["d"]["r"], 5)
         self.send(ws, 6, "p", {"p": "/room/z", "d": 9})  # no listener now
