@@ -328,9 +328,11 @@ static pending *new_pending(session *s, json_int_t r) {
     return p;
 }
 
-static void fail_pending(pending *p, json_int_t r, const hearth_error_t *err) {
-    session *s = p->s;
-    pending_free(p);
+/* A write refused before it was queued: its callbacks will never run. */
+static void write_refused(session *s, pending *p, json_int_t r,
+                          const hearth_error_t *err) {
+    if (p)
+        pending_free(p); /* the connection still holds the session */
     reply(s, r, err->code == HEARTH_ENOMEM ? "unavailable" : "invalid_args",
           json_string(err->message));
 }
@@ -372,10 +374,8 @@ static void do_put(session *s, json_int_t r, json_t *b) {
                                 pending_free, &err)
                 : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth_node_decref(value);
-    if (rc && pd)
-        fail_pending(pd, r, &err);
-    else if (rc)
-        reply(s, r, "unavailable", json_string(err.message));
+    if (rc)
+        write_refused(s, pd, r, &err);
 }
 
 static void do_merge(session *s, json_int_t r, json_t *b) {
@@ -392,10 +392,8 @@ static void do_merge(session *s, json_int_t r, json_t *b) {
                                         on_written, pd, pending_free, &err)
                 : hearth__error_code(&err, HEARTH_ENOMEM);
     free(text);
-    if (rc && pd)
-        fail_pending(pd, r, &err);
-    else if (rc)
-        reply(s, r, "unavailable", json_string(err.message));
+    if (rc)
+        write_refused(s, pd, r, &err);
 }
 
 static void do_get(session *s, json_int_t r, json_t *b) {
