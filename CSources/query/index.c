@@ -161,7 +161,7 @@ static int rebuild(hearth__index *ix, const hearth_node_t *node) {
             if (!k)
                 rc = HEARTH_ENOMEM;
             else
-                entries[made++] = (hearth__entry){k, hearth_node_incref(e->node)};
+                entries[made++] = (hearth__entry){k, hearth_node_incref(e->node), 0};
         }
     }
     hearth__buf_free(&b);
@@ -292,7 +292,7 @@ int hearth__index_view(const hearth__index *ix, const hearth_query_t *q,
         hearth__key *key = hearth__key_new(&name);
         if (!key)
             break;
-        entries[made] = (hearth__entry){key, hearth_node_incref(e->node)};
+        entries[made] = (hearth__entry){key, hearth_node_incref(e->node), 0};
     }
     if (made < n) {
         for (size_t i = 0; i < made; i++) {

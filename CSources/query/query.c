@@ -544,7 +544,7 @@ int hearth__query_view_node(const hearth_query_t *q, const hearth_node_t *node,
     }
     for (size_t i = 0; i < n; i++)
         entries[i] = (hearth__entry){(hearth__key *)items[i].key,
-                                     (hearth_node_t *)items[i].node};
+                                     (hearth_node_t *)items[i].node, 0};
     hearth__free(items);
     /* Taken over by the node (which puts them back in key order). */
     for (size_t i = 0; i < n; i++) {

@@ -24,11 +24,16 @@ typedef struct leaf_page {
     hearth__entry e[];
 } leaf_page;
 
+typedef struct bt_first {
+    const hearth__key *key;
+    uint64_t sort;
+} bt_first;
+
 typedef struct inner_page {
     hearth__bt h;
     hearth__bt *kid[ORDER];
     size_t cnt[ORDER];
-    const hearth__key *first[ORDER]; /* borrowed from kid[i]'s entries */
+    bt_first first[ORDER]; /* kid[i]'s first key (borrowed) and its sort */
 } inner_page;
 
 static inline leaf_page *as_leaf(const hearth__bt *p) { return (leaf_page *)p; }
@@ -122,38 +127,51 @@ void hearth__bt_decref(hearth__bt *t) {
     hearth__free(t);
 }
 
-static inline const hearth__key *page_first_key(const hearth__bt *p) {
-    return p->leaf ? as_leaf(p)->e[0].key : as_inner(p)->first[0];
+static inline bt_first page_first(const hearth__bt *p) {
+    if (p->leaf) {
+        bt_first f = {as_leaf(p)->e[0].key, as_leaf(p)->e[0].sort};
+        return f;
+    }
+    return as_inner(p)->first[0];
 }
 
-static inline int compare_key(const hearth__name *name, const hearth__key *key) {
+static inline const hearth__key *page_first_key(const hearth__bt *p) {
+    return page_first(p).key;
+}
+
+/* name (with its sort) against a key: the sorts decide unless equal. */
+static inline int compare_key(const hearth__name *name, uint64_t sort,
+                              const hearth__key *key, uint64_t key_sort) {
+    if (sort != key_sort)
+        return sort < key_sort ? -1 : 1;
     hearth__name kn = hearth__key_name(key);
     return hearth__name_compare(name, &kn);
 }
 
 /* First slot whose key is >= name. */
 static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
-                           bool *found) {
+                           uint64_t sort, bool *found) {
     const hearth__entry *e = as_leaf(p)->e;
     unsigned lo = 0, hi = p->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (compare_key(name, e[mid].key) > 0)
+        if (compare_key(name, sort, e[mid].key, e[mid].sort) > 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    *found = lo < p->n && compare_key(name, e[lo].key) == 0;
+    *found = lo < p->n && compare_key(name, sort, e[lo].key, e[lo].sort) == 0;
     return lo;
 }
 
 /* The kid whose range holds name: the last with first key <= name. */
-static unsigned inner_slot(const hearth__bt *p, const hearth__name *name) {
+static unsigned inner_slot(const hearth__bt *p, const hearth__name *name,
+                           uint64_t sort) {
     const inner_page *in = as_inner(p);
     unsigned lo = 1, hi = p->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (compare_key(name, in->first[mid]) >= 0)
+        if (compare_key(name, sort, in->first[mid].key, in->first[mid].sort) >= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -167,10 +185,11 @@ const hearth__entry *hearth__bt_find(const hearth__bt *t,
                                      const hearth__name *name) {
     if (!t)
         return NULL;
+    uint64_t sort = hearth__name_sort(name);
     while (!t->leaf)
-        t = as_inner(t)->kid[inner_slot(t, name)];
+        t = as_inner(t)->kid[inner_slot(t, name, sort)];
     bool found;
-    unsigned i = leaf_lower(t, name, &found);
+    unsigned i = leaf_lower(t, name, sort, &found);
     return found ? &as_leaf(t)->e[i] : NULL;
 }
 
@@ -195,24 +214,26 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
     *found = false;
     if (!t)
         return 0;
+    uint64_t sort = hearth__name_sort(name);
     while (!t->leaf) {
-        unsigned s = inner_slot(t, name);
+        unsigned s = inner_slot(t, name, sort);
         for (unsigned i = 0; i < s; i++)
             rank += as_inner(t)->cnt[i];
         t = as_inner(t)->kid[s];
     }
-    return rank + leaf_lower(t, name, found);
+    return rank + leaf_lower(t, name, sort, found);
 }
 
 bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name) {
     if (!t)
         return false;
+    uint64_t sort = hearth__name_sort(name);
     for (;;) {
         if (!page_unique(t))
             return false;
         if (t->leaf)
             return true;
-        t = as_inner(t)->kid[inner_slot(t, name)];
+        t = as_inner(t)->kid[inner_slot(t, name, sort)];
     }
 }
 
@@ -236,6 +257,7 @@ typedef struct path_walk {
 
 static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     bool unique = page_unique(t);
+    uint64_t sort = hearth__name_sort(name);
     int d = 0;
     w->rightmost = true;
     for (;;) {
@@ -246,12 +268,12 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
         l->move = false;
         l->sibling = NULL;
         if (t->leaf) {
-            l->slot = leaf_lower(t, name, &w->found);
+            l->slot = leaf_lower(t, name, sort, &w->found);
             w->rightmost = w->rightmost && l->slot == t->n;
             w->leaf = d;
             return;
         }
-        l->slot = inner_slot(t, name);
+        l->slot = inner_slot(t, name, sort);
         w->rightmost = w->rightmost && l->slot == (unsigned)t->n - 1u;
         t = as_inner(t)->kid[l->slot];
         unique = unique && page_unique(t);
@@ -289,7 +311,7 @@ static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below) {
     }
     as_inner(p)->cnt[s] = kid->count;
     if (kid->n)
-        as_inner(p)->first[s] = page_first_key(kid);
+        as_inner(p)->first[s] = page_first(kid);
     return kid;
 }
 
@@ -309,8 +331,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
             hearth__key_decref(k);
             return HEARTH_ENOMEM;
         }
-        as_leaf(l)->e[0].key = k;
-        as_leaf(l)->e[0].node = node;
+        as_leaf(l)->e[0] = (hearth__entry){k, node, hearth__name_sort(name)};
         l->n = 1;
         l->count = 1;
         *t = l;
@@ -380,7 +401,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else if (lf->sibling) {
         hearth__entry all[ORDER + 1];
         memcpy(all, e, lf->slot * sizeof *all);
-        all[lf->slot] = (hearth__entry){new_key, node};
+        all[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
         memcpy(all + lf->slot + 1, e + lf->slot,
                (ORDER - lf->slot) * sizeof *all);
         unsigned keep = split_keep(w.rightmost);
@@ -394,7 +415,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else {
         memmove(e + lf->slot + 1, e + lf->slot,
                 (cur->n - lf->slot) * sizeof *e);
-        e[lf->slot] = (hearth__entry){new_key, node};
+        e[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
         cur->n++;
         cur->count++;
     }
@@ -407,7 +428,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
         if (below->sibling) {
             hearth__bt *kids[ORDER + 1];
             size_t cnts[ORDER + 1];
-            const hearth__key *firsts[ORDER + 1];
+            bt_first firsts[ORDER + 1];
             inner_page *in = as_inner(p);
             unsigned s = l->slot + 1, n = p->n;
             memcpy(kids, in->kid, s * sizeof *kids);
@@ -415,7 +436,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
             memcpy(firsts, in->first, s * sizeof *firsts);
             kids[s] = below->sibling;
             cnts[s] = below->sibling->count;
-            firsts[s] = page_first_key(below->sibling);
+            firsts[s] = page_first(below->sibling);
             memcpy(kids + s + 1, in->kid + s, (n - s) * sizeof *kids);
             memcpy(cnts + s + 1, in->cnt + s, (n - s) * sizeof *cnts);
             memcpy(firsts + s + 1, in->first + s, (n - s) * sizeof *firsts);
@@ -448,8 +469,8 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
         r->kid[1] = top->sibling;
         r->cnt[0] = root->count;
         r->cnt[1] = top->sibling->count;
-        r->first[0] = page_first_key(root);
-        r->first[1] = page_first_key(top->sibling);
+        r->first[0] = page_first(root);
+        r->first[1] = page_first(top->sibling);
         new_root->n = 2;
         inner_recount(new_root);
         root = new_root;
@@ -542,6 +563,10 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
         *out = NULL;
         return 0;
     }
+    for (size_t i = 0; i < n; i++) {
+        hearth__name name = hearth__key_name(entries[i].key);
+        entries[i].sort = hearth__name_sort(&name);
+    }
     size_t nleaves = (n + ORDER - 1) / ORDER;
     hearth__bt **level_pages = hearth__calloc(nleaves, sizeof *level_pages);
     if (!level_pages)
@@ -581,7 +606,7 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
                 hearth__bt *kid = lower[from + k];
                 as_inner(p)->kid[k] = kid;
                 as_inner(p)->cnt[k] = kid->count;
-                as_inner(p)->first[k] = page_first_key(kid);
+                as_inner(p)->first[k] = page_first(kid);
             }
             p->n = (uint16_t)take;
             inner_recount(p);
@@ -759,7 +784,8 @@ static bool check_page(const hearth__bt *p, const hearth__key **prev,
     for (unsigned i = 0; i < p->n; i++) {
         const hearth__bt *kid = as_inner(p)->kid[i];
         if (as_inner(p)->cnt[i] != kid->count ||
-            as_inner(p)->first[i] != page_first_key(kid))
+            as_inner(p)->first[i].key != page_first_key(kid) ||
+            as_inner(p)->first[i].sort != page_first(kid).sort)
             return false;
         if (!check_page(kid, prev, depth + 1, leaf_depth))
             return false;

@@ -25,6 +25,7 @@ typedef struct hearth__bt hearth__bt;
 typedef struct hearth__entry {
     hearth__key *key;
     hearth_node_t *node;
+    uint64_t sort; /* the key's hearth__name_sort, kept by the tree */
 } hearth__entry;
 
 size_t hearth__bt_count(const hearth__bt *t);

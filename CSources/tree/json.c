@@ -127,7 +127,7 @@ static int add_entry(hearth__entry **entries, size_t *n, size_t *cap,
         hearth_node_decref(child);
         return HEARTH_ENOMEM;
     }
-    (*entries)[(*n)++] = (hearth__entry){k, child};
+    (*entries)[(*n)++] = (hearth__entry){k, child, 0};
     return 0;
 }
 

@@ -115,6 +115,28 @@ int hearth__name_compare(const hearth__name *a, const hearth__name *b) {
     return hearth__utf16_compare(a->s, a->len, b->s, b->len);
 }
 
+uint64_t hearth__name_sort(const hearth__name *name) {
+    if (name->sentinel == HEARTH__NAME_MIN)
+        return 0;
+    if (name->sentinel == HEARTH__NAME_MAX)
+        return UINT64_MAX;
+    if (name->is_int) /* below every string: value, then length */
+        return ((uint64_t)((int64_t)name->ival + 2147483648LL) << 8) |
+               (name->len & 0xFF);
+    /* Strings: the top bit, then the first 7 bytes (keys hold no NUL, so
+     * padding with 0 puts a shorter prefix first). UTF-16 order is byte
+     * order except that U+E000-U+FFFF (lead bytes EE, EF) sort above the
+     * supplementary planes (F0-F4): lift those two lead bytes above F4. */
+    uint64_t sort = 1ULL << 63;
+    for (unsigned i = 0; i < 7; i++) {
+        unsigned char c = i < name->len ? (unsigned char)name->s[i] : 0;
+        if (c == 0xEE || c == 0xEF)
+            c = (unsigned char)(c + 7);
+        sort |= (uint64_t)c << (8 * (6 - i));
+    }
+    return sort;
+}
+
 hearth__key *hearth__key_new(const hearth__name *name) {
     hearth__key *key = hearth__malloc(sizeof *key + name->len + 1);
     if (!key)

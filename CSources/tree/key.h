@@ -41,6 +41,12 @@ static inline hearth__name hearth__key_name(const hearth__key *key) {
     return n;
 }
 
+/* A 64-bit digest of a name that orders like the name: when two sorts
+ * differ they give the names' order; when equal the names must be compared
+ * in full. It lets a search stay inside a page instead of following a
+ * pointer to each key. */
+uint64_t hearth__name_sort(const hearth__name *name);
+
 /* Order of two names: <0, 0, >0. */
 int hearth__name_compare(const hearth__name *a, const hearth__name *b);
 /* Order of two UTF-8 strings by UTF-16 code units (JavaScript's `<`). */

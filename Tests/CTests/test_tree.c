@@ -2297,7 +2297,52 @@ static void test_bt_diff(void) {
     hearth__bt_decref(c);
 }
 
+/* ---- name sorts agree with the name order ---- */
+
+static void test_name_sort_agrees(void) {
+    static const char *const pieces[] = {
+        "", "0", "1", "-1", "00", "9", "10", "2147483647", "2147483648",
+        "-2147483648", "-2147483649", "a", "ab", "abcdefg", "abcdefgh",
+        "abcdefgz", "B", "\xc3\xa9", "\xee\x80\x80", "\xef\xbd\x9e",
+        "\xf0\x9f\x90\xb5", "\xf4\x8f\xbf\xbf", "z", "~", "-"};
+    size_t np = sizeof pieces / sizeof *pieces;
+    char keys[400][32];
+    size_t n = 0;
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = 0; j < np && n < 400; j += 3) {
+            snprintf(keys[n], sizeof keys[n], "%s%s", pieces[i], pieces[j]);
+            if (keys[n][0])
+                n++;
+        }
+    int checked = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            hearth__name a, b;
+            hearth__name_init(&a, keys[i], strlen(keys[i]));
+            hearth__name_init(&b, keys[j], strlen(keys[j]));
+            uint64_t sa = hearth__name_sort(&a), sb = hearth__name_sort(&b);
+            int c = hearth__name_compare(&a, &b);
+            if (sa != sb) {
+                checked++;
+                if ((sa < sb) != (c < 0)) {
+                    fprintf(stderr, "  sort disagrees: \"%s\" vs \"%s\"\n",
+                            keys[i], keys[j]);
+                    test_failures++;
+                    return;
+                }
+            }
+        }
+    CHECK(checked > 10000);
+    hearth__name min = hearth__name_sentinel(HEARTH__NAME_MIN);
+    hearth__name max = hearth__name_sentinel(HEARTH__NAME_MAX);
+    hearth__name any;
+    hearth__name_init(&any, "\xf4\x8f\xbf\xbf", 4);
+    CHECK(hearth__name_sort(&min) < hearth__name_sort(&any));
+    CHECK(hearth__name_sort(&any) < hearth__name_sort(&max));
+}
+
 const test_case tree_tests[] = {
+    {"tree_name_sort_agrees", test_name_sort_agrees},
     {"tree_bt_diff", test_bt_diff},
     {"tree_key_order", test_key_order},
     {"tree_key_integer_form", test_key_integer_form},
