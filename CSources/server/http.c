@@ -273,16 +273,22 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
     return 0;
 }
 
+/* Closes a stream whose unsent data would pass the bound with `more`
+ * bytes: a client that stops reading must not grow our memory. */
+static bool over_backlog(hearth__http_conn *c, size_t more) {
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (backlog + more <= c->server->limits.max_backlog)
+        return false;
+    conn_close(c);
+    return true;
+}
+
 int hearth__http_stream_send(hearth__http_conn *c, const char *data,
                              size_t len) {
     if (c->closing)
         return HEARTH_ECLOSED;
-    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    if (backlog + len > c->server->limits.max_backlog) {
-        /* A client that stops reading must not grow our memory. */
-        conn_close(c);
+    if (over_backlog(c, len))
         return HEARTH_ECLOSED;
-    }
     return send_bytes(c, data, len, NULL, 0);
 }
 
@@ -305,12 +311,8 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
             return HEARTH_ECLOSED;
         }
     }
-    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    if (backlog + b->len - offset > c->server->limits.max_backlog) {
-        /* A client that stops reading must not grow our memory. */
-        conn_close(c);
+    if (over_backlog(c, b->len - offset))
         return HEARTH_ECLOSED;
-    }
     write_req *w = hearth__malloc(sizeof *w);
     if (!w) {
         conn_close(c);

@@ -44,11 +44,21 @@ final class Node: @unchecked Sendable {
 
     /// The same for a borrowed node.
     static func forEachChild(of pointer: OpaquePointer, _ body: (String, OpaquePointer) -> Void) {
+        visitChildren(body) { callback, context in
+            _ = hearth_node_foreach_child(pointer, callback, context)
+        }
+    }
+
+    /// Runs a C child iteration (`iterate` receives the C callback and its
+    /// context) so that `body` gets each child's key and borrowed node.
+    static func visitChildren(
+        _ body: (String, OpaquePointer) -> Void,
+        with iterate: (hearth_child_cb, UnsafeMutableRawPointer) -> Void
+    ) {
         withoutActuallyEscaping(body) { body in
             var visit = body
             withUnsafeMutablePointer(to: &visit) { context in
-                _ = hearth_node_foreach_child(
-                    pointer,
+                iterate(
                     { key, child, context in
                         guard let key, let child, let context else { return 0 }
                         let visit = context.assumingMemoryBound(
@@ -56,7 +66,7 @@ final class Node: @unchecked Sendable {
                         ).pointee
                         visit(String(cString: key), child)
                         return 0
-                    }, context)
+                    }, UnsafeMutableRawPointer(context))
             }
         }
     }

@@ -58,20 +58,8 @@ final class QueryParams: @unchecked Sendable {
     /// Calls `body` with each child of `node` that the query selects, in the
     /// query's order.
     func forEachChild(of node: OpaquePointer, _ body: (String, OpaquePointer) -> Void) {
-        withoutActuallyEscaping(body) { body in
-            var visit = body
-            withUnsafeMutablePointer(to: &visit) { context in
-                _ = hearth_query_foreach(
-                    pointer, node,
-                    { key, child, context in
-                        guard let key, let child, let context else { return 0 }
-                        let visit = context.assumingMemoryBound(
-                            to: ((String, OpaquePointer) -> Void).self
-                        ).pointee
-                        visit(String(cString: key), child)
-                        return 0
-                    }, context)
-            }
+        Node.visitChildren(body) { callback, context in
+            _ = hearth_query_foreach(pointer, node, callback, context)
         }
     }
 }
