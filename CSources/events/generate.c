@@ -51,6 +51,12 @@ static int push(hearth__event_queue *q, hearth__reg *reg, hearth_event_type type
     return 0;
 }
 
+int hearth__events_push(hearth__event_queue *q, hearth__reg *reg,
+                        hearth_event_type type, const hearth__key *key,
+                        const hearth__key *prev, const hearth_node_t *node) {
+    return push(q, reg, type, key, prev, node);
+}
+
 void hearth__events_raise(hearth__event_queue *q) {
     hearth__event_queue batch = *q;
     hearth__events_init(q);

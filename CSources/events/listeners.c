@@ -83,6 +83,8 @@ static void free_reg(hearth__reg *reg) {
 }
 
 static void free_view(hearth__view *v) {
+    if (v->sync_free)
+        v->sync_free(v->sync);
     hearth_query_free(v->query);
     hearth__free(v->identity);
     hearth__free(v->hints);
@@ -139,6 +141,11 @@ static hearth__tnode *kid(const hearth__tnode *t, const hearth__name *name) {
     bool found;
     size_t i = kid_index(t, name, &found);
     return found ? t->kids[i] : NULL;
+}
+
+hearth__tnode *hearth__tnode_kid(const hearth__tnode *t,
+                                 const hearth__name *name) {
+    return kid(t, name);
 }
 
 static hearth__tnode *add_kid(hearth__tnode *t, const hearth__name *name) {

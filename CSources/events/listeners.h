@@ -34,6 +34,10 @@ struct hearth__view {
     hearth__reg *regs;
     hearth__tnode *at;
     hearth__view *next;     /* in the trie node */
+    /* State a client's sync tree keeps per view (sync/sync.h), freed with
+     * the view through sync_free. */
+    void *sync;
+    void (*sync_free)(void *sync);
     /* Scratch for one write (see hearth__listeners_collect). */
     uint64_t stamp;
     bool full;              /* anything at or below the view may change */
@@ -73,6 +77,9 @@ hearth__reg *hearth__listeners_find(hearth__listeners *l,
 /* Unlinks reg (pruning empty views and trie nodes) and frees it after
  * calling its ctx_free. */
 void hearth__listeners_remove(hearth__listeners *l, hearth__reg *reg);
+/* The kid of t under name, or NULL. */
+hearth__tnode *hearth__tnode_kid(const hearth__tnode *t,
+                                 const hearth__name *name);
 /* The trie node at exactly path, or NULL. */
 hearth__tnode *hearth__listeners_at(hearth__listeners *l,
                                     const hearth__path *path);
@@ -113,6 +120,11 @@ int hearth__view_generate(hearth__view *v, const hearth_node_t *old_full,
  * child in order, then value. */
 int hearth__reg_initial_events(hearth__reg *reg, const hearth_node_t *full,
                                hearth__event_queue *out);
+
+/* Queues one event (references taken on key, prev and node). */
+int hearth__events_push(hearth__event_queue *q, hearth__reg *reg,
+                        hearth_event_type type, const hearth__key *key,
+                        const hearth__key *prev, const hearth_node_t *node);
 
 /* Raises the queued events in order, skipping removed registrations, and
  * empties the queue. */

@@ -417,6 +417,22 @@ static bool in_range(const hearth_query_t *q, const hearth__item *it) {
     return true;
 }
 
+bool hearth__query_in_range(const hearth_query_t *q, const hearth__item *it) {
+    return !q || in_range(q, it);
+}
+
+hearth_query_t *hearth__query_order_only(const hearth_query_t *q) {
+    if (!q)
+        return NULL;
+    hearth_query_t *o = hearth_query_copy(q);
+    if (!o)
+        return NULL;
+    bound_clear(&o->start);
+    bound_clear(&o->end);
+    o->limit = 0;
+    return o;
+}
+
 /* A stable merge sort by query order (qsort has no portable context). */
 static void merge_sort(const hearth_query_t *q, hearth__item *a,
                        hearth__item *tmp, size_t n) {

@@ -60,6 +60,11 @@ int hearth__query_select(const hearth_query_t *q, const hearth_node_t *node,
 int hearth__query_view_node(const hearth_query_t *q, const hearth_node_t *node,
                             hearth_node_t **out);
 
+/* Whether a child lies between q's bounds (true for a NULL query). */
+bool hearth__query_in_range(const hearth_query_t *q, const hearth__item *it);
+/* A copy of q's order without bounds or limit (NULL for NULL). */
+hearth_query_t *hearth__query_order_only(const hearth_query_t *q);
+
 /* Index order of two children: <0, 0, >0. */
 int hearth__query_compare(const hearth_query_t *q, const hearth__item *a,
                           const hearth__item *b);

@@ -64,5 +64,8 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */
 const char *shared_path(const char *relative);
+/* The non-empty JSON array in ../shared/RELATIVE (a jansson json_t *,
+ * json_decref it), or NULL after reporting why and failing the test. */
+struct json_t *shared_json_array(const char *relative);
 
 #endif

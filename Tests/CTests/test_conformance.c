@@ -40,24 +40,9 @@ static size_t check_vector(const hearth_node_t *n, const json_t *vec,
 }
 
 static void test_node_hash_vectors(void) {
-    const char *path = shared_path("conformance/node-hash-vectors.json");
-    size_t len = 0;
-    char *text = read_file(path, &len);
-    if (!text) {
-        fprintf(stderr, "  missing %s\n", path);
-        test_failures++;
+    json_t *root = shared_json_array("conformance/node-hash-vectors.json");
+    if (!root)
         return;
-    }
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
-    if (!root || !json_is_array(root) || json_array_size(root) == 0) {
-        fprintf(stderr, "  %s: not a non-empty array (%s, line %d)\n", path,
-                root ? "" : jerr.text, jerr.line);
-        test_failures++;
-        json_decref(root);
-        free(text);
-        return;
-    }
     size_t vectors = 0, hashes = 0, index;
     json_t *vec;
     json_array_foreach(root, index, vec) {
@@ -142,7 +127,6 @@ static void test_node_hash_vectors(void) {
     CHECK_INT(vectors, json_array_size(root));
     CHECK(hashes > vectors);
     json_decref(root);
-    free(text);
 }
 
 const test_case conformance_tests[] = {

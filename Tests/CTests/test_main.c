@@ -3,6 +3,7 @@
  * whose names contain one of the words. */
 #include "test.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -12,7 +13,7 @@ int test_failures;
 
 #define SUITES(X) X(common_tests) X(tree_tests) X(json_tests) X(query_tests) \
                   X(db_tests) X(store_tests) X(server_tests) \
-                  X(conformance_tests)
+                  X(conformance_tests) X(ws_client_tests) X(syncpoint_tests)
 
 #define DECLARE(s) extern const test_case s[] __attribute__((weak));
 SUITES(DECLARE)
@@ -60,6 +61,28 @@ const char *shared_path(const char *relative) {
     const char *root = getenv("HEARTH_SHARED");
     snprintf(buf, sizeof buf, "%s/%s", root ? root : "../shared", relative);
     return buf;
+}
+
+struct json_t *shared_json_array(const char *relative) {
+    const char *path = shared_path(relative);
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "  missing %s\n", path);
+        test_failures++;
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!root || !json_is_array(root) || json_array_size(root) == 0) {
+        fprintf(stderr, "  %s: not a non-empty array (%s, line %d)\n", path,
+                root ? "" : jerr.text, jerr.line);
+        test_failures++;
+        json_decref(root);
+        return NULL;
+    }
+    return root;
 }
 
 static bool selected(const char *name, int argc, char **argv) {
