@@ -12,7 +12,7 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libcrypto zlib
+PKGS      := jansson libuv libssl libcrypto zlib
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
              libwslay-dev pkg-config
 
@@ -80,7 +80,7 @@ $(BUILD)/hearth.pc: Makefile
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libcrypto zlib' \
+	  'Requires.private: jansson libuv libssl libcrypto zlib' \
 	  'Libs: -L$${libdir} -lhearth' \
 	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@

@@ -35,6 +35,7 @@ let package = Package(
             cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags,
             linkerSettings: [
                 .linkedLibrary("z"), .linkedLibrary("http_parser"), .linkedLibrary("wslay"),
+                .linkedLibrary("ssl"), // TLS for wss:// (client/ws_client.c)
             ]),
         .target(
             name: "Hearth",

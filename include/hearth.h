@@ -78,11 +78,18 @@ typedef enum hearth_errno {
     HEARTH_ENOTFOUND = -18,    /* no such observer or item */
     HEARTH_EIO = -19,          /* input/output error */
     HEARTH_ELOOP = -20,        /* the event loop failed */
-    HEARTH_EUNSUPPORTED = -21  /* not supported by this build or mode */
+    HEARTH_EUNSUPPORTED = -21, /* not supported by this build or mode */
+    HEARTH_EDENIED = -22,      /* the server's rules refused the operation */
+    HEARTH_EOFFLINE = -23,     /* offline, and the data is not cached */
+    HEARTH_EMAXRETRY = -24,    /* transaction lost its race 25 times */
+    HEARTH_EDISCONNECTED = -25, /* the connection dropped mid-transaction */
+    HEARTH_EOVERRIDDEN = -26,  /* a set replaced the transaction's value */
+    HEARTH_EREMOTE = -27,      /* the server refused the request */
+    HEARTH_EDATASTALE = -28    /* compare-and-set against a stale value */
 } hearth_errno;
 
 /* Lowest error code in use; every code from -1 down to it has a name. */
-#define HEARTH_ERRNO_LAST HEARTH_EUNSUPPORTED
+#define HEARTH_ERRNO_LAST HEARTH_EDATASTALE
 
 /* A sentence describing err, e.g. "invalid key". Never NULL. */
 HEARTH_EXTERN const char *hearth_strerror(int err);
@@ -354,6 +361,13 @@ typedef struct hearth_db_config_s {
      * memory only. */
     const char *data_dir;
     hearth_fsync_mode fsync_mode;
+    /* A server to be a client of instead ("http://127.0.0.1:9000?ns=demo",
+     * "ws://...", "https://NAME.firebaseio.com"): the same calls then read
+     * and write the server's data over its realtime protocol. Writes raise
+     * events at once and are sent in order (queued while offline);
+     * observers see the server's data as it arrives; `.info/connected` and
+     * `.info/serverTimeOffset` can be observed. Excludes data_dir. */
+    const char *url;
 } hearth_db_config_t;
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a
@@ -489,6 +503,29 @@ HEARTH_EXTERN int hearth_db_remove_observer(hearth_db_t *db,
 HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
                                                 const char *path,
                                                 hearth_error_t *err);
+
+/* ---- A client of a server (hearth_db_config_t.url) ---- */
+
+/* Disconnects (online = false: writes queue up locally) or reconnects.
+ * HEARTH_EUNSUPPORTED for an embedded database. */
+HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
+
+/* onDisconnect: the server performs the operation when this client's
+ * connection ends (also when its process dies). kind: */
+typedef enum hearth_on_disconnect_kind {
+    HEARTH_ON_DISCONNECT_SET = 0,    /* value at path (null removes) */
+    HEARTH_ON_DISCONNECT_UPDATE = 1, /* value: an object of relative paths */
+    HEARTH_ON_DISCONNECT_CANCEL = 2  /* drop those queued at or below path */
+} hearth_on_disconnect_kind;
+/* cb runs once the server has recorded it (0) or refused it.
+ * HEARTH_EUNSUPPORTED for an embedded database. */
+HEARTH_EXTERN int hearth_db_on_disconnect(hearth_db_t *db,
+                                          hearth_on_disconnect_kind kind,
+                                          const char *path,
+                                          const hearth_node_t *value,
+                                          hearth_completion_cb cb, void *ctx,
+                                          hearth_free_cb ctx_free,
+                                          hearth_error_t *err);
 
 /* Runs fn(ctx) on the database's loop after every operation queued before
  * it, then ctx_free(ctx). Useful to wait for events from another thread. */

@@ -28,7 +28,14 @@
     XX(ENOTFOUND, "not found")                                                 \
     XX(EIO, "input/output error")                                              \
     XX(ELOOP, "event loop error")                                              \
-    XX(EUNSUPPORTED, "not supported")
+    XX(EUNSUPPORTED, "not supported")                                          \
+    XX(EDENIED, "permission denied")                                           \
+    XX(EOFFLINE, "the client is offline and the data is not cached")          \
+    XX(EMAXRETRY, "transaction retried too many times")                        \
+    XX(EDISCONNECTED, "the connection was lost")                               \
+    XX(EOVERRIDDEN, "a later set replaced the transaction's value")            \
+    XX(EREMOTE, "the server refused the request")                              \
+    XX(EDATASTALE, "the value changed since it was read")
 
 const char *hearth_strerror(int err) {
 #define XX(name, msg)                                                          \

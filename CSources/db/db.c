@@ -13,6 +13,8 @@
 #include "store/store.h"
 #include "tree/json.h"
 
+#include "client/remote.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,8 @@ typedef enum op_kind {
     OP_UNOBSERVE_AT,
     OP_CALL,
     OP_STOP,
+    OP_ONLINE,        /* remote: go online or offline (o->status) */
+    OP_ON_DISCONNECT, /* remote: o->status is the kind */
 } op_kind;
 
 /* One path written by a write operation. */
@@ -77,6 +81,9 @@ struct hearth_db_s {
     atomic_uint_fast64_t next_handle;
 
     /* loop-owned */
+    hearth__remote *remote; /* a client of a server: data and listeners live
+                               in its sync tree instead of root */
+    bool client;            /* opened on a URL (set once, read anywhere) */
     hearth_node_t *root;
     hearth__listeners listeners;
     hearth__event_queue events;
@@ -162,9 +169,20 @@ static bool on_loop_thread(hearth_db_t *db) {
 
 /* ---- applying writes and raising events ---- */
 
+static hearth__listeners *listeners_of(hearth_db_t *db) {
+    return db->remote ? hearth__remote_listeners(db->remote) : &db->listeners;
+}
+
+static void unlink_reg(hearth_db_t *db, hearth__reg *reg) {
+    if (db->remote)
+        hearth__remote_unobserve(db->remote, reg);
+    else
+        hearth__listeners_remove(&db->listeners, reg);
+}
+
 static void sweep_doomed(hearth_db_t *db) {
     for (size_t i = 0; i < db->ndoomed; i++)
-        hearth__listeners_remove(&db->listeners, db->doomed[i]);
+        unlink_reg(db, db->doomed[i]);
     db->ndoomed = 0;
 }
 
@@ -347,7 +365,7 @@ static void remove_reg(hearth_db_t *db, hearth__reg *reg) {
         return;
     reg->removed = true;
     if (!db->raising) {
-        hearth__listeners_remove(&db->listeners, reg);
+        unlink_reg(db, reg);
         return;
     }
     if (db->ndoomed == db->doomed_cap) {
@@ -362,7 +380,7 @@ static void remove_reg(hearth_db_t *db, hearth__reg *reg) {
 }
 
 static void run_unobserve_at(hearth_db_t *db, op *o) {
-    hearth__tnode *t = hearth__listeners_at(&db->listeners, &o->path);
+    hearth__tnode *t = hearth__listeners_at(listeners_of(db), &o->path);
     if (!t)
         return;
     /* Collect first: removal may free the trie node when not raising. */
@@ -382,9 +400,142 @@ static void run_unobserve_at(hearth_db_t *db, op *o) {
     hearth__free(regs);
 }
 
+/* ---- a client of a server ---- */
+
+static void remote_raise(void *ctx) { raise_events(ctx); }
+
+/* Ends an operation kept while the server had it. */
+static void op_done(op *o) {
+    if (o->ctx_free)
+        o->ctx_free(o->ctx);
+    op_free(o);
+}
+
+static void remote_write_done(int status, void *arg) {
+    op *o = arg;
+    if (o->done)
+        o->done(status, o->ctx);
+    op_done(o);
+}
+
+static bool run_remote_write(hearth_db_t *db, op *o) {
+    const hearth__path *paths_small[16];
+    hearth_node_t *values_small[16];
+    bool small = o->nparts <= 16;
+    const hearth__path **paths =
+        small ? paths_small : hearth__malloc(o->nparts * sizeof *paths);
+    hearth_node_t **values =
+        small ? values_small : hearth__malloc(o->nparts * sizeof *values);
+    int rc = paths && values ? 0 : HEARTH_ENOMEM;
+    for (size_t i = 0; !rc && i < o->nparts; i++) {
+        paths[i] = &o->parts[i].path;
+        values[i] = o->parts[i].value;
+    }
+    if (!rc && o->nparts == 0)
+        rc = 1; /* an empty update: nothing to send */
+    if (!rc)
+        rc = hearth__remote_write(db->remote, paths, values, o->nparts,
+                                  remote_write_done, o);
+    if (!small) {
+        hearth__free(paths);
+        hearth__free(values);
+    }
+    if (!rc)
+        return true;
+    if (o->done)
+        o->done(rc == 1 ? 0 : rc, o->ctx);
+    return false;
+}
+
+static void remote_tx_done(int status, bool committed,
+                           const hearth_node_t *snapshot, void *arg) {
+    op *o = arg;
+    o->tx_done(status, committed, snapshot, o->ctx);
+    op_done(o);
+}
+
+static bool run_remote_transaction(hearth_db_t *db, op *o) {
+    int rc = hearth__remote_transaction(db->remote, &o->path, o->tx_fn, o->ctx,
+                                        remote_tx_done, o);
+    if (!rc)
+        return true;
+    o->tx_done(rc, false, hearth__node_empty(), o->ctx);
+    return false;
+}
+
+static void remote_get_done(int status, const hearth_node_t *value,
+                            void *arg) {
+    op *o = arg;
+    *o->get_rc = status;
+    if (!status)
+        *o->get_out = hearth_node_incref(value);
+    uv_sem_post(o->sem);
+    op_free(o);
+}
+
+static void run_remote_observe(hearth_db_t *db, op *o) {
+    hearth__reg *reg = o->reg;
+    o->reg = NULL;
+    if (hearth__remote_observe(db->remote, &o->path, o->query, reg)) {
+        if (reg->ctx_free)
+            reg->ctx_free(reg->ctx);
+        hearth__free(reg);
+    }
+}
+
 static void flush_acks(hearth_db_t *db);
 
+/* Runs o in remote mode; false for the kinds that work as embedded. */
+static bool run_remote_op(hearth_db_t *db, op *o) {
+    bool keep = false;
+    switch (o->kind) {
+    case OP_WRITE:
+        keep = run_remote_write(db, o);
+        break;
+    case OP_TRANSACTION:
+        keep = run_remote_transaction(db, o);
+        break;
+    case OP_GET:
+        if (hearth__remote_get(db->remote, &o->path, o->query,
+                               remote_get_done, o) == 0)
+            return true; /* remote_get_done frees o */
+        *o->get_rc = HEARTH_ENOMEM;
+        uv_sem_post(o->sem);
+        break;
+    case OP_OBSERVE:
+        run_remote_observe(db, o);
+        break;
+    case OP_ONLINE:
+        hearth__remote_set_online(db->remote, o->status != 0);
+        break;
+    case OP_ON_DISCONNECT: {
+        static const char *const actions[] = {"o", "om", "oc"};
+        int rc = hearth__remote_on_disconnect(
+            db->remote, actions[o->status], &o->path,
+            o->nparts ? o->parts[0].value : NULL, remote_write_done, o);
+        if (!rc)
+            return true; /* remote_write_done ends o */
+        if (o->done)
+            o->done(rc, o->ctx);
+        break;
+    }
+    case OP_STOP:
+        hearth__remote_close(db->remote);
+        db->remote = NULL;
+        uv_close((uv_handle_t *)&db->wake, NULL);
+        uv_close((uv_handle_t *)&db->commit_idle, NULL);
+        break;
+    default:
+        return false;
+    }
+    if (!keep)
+        op_done(o);
+    return true;
+}
+
 static void run_op(hearth_db_t *db, op *o) {
+    if (db->remote && run_remote_op(db, o))
+        return;
     bool keep = false;
     switch (o->kind) {
     case OP_WRITE:
@@ -400,7 +551,7 @@ static void run_op(hearth_db_t *db, op *o) {
         run_observe(db, o);
         break;
     case OP_UNOBSERVE: {
-        hearth__reg *reg = hearth__listeners_find(&db->listeners, o->handle);
+        hearth__reg *reg = hearth__listeners_find(listeners_of(db), o->handle);
         if (reg)
             remove_reg(db, reg);
         break;
@@ -416,6 +567,9 @@ static void run_op(hearth_db_t *db, op *o) {
         uv_close((uv_handle_t *)&db->wake, NULL);
         uv_close((uv_handle_t *)&db->commit_idle, NULL);
         break;
+    case OP_ONLINE:
+    case OP_ON_DISCONNECT:
+        break; /* only queued for a client of a server */
     }
     if (keep)
         return;
@@ -640,6 +794,20 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     if (!db)
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = 0;
+    hearth__remote_url url;
+    if (config && config->url) {
+        if (config->data_dir) {
+            hearth__free(db);
+            return hearth__error(err, HEARTH_EINVAL, NULL,
+                                 "a database opened on a URL keeps no data "
+                                 "directory");
+        }
+        rc = hearth__remote_parse_url(config->url, &url, err);
+        if (rc) {
+            hearth__free(db);
+            return rc;
+        }
+    }
     hearth__store_report report = {0};
     if (config && config->data_dir)
         rc = hearth__store_open(config->data_dir, config->fsync_mode,
@@ -681,6 +849,11 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     db->wake.data = db;
     uv_idle_init(db->loop, &db->commit_idle);
     db->commit_idle.data = db;
+    if (config && config->url &&
+        hearth__remote_open(db->loop, &url, &db->events, remote_raise, db,
+                            &db->remote))
+        goto fail_thread;
+    db->client = db->remote != NULL;
     if (db->owns_loop) {
         if (uv_thread_create(&db->thread, loop_main, db))
             goto fail_thread;
@@ -691,6 +864,8 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     *out = db;
     return 0;
 fail_thread:
+    if (db->remote)
+        hearth__remote_close(db->remote);
     uv_close((uv_handle_t *)&db->wake, NULL);
     uv_close((uv_handle_t *)&db->commit_idle, NULL);
     uv_run(db->loop, UV_RUN_DEFAULT);
@@ -762,6 +937,10 @@ int hearth_db_close(hearth_db_t *db) {
         free_db(db);
     } else {
         flush_acks(db);
+        if (db->remote) {
+            hearth__remote_close(db->remote);
+            db->remote = NULL;
+        }
         /* Freed once the handles are closed and any snapshot and commit
          * have finished (the commit then acknowledges what is left). */
         db->close_waits = 2 + db->snapshotting + db->committing;
@@ -1089,6 +1268,16 @@ int hearth_db_get(hearth_db_t *db, const char *path,
         return rc;
     if (on_loop_thread(db)) {
         /* Reads need no ordering against deferred work: answer now. */
+        if (db->remote) {
+            /* The loop cannot wait for the server: only the cache. */
+            *out = hearth__remote_cached(db->remote, &o->path, o->query);
+            op_free(o);
+            return *out ? 0
+                        : hearth__error(err, HEARTH_EOFFLINE, NULL,
+                                        "no complete cached data here; read "
+                                        "from another thread to ask the "
+                                        "server");
+        }
         rc = hearth__query_view_node(o->query, read_at(db->root, &o->path),
                                      out);
         op_free(o);
@@ -1122,7 +1311,8 @@ int hearth_db_observe(hearth_db_t *db, const char *path,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "event mask 0x%x is invalid", mask);
     op *o;
-    int rc = read_op(OP_OBSERVE, path, 0, query, &o, err);
+    int rc = read_op(OP_OBSERVE, path, db->client ? HEARTH__PATH_ALLOW_INFO : 0,
+                     query, &o, err);
     if (rc)
         return rc;
     hearth__reg *reg = hearth__calloc(1, sizeof *reg);
@@ -1147,7 +1337,7 @@ int hearth_db_remove_observer(hearth_db_t *db, hearth_observer_t handle) {
     if (!db || !handle)
         return HEARTH_EINVAL;
     if (on_loop_thread(db)) {
-        hearth__reg *reg = hearth__listeners_find(&db->listeners, handle);
+        hearth__reg *reg = hearth__listeners_find(listeners_of(db), handle);
         if (!reg || reg->removed)
             return HEARTH_ENOTFOUND;
         remove_reg(db, reg);
@@ -1168,6 +1358,55 @@ int hearth_db_remove_observers_at(hearth_db_t *db, const char *path,
     int rc = read_op(OP_UNOBSERVE_AT, path, 0, NULL, &o, err);
     if (rc)
         return rc;
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_set_online(hearth_db_t *db, bool online) {
+    if (!db)
+        return HEARTH_EINVAL;
+    if (!db->client)
+        return HEARTH_EUNSUPPORTED;
+    op *o = op_new(OP_ONLINE);
+    if (!o)
+        return HEARTH_ENOMEM;
+    o->status = online;
+    return submit(db, o);
+}
+
+int hearth_db_on_disconnect(hearth_db_t *db, hearth_on_disconnect_kind kind,
+                            const char *path, const hearth_node_t *value,
+                            hearth_completion_cb cb, void *ctx,
+                            hearth_free_cb ctx_free, hearth_error_t *err) {
+    if (!db || (unsigned)kind > HEARTH_ON_DISCONNECT_CANCEL ||
+        (kind != HEARTH_ON_DISCONNECT_CANCEL && !value))
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    if (!db->client)
+        return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
+                             "onDisconnect needs a database opened on a URL");
+    if (kind == HEARTH_ON_DISCONNECT_UPDATE && !hearth__node_is_obj(value))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "an onDisconnect update needs an object of "
+                             "relative paths");
+    op *o;
+    int rc = read_op(OP_ON_DISCONNECT, path, HEARTH__PATH_ALLOW_PRIORITY, NULL,
+                     &o, err);
+    if (rc)
+        return rc;
+    if (kind == HEARTH_ON_DISCONNECT_SET &&
+        (rc = check_value(&o->path, value, o->text, err)))
+        return drop_op(o, rc);
+    if (value) {
+        o->parts = hearth__calloc(1, sizeof *o->parts);
+        if (!o->parts)
+            return drop_op(o, hearth__error_code(err, HEARTH_ENOMEM));
+        o->nparts = 1;
+        o->parts[0].value = hearth_node_incref(value);
+    }
+    o->status = kind;
+    o->done = cb;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
     rc = submit(db, o);
     return rc ? hearth__error_code(err, rc) : 0;
 }

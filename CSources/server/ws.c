@@ -4,6 +4,8 @@
  * message over the size limit closes that one connection. */
 #include "server/ws.h"
 
+#include "common/ws_input.h"
+
 #include <openssl/evp.h>
 #include <string.h>
 #include <wslay/wslay.h>
@@ -26,15 +28,7 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
                        int flags, void *user) {
     (void)flags;
     hearth__ws *ws = user;
-    if (ws->in_len == 0) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    size_t n = len < ws->in_len ? len : ws->in_len;
-    memcpy(buf, ws->in, n);
-    ws->in += n;
-    ws->in_len -= n;
-    return (ssize_t)n;
+    return hearth__ws_take(ctx, buf, len, &ws->in, &ws->in_len);
 }
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data,

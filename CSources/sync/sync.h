@@ -320,7 +320,9 @@ struct hearth__sync {
     int64_t next_tag;
     hearth__tagged *tags;        /* the filtered views, by tag */
     size_t ntags, tags_cap;
-    hearth__event_queue events;  /* raised by the owner */
+    hearth__event_queue own_events;
+    hearth__event_queue *events; /* raised by the owner; own_events unless
+                                    the owner points it elsewhere */
 };
 
 int hearth__sync_init(hearth__sync *s);
@@ -350,5 +352,8 @@ int hearth__sync_listen_complete(hearth__sync *s, const hearth__path *path,
                                  int64_t tag);
 /* The view with tag, or NULL. */
 hearth__view *hearth__sync_tagged(hearth__sync *s, int64_t tag);
+/* What the client shows at path (pending writes over the server's data)
+ * when it is known completely (new reference), else NULL. */
+hearth_node_t *hearth__sync_local(hearth__sync *s, const hearth__path *path);
 
 #endif

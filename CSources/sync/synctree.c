@@ -16,12 +16,13 @@ int hearth__sync_init(hearth__sync *s) {
     int rc = hearth__listeners_init(&s->listeners);
     if (!rc && (rc = hearth__writes_init(&s->writes)))
         hearth__listeners_destroy(&s->listeners);
-    hearth__events_init(&s->events);
+    hearth__events_init(&s->own_events);
+    s->events = &s->own_events;
     return rc;
 }
 
 void hearth__sync_destroy(hearth__sync *s) {
-    hearth__events_clear(&s->events);
+    hearth__events_clear(&s->own_events);
     hearth__listeners_destroy(&s->listeners);
     hearth__writes_destroy(&s->writes);
     hearth__free(s->tags);
@@ -178,7 +179,7 @@ int hearth__sync_listen(hearth__sync *s, const hearth__path *path,
         }
     }
     *tag = ((hearth__sview *)v->sync)->tag;
-    return hearth__view_initial_events(v, reg, &s->events);
+    return hearth__view_initial_events(v, reg, s->events);
 }
 
 void hearth__sync_unlisten(hearth__sync *s, hearth__reg *reg, bool *view_gone) {
@@ -238,7 +239,7 @@ static void apply_point(walk *w, hearth__tnode *t, unsigned depth,
         const hearth__sview *sv = v->sync;
         if (!sv || !sv->ready)
             continue;
-        int rc = hearth__view_apply(v, op, &writes, server, &w->s->events);
+        int rc = hearth__view_apply(v, op, &writes, server, w->s->events);
         if (rc && !w->rc)
             w->rc = rc;
     }
@@ -309,7 +310,20 @@ static int apply_tagged(hearth__sync *s, int64_t tag, const hearth__spath *p,
     op->n = p->n - depth;
     op->tagged = true;
     hearth__wref writes = {&s->writes, at, depth};
-    return hearth__view_apply(v, op, &writes, NULL, &s->events);
+    return hearth__view_apply(v, op, &writes, NULL, s->events);
+}
+
+hearth_node_t *hearth__sync_local(hearth__sync *s, const hearth__path *path) {
+    hearth__spath p;
+    hearth__spath_from(&p, path);
+    bool complete;
+    hearth_node_t *server = known_server(s, &p, &complete);
+    if (!server)
+        return NULL;
+    hearth__wref w = {&s->writes, p.seg, p.n};
+    hearth_node_t *out = hearth__wref_event_cache(&w, complete ? server : NULL);
+    hearth_node_decref(server);
+    return out;
 }
 
 int hearth__sync_user_set(hearth__sync *s, const hearth__path *path,

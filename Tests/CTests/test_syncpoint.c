@@ -436,7 +436,7 @@ static int run_step(scenario *s, const json_t *step) {
     }
     if (rc)
         return -1;
-    hearth__events_raise(&s->sync.events);
+    hearth__events_raise(s->sync.events);
     rc = check_events(s, json_object_get(step, "events"));
     recorder_clear(&s->rec);
     return rc;

@@ -1,0 +1,99 @@
+/*
+ * remote.h - a database that lives on a server: the client side of the
+ * realtime protocol (internal; hearth_db_* in remote mode drives it).
+ *
+ * Local writes go into the sync tree at once (listeners see them before
+ * the call returns) and to the server in order; the server's answer
+ * settles each (an acknowledgement, or a rejection that reverts it).
+ * Listens become server listens; the data the server pushes goes into the
+ * sync tree. While the connection is down, writes queue up and are sent
+ * when it returns; the connection retries with a jittered backoff from 1 s
+ * to 30 s. `.info/connected` and `.info/serverTimeOffset` are locations
+ * like any other, set by the client itself.
+ *
+ * Everything runs on the loop thread that owns the database.
+ */
+#ifndef HEARTH_CLIENT_REMOTE_H
+#define HEARTH_CLIENT_REMOTE_H
+
+#include "sync/sync.h"
+
+#include <uv.h>
+
+typedef struct hearth__remote hearth__remote;
+
+/* Where a client connects: parsed from a database URL such as
+ * "http://127.0.0.1:9000?ns=demo", "ws://host:port/?ns=demo" or
+ * "https://NAME.firebaseio.com". */
+typedef struct hearth__remote_url {
+    char host[256];
+    int port;
+    bool tls;
+    char ns[128];
+} hearth__remote_url;
+
+int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
+                             hearth_error_t *err);
+
+/* Starts a client on loop; events are queued on `events` and raised by
+ * calling raise(raise_ctx) (the owner's raising discipline). */
+int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
+                        hearth__event_queue *events,
+                        void (*raise)(void *ctx), void *raise_ctx,
+                        hearth__remote **out);
+/* Ends the connection; pending writes, gets and transactions complete with
+ * HEARTH_ECANCELED and every registration's ctx_free runs. The client
+ * frees itself once its handles are closed (the loop must run on). */
+void hearth__remote_close(hearth__remote *r);
+
+hearth__listeners *hearth__remote_listeners(hearth__remote *r);
+
+/* Completion of a write: status 0 or a negative HEARTH_E* code. */
+typedef void (*hearth__remote_done)(int status, void *arg);
+
+/* A write of n (path, value) parts as one operation (a set when n is 1,
+ * else a multi-path update). Values are borrowed. */
+int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
+                         hearth_node_t *const *values, size_t n,
+                         hearth__remote_done done, void *arg);
+
+int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
+                           const hearth_query_t *q, hearth__reg *reg);
+void hearth__remote_unobserve(hearth__remote *r, hearth__reg *reg);
+
+/* A one-time read: from the server when connected, else from complete
+ * cached data, else HEARTH_EOFFLINE. done gets a borrowed value. */
+typedef void (*hearth__remote_get_done)(int status, const hearth_node_t *value,
+                                        void *arg);
+int hearth__remote_get(hearth__remote *r, const hearth__path *path,
+                       const hearth_query_t *q, hearth__remote_get_done done,
+                       void *arg);
+/* The cached value at path when complete (new reference), else NULL. */
+hearth_node_t *hearth__remote_cached(hearth__remote *r, const hearth__path *path,
+                                     const hearth_query_t *q);
+
+/* A transaction: fn runs on the local value; the result is applied
+ * locally and sent as a compare-and-set; a stale guess runs it again (25
+ * attempts at most). */
+typedef void (*hearth__remote_tx_done)(int status, bool committed,
+                                       const hearth_node_t *snapshot,
+                                       void *arg);
+int hearth__remote_transaction(hearth__remote *r, const hearth__path *path,
+                               hearth_transaction_fn fn, void *fn_ctx,
+                               hearth__remote_tx_done done, void *arg);
+
+/* onDisconnect operations: the server performs them when this client's
+ * connection ends. action is "o" (set), "om" (update) or "oc" (cancel). */
+int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
+                                 const hearth__path *path,
+                                 const hearth_node_t *value,
+                                 hearth__remote_done done, void *arg);
+
+/* goOffline / goOnline. */
+void hearth__remote_set_online(hearth__remote *r, bool online);
+
+/* The estimated server time (local clock plus the offset the server's
+ * hello gave). */
+int64_t hearth__remote_server_now(const hearth__remote *r);
+
+#endif

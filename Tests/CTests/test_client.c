@@ -1,0 +1,541 @@
+/* test_client.c - databases opened on a URL, as clients of a real server
+ * on a loopback port: local events before the server answers, two clients
+ * seeing each other, contended transactions and increments, queries, REST
+ * writes reaching realtime listeners, offline writes, .info/connected,
+ * onDisconnect, and a server restarted under a writing client. */
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static hearth_server_t *start_server(int port) {
+    if (!dir[0]) {
+        strcpy(dir, "/tmp/hearth-client-XXXXXX");
+        CHECK(mkdtemp(dir) != NULL);
+    }
+    hearth_server_config_t config = {.host = "127.0.0.1", .port = port,
+                                     .data_dir = dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF};
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    int rc = hearth_server_start(&config, &s, &err);
+    if (rc)
+        fprintf(stderr, "  server: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return s;
+}
+
+static void finish_server(hearth_server_t *s) {
+    CHECK_INT(hearth_server_stop(s), 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+    dir[0] = '\0';
+}
+
+static hearth_db_t *client(int port, const char *ns) {
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
+    hearth_db_config_t config = {.url = url};
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    int rc = hearth_db_open(&config, &db, &err);
+    if (rc)
+        fprintf(stderr, "  client: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return db;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- what observers saw, shared with the loop threads ---- */
+
+typedef struct watch {
+    pthread_mutex_t lock;
+    char last[256];   /* the last value, as JSON */
+    int values;
+    char log[2048];   /* "type key;" for each event */
+} watch;
+
+static void watch_init(watch *w) {
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->lock, NULL);
+}
+
+static void on_watch(const hearth_event_t *e, void *ctx) {
+    watch *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    if (e->type == HEARTH_EVENT_VALUE) {
+        char *j = hearth_node_to_json(e->node, 0, NULL);
+        snprintf(w->last, sizeof w->last, "%s", j ? j : "?");
+        hearth_free(j);
+        w->values++;
+    }
+    size_t len = strlen(w->log);
+    snprintf(w->log + len, sizeof w->log - len, "%d %s;", (int)e->type,
+             e->key ? e->key : "");
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Waits up to ms for the watch's last value to read `want`. */
+static bool wait_value(watch *w, const char *want, int ms) {
+    for (int waited = 0;; waited += 5) {
+        pthread_mutex_lock(&w->lock);
+        bool ok = strcmp(w->last, want) == 0;
+        pthread_mutex_unlock(&w->lock);
+        if (ok)
+            return true;
+        if (waited >= ms) {
+            fprintf(stderr, "  waited for %s, last %s\n", want, w->last);
+            return false;
+        }
+        sleep_ms(5);
+    }
+}
+
+static hearth_observer_t observe(hearth_db_t *db, const char *path,
+                                 const hearth_query_t *q, watch *w) {
+    hearth_observer_t h = 0;
+    CHECK_INT(hearth_db_observe(db, path, q, HEARTH_MASK_ALL, on_watch, w,
+                                NULL, &h, NULL),
+              0);
+    return h;
+}
+
+/* ---- completions ---- */
+
+typedef struct done {
+    pthread_mutex_t lock;
+    int count, errors, last_status;
+} done;
+
+static void on_done(int status, void *ctx) {
+    done *d = ctx;
+    pthread_mutex_lock(&d->lock);
+    d->count++;
+    if (status)
+        d->errors++;
+    d->last_status = status;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static bool wait_count(done *d, int want, int ms) {
+    for (int waited = 0;; waited += 5) {
+        pthread_mutex_lock(&d->lock);
+        int n = d->count;
+        pthread_mutex_unlock(&d->lock);
+        if (n >= want)
+            return true;
+        if (waited >= ms) {
+            fprintf(stderr, "  %d of %d completions\n", n, want);
+            return false;
+        }
+        sleep_ms(5);
+    }
+}
+
+static void set_json(hearth_db_t *db, const char *path, const char *json,
+                     done *d) {
+    hearth_node_t *v = node_from(json);
+    CHECK_INT(hearth_db_set(db, path, v, d ? on_done : NULL, d, NULL, NULL), 0);
+    hearth_node_decref(v);
+}
+
+static char *get_json(hearth_db_t *db, const char *path) {
+    hearth_node_t *n = NULL;
+    hearth_error_t err;
+    int rc = hearth_db_get(db, path, NULL, &n, &err);
+    if (rc) {
+        fprintf(stderr, "  get %s: %s\n", path, err.message);
+        return strdup("(error)");
+    }
+    char *j = hearth_node_to_json(n, 0, NULL);
+    char *out = strdup(j);
+    hearth_free(j);
+    hearth_node_decref(n);
+    return out;
+}
+
+/* ---- tests ---- */
+
+/* Runs on the loop: a write made there raises its events before the call
+ * returns, long before the server answers. */
+typedef struct local_ctx {
+    hearth_db_t *db;
+    watch *w;
+    int values_before, values_after;
+} local_ctx;
+
+static void write_on_loop(void *arg) {
+    local_ctx *c = arg;
+    c->values_before = c->w->values;
+    hearth_node_t *v = node_from("{\"n\":1}");
+    CHECK_INT(hearth_db_set(c->db, "/local", v, NULL, NULL, NULL, NULL), 0);
+    hearth_node_decref(v);
+    c->values_after = c->w->values;
+}
+
+static void test_local_events_first(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "local");
+    watch w;
+    watch_init(&w);
+    observe(a, "/local", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    local_ctx c = {a, &w, 0, 0};
+    CHECK_INT(hearth_db_call(a, write_on_loop, &c, NULL), 0);
+    CHECK(wait_value(&w, "{\"n\":1}", 5000));
+    CHECK_INT(c.values_after, c.values_before + 1);
+    char *j = get_json(a, "/local/n");
+    CHECK_STR(j, "1");
+    free(j);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+static void test_two_clients(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "two"), *b = client(port, "two");
+    watch wa, wb;
+    watch_init(&wa);
+    watch_init(&wb);
+    observe(a, "/room", NULL, &wa);
+    observe(b, "/room", NULL, &wb);
+    CHECK(wait_value(&wa, "null", 5000));
+    CHECK(wait_value(&wb, "null", 5000));
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(b, "/room/msg", "\"hi from b\"", &d);
+    CHECK(wait_value(&wa, "{\"msg\":\"hi from b\"}", 5000));
+    hearth_node_t *v = node_from("{\"x\":1,\"y\":2}");
+    CHECK_INT(hearth_db_update_json(a, "/room", "{\"a/b\":1,\"c\":true}",
+                                    (size_t)-1, on_done, &d, NULL, NULL),
+              0);
+    hearth_node_decref(v);
+    CHECK(wait_value(&wb, "{\"a\":{\"b\":1},\"c\":true,\"msg\":\"hi from b\"}",
+                     5000));
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.errors, 0);
+    /* A REST-side read sees the same. */
+    char *j = get_json(b, "/room/a");
+    CHECK_STR(j, "{\"b\":1}");
+    free(j);
+    hearth_db_close(a);
+    hearth_db_close(b);
+    finish_server(s);
+}
+
+static void test_queries_over_the_wire(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "query"), *b = client(port, "query");
+    set_json(b, "/scores", "{\"ann\":{\"s\":5},\"bob\":{\"s\":9},\"cat\":{\"s\":7}}",
+             NULL);
+    hearth_query_t *q;
+    hearth_query_new(&q);
+    hearth_query_order_by_child(q, "s", NULL);
+    hearth_query_limit_to_last(q, 2, NULL);
+    watch w;
+    watch_init(&w);
+    observe(a, "/scores", q, &w);
+    CHECK(wait_value(&w, "{\"bob\":{\"s\":9},\"cat\":{\"s\":7}}", 5000));
+    /* A new top score pushes the lowest of the two out. */
+    set_json(b, "/scores/dan", "{\"s\":8}", NULL);
+    CHECK(wait_value(&w, "{\"bob\":{\"s\":9},\"dan\":{\"s\":8}}", 5000));
+    hearth_query_free(q);
+    hearth_db_close(a);
+    hearth_db_close(b);
+    finish_server(s);
+}
+
+/* ---- contended counters ---- */
+
+static int increment(const hearth_node_t *current, hearth_node_t **result,
+                     void *ctx) {
+    (void)ctx;
+    double n = hearth_node_type(current) == HEARTH_TYPE_NUMBER
+                   ? hearth_node_number_value(current)
+                   : 0;
+    *result = hearth_node_number(n + 1);
+    return HEARTH_TX_COMMIT;
+}
+
+static void on_tx(int status, bool committed, const hearth_node_t *snap,
+                  void *ctx) {
+    (void)snap;
+    done *d = ctx;
+    pthread_mutex_lock(&d->lock);
+    d->count++;
+    if (status || !committed) {
+        d->errors++;
+        d->last_status = status;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+enum { CLIENTS = 8, EACH = 100 };
+
+static void test_contended_transactions(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *dbs[CLIENTS];
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    for (int i = 0; i < CLIENTS; i++)
+        dbs[i] = client(port, "tx");
+    for (int k = 0; k < EACH; k++)
+        for (int i = 0; i < CLIENTS; i++)
+            CHECK_INT(hearth_db_transaction(dbs[i], "/counter", increment,
+                                            on_tx, &d, NULL, NULL),
+                      0);
+    CHECK(wait_count(&d, CLIENTS * EACH, 25000));
+    if (d.errors)
+        fprintf(stderr, "  %d transactions failed, last: %s\n", d.errors,
+                hearth_strerror(d.last_status));
+    CHECK_INT(d.errors, 0);
+    char *j = get_json(dbs[0], "/counter");
+    CHECK_STR(j, "800");
+    free(j);
+    for (int i = 0; i < CLIENTS; i++)
+        hearth_db_close(dbs[i]);
+    finish_server(s);
+}
+
+/* One transaction at a time per client: they race for real, and some may
+ * give up after 25 attempts, but no committed increment is ever lost. */
+typedef struct serial {
+    hearth_db_t *db;
+    done *d;
+    int left;
+    int committed;
+} serial;
+
+static void on_serial(int status, bool committed, const hearth_node_t *snap,
+                      void *ctx);
+
+static void next_serial(serial *s) {
+    if (s->left-- > 0)
+        CHECK_INT(hearth_db_transaction(s->db, "/race", increment, on_serial, s,
+                                        NULL, NULL),
+                  0);
+}
+
+static void on_serial(int status, bool committed, const hearth_node_t *snap,
+                      void *ctx) {
+    serial *s = ctx;
+    (void)snap;
+    s->committed += committed;
+    on_done(status && status != HEARTH_EMAXRETRY ? status : 0, s->d);
+    next_serial(s);
+}
+
+static void test_racing_transactions(void) {
+    hearth_server_t *srv = start_server(0);
+    int port = hearth_server_port(srv);
+    enum { RACERS = 4, ROUNDS = 15 };
+    serial s[RACERS];
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    for (int i = 0; i < RACERS; i++) {
+        s[i] = (serial){client(port, "race"), &d, ROUNDS, 0};
+        next_serial(&s[i]);
+    }
+    CHECK(wait_count(&d, RACERS * ROUNDS, 25000));
+    CHECK_INT(d.errors, 0);
+    int committed = 0;
+    for (int i = 0; i < RACERS; i++)
+        committed += s[i].committed;
+    char *j = get_json(s[0].db, "/race"), want[16];
+    snprintf(want, sizeof want, "%d", committed);
+    CHECK_STR(j, want);
+    free(j);
+    CHECK(committed > RACERS * ROUNDS / 2);
+    for (int i = 0; i < RACERS; i++)
+        hearth_db_close(s[i].db);
+    finish_server(srv);
+}
+
+static void test_contended_increments(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *dbs[CLIENTS];
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    hearth_node_t *inc = hearth_node_server_increment(1);
+    for (int i = 0; i < CLIENTS; i++)
+        dbs[i] = client(port, "inc");
+    for (int k = 0; k < EACH; k++)
+        for (int i = 0; i < CLIENTS; i++)
+            CHECK_INT(hearth_db_set(dbs[i], "/hits", inc, on_done, &d, NULL,
+                                    NULL),
+                      0);
+    hearth_node_decref(inc);
+    CHECK(wait_count(&d, CLIENTS * EACH, 20000));
+    CHECK_INT(d.errors, 0);
+    char *j = get_json(dbs[3], "/hits");
+    CHECK_STR(j, "800");
+    free(j);
+    for (int i = 0; i < CLIENTS; i++)
+        hearth_db_close(dbs[i]);
+    finish_server(s);
+}
+
+/* ---- REST and realtime share one order ---- */
+
+static void rest_put(int port, const char *path, const char *body) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "PUT %s.json?ns=rest HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                     "%zu\r\nConnection: close\r\n\r\n%s",
+                     path, strlen(body), body);
+    CHECK(write(fd, req, (size_t)n) == n);
+    char buf[1024];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+}
+
+static void test_rest_reaches_listeners(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "rest");
+    watch w;
+    watch_init(&w);
+    observe(a, "/feed", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    rest_put(port, "/feed/item", "{\"from\":\"curl\"}");
+    CHECK(wait_value(&w, "{\"item\":{\"from\":\"curl\"}}", 5000));
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* ---- offline ---- */
+
+static void test_offline_writes_and_info(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "offline"), *b = client(port, "offline");
+    watch conn, mine, theirs;
+    watch_init(&conn);
+    watch_init(&mine);
+    watch_init(&theirs);
+    observe(a, "/.info/connected", NULL, &conn);
+    CHECK(wait_value(&conn, "true", 5000));
+    observe(a, "/notes", NULL, &mine);
+    observe(b, "/notes", NULL, &theirs);
+    CHECK(wait_value(&theirs, "null", 5000));
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    CHECK(wait_value(&conn, "false", 5000));
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/notes/n1", "\"written offline\"", &d);
+    /* Seen locally at once; not by the other client, not acknowledged. */
+    CHECK(wait_value(&mine, "{\"n1\":\"written offline\"}", 5000));
+    sleep_ms(100);
+    CHECK_STR(theirs.last, "null");
+    CHECK_INT(d.count, 0);
+    /* A read offline answers from the cache. */
+    char *j = get_json(a, "/notes/n1");
+    CHECK_STR(j, "\"written offline\"");
+    free(j);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    CHECK(wait_value(&conn, "true", 5000));
+    CHECK(wait_value(&theirs, "{\"n1\":\"written offline\"}", 5000));
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.errors, 0);
+    hearth_db_close(a);
+    hearth_db_close(b);
+    finish_server(s);
+}
+
+static void test_on_disconnect(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "presence"), *b = client(port, "presence");
+    watch w;
+    watch_init(&w);
+    observe(b, "/status/a", NULL, &w);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/status/a", "\"online\"", &d);
+    hearth_node_t *off = node_from("\"offline\"");
+    CHECK_INT(hearth_db_on_disconnect(a, HEARTH_ON_DISCONNECT_SET, "/status/a",
+                                      off, on_done, &d, NULL, NULL),
+              0);
+    hearth_node_decref(off);
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.errors, 0);
+    CHECK(wait_value(&w, "\"online\"", 5000));
+    hearth_db_close(a);
+    CHECK(wait_value(&w, "\"offline\"", 5000));
+    hearth_db_close(b);
+    finish_server(s);
+}
+
+/* The server goes away while a client writes, and comes back on the same
+ * port: the queued writes land once, listeners end with the server's
+ * data. */
+static void test_server_restart(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "restart");
+    watch w;
+    watch_init(&w);
+    observe(a, "/log", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/log/a", "1", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(hearth_server_stop(s), 0);
+    set_json(a, "/log/b", "2", &d);
+    set_json(a, "/log/c", "3", &d);
+    CHECK(wait_value(&w, "{\"a\":1,\"b\":2,\"c\":3}", 5000));
+    sleep_ms(200);
+    s = start_server(port);
+    CHECK(wait_count(&d, 3, 15000));
+    CHECK_INT(d.errors, 0);
+    hearth_db_t *b = client(port, "restart");
+    char *j = get_json(b, "/log");
+    CHECK_STR(j, "{\"a\":1,\"b\":2,\"c\":3}");
+    free(j);
+    hearth_db_close(a);
+    hearth_db_close(b);
+    finish_server(s);
+}
+
+static void test_bad_urls(void) {
+    static const char *bad[] = {"ftp://x", "http://", "http://host",
+                                "http://h:0?ns=a", "http://h:99999?ns=a",
+                                "http://h?ns="};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        hearth_db_config_t config = {.url = bad[i]};
+        hearth_db_t *db = NULL;
+        hearth_error_t err;
+        CHECK_INT(hearth_db_open(&config, &db, &err), HEARTH_EINVAL);
+        CHECK(err.message[0] != '\0');
+    }
+}
+
+const test_case client_tests[] = {
+    {"client_local_events_first", test_local_events_first},
+    {"client_two_clients", test_two_clients},
+    {"client_queries_over_the_wire", test_queries_over_the_wire},
+    {"client_contended_transactions", test_contended_transactions},
+    {"client_racing_transactions", test_racing_transactions},
+    {"client_contended_increments", test_contended_increments},
+    {"client_rest_reaches_listeners", test_rest_reaches_listeners},
+    {"client_offline_writes_and_info", test_offline_writes_and_info},
+    {"client_on_disconnect", test_on_disconnect},
+    {"client_server_restart", test_server_restart},
+    {"client_bad_urls", test_bad_urls},
+    {NULL, NULL},
+};
