@@ -197,6 +197,8 @@ static char *path_text(const hearth__path *p) {
 /* Sends one message, in v5 pieces when long (cut at character
  * boundaries: every frame must be valid UTF-8). */
 static int send_text(hearth__remote *r, const char *text, size_t len) {
+    if (!r->ws)
+        return HEARTH_ECLOSED;
     if (len <= MAX_PIECE)
         return hearth__wsc_send(r->ws, text, len);
     size_t cuts[1024], n = 0;
@@ -1111,6 +1113,10 @@ static void on_message(void *user, const char *text, size_t len) {
         return;
     }
     handle(r, text, len);
+}
+
+void hearth__remote_feed(hearth__remote *r, const char *text, size_t len) {
+    on_message(r, text, len);
 }
 
 /* ---- the connection's life ---- */

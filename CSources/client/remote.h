@@ -92,6 +92,9 @@ int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
 /* goOffline / goOnline. */
 void hearth__remote_set_online(hearth__remote *r, bool online);
 
+/* Handles text as one frame from the server (the fuzz target's way in). */
+void hearth__remote_feed(hearth__remote *r, const char *text, size_t len);
+
 /* The estimated server time (local clock plus the offset the server's
  * hello gave). */
 int64_t hearth__remote_server_now(const hearth__remote *r);

@@ -64,6 +64,11 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */
 const char *shared_path(const char *relative);
+/* A suite may define this: the test binary runs it instead of the tests
+ * when started with HEARTH_TEST_CHILD set (its value is the argument), so
+ * that a test can run a helper process it can kill. */
+int test_child_main(const char *arg) __attribute__((weak));
+
 /* The non-empty JSON array in ../shared/RELATIVE (a jansson json_t *,
  * json_decref it), or NULL after reporting why and failing the test. */
 struct json_t *shared_json_array(const char *relative);

@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,6 +483,62 @@ static void test_on_disconnect(void) {
     finish_server(s);
 }
 
+/* ---- a client process killed outright ---- */
+
+/* In the helper process: marks itself online with an onDisconnect that
+ * marks it offline, says "ready", and waits to be killed. */
+int test_child_main(const char *url) {
+    hearth_db_config_t config = {.url = url};
+    hearth_db_t *db;
+    if (hearth_db_open(&config, &db, NULL))
+        return 1;
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(db, "/status/child", "\"online\"", &d);
+    hearth_node_t *off = node_from("\"offline\"");
+    hearth_db_on_disconnect(db, HEARTH_ON_DISCONNECT_SET, "/status/child", off,
+                            on_done, &d, NULL, NULL);
+    hearth_node_decref(off);
+    if (!wait_count(&d, 2, 10000) || d.errors)
+        return 1;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+static void test_on_disconnect_when_killed(void) {
+    hearth_server_t *s = start_server(0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=killed",
+             hearth_server_port(s));
+    hearth_db_t *b = client(hearth_server_port(s), "killed");
+    watch w;
+    watch_init(&w);
+    observe(b, "/status/child", NULL, &w);
+    int out[2];
+    CHECK_INT(pipe(out), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        setenv("HEARTH_TEST_CHILD", url, 1);
+        execl("/proc/self/exe", "ctest", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[16] = "";
+    ssize_t n = read(out[0], line, sizeof line - 1);
+    CHECK(n > 0 && strncmp(line, "ready", 5) == 0);
+    CHECK(wait_value(&w, "\"online\"", 5000));
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(out[0]);
+    CHECK(wait_value(&w, "\"offline\"", 5000));
+    hearth_db_close(b);
+    finish_server(s);
+}
+
 /* The server goes away while a client writes, and comes back on the same
  * port: the queued writes land once, listeners end with the server's
  * data. */
@@ -535,6 +593,7 @@ const test_case client_tests[] = {
     {"client_rest_reaches_listeners", test_rest_reaches_listeners},
     {"client_offline_writes_and_info", test_offline_writes_and_info},
     {"client_on_disconnect", test_on_disconnect},
+    {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_restart", test_server_restart},
     {"client_bad_urls", test_bad_urls},
     {NULL, NULL},

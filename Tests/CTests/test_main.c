@@ -115,6 +115,10 @@ static int run_one(const test_case *t) {
 }
 
 int main(int argc, char **argv) {
+    /* A test may run this binary again as a helper process. */
+    const char *child = getenv("HEARTH_TEST_CHILD");
+    if (child && test_child_main)
+        return test_child_main(child);
     const test_case *suites[] = {
 #define LIST(s) s,
         SUITES(LIST)
