@@ -448,6 +448,18 @@ HEARTH_EXTERN int hearth_db_get(hearth_db_t *db, const char *path,
                                 const hearth_query_t *query,
                                 hearth_node_t **out, hearth_error_t *err);
 
+/* The same without blocking: cb runs on the loop once every write queued
+ * before has applied (for a client of a server: with the server's answer,
+ * or complete cached data when the server cannot be reached), exactly
+ * once, then ctx_free. value is borrowed (NULL when status is not 0). */
+typedef void (*hearth_get_cb)(int status, const hearth_node_t *value,
+                              void *ctx);
+HEARTH_EXTERN int hearth_db_get_async(hearth_db_t *db, const char *path,
+                                      const hearth_query_t *query,
+                                      hearth_get_cb cb, void *ctx,
+                                      hearth_free_cb ctx_free,
+                                      hearth_error_t *err);
+
 /* ---- Observers ---- */
 
 typedef enum hearth_event_type {
@@ -510,22 +522,29 @@ HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
  * HEARTH_EUNSUPPORTED for an embedded database. */
 HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
 
-/* onDisconnect: the server performs the operation when this client's
- * connection ends (also when its process dies). kind: */
-typedef enum hearth_on_disconnect_kind {
-    HEARTH_ON_DISCONNECT_SET = 0,    /* value at path (null removes) */
-    HEARTH_ON_DISCONNECT_UPDATE = 1, /* value: an object of relative paths */
-    HEARTH_ON_DISCONNECT_CANCEL = 2  /* drop those queued at or below path */
-} hearth_on_disconnect_kind;
-/* cb runs once the server has recorded it (0) or refused it.
- * HEARTH_EUNSUPPORTED for an embedded database. */
-HEARTH_EXTERN int hearth_db_on_disconnect(hearth_db_t *db,
-                                          hearth_on_disconnect_kind kind,
-                                          const char *path,
-                                          const hearth_node_t *value,
-                                          hearth_completion_cb cb, void *ctx,
-                                          hearth_free_cb ctx_free,
-                                          hearth_error_t *err);
+/* onDisconnect: the server performs these when this client's connection
+ * ends (also when its process dies). cb runs once the server has recorded
+ * the operation (0) or refused it. HEARTH_EUNSUPPORTED for an embedded
+ * database. */
+/* Sets value at path then (null removes). */
+HEARTH_EXTERN int hearth_db_on_disconnect_set(hearth_db_t *db, const char *path,
+                                              const hearth_node_t *value,
+                                              hearth_completion_cb cb,
+                                              void *ctx,
+                                              hearth_free_cb ctx_free,
+                                              hearth_error_t *err);
+/* A multi-path update then, as hearth_db_update. */
+HEARTH_EXTERN int hearth_db_on_disconnect_update(
+    hearth_db_t *db, const char *path, size_t count, const char *const *paths,
+    const hearth_node_t *const *values, hearth_completion_cb cb, void *ctx,
+    hearth_free_cb ctx_free, hearth_error_t *err);
+/* Drops the operations queued at or below path. */
+HEARTH_EXTERN int hearth_db_on_disconnect_cancel(hearth_db_t *db,
+                                                 const char *path,
+                                                 hearth_completion_cb cb,
+                                                 void *ctx,
+                                                 hearth_free_cb ctx_free,
+                                                 hearth_error_t *err);
 
 /* Runs fn(ctx) on the database's loop after every operation queued before
  * it, then ctx_free(ctx). Useful to wait for events from another thread. */

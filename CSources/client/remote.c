@@ -287,6 +287,13 @@ static void set_info(hearth__remote *r, const char *key, hearth_node_t *value) {
 
 static bool is_info(const char *path) { return !strncmp(path, "/.info", 6); }
 
+/* The client's own locations: the sync tree keeps data only where views
+ * are, so a new view under .info is given the current values. */
+static void publish_info(hearth__remote *r) {
+    set_info(r, "serverTimeOffset", hearth_node_number((double)r->time_offset));
+    set_info(r, "connected", hearth_node_boolean(r->connected));
+}
+
 /* ---- listens ---- */
 
 static json_t *listen_body(const listen_rec *l, bool with_hash) {
@@ -349,6 +356,8 @@ int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
         *l = (listen_rec){reg->view, text, copy, tag, r->listens};
         r->listens = l;
         send_listen(r, l);
+        if (is_info(text))
+            publish_info(r);
     }
     raise_events(r);
     return 0;
@@ -554,28 +563,41 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
 }
 
 int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
-                                 const hearth__path *path,
-                                 const hearth_node_t *value,
+                                 const hearth__path *const *paths,
+                                 hearth_node_t *const *values, size_t n,
                                  hearth__remote_done done, void *arg) {
     write_rec *w = hearth__calloc(1, sizeof *w);
-    char *p = path_text(path);
-    if (!w || !p) {
-        hearth__free(w);
-        hearth__free(p);
+    if (!w)
         return HEARTH_ENOMEM;
-    }
-    w->id = -1;
+    w->id = -1; /* nothing changes locally until the connection ends */
     w->action = action;
-    w->body = json_pack("{s:s}", "p", p);
-    hearth__free(p);
-    if (w->body && value)
-        json_object_set_new(w->body, "d", wire_value(value));
-    if (!w->body) {
-        hearth__free(w);
-        return HEARTH_ENOMEM;
-    }
     w->done = done;
     w->arg = arg;
+    int rc = 0;
+    if (!strcmp(action, "om")) {
+        /* One update at the root, keyed by the written paths. */
+        json_t *d = json_object();
+        rc = d ? 0 : HEARTH_ENOMEM;
+        for (size_t i = 0; !rc && i < n; i++) {
+            char *p = path_text(paths[i]);
+            if (!p || json_object_set_new(d, p + 1, wire_value(values[i])))
+                rc = HEARTH_ENOMEM;
+            hearth__free(p);
+        }
+        w->body = rc ? NULL : json_pack("{s:s,s:o}", "p", "/", "d", d);
+        if (rc)
+            json_decref(d);
+    } else if (n == 1) {
+        char *p = path_text(paths[0]);
+        w->body = p ? json_pack("{s:s}", "p", p) : NULL;
+        hearth__free(p);
+        if (w->body && !strcmp(action, "o"))
+            json_object_set_new(w->body, "d", wire_value(values[0]));
+    }
+    if (!w->body) {
+        hearth__free(w);
+        return rc ? rc : HEARTH_EINVAL;
+    }
     enqueue_write(r, w);
     return 0;
 }
@@ -1050,9 +1072,7 @@ static void on_hello(hearth__remote *r, json_t *d) {
     r->connected = true;
     r->delay_ms = FIRST_DELAY_MS;
     r->next_r = 0;
-    set_info(r, "serverTimeOffset",
-             hearth_node_number((double)r->time_offset));
-    set_info(r, "connected", hearth_node_boolean(true));
+    publish_info(r);
     raise_events(r);
     for (listen_rec *l = r->listens; l; l = l->next)
         send_listen(r, l);

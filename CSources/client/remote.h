@@ -83,10 +83,11 @@ int hearth__remote_transaction(hearth__remote *r, const hearth__path *path,
                                hearth__remote_tx_done done, void *arg);
 
 /* onDisconnect operations: the server performs them when this client's
- * connection ends. action is "o" (set), "om" (update) or "oc" (cancel). */
+ * connection ends. action is "o" (set: one part), "om" (update: n parts)
+ * or "oc" (cancel: one part, its value ignored). */
 int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
-                                 const hearth__path *path,
-                                 const hearth_node_t *value,
+                                 const hearth__path *const *paths,
+                                 hearth_node_t *const *values, size_t n,
                                  hearth__remote_done done, void *arg);
 
 /* goOffline / goOnline. */

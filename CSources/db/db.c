@@ -56,7 +56,9 @@ typedef struct op {
     void (*call_fn)(void *ctx);
     void *ctx;
     hearth_free_cb ctx_free;
-    /* OP_GET from another thread: the caller waits on `sem`. */
+    /* OP_GET: get_cb answers (hearth_db_get_async), or the caller waits on
+     * `sem` (hearth_db_get from another thread). */
+    hearth_get_cb get_cb;
     uv_sem_t *sem;
     hearth_node_t **get_out;
     int *get_rc;
@@ -134,6 +136,18 @@ static void op_free(op *o) {
     hearth__free(o);
 }
 
+/* Hands a read's result to whoever waits for it. */
+static void answer_get(op *o, int status, const hearth_node_t *value) {
+    if (o->get_cb) {
+        o->get_cb(status, status ? NULL : value, o->ctx);
+        return;
+    }
+    *o->get_rc = status;
+    if (!status)
+        *o->get_out = hearth_node_incref(value);
+    uv_sem_post(o->sem);
+}
+
 /* Ends an operation that never ran: completions learn it was canceled. */
 static void op_cancel(op *o) {
     switch (o->kind) {
@@ -145,8 +159,7 @@ static void op_cancel(op *o) {
         o->tx_done(HEARTH_ECANCELED, false, hearth__node_empty(), o->ctx);
         break;
     case OP_GET:
-        *o->get_rc = HEARTH_ECANCELED;
-        uv_sem_post(o->sem);
+        answer_get(o, HEARTH_ECANCELED, NULL);
         break;
     case OP_OBSERVE:
         if (o->reg->ctx_free)
@@ -339,9 +352,11 @@ static const hearth_node_t *read_at(const hearth_node_t *root,
 }
 
 static void run_get(hearth_db_t *db, op *o) {
-    const hearth_node_t *n = read_at(db->root, &o->path);
-    *o->get_rc = hearth__query_view_node(o->query, n, o->get_out);
-    uv_sem_post(o->sem);
+    hearth_node_t *shown = NULL;
+    int rc = hearth__query_view_node(o->query, read_at(db->root, &o->path),
+                                     &shown);
+    answer_get(o, rc, shown);
+    hearth_node_decref(shown);
 }
 
 static void run_observe(hearth_db_t *db, op *o) {
@@ -466,11 +481,8 @@ static bool run_remote_transaction(hearth_db_t *db, op *o) {
 static void remote_get_done(int status, const hearth_node_t *value,
                             void *arg) {
     op *o = arg;
-    *o->get_rc = status;
-    if (!status)
-        *o->get_out = hearth_node_incref(value);
-    uv_sem_post(o->sem);
-    op_free(o);
+    answer_get(o, status, value);
+    op_done(o);
 }
 
 static void run_remote_observe(hearth_db_t *db, op *o) {
@@ -499,8 +511,7 @@ static bool run_remote_op(hearth_db_t *db, op *o) {
         if (hearth__remote_get(db->remote, &o->path, o->query,
                                remote_get_done, o) == 0)
             return true; /* remote_get_done frees o */
-        *o->get_rc = HEARTH_ENOMEM;
-        uv_sem_post(o->sem);
+        answer_get(o, HEARTH_ENOMEM, NULL);
         break;
     case OP_OBSERVE:
         run_remote_observe(db, o);
@@ -510,9 +521,20 @@ static bool run_remote_op(hearth_db_t *db, op *o) {
         break;
     case OP_ON_DISCONNECT: {
         static const char *const actions[] = {"o", "om", "oc"};
-        int rc = hearth__remote_on_disconnect(
-            db->remote, actions[o->status], &o->path,
-            o->nparts ? o->parts[0].value : NULL, remote_write_done, o);
+        size_t n = o->nparts;
+        const hearth__path **paths = hearth__malloc((n ? n : 1) * sizeof *paths);
+        hearth_node_t **values = hearth__malloc((n ? n : 1) * sizeof *values);
+        int rc = paths && values ? 0 : HEARTH_ENOMEM;
+        for (size_t i = 0; !rc && i < n; i++) {
+            paths[i] = &o->parts[i].path;
+            values[i] = o->parts[i].value;
+        }
+        if (!rc)
+            rc = hearth__remote_on_disconnect(db->remote, actions[o->status],
+                                              paths, values, n,
+                                              remote_write_done, o);
+        hearth__free(paths);
+        hearth__free(values);
         if (!rc)
             return true; /* remote_write_done ends o */
         if (o->done)
@@ -1104,12 +1126,13 @@ static int check_overlaps(const write_part *parts, size_t n,
     return 0;
 }
 
-int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
-                     const char *const *paths,
+/* A checked multi-path update of `count` parts below path, not yet
+ * submitted. */
+static int update_op(const char *path, size_t count, const char *const *paths,
                      const hearth_node_t *const *values,
                      hearth_completion_cb cb, void *ctx,
-                     hearth_free_cb ctx_free, hearth_error_t *err) {
-    if (!db || !path || (count && (!paths || !values)))
+                     hearth_free_cb ctx_free, op **out, hearth_error_t *err) {
+    if (!path || (count && (!paths || !values)))
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
     hearth__path base;
     int rc = hearth__path_parse(path, HEARTH__PATH_ALLOW_INFO, &base, err);
@@ -1146,6 +1169,21 @@ int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
         rc = check_overlaps(o->parts, count, err);
     if (rc)
         return drop_op(o, rc);
+    *out = o;
+    return 0;
+}
+
+int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
+                     const char *const *paths,
+                     const hearth_node_t *const *values,
+                     hearth_completion_cb cb, void *ctx,
+                     hearth_free_cb ctx_free, hearth_error_t *err) {
+    if (!db)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
+    op *o;
+    int rc = update_op(path, count, paths, values, cb, ctx, ctx_free, &o, err);
+    if (rc)
+        return rc;
     rc = submit(db, o);
     return rc ? hearth__error_code(err, rc) : 0;
 }
@@ -1301,6 +1339,25 @@ int hearth_db_get(hearth_db_t *db, const char *path,
     return rc ? hearth__error_code(err, rc) : 0;
 }
 
+int hearth_db_get_async(hearth_db_t *db, const char *path,
+                        const hearth_query_t *query, hearth_get_cb cb,
+                        void *ctx, hearth_free_cb ctx_free,
+                        hearth_error_t *err) {
+    if (!db || !cb)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    op *o;
+    int rc = read_op(OP_GET, path, HEARTH__PATH_ALLOW_PRIORITY |
+                                       (db->client ? HEARTH__PATH_ALLOW_INFO : 0),
+                     query, &o, err);
+    if (rc)
+        return rc;
+    o->get_cb = cb;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
+    rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
 int hearth_db_observe(hearth_db_t *db, const char *path,
                       const hearth_query_t *query, unsigned mask,
                       hearth_event_cb cb, void *ctx, hearth_free_cb ctx_free,
@@ -1374,41 +1431,74 @@ int hearth_db_set_online(hearth_db_t *db, bool online) {
     return submit(db, o);
 }
 
-int hearth_db_on_disconnect(hearth_db_t *db, hearth_on_disconnect_kind kind,
-                            const char *path, const hearth_node_t *value,
-                            hearth_completion_cb cb, void *ctx,
-                            hearth_free_cb ctx_free, hearth_error_t *err) {
-    if (!db || (unsigned)kind > HEARTH_ON_DISCONNECT_CANCEL ||
-        (kind != HEARTH_ON_DISCONNECT_CANCEL && !value))
-        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+/* onDisconnect operations, as op->status. */
+enum { ON_DISCONNECT_SET, ON_DISCONNECT_UPDATE, ON_DISCONNECT_CANCEL };
+
+static int on_disconnect_submit(hearth_db_t *db, op *o, int kind,
+                                hearth_error_t *err) {
+    o->kind = OP_ON_DISCONNECT;
+    o->status = kind;
+    int rc = submit(db, o);
+    return rc ? hearth__error_code(err, rc) : 0;
+}
+
+static int check_client(hearth_db_t *db, hearth_error_t *err) {
+    if (!db)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
     if (!db->client)
         return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
                              "onDisconnect needs a database opened on a URL");
-    if (kind == HEARTH_ON_DISCONNECT_UPDATE && !hearth__node_is_obj(value))
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "an onDisconnect update needs an object of "
-                             "relative paths");
-    op *o;
-    int rc = read_op(OP_ON_DISCONNECT, path, HEARTH__PATH_ALLOW_PRIORITY, NULL,
-                     &o, err);
+    return 0;
+}
+
+int hearth_db_on_disconnect_set(hearth_db_t *db, const char *path,
+                                const hearth_node_t *value,
+                                hearth_completion_cb cb, void *ctx,
+                                hearth_free_cb ctx_free, hearth_error_t *err) {
+    int rc = check_client(db, err);
     if (rc)
         return rc;
-    if (kind == HEARTH_ON_DISCONNECT_SET &&
-        (rc = check_value(&o->path, value, o->text, err)))
+    op *o = write_op(1, cb, ctx, ctx_free);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    rc = parse_write_path(path, HEARTH__PATH_ALLOW_PRIORITY, &o->parts[0].text,
+                          &o->parts[0].path, err);
+    if (!rc)
+        rc = check_value(&o->parts[0].path, value, o->parts[0].text, err);
+    if (rc)
         return drop_op(o, rc);
-    if (value) {
-        o->parts = hearth__calloc(1, sizeof *o->parts);
-        if (!o->parts)
-            return drop_op(o, hearth__error_code(err, HEARTH_ENOMEM));
-        o->nparts = 1;
-        o->parts[0].value = hearth_node_incref(value);
-    }
-    o->status = kind;
-    o->done = cb;
-    o->ctx = ctx;
-    o->ctx_free = ctx_free;
-    rc = submit(db, o);
-    return rc ? hearth__error_code(err, rc) : 0;
+    o->parts[0].value = hearth_node_incref(value);
+    return on_disconnect_submit(db, o, ON_DISCONNECT_SET, err);
+}
+
+int hearth_db_on_disconnect_update(hearth_db_t *db, const char *path,
+                                   size_t count, const char *const *paths,
+                                   const hearth_node_t *const *values,
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free,
+                                   hearth_error_t *err) {
+    int rc = check_client(db, err);
+    if (rc)
+        return rc;
+    op *o;
+    rc = update_op(path, count, paths, values, cb, ctx, ctx_free, &o, err);
+    return rc ? rc : on_disconnect_submit(db, o, ON_DISCONNECT_UPDATE, err);
+}
+
+int hearth_db_on_disconnect_cancel(hearth_db_t *db, const char *path,
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free,
+                                   hearth_error_t *err) {
+    int rc = check_client(db, err);
+    if (rc)
+        return rc;
+    op *o = write_op(1, cb, ctx, ctx_free);
+    if (!o)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    rc = parse_write_path(path, 0, &o->parts[0].text, &o->parts[0].path, err);
+    if (rc)
+        return drop_op(o, rc);
+    return on_disconnect_submit(db, o, ON_DISCONNECT_CANCEL, err);
 }
 
 int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,

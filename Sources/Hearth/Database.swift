@@ -11,12 +11,14 @@ import Foundation
 
 /// A Hearth database: the entry point, as `Database` in FirebaseDatabase.
 ///
-/// This first cut is an embedded, in-memory database running on a loop
-/// thread of its own (`hearth_db_open` with no loop). `Database.database()`
-/// returns the shared instance; `Database.database(url:)` accepts
-/// `"memory:"` (the same instance) or `"memory:NAME"` (one instance per
-/// name, kept for the life of the process, as the SDK keeps one instance
-/// per URL).
+/// `Database.database()` returns the shared instance (an embedded,
+/// in-memory database); `Database.database(url:)` returns one instance per
+/// URL: `"memory:"`, `"memory:NAME"` and `"file:///DIR"` are embedded
+/// databases, while `"http(s)://..."` and `"ws(s)://..."` URLs make this a
+/// client of a server speaking the realtime protocol (a `hearth serve`, the
+/// emulator, or the service), with local events first, writes queued while
+/// offline, and `.info/connected`. ``useEmulator(withHost:port:)`` points
+/// any instance at a server instead, before its first use.
 ///
 /// Callbacks (observers and completion blocks) run on ``callbackQueue``,
 /// the main queue by default as in the SDK: a command-line program must run
@@ -24,13 +26,20 @@ import Foundation
 public final class Database: @unchecked Sendable {
     // @unchecked Sendable: the C database may be called from any thread
     // (hearth.h: calls are thread-safe and callbacks run on its loop
-    // thread); every other piece of mutable state is behind `state`'s lock,
-    // and the rest is immutable.
+    // thread); every other piece of mutable state is behind a lock, and the
+    // rest is immutable.
+
+    /// The C database and the thread running its loop, opened on first use
+    /// (so that useEmulator can still choose where it lives).
+    private struct Opened {
+        let handle: OpaquePointer
+        let loopThread: pthread_t
+    }
+    private let opened = Locked<Opened?>(nil)
+    private let emulator = Locked<(host: String, port: Int)?>(nil)
 
     /// The C database (`hearth_db_t *`), valid until deinit.
-    let handle: OpaquePointer
-    /// The thread running the database's loop, where C callbacks run.
-    private let loopThread: pthread_t
+    var handle: OpaquePointer { open().handle }
     /// The URL this instance was created for.
     let url: String
 
@@ -43,6 +52,7 @@ public final class Database: @unchecked Sendable {
 
     private static let instances = Locked<[String: Database]>([:])
     private static let defaultURL = "memory:"
+    private static let networkSchemes = ["http://", "https://", "ws://", "wss://"]
 
     // MARK: Instances
 
@@ -55,15 +65,18 @@ public final class Database: @unchecked Sendable {
     /// URL: `"memory:"` is the shared default database, `"memory:NAME"` an
     /// in-memory database of its own, `"file:///DIR"` a durable embedded
     /// database kept in DIR (every write logged and synced before its
-    /// completion runs; one process per directory). Network URLs arrive
-    /// with the realtime protocol; until then they, and a directory that
-    /// cannot be opened, stop with a precondition failure (as the SDK
-    /// raises for an invalid URL).
+    /// completion runs; one process per directory), and a network URL
+    /// (`"http://127.0.0.1:9000?ns=demo"`, `"https://NAME.firebaseio.com"`)
+    /// a client of that server. Any other URL stops with a precondition
+    /// failure, as the SDK raises for an invalid URL.
     public static func database(url: String) -> Database {
-        guard url.hasPrefix("memory:") || url.hasPrefix("file://") else {
+        guard
+            url.hasPrefix("memory:") || url.hasPrefix("file://")
+                || networkSchemes.contains(where: { url.hasPrefix($0) })
+        else {
             preconditionFailure(
-                "Hearth: unsupported database URL \"\(url)\": this build supports embedded "
-                    + "databases (\"memory:\", \"memory:NAME\", \"file:///DIR\")")
+                "Hearth: unsupported database URL \"\(url)\": use \"memory:\", \"memory:NAME\", "
+                    + "\"file:///DIR\" or a server's http(s):// or ws(s):// URL")
         }
         return instances.withLock { instances in
             if let database = instances[url] { return database }
@@ -73,29 +86,73 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Opens a new in-memory database with its own loop thread. Traps only
-    /// when the C core cannot start a loop or allocate the database.
     init(url: String) {
-        var db: OpaquePointer?
-        var details = hearth_error_t()
-        let directory = url.hasPrefix("file://") ? URL(string: url)?.path : nil
-        let status: Int32
-        if let directory {
-            status = directory.withCString { dir in
-                var config = hearth_db_config_t()
-                config.data_dir = dir
-                return hearth_db_open(&config, &db, &details)
-            }
-        } else {
-            status = hearth_db_open(nil, &db, &details)
-        }
-        guard status == 0, let db else {
-            preconditionFailure(
-                "Hearth: cannot open a database: \(HearthError(status: status, details: details).message)")
-        }
-        self.handle = db
         self.url = url
-        self.loopThread = Self.loopThread(of: db)
+    }
+
+    /// Points this instance at a server (a `hearth serve` or the emulator)
+    /// at host:port. Like the SDK, it must come before the first reference
+    /// is used; afterwards it is a precondition failure.
+    public func useEmulator(withHost host: String, port: Int) {
+        let alreadyOpen = opened.withLock { $0 != nil }
+        precondition(
+            !alreadyOpen,
+            "Hearth: useEmulator(withHost:port:) must be called before the database is used")
+        emulator.withLock { $0 = (host, port) }
+    }
+
+    /// The namespace a server keeps this instance's data in.
+    private var namespace: String {
+        if let components = URLComponents(string: url),
+            let ns = components.queryItems?.first(where: { $0.name == "ns" })?.value
+        {
+            return ns
+        }
+        if Self.networkSchemes.contains(where: { url.hasPrefix($0) }),
+            let host = URLComponents(string: url)?.host, let label = host.split(separator: ".").first
+        {
+            return String(label)
+        }
+        if url.hasPrefix("memory:"), url.count > "memory:".count {
+            return String(url.dropFirst("memory:".count))
+        }
+        return "default"
+    }
+
+    /// Opens the C database on first use. Traps only when the C core cannot
+    /// start a loop, allocate the database or use the URL.
+    private func open() -> Opened {
+        opened.withLock { opened in
+            if let opened { return opened }
+            var db: OpaquePointer?
+            var details = hearth_error_t()
+            var config = hearth_db_config_t()
+            let server: String? =
+                emulator.withLock { $0 }.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
+                ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
+            let directory = url.hasPrefix("file://") && server == nil ? URL(string: url)?.path : nil
+            let status: Int32
+            if let server {
+                status = server.withCString { text in
+                    config.url = text
+                    return hearth_db_open(&config, &db, &details)
+                }
+            } else if let directory {
+                status = directory.withCString { dir in
+                    config.data_dir = dir
+                    return hearth_db_open(&config, &db, &details)
+                }
+            } else {
+                status = hearth_db_open(nil, &db, &details)
+            }
+            guard status == 0, let db else {
+                preconditionFailure(
+                    "Hearth: cannot open a database: \(HearthError(status: status, details: details).message)")
+            }
+            let made = Opened(handle: db, loopThread: Self.loopThread(of: db))
+            opened = made
+            return made
+        }
     }
 
     /// Asks the loop for its thread, waiting for the answer.
@@ -121,12 +178,26 @@ public final class Database: @unchecked Sendable {
         // Closing joins the loop thread, which therefore cannot close its
         // own database: if the last reference went away in a callback
         // context there, close from a thread of its own.
-        let db = UncheckedSendable(handle)  // @unchecked: used once, by one thread
-        if pthread_equal(pthread_self(), loopThread) != 0 {
+        guard let opened = opened.withLock({ $0 }) else { return }
+        let db = UncheckedSendable(opened.handle)  // @unchecked: used once, by one thread
+        if pthread_equal(pthread_self(), opened.loopThread) != 0 {
             Thread.detachNewThread { _ = hearth_db_close(db.value) }
         } else {
             _ = hearth_db_close(db.value)
         }
+    }
+
+    // MARK: Connection
+
+    /// Disconnects from the server: writes keep raising events locally and
+    /// queue up until ``goOnline()``. No effect on an embedded database.
+    public func goOffline() {
+        _ = hearth_db_set_online(handle, false)
+    }
+
+    /// Reconnects after ``goOffline()``.
+    public func goOnline() {
+        _ = hearth_db_set_online(handle, true)
     }
 
     // MARK: Public API
@@ -229,27 +300,21 @@ public final class Database: @unchecked Sendable {
     // MARK: Reads
 
     /// Reads the value at `path` for `query` after every write queued
-    /// before; `completion` runs on the loop thread (or at once on
-    /// failure).
+    /// before (for a client of a server: the server's answer, or complete
+    /// cached data when it cannot be reached); `completion` runs once, on
+    /// the loop thread (or at once on failure).
     func read(
         path: String, query: QueryParams,
         completion: @escaping @Sendable (Result<Node, HearthError>) -> Void
     ) {
-        let status = LoopCall.submit(
-            to: handle,
-            { [self] in
-                var out: OpaquePointer?
-                var details = hearth_error_t()
-                let status = hearth_db_get(
-                    handle, path, query.isDefault ? nil : query.pointer, &out, &details)
-                if status == 0, let out {
-                    completion(.success(Node(adopting: out)))
-                } else {
-                    completion(.failure(HearthError(status: status, details: details)))
-                }
-            }, canceled: { completion(.failure(HearthError(code: .canceled))) })
+        let box = Unmanaged.passRetained(ReadCompletion(completion)).toOpaque()
+        var details = hearth_error_t()
+        let status = hearth_db_get_async(
+            handle, path, query.isDefault ? nil : query.pointer, ReadCompletion.callback, box,
+            ReadCompletion.release, &details)
         if status != 0 {
-            completion(.failure(HearthError(status: status)))
+            Unmanaged<ReadCompletion>.fromOpaque(box).release()
+            completion(.failure(HearthError(status: status, details: details)))
         }
     }
 
@@ -318,5 +383,29 @@ public final class Database: @unchecked Sendable {
     /// Called from a registration's release callback: C is done with it.
     func forget(_ registration: ObserverRegistration) {
         state.withLock { _ = $0.observers.removeValue(forKey: ObjectIdentifier(registration)) }
+    }
+}
+
+/// A read's completion, kept alive for C until it has answered.
+private final class ReadCompletion: Sendable {
+    let body: @Sendable (Result<Node, HearthError>) -> Void
+
+    init(_ body: @escaping @Sendable (Result<Node, HearthError>) -> Void) {
+        self.body = body
+    }
+
+    static let callback: hearth_get_cb = { status, value, context in
+        guard let context else { return }
+        let read = Unmanaged<ReadCompletion>.fromOpaque(context).takeUnretainedValue()
+        if status == 0, let value {
+            read.body(.success(Node(retaining: value)))
+        } else {
+            read.body(.failure(HearthError(status: status)))
+        }
+    }
+
+    static let release: hearth_free_cb = { context in
+        guard let context else { return }
+        Unmanaged<ReadCompletion>.fromOpaque(context).release()
     }
 }

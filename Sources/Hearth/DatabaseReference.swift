@@ -150,7 +150,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     // MARK: Write plumbing
 
-    private func write(
+    func write(
         _ function: String, completion: (@Sendable (HearthError?) -> Void)?,
         _ prepare: () throws -> Database.WriteStart
     ) {
@@ -158,7 +158,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// The C completion for a user's block: hops to the callback queue.
-    private func callback(_ block: @escaping (Error?, DatabaseReference) -> Void)
+    func callback(_ block: @escaping (Error?, DatabaseReference) -> Void)
         -> @Sendable (HearthError?) -> Void
     {
         // @unchecked: the block is only called on the callback queue.
@@ -169,7 +169,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    nonisolated(nonsending) private func writing(
+    nonisolated(nonsending) func writing(
         _ function: String, _ prepare: () throws -> Database.WriteStart
     ) async throws -> DatabaseReference {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -211,7 +211,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    private func updateStart(_ values: [AnyHashable: Any]) throws(HearthError) -> Database.WriteStart {
+    /// The (relative path, value) parts of an update below this location.
+    func updateParts(_ values: [AnyHashable: Any], for function: String) throws(HearthError)
+        -> (paths: [String], nodes: [Node])
+    {
         var paths: [String] = []
         var nodes: [Node] = []
         paths.reserveCapacity(values.count)
@@ -220,11 +223,16 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             guard let relative = key.base as? String else {
                 throw HearthError(
                     code: .invalidKey,
-                    message: "updateChildValues: keys must be strings (paths), not \(type(of: key.base))")
+                    message: "\(function): keys must be strings (paths), not \(type(of: key.base))")
             }
             paths.append(relative)
             nodes.append(try NodeEncoder.node(from: value, location: DatabasePath.join("/" + path, relative)))
         }
+        return (paths, nodes)
+    }
+
+    private func updateStart(_ values: [AnyHashable: Any]) throws(HearthError) -> Database.WriteStart {
+        let (paths, nodes) = try updateParts(values, for: "updateChildValues")
         let (db, path) = (self.db, self.path)
         return { callback, context, release, error in
             Self.withCStrings(paths) { cPaths in
@@ -243,7 +251,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// Calls `body` with the strings as C strings, valid during the call.
-    private static func withCStrings<Result>(
+    static func withCStrings<Result>(
         _ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> Result
     ) -> Result {
         let copies = strings.map { strdup($0) }

@@ -37,6 +37,13 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
         public static let io = Code(HEARTH_EIO)
         public static let loop = Code(HEARTH_ELOOP)
         public static let unsupported = Code(HEARTH_EUNSUPPORTED)
+        public static let permissionDenied = Code(HEARTH_EDENIED)
+        public static let offline = Code(HEARTH_EOFFLINE)
+        public static let maxRetries = Code(HEARTH_EMAXRETRY)
+        public static let disconnected = Code(HEARTH_EDISCONNECTED)
+        public static let overriddenBySet = Code(HEARTH_EOVERRIDDEN)
+        public static let serverRefused = Code(HEARTH_EREMOTE)
+        public static let dataStale = Code(HEARTH_EDATASTALE)
 
         private init(_ code: hearth_errno) { self.rawValue = Int(code.rawValue) }
 

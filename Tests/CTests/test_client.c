@@ -5,6 +5,8 @@
  * onDisconnect, and a server restarted under a writing client. */
 #include "test.h"
 
+#include "tree/node.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -470,15 +472,43 @@ static void test_on_disconnect(void) {
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
     set_json(a, "/status/a", "\"online\"", &d);
     hearth_node_t *off = node_from("\"offline\"");
-    CHECK_INT(hearth_db_on_disconnect(a, HEARTH_ON_DISCONNECT_SET, "/status/a",
-                                      off, on_done, &d, NULL, NULL),
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/a", off, on_done, &d,
+                                          NULL, NULL),
               0);
+    /* An update with a server value, and a set that is then canceled. */
+    const char *paths[] = {"seen/a", "rooms/r1/a"};
+    hearth_node_t *when = hearth_node_server_timestamp();
+    const hearth_node_t *values[] = {when, hearth__node_empty()};
+    CHECK_INT(hearth_db_on_disconnect_update(a, "/", 2, paths, values, on_done,
+                                             &d, NULL, NULL),
+              0);
+    hearth_node_decref(when);
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/b", off, on_done, &d,
+                                          NULL, NULL),
+              0);
+    CHECK_INT(hearth_db_on_disconnect_cancel(a, "/status/b", on_done, &d, NULL,
+                                             NULL),
+              0);
+    set_json(b, "/rooms/r1/a", "true", NULL);
     hearth_node_decref(off);
-    CHECK(wait_count(&d, 2, 5000));
+    CHECK(wait_count(&d, 5, 5000));
     CHECK_INT(d.errors, 0);
     CHECK(wait_value(&w, "\"online\"", 5000));
+    watch rooms;
+    watch_init(&rooms);
+    observe(b, "/rooms/r1", NULL, &rooms);
+    CHECK(wait_value(&rooms, "{\"a\":true}", 5000));
     hearth_db_close(a);
     CHECK(wait_value(&w, "\"offline\"", 5000));
+    CHECK(wait_value(&rooms, "null", 5000));
+    char *j = get_json(b, "/status/b");
+    CHECK_STR(j, "null");
+    free(j);
+    hearth_node_t *seen = NULL;
+    CHECK_INT(hearth_db_get(b, "/seen/a", NULL, &seen, NULL), 0);
+    CHECK(seen && hearth_node_type(seen) == HEARTH_TYPE_NUMBER &&
+          hearth_node_number_value(seen) > 1.6e12);
+    hearth_node_decref(seen);
     hearth_db_close(b);
     finish_server(s);
 }
@@ -495,8 +525,8 @@ int test_child_main(const char *url) {
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
     set_json(db, "/status/child", "\"online\"", &d);
     hearth_node_t *off = node_from("\"offline\"");
-    hearth_db_on_disconnect(db, HEARTH_ON_DISCONNECT_SET, "/status/child", off,
-                            on_done, &d, NULL, NULL);
+    hearth_db_on_disconnect_set(db, "/status/child", off, on_done, &d, NULL,
+                                NULL);
     hearth_node_decref(off);
     if (!wait_count(&d, 2, 10000) || d.errors)
         return 1;

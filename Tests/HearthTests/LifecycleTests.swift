@@ -59,7 +59,7 @@ struct LifecycleTests {
             _ = Database.database(url: "memory:exit-test").reference().child("")
         }
         await #expect(processExitsWith: .failure) {
-            _ = Database.database(url: "https://example.firebaseio.com")
+            _ = Database.database(url: "ftp://example.com")
         }
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import Hearth
+
+/// Databases that are clients of a real `hearth serve` (HearthServer) on a
+/// free loopback port: the API an app ports over, against a server.
+@Suite("Client of a server")
+struct ClientTests {
+    let server: HearthServer
+    let directory: String
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "hearth-swift-client-\(UUID().uuidString)"
+        server = try HearthServer(.init(port: 0, dataDirectory: directory, fsync: .off))
+    }
+
+    /// A client of the test's server in namespace `ns`, callbacks on a
+    /// private queue.
+    private func client(_ ns: String) -> Database {
+        let database = Database(url: "http://127.0.0.1:\(server.port)?ns=\(ns)")
+        database.callbackQueue = DispatchQueue(label: "hearth.tests.client.\(ns)")
+        return database
+    }
+
+    @Test func twoClientsSeeEachOthersWrites() async throws {
+        let ns = "two-\(UUID().uuidString.prefix(8))"
+        let alice = client(ns), bob = client(ns)
+        let seen = Recorder<String>()
+        bob.reference(withPath: "chat").observe(.childAdded) { snapshot in
+            seen.append("\(snapshot.key ?? "?")=\(snapshot.value ?? "nil")")
+        }
+        try await alice.reference(withPath: "chat/m1").setValue("hello")
+        try await alice.reference(withPath: "chat").updateChildValues(["m2": "there"])
+        let events = try await seen.wait(for: 2)
+        #expect(events == ["m1=hello", "m2=there"])
+        server.stop()
+    }
+
+    @Test func useEmulatorAndTransactions() async throws {
+        let ns = "tx-\(UUID().uuidString.prefix(8))"
+        let databases = (0..<4).map { _ in
+            let database = Database(url: "https://\(ns).firebaseio.com")
+            database.useEmulator(withHost: "127.0.0.1", port: server.port)
+            database.callbackQueue = DispatchQueue(label: "hearth.tests.emulator")
+            return database
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for database in databases {
+                group.addTask {
+                    for _ in 0..<25 {
+                        let (committed, _) = try await database.reference(withPath: "count")
+                            .runTransactionBlock { data in
+                                data.value = ((data.value as? Int) ?? 0) + 1
+                                return .success(withValue: data)
+                            }
+                        #expect(committed)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await databases[0].reference(withPath: "count").getData().value as? Int == 100)
+        server.stop()
+    }
+
+    @Test func offlineWritesAndConnectedState() async throws {
+        let ns = "offline-\(UUID().uuidString.prefix(8))"
+        let database = client(ns), other = client(ns)
+        let connected = Recorder<Bool>()
+        database.reference(withPath: ".info/connected").observe(.value) { snapshot in
+            connected.append(snapshot.value as? Bool ?? false)
+        }
+        try await connected.wait(for: 2)  // false, then true
+        database.goOffline()
+        try await connected.wait(for: 3)
+        let local = Recorder<String>()
+        database.reference(withPath: "notes/n1").observe(.value) { snapshot in
+            local.append(snapshot.value as? String ?? "nil")
+        }
+        database.reference(withPath: "notes/n1").setValue("written offline") { _, _ in }
+        #expect(try await local.wait(for: 1).last == "written offline")
+        database.goOnline()
+        try await connected.wait(for: 4)
+        #expect(connected.all == [false, true, false, true])
+        let remote = Recorder<String>()
+        other.reference(withPath: "notes/n1").observe(.value) { snapshot in
+            if let text = snapshot.value as? String { remote.append(text) }
+        }
+        #expect(try await remote.wait(for: 1).last == "written offline")
+        server.stop()
+    }
+
+    @Test func onDisconnectRunsWhenTheClientGoes() async throws {
+        let ns = "presence-\(UUID().uuidString.prefix(8))"
+        let watcher = client(ns)
+        let states = Recorder<String>()
+        watcher.reference(withPath: "presence/me").observe(.value) { snapshot in
+            if let state = snapshot.value as? String { states.append(state) }
+        }
+        do {
+            let me = client(ns)
+            let ref = me.reference(withPath: "presence/me")
+            try await ref.onDisconnectSetValue("offline")
+            try await ref.setValue("online")
+            try await states.wait(for: 1)
+            me.goOffline()  // the connection ends: the server runs the operation
+        }
+        let seen = try await states.wait(for: 2)
+        #expect(seen == ["online", "offline"])
+        server.stop()
+    }
+}
