@@ -515,10 +515,33 @@ static void test_on_disconnect(void) {
 
 /* ---- a client process killed outright ---- */
 
-/* In the helper process: marks itself online with an onDisconnect that
- * marks it offline, says "ready", and waits to be killed. */
-int test_child_main(const char *url) {
-    hearth_db_config_t config = {.url = url};
+/* In a helper process: a server on PORT keeping its data in DIR. */
+static int server_child(const char *arg) {
+    int port;
+    char data[128];
+    if (sscanf(arg, "%d:%127s", &port, data) != 2)
+        return 2;
+    hearth_server_config_t config = {.host = "127.0.0.1", .port = port,
+                                     .data_dir = data,
+                                     .fsync_mode = HEARTH_FSYNC_ALWAYS};
+    hearth_server_t *s;
+    if (hearth_server_start(&config, &s, NULL))
+        return 1;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+/* A helper process (see test.h): "server:PORT:DIR" serves; "client:URL"
+ * marks itself online with an onDisconnect that marks it offline, says
+ * "ready", and waits to be killed. */
+int test_child_main(const char *arg) {
+    if (!strncmp(arg, "server:", 7))
+        return server_child(arg + 7);
+    if (strncmp(arg, "client:", 7))
+        return 2;
+    hearth_db_config_t config = {.url = arg + 7};
     hearth_db_t *db;
     if (hearth_db_open(&config, &db, NULL))
         return 1;
@@ -536,6 +559,33 @@ int test_child_main(const char *url) {
         pause();
 }
 
+/* Runs this binary again as helper `arg`, returning once it said
+ * "ready". */
+static pid_t spawn_child(const char *arg) {
+    int out[2];
+    CHECK_INT(pipe(out), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        setenv("HEARTH_TEST_CHILD", arg, 1);
+        execl("/proc/self/exe", "ctest", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[16] = "";
+    ssize_t n = read(out[0], line, sizeof line - 1);
+    CHECK(n > 0 && strncmp(line, "ready", 5) == 0);
+    close(out[0]);
+    return pid;
+}
+
+static void kill_child(pid_t pid) {
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+}
+
 static void test_on_disconnect_when_killed(void) {
     hearth_server_t *s = start_server(0);
     char url[128];
@@ -545,36 +595,33 @@ static void test_on_disconnect_when_killed(void) {
     watch w;
     watch_init(&w);
     observe(b, "/status/child", NULL, &w);
-    int out[2];
-    CHECK_INT(pipe(out), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        setenv("HEARTH_TEST_CHILD", url, 1);
-        execl("/proc/self/exe", "ctest", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[16] = "";
-    ssize_t n = read(out[0], line, sizeof line - 1);
-    CHECK(n > 0 && strncmp(line, "ready", 5) == 0);
+    char arg[160];
+    snprintf(arg, sizeof arg, "client:%s", url);
+    pid_t pid = spawn_child(arg);
     CHECK(wait_value(&w, "\"online\"", 5000));
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    close(out[0]);
+    kill_child(pid);
     CHECK(wait_value(&w, "\"offline\"", 5000));
     hearth_db_close(b);
     finish_server(s);
 }
 
-/* The server goes away while a client writes, and comes back on the same
- * port: the queued writes land once, listeners end with the server's
- * data. */
-static void test_server_restart(void) {
+/* The server process is killed (kill -9) while a client writes, and a new
+ * one starts on the same port and data: the client reconnects, its queued
+ * writes land exactly once, its listeners end with the server's data. */
+static int free_port(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
+    finish_server(s);
+    return port;
+}
+
+static void test_server_killed_and_restarted(void) {
+    int port = free_port();
+    char data[64] = "/tmp/hearth-killed-XXXXXX";
+    CHECK(mkdtemp(data) != NULL);
+    char arg[128];
+    snprintf(arg, sizeof arg, "server:%d:%s", port, data);
+    pid_t server = spawn_child(arg);
     hearth_db_t *a = client(port, "restart");
     watch w;
     watch_init(&w);
@@ -583,21 +630,28 @@ static void test_server_restart(void) {
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
     set_json(a, "/log/a", "1", &d);
     CHECK(wait_count(&d, 1, 5000));
-    CHECK_INT(hearth_server_stop(s), 0);
+    kill_child(server);
     set_json(a, "/log/b", "2", &d);
-    set_json(a, "/log/c", "3", &d);
-    CHECK(wait_value(&w, "{\"a\":1,\"b\":2,\"c\":3}", 5000));
-    sleep_ms(200);
-    s = start_server(port);
+    hearth_node_t *inc = hearth_node_server_increment(5);
+    CHECK_INT(hearth_db_set(a, "/log/c", inc, on_done, &d, NULL, NULL), 0);
+    hearth_node_decref(inc);
+    CHECK(wait_value(&w, "{\"a\":1,\"b\":2,\"c\":5}", 5000));
+    sleep_ms(300);
+    server = spawn_child(arg);
     CHECK(wait_count(&d, 3, 15000));
     CHECK_INT(d.errors, 0);
+    /* Landed once: the increment was applied by the server exactly once. */
     hearth_db_t *b = client(port, "restart");
     char *j = get_json(b, "/log");
-    CHECK_STR(j, "{\"a\":1,\"b\":2,\"c\":3}");
+    CHECK_STR(j, "{\"a\":1,\"b\":2,\"c\":5}");
     free(j);
+    CHECK(wait_value(&w, "{\"a\":1,\"b\":2,\"c\":5}", 5000));
     hearth_db_close(a);
     hearth_db_close(b);
-    finish_server(s);
+    kill_child(server);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
+    CHECK_INT(system(cmd), 0);
 }
 
 static void test_bad_urls(void) {
@@ -624,7 +678,7 @@ const test_case client_tests[] = {
     {"client_offline_writes_and_info", test_offline_writes_and_info},
     {"client_on_disconnect", test_on_disconnect},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
-    {"client_server_restart", test_server_restart},
+    {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_bad_urls", test_bad_urls},
     {NULL, NULL},
 };
