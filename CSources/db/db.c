@@ -86,6 +86,9 @@ struct hearth_db_s {
     hearth__remote *remote; /* a client of a server: data and listeners live
                                in its sync tree instead of root */
     bool client;            /* opened on a URL (set once, read anywhere) */
+    /* The server's clock minus ours, from its hello: push IDs made on any
+     * thread use the server's time, as the SDKs do. */
+    atomic_int_fast64_t server_offset_ms;
     hearth_node_t *root;
     hearth__listeners listeners;
     hearth__event_queue events;
@@ -417,7 +420,13 @@ static void run_unobserve_at(hearth_db_t *db, op *o) {
 
 /* ---- a client of a server ---- */
 
-static void remote_raise(void *ctx) { raise_events(ctx); }
+static void remote_raise(void *ctx) {
+    hearth_db_t *db = ctx;
+    if (db->remote)
+        atomic_store(&db->server_offset_ms,
+                     hearth__remote_server_now(db->remote) - hearth_now_ms());
+    raise_events(db);
+}
 
 /* Ends an operation kept while the server had it. */
 static void op_done(op *o) {
@@ -847,6 +856,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         return rc;
     }
     atomic_init(&db->next_handle, 1);
+    atomic_init(&db->server_offset_ms, 0);
     hearth__events_init(&db->events);
     rc = hearth__listeners_init(&db->listeners);
     if (rc) {
@@ -1247,7 +1257,8 @@ int hearth_db_push(hearth_db_t *db, const char *path, const hearth_node_t *value
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
     char key[HEARTH_PUSH_ID_SIZE];
     uv_mutex_lock(&db->lock);
-    int rc = hearth_push_id(&db->push_state, hearth_now_ms(), key);
+    int64_t now = hearth_now_ms() + atomic_load(&db->server_offset_ms);
+    int rc = hearth_push_id(&db->push_state, now, key);
     uv_mutex_unlock(&db->lock);
     if (rc)
         return hearth__error_code(err, rc);
