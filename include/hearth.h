@@ -522,6 +522,12 @@ HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
  * HEARTH_EUNSUPPORTED for an embedded database. */
 HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
 
+/* Gives up every write and transaction the server has not acknowledged:
+ * their local effects are reverted (events raised) and their completions
+ * get HEARTH_ECANCELED. A write already sent may still be applied by the
+ * server. An embedded database has none (0). */
+HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
+
 /* onDisconnect: the server performs these when this client's connection
  * ends (also when its process dies). cb runs once the server has recorded
  * the operation (0) or refused it. HEARTH_EUNSUPPORTED for an embedded

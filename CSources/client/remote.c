@@ -164,14 +164,19 @@ int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
             return hearth__error(err, HEARTH_EINVAL, NULL,
                                  "database URL \"%.64s\" has a bad ns", url);
         memcpy(out->ns, ns + 3, len);
+    } else if (strspn(out->host, "0123456789.:") == strlen(out->host) ||
+               !strchr(out->host, '.')) {
+        /* An address or a bare host name (localhost): a local server's
+         * default namespace. */
+        strcpy(out->ns, "default");
     } else {
         /* NAME.firebaseio.com and the like: the first label. */
         size_t len = strcspn(out->host, ".");
-        if (len == strlen(out->host) || len >= sizeof out->ns)
+        if (len >= sizeof out->ns)
             return hearth__error(err, HEARTH_EINVAL, NULL,
-                                 "database URL \"%.64s\" names no namespace "
-                                 "(add ?ns=NAME)",
-                                 url);
+                                 "database URL \"%.64s\" has a namespace "
+                                 "over %zu bytes",
+                                 url, sizeof out->ns - 1);
         memcpy(out->ns, out->host, len);
     }
     return 0;
@@ -1133,6 +1138,26 @@ static void on_message(void *user, const char *text, size_t len) {
         return;
     }
     handle(r, text, len);
+}
+
+void hearth__remote_purge(hearth__remote *r) {
+    while (r->batches)
+        batch_abandon(r, r->batches, HEARTH_ECANCELED);
+    while (r->txs)
+        tx_finish(r->txs, HEARTH_ECANCELED, false);
+    for (write_rec *w = r->writes; w;) {
+        write_rec *next = w->next;
+        if (w->id >= 0) {
+            unlink_write(r, w);
+            drop_requests_for(r, w);
+            hearth__sync_ack(&r->sync, w->id, true);
+            if (w->done)
+                w->done(HEARTH_ECANCELED, w->arg);
+            write_free(w);
+        }
+        w = next;
+    }
+    raise_events(r);
 }
 
 void hearth__remote_feed(hearth__remote *r, const char *text, size_t len) {

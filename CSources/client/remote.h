@@ -90,6 +90,10 @@ int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
                                  hearth_node_t *const *values, size_t n,
                                  hearth__remote_done done, void *arg);
 
+/* Reverts and cancels every write and transaction not yet acknowledged
+ * (onDisconnect operations stay). */
+void hearth__remote_purge(hearth__remote *r);
+
 /* goOffline / goOnline. */
 void hearth__remote_set_online(hearth__remote *r, bool online);
 

@@ -31,6 +31,7 @@ typedef enum op_kind {
     OP_STOP,
     OP_ONLINE,        /* remote: go online or offline (o->status) */
     OP_ON_DISCONNECT, /* remote: o->status is the kind */
+    OP_PURGE,         /* remote: cancel unacknowledged writes */
 } op_kind;
 
 /* One path written by a write operation. */
@@ -528,6 +529,9 @@ static bool run_remote_op(hearth_db_t *db, op *o) {
     case OP_ONLINE:
         hearth__remote_set_online(db->remote, o->status != 0);
         break;
+    case OP_PURGE:
+        hearth__remote_purge(db->remote);
+        break;
     case OP_ON_DISCONNECT: {
         static const char *const actions[] = {"o", "om", "oc"};
         size_t n = o->nparts;
@@ -600,6 +604,7 @@ static void run_op(hearth_db_t *db, op *o) {
         break;
     case OP_ONLINE:
     case OP_ON_DISCONNECT:
+    case OP_PURGE:
         break; /* only queued for a client of a server */
     }
     if (keep)
@@ -1428,6 +1433,15 @@ int hearth_db_remove_observers_at(hearth_db_t *db, const char *path,
         return rc;
     rc = submit(db, o);
     return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_purge_outstanding_writes(hearth_db_t *db) {
+    if (!db)
+        return HEARTH_EINVAL;
+    if (!db->client)
+        return 0; /* embedded writes never wait for anyone */
+    op *o = op_new(OP_PURGE);
+    return o ? submit(db, o) : HEARTH_ENOMEM;
 }
 
 int hearth_db_set_online(hearth_db_t *db, bool online) {

@@ -5,6 +5,7 @@
  * onDisconnect, and a server restarted under a writing client. */
 #include "test.h"
 
+#include "client/remote.h"
 #include "tree/node.h"
 
 #include <arpa/inet.h>
@@ -462,6 +463,34 @@ static void test_offline_writes_and_info(void) {
     finish_server(s);
 }
 
+static void test_purge_outstanding_writes(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "purge");
+    watch w;
+    watch_init(&w);
+    observe(a, "/draft", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/draft/t", "\"typed offline\"", &d);
+    CHECK_INT(hearth_db_transaction(a, "/draft/n", increment, on_tx, &d, NULL,
+                                    NULL),
+              0);
+    CHECK(wait_value(&w, "{\"n\":1,\"t\":\"typed offline\"}", 5000));
+    CHECK_INT(hearth_db_purge_outstanding_writes(a), 0);
+    CHECK(wait_value(&w, "null", 5000));
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.errors, 2);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    hearth_db_t *b = client(hearth_server_port(s), "purge");
+    char *j = get_json(b, "/draft");
+    CHECK_STR(j, "null");
+    free(j);
+    hearth_db_close(a);
+    hearth_db_close(b);
+    finish_server(s);
+}
+
 static void test_on_disconnect(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
@@ -654,10 +683,32 @@ static void test_server_killed_and_restarted(void) {
     CHECK_INT(system(cmd), 0);
 }
 
-static void test_bad_urls(void) {
-    static const char *bad[] = {"ftp://x", "http://", "http://host",
-                                "http://h:0?ns=a", "http://h:99999?ns=a",
-                                "http://h?ns="};
+static void test_urls(void) {
+    static const struct {
+        const char *url, *host, *ns;
+        int port;
+        bool tls;
+    } good[] = {
+        {"http://127.0.0.1:9000", "127.0.0.1", "default", 9000, false},
+        {"http://localhost:9000/?ns=demo", "localhost", "demo", 9000, false},
+        {"https://demo.firebaseio.com", "demo.firebaseio.com", "demo", 443,
+         true},
+        {"wss://x.example.com:8443/?a=1&ns=y", "x.example.com", "y", 8443,
+         true},
+        {"ws://host/", "host", "default", 80, false},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        hearth__remote_url u;
+        CHECK_INT(hearth__remote_parse_url(good[i].url, &u, NULL), 0);
+        CHECK_STR(u.host, good[i].host);
+        CHECK_STR(u.ns, good[i].ns);
+        CHECK_INT(u.port, good[i].port);
+        CHECK_INT(u.tls, good[i].tls);
+    }
+
+    static const char *bad[] = {"ftp://x", "http://", "http://h:0?ns=a",
+                                "http://h:99999?ns=a", "http://h?ns=",
+                                "http://:80?ns=a"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         hearth_db_config_t config = {.url = bad[i]};
         hearth_db_t *db = NULL;
@@ -676,9 +727,10 @@ const test_case client_tests[] = {
     {"client_contended_increments", test_contended_increments},
     {"client_rest_reaches_listeners", test_rest_reaches_listeners},
     {"client_offline_writes_and_info", test_offline_writes_and_info},
+    {"client_purge_outstanding_writes", test_purge_outstanding_writes},
     {"client_on_disconnect", test_on_disconnect},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
-    {"client_bad_urls", test_bad_urls},
+    {"client_urls", test_urls},
     {NULL, NULL},
 };
