@@ -47,16 +47,23 @@ public final class Database: @unchecked Sendable {
         var callbackQueue: DispatchQueue = .main
         var pushIDs = hearth_push_id_state_t()
         var observers: [ObjectIdentifier: ObserverRegistration] = [:]
+        /// keepSynced(true) listeners, by query description.
+        var synced: [String: DatabaseHandle] = [:]
     }
     private let state = Locked(State())
 
     private static let instances = Locked<[String: Database]>([:])
-    private static let defaultURL = "memory:"
+    /// `Database.database()`'s URL: HEARTH_DATABASE_URL, else a local
+    /// `hearth serve` (or emulator) on its default port.
+    private static var defaultURL: String {
+        ProcessInfo.processInfo.environment["HEARTH_DATABASE_URL"] ?? "http://127.0.0.1:9000"
+    }
     private static let networkSchemes = ["http://", "https://", "ws://", "wss://"]
 
     // MARK: Instances
 
-    /// The shared default database.
+    /// The shared default database: the one for HEARTH_DATABASE_URL, else
+    /// for `http://127.0.0.1:9000` (a local `hearth serve`).
     public static func database() -> Database {
         database(url: defaultURL)
     }
@@ -187,7 +194,61 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// A reference to the location a URL of this database names
+    /// ("https://demo.firebaseio.com/users/ada"); a URL of another database
+    /// is a precondition failure, as the SDK raises.
+    public func reference(fromURL databaseURL: String) -> DatabaseReference {
+        guard let given = URLComponents(string: databaseURL),
+            let mine = URLComponents(string: url),
+            given.scheme == mine.scheme, given.host == mine.host, given.port == mine.port
+        else {
+            preconditionFailure(
+                "(reference(fromURL:)) \"\(databaseURL)\" is not a location of \(url)")
+        }
+        return reference(withPath: given.path)
+    }
+
+    /// The URL of a location: this database's URL (without its query) and
+    /// the path.
+    func locationURL(_ path: String) -> String {
+        var base = url
+        if let query = base.firstIndex(of: "?") { base = String(base[..<query]) }
+        while base.hasSuffix("/") { base.removeLast() }
+        return path.isEmpty ? base : base + "/" + path
+    }
+
+    /// Every instance created so far (for the class-wide goOffline).
+    static var allInstances: [Database] {
+        instances.withLock { Array($0.values) }
+    }
+
+    /// keepSynced: an idle value listener keeps the server sending the
+    /// query's data (so it is cached, and events come at once).
+    func keepSynced(_ query: DatabaseQuery, _ on: Bool) {
+        let key = query.description
+        if on {
+            let present = state.withLock { $0.synced[key] != nil }
+            if present { return }
+            let handle = query.observe(.value) { _ in }
+            let kept = state.withLock { state -> Bool in
+                if state.synced[key] != nil { return false }
+                state.synced[key] = handle
+                return true
+            }
+            if !kept { query.removeObserver(withHandle: handle) }
+        } else if let handle = state.withLock({ $0.synced.removeValue(forKey: key) }) {
+            query.removeObserver(withHandle: handle)
+        }
+    }
+
     // MARK: Connection
+
+    /// Gives up every write (and transaction) the server has not yet
+    /// acknowledged: their local effects are reverted and their completions
+    /// receive a "write canceled" error.
+    public func purgeOutstandingWrites() {
+        _ = hearth_db_purge_outstanding_writes(handle)
+    }
 
     /// Disconnects from the server: writes keep raising events locally and
     /// queue up until ``goOnline()``. No effect on an embedded database.

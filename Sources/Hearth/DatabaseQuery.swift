@@ -118,8 +118,12 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
         db.removeObservers(at: path, queryIdentifier: params.isDefault ? nil : params.identifier)
     }
 
-    /// Kept for the SDK's API; an embedded database always holds all data.
-    public func keepSynced(_ keepSynced: Bool) {}
+    /// Keeps this query's data synchronized (and so cached) even with no
+    /// observer, for a client of a server; an embedded database holds all
+    /// its data anyway.
+    public func keepSynced(_ keepSynced: Bool) {
+        db.keepSynced(self, keepSynced)
+    }
 
     @discardableResult
     func addObserver(

@@ -23,6 +23,20 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// The database this reference belongs to.
     public var database: Database { db }
 
+    /// The location's URL: the database URL and the path.
+    public var url: String { db.locationURL(path) }
+
+    /// Disconnects every database instance (as `Database.goOffline()` on
+    /// each).
+    public class func goOffline() {
+        Database.allInstances.forEach { $0.goOffline() }
+    }
+
+    /// Reconnects every database instance.
+    public class func goOnline() {
+        Database.allInstances.forEach { $0.goOnline() }
+    }
+
     /// The last key of the location; nil at the root.
     public var key: String? { DatabasePath.lastKey(of: path) }
 

@@ -110,4 +110,44 @@ struct ClientTests {
         #expect(seen == ["online", "offline"])
         server.stop()
     }
+
+    @Test func keepSyncedCachesForOfflineReads() async throws {
+        let ns = "kept-\(UUID().uuidString.prefix(8))"
+        let reader = client(ns), writer = client(ns)
+        let kept = reader.reference(withPath: "config")
+        kept.keepSynced(true)
+        try await writer.reference(withPath: "config").setValue(["theme": "dark"])
+        let synced = Recorder<String>()
+        let probe = reader.reference(withPath: "config/theme").observe(.value) { snapshot in
+            if let theme = snapshot.value as? String { synced.append(theme) }
+        }
+        try await synced.wait(for: 1)
+        reader.reference(withPath: "config/theme").removeObserver(withHandle: probe)
+        reader.goOffline()
+        // Offline, the kept query answers from its cache.
+        let snapshot = try await kept.getData()
+        #expect((snapshot.value as? [String: Any])?["theme"] as? String == "dark")
+        kept.keepSynced(false)
+        server.stop()
+    }
+
+    @Test func purgeOutstandingWritesRevertsThem() async throws {
+        let ns = "purge-\(UUID().uuidString.prefix(8))"
+        let database = client(ns)
+        let values = Recorder<String>()
+        database.reference(withPath: "draft").observe(.value) { snapshot in
+            values.append(snapshot.value as? String ?? "none")
+        }
+        try await values.wait(for: 1)
+        database.goOffline()
+        let failed = Recorder<Bool>()
+        database.reference(withPath: "draft").setValue("unsent") { error, _ in
+            failed.append(error != nil)
+        }
+        try await values.wait(for: 2)
+        database.purgeOutstandingWrites()
+        #expect(try await failed.wait(for: 1) == [true])
+        #expect(try await values.wait(for: 3) == ["none", "unsent", "none"])
+        server.stop()
+    }
 }

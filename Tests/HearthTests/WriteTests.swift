@@ -139,8 +139,12 @@ struct WriteTests {
 
     @Test func sharedDefaultDatabase() {
         #expect(Database.database() === Database.database())
-        #expect(Database.database(url: "memory:") === Database.database())
+        let defaultURL = ProcessInfo.processInfo.environment["HEARTH_DATABASE_URL"] ?? "http://127.0.0.1:9000"
+        #expect(Database.database(url: defaultURL) === Database.database())
         #expect(Database.database(url: "memory:other") !== Database.database())
+        let db = Database.database(url: "https://demo.firebaseio.com")
+        #expect(db.reference(fromURL: "https://demo.firebaseio.com/users/ada").description == "/users/ada")
+        #expect(db.reference(withPath: "users/ada").url == "https://demo.firebaseio.com/users/ada")
         #expect(Database.sdkVersion().split(separator: ".").count == 3)
     }
 }
