@@ -34,7 +34,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-fuzz test-install test-swift \
-        test-e2e bench fuzz install clean serve
+        test-e2e bench bench-realtime fuzz install clean serve
 
 all: lib cli
 
@@ -153,8 +153,17 @@ $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
 $(BUILD)/sse-fanout: bench/sse_fanout.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
-bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout
+$(BUILD)/bench-realtime: bench/realtime_bench.c $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+# Client databases against an in-process server (about 15 s).
+bench-realtime: lib $(BUILD)/bench-realtime
+	$(BUILD)/bench-realtime
+
+bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
+       $(BUILD)/bench-realtime
 	$(BUILD)/bench-tree
+	$(BUILD)/bench-realtime
 	bench/server_bench.sh
 
 FUZZ_CC     ?= clang

@@ -75,13 +75,18 @@ struct tx {
     hearth__reg *reg;    /* keeps the server's value here in the cache */
     int attempts;
     batch *in;           /* the batch carrying it, or NULL while it waits */
-    tx *next;            /* in the client's queue, oldest first */
+    int status;          /* once finished: how */
+    bool committed;
+    tx *next;            /* in the client's queue, oldest first; then in
+                            the queue of finished ones */
 };
 
 /* A client's transactions at one path run one after another on the local
  * value and go to the server as one compare-and-set: they never race each
  * other, only other clients. */
 struct batch {
+    char *path_text;     /* the path all its transactions share */
+    hearth__path path;
     tx **txs;
     size_t n;
     write_rec *write;    /* the attempt in flight */
@@ -118,6 +123,7 @@ struct hearth__remote {
     get_rec *gets;
     outreq *reqs;
     tx *txs, *txs_tail;
+    tx *finished, *finished_tail; /* their completions still to run */
     batch *batches;
     hearth_observer_t next_handle; /* internal registrations */
 };
@@ -505,6 +511,7 @@ static hearth_node_t *estimate(hearth__remote *r, const hearth__path *path,
 
 static void abort_overridden_transactions(hearth__remote *r,
                                           const hearth__path *path);
+static void flush_finished(hearth__remote *r);
 
 int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
                          hearth_node_t *const *values, size_t n,
@@ -560,10 +567,12 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
     }
     if (rc) {
         write_free(w);
+        flush_finished(r);
         return rc;
     }
     raise_events(r);
     enqueue_write(r, w);
+    flush_finished(r); /* transactions the write overrode */
     return 0;
 }
 
@@ -732,7 +741,9 @@ static void ignore_event(const hearth_event_t *e, void *ctx) {
     (void)ctx;
 }
 
-/* Reports t's end and forgets it. */
+/* Takes t out of the queue; its completion runs in flush_finished, once
+ * the client's state is consistent again (a completion may start new
+ * transactions or writes). */
 static void tx_finish(tx *t, int status, bool committed) {
     hearth__remote *r = t->r;
     tx *prev = NULL;
@@ -746,16 +757,34 @@ static void tx_finish(tx *t, int status, bool committed) {
                 r->txs_tail = prev;
             break;
         }
-    hearth_node_t *now = hearth__sync_local(&r->sync, &t->path);
-    const hearth_node_t *snap = now ? now : hearth__node_empty();
-    if (t->path.priority)
-        snap = hearth__prio(snap);
-    t->done(status, committed, snap, t->arg);
-    hearth_node_decref(now);
-    if (t->reg)
-        hearth__remote_unobserve(r, t->reg);
-    hearth__free(t->path_text);
-    hearth__free(t);
+    t->status = status;
+    t->committed = committed;
+    t->next = NULL;
+    if (r->finished_tail)
+        r->finished_tail->next = t;
+    else
+        r->finished = t;
+    r->finished_tail = t;
+}
+
+/* Runs the completions of finished transactions, oldest first. */
+static void flush_finished(hearth__remote *r) {
+    while (r->finished) {
+        tx *t = r->finished;
+        r->finished = t->next;
+        if (!r->finished)
+            r->finished_tail = NULL;
+        hearth_node_t *now = hearth__sync_local(&r->sync, &t->path);
+        const hearth_node_t *snap = now ? now : hearth__node_empty();
+        if (t->path.priority)
+            snap = hearth__prio(snap);
+        t->done(t->status, t->committed, snap, t->arg);
+        hearth_node_decref(now);
+        if (t->reg && !r->closing)
+            hearth__remote_unobserve(r, t->reg);
+        hearth__free(t->path_text);
+        hearth__free(t);
+    }
 }
 
 static bool same_path(const hearth__path *a, const hearth__path *b) {
@@ -773,6 +802,7 @@ static void batch_free(hearth__remote *r, batch *b) {
             *p = b->next;
             break;
         }
+    hearth__free(b->path_text);
     hearth__free(b->txs);
     hearth__free(b);
 }
@@ -782,6 +812,7 @@ static void batch_finish(hearth__remote *r, batch *b, int status,
                          bool committed) {
     for (size_t i = 0; i < b->n; i++)
         tx_finish(b->txs[i], status, committed);
+    b->n = 0;
     batch_free(r, b);
 }
 
@@ -816,7 +847,7 @@ static void batch_run(hearth__remote *r, batch *b) {
         pump_transactions(r);
         return;
     }
-    const hearth__path *path = &b->txs[0]->path;
+    const hearth__path *path = &b->path;
     hearth_node_t *base = tx_input(r, path);
     hearth_node_t *value = hearth_node_incref(base);
     kept = 0;
@@ -858,7 +889,7 @@ static void batch_run(hearth__remote *r, batch *b) {
         w->action = "p";
         w->cas = true;
         w->owner = b;
-        w->body = json_pack("{s:s,s:o,s:s}", "p", b->txs[0]->path_text, "d",
+        w->body = json_pack("{s:s,s:o,s:s}", "p", b->path_text, "d",
                             wire_value(value), "h", hash);
         rc = w->body ? hearth__sync_user_set(&r->sync, path, local, w->id, true)
                      : HEARTH_ENOMEM;
@@ -885,7 +916,7 @@ static void pump_transactions(hearth__remote *r) {
             continue;
         bool blocked = false;
         for (batch *b = r->batches; b && !blocked; b = b->next)
-            blocked = overlaps(&b->txs[0]->path, &t->path);
+            blocked = overlaps(&b->path, &t->path);
         if (blocked)
             continue;
         size_t n = 0;
@@ -893,11 +924,16 @@ static void pump_transactions(hearth__remote *r) {
             n += !x->in && same_path(&x->path, &t->path);
         batch *b = hearth__calloc(1, sizeof *b);
         tx **txs = hearth__malloc(n * sizeof *txs);
-        if (!b || !txs) {
+        char *text = hearth__strndup(t->path_text, strlen(t->path_text));
+        if (!b || !txs || !text) {
             hearth__free(b);
             hearth__free(txs);
+            hearth__free(text);
             return; /* tried again on the next transaction's arrival */
         }
+        b->path_text = text;
+        /* Parsed before (t->path_text): cannot fail. */
+        hearth__path_parse(text, HEARTH__PATH_ALLOW_PRIORITY, &b->path, NULL);
         for (tx *x = t; x; x = x->next)
             if (!x->in && same_path(&x->path, &t->path)) {
                 x->in = b;
@@ -915,10 +951,11 @@ static void pump_transactions(hearth__remote *r) {
 static void batch_answer(hearth__remote *r, batch *b, int status) {
     if (status == HEARTH_EDATASTALE) {
         batch_run(r, b); /* the server sent its value first: again */
-        return;
+    } else {
+        batch_finish(r, b, status, status == 0);
+        pump_transactions(r);
     }
-    batch_finish(r, b, status, status == 0);
-    pump_transactions(r);
+    flush_finished(r);
 }
 
 /* Ends batch b's attempt without an answer (the line dropped, or a set
@@ -940,7 +977,7 @@ static void abort_overridden_transactions(hearth__remote *r,
                                           const hearth__path *path) {
     for (batch *b = r->batches; b;) {
         batch *next = b->next;
-        if (overlaps(&b->txs[0]->path, path))
+        if (overlaps(&b->path, path))
             batch_abandon(r, b, HEARTH_EOVERRIDDEN);
         b = next;
     }
@@ -989,6 +1026,7 @@ int hearth__remote_transaction(hearth__remote *r, const hearth__path *path,
     else
         hearth__free(reg);
     pump_transactions(r);
+    flush_finished(r);
     return 0;
 }
 
@@ -1158,6 +1196,7 @@ void hearth__remote_purge(hearth__remote *r) {
         w = next;
     }
     raise_events(r);
+    flush_finished(r);
 }
 
 void hearth__remote_feed(hearth__remote *r, const char *text, size_t len) {
@@ -1215,6 +1254,7 @@ static void went_offline(hearth__remote *r) {
         set_info(r, "connected", hearth_node_boolean(false));
         raise_events(r);
     }
+    flush_finished(r);
 }
 
 static void on_open(void *user) { (void)user; /* the hello follows */ }
@@ -1319,6 +1359,7 @@ void hearth__remote_close(hearth__remote *r) {
     }
     while (r->txs)
         tx_finish(r->txs, HEARTH_ECANCELED, false);
+    flush_finished(r);
     while (r->writes) {
         write_rec *w = r->writes;
         r->writes = w->next;

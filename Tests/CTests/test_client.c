@@ -367,6 +367,48 @@ static void test_racing_transactions(void) {
     finish_server(srv);
 }
 
+/* Completions that queue more transactions at the same path, while the
+ * batch they came from is being settled. */
+typedef struct chain {
+    hearth_db_t *db;
+    done *d;
+    int more;
+} chain;
+
+static void on_chained(int status, bool committed, const hearth_node_t *snap,
+                       void *ctx) {
+    chain *c = ctx;
+    on_tx(status, committed, snap, c->d);
+    if (c->more-- > 0)
+        for (int i = 0; i < 3; i++)
+            CHECK_INT(hearth_db_transaction(c->db, "/chained", increment,
+                                            on_chained, c, NULL, NULL),
+                      0);
+}
+
+static void test_transactions_from_completions(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    chain c[2];
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    for (int i = 0; i < 2; i++) {
+        c[i] = (chain){client(port, "chain"), &d, 10};
+        for (int k = 0; k < 5; k++)
+            CHECK_INT(hearth_db_transaction(c[i].db, "/chained", increment,
+                                            on_chained, &c[i], NULL, NULL),
+                      0);
+    }
+    /* Each client: 5 first, then 3 more from each of 10 completions. */
+    CHECK(wait_count(&d, 2 * (5 + 30), 20000));
+    CHECK_INT(d.errors, 0);
+    char *j = get_json(c[0].db, "/chained");
+    CHECK_STR(j, "70");
+    free(j);
+    hearth_db_close(c[0].db);
+    hearth_db_close(c[1].db);
+    finish_server(s);
+}
+
 static void test_contended_increments(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
@@ -724,6 +766,7 @@ const test_case client_tests[] = {
     {"client_queries_over_the_wire", test_queries_over_the_wire},
     {"client_contended_transactions", test_contended_transactions},
     {"client_racing_transactions", test_racing_transactions},
+    {"client_transactions_from_completions", test_transactions_from_completions},
     {"client_contended_increments", test_contended_increments},
     {"client_rest_reaches_listeners", test_rest_reaches_listeners},
     {"client_offline_writes_and_info", test_offline_writes_and_info},
