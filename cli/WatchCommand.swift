@@ -1,4 +1,5 @@
 import ArgumentParser
+import CHearth
 import Dispatch
 import Foundation
 
@@ -12,19 +13,32 @@ struct WatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print every change at a location on a server, one JSON line each.",
         discussion: """
-            Each line is {"event":"put"|"patch","path":P,"data":D}, flushed as it \
-            arrives: the first puts the whole value at "/", later ones replace P (put) or \
-            each key under P (patch), with P relative to the watched location, as the \
-            REST API's streaming sends them. Ctrl-C stops. A data directory belongs to \
+            With --events put (the default) each line is \
+            {"event":"put"|"patch","path":P,"data":D}, flushed as it arrives: the first \
+            puts the whole value at "/", later ones replace P (put) or each key under P \
+            (patch), with P relative to the watched location, as the REST API's streaming \
+            sends them. With --events child the watch is a realtime client and each line \
+            is {"event":"child_added"|"child_changed"|"child_moved"|"child_removed",\
+            "key":K,"prev":P,"data":D}, the children in the query's order (prev is the \
+            key before, null for the first). Ctrl-C stops. A data directory belongs to \
             the one process that opened it, so watching needs a server (--url).
 
             Examples:
               hearth watch /rooms/lobby --url http://127.0.0.1:9000/
               hearth watch / --url http://127.0.0.1:9000/?ns=shop | jq .
+              hearth watch /scores --events child --order-by score --limit-to-last 3 \\
+                --url http://127.0.0.1:9000/
             """)
+
+    enum Events: String, ExpressibleByArgument, CaseIterable {
+        case put, child
+    }
 
     @Argument(help: "The location to watch.")
     var path = "/"
+
+    @Option(help: "put: the value's changes as the REST stream sends them; child: child events.")
+    var events: Events = .put
 
     @OptionGroup var query: QueryOptions
     @OptionGroup var source: SourceOptions
@@ -38,6 +52,10 @@ struct WatchCommand: ParsableCommand {
 
     func run() throws {
         guard case .server(let server) = try openOrReport() else { return }
+        if events == .child {
+            try ChildWatch(server: server, path: path, query: query).run()
+            return
+        }
         let stop = DispatchSemaphore(value: 0)
         let stream = EventStream(onEnd: { stop.signal() })
         let task = stream.session.dataTask(with: server.streamRequest(path: path, query: query.restItems))
@@ -140,5 +158,69 @@ extension ServerStore {
         request.setValue("Bearer owner", forHTTPHeaderField: "Authorization")
         request.timeoutInterval = 365 * 24 * 3600  // keep-alives come every 30 s
         return request
+    }
+}
+
+/// `watch --events child`: a realtime client of the server observing the
+/// location's child events through the C core.
+struct ChildWatch {
+    let server: ServerStore
+    let path: String
+    let query: QueryOptions
+
+    func run() throws {
+        let q = try EmbeddedStore.makeQuery(query)
+        defer { if let q { hearth_query_free(q) } }
+        var db: OpaquePointer?
+        var err = hearth_error_t()
+        let status = server.realtimeURL.withCString { url -> Int32 in
+            var config = hearth_db_config_t()
+            config.url = url
+            return hearth_db_open(&config, &db, &err)
+        }
+        guard status == 0, let db else {
+            Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, status))")
+            throw ExitCode.failure
+        }
+        defer { hearth_db_close(db) }
+        let mask = UInt32(HEARTH_MASK_CHILD_ADDED | HEARTH_MASK_CHILD_REMOVED)
+            | UInt32(HEARTH_MASK_CHILD_CHANGED | HEARTH_MASK_CHILD_MOVED)
+        var handle: hearth_observer_t = 0
+        let observed = hearth_db_observe(db, path, q, mask, ChildWatch.onEvent, nil, nil, &handle, &err)
+        guard observed == 0 else {
+            Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, observed))")
+            throw ExitCode.failure
+        }
+        Interrupt.wait()  // until Ctrl-C
+    }
+
+    /// One JSON line per event; the data is the core's own JSON text, so
+    /// numbers and key order stay as the server has them.
+    private static let onEvent: hearth_event_cb = { event, _ in
+        guard let event = event?.pointee else { return }
+        let names = ["child_added", "child_removed", "child_changed", "child_moved", "value"]
+        let name = names[Int(event.type.rawValue)]
+        let key = event.key.map { String(cString: $0) } ?? ""
+        let prev = event.prev_key.map { jsonString(String(cString: $0)) } ?? "null"
+        guard let text = hearth_node_to_json(event.node, 0, nil) else { return }
+        defer { hearth_free(text) }
+        Output.line(
+            "{\"event\":\"\(name)\",\"key\":\(jsonString(key)),\"prev\":\(prev),\"data\":\(String(cString: text))}")
+    }
+
+    private static func jsonString(_ s: String) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed])
+        let array = data.map { String(decoding: $0, as: UTF8.self) } ?? "[\"\"]"
+        return String(array.dropFirst().dropLast())
+    }
+}
+
+extension ServerStore {
+    /// The database URL a realtime client opens: the server and namespace.
+    var realtimeURL: String {
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        components.path = "/"
+        components.queryItems = namespace.map { [URLQueryItem(name: "ns", value: $0)] }
+        return components.string ?? base.absoluteString
     }
 }

@@ -373,6 +373,36 @@ class CommandLine(unittest.TestCase):
             server.stop()
             shutil.rmtree(directory)
 
+    def test_watch_child_events_of_a_query(self):
+        """`hearth watch --events child` is a realtime client of a query."""
+        directory = tempfile.mkdtemp(prefix="hearth-e2e-")
+        server = Server(directory).start()
+        url = f"http://127.0.0.1:{server.port}/?ns=kids"
+        watch = None
+        try:
+            r = self.hearth("set", "/scores", '{"a":{"s":1},"b":{"s":5}}', "--url", url)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            watch = subprocess.Popen(
+                [HEARTH, "watch", "/scores", "--events", "child", "--order-by", "s",
+                 "--limit-to-last", "2", "--url", url],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            lines = [json.loads(watch.stdout.readline()) for _ in range(2)]
+            for args in (["set", "/scores/c", '{"s":9}'],
+                         ["update", "/scores/b", '{"s":0}']):
+                self.assertEqual(self.hearth(*args, "--url", url).returncode, 0)
+            lines += [json.loads(watch.stdout.readline()) for _ in range(4)]
+            self.assertEqual([(e["event"], e["key"], e["prev"]) for e in lines], [
+                ("child_added", "a", None), ("child_added", "b", "a"),
+                ("child_removed", "a", None), ("child_added", "c", "b"),
+                ("child_removed", "b", None), ("child_added", "a", None)])
+            self.assertEqual(lines[3]["data"], {"s": 9})
+        finally:
+            if watch:
+                watch.terminate()
+                watch.wait(timeout=10)
+            server.stop()
+            shutil.rmtree(directory)
+
 
 class Realtime(unittest.TestCase):
     """The realtime protocol (v5) over WebSocket, as the official clients
