@@ -53,6 +53,11 @@ extern "C" {
 /* "0.1.0" */
 HEARTH_EXTERN const char *hearth_version(void);
 
+/* Logs what clients of a server send and receive (one line per message,
+ * "hearth: > ..." and "hearth: < ...") to stderr, for debugging; off by
+ * default. Any thread. */
+HEARTH_EXTERN void hearth_set_logging(bool enabled);
+
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
 

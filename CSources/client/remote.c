@@ -6,6 +6,7 @@
 #include "client/ws_client.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,18 @@ struct hearth__remote {
     hearth_observer_t next_handle; /* internal registrations */
 };
 
+/* ---- logging ---- */
+
+static atomic_bool logging;
+
+void hearth_set_logging(bool enabled) { atomic_store(&logging, enabled); }
+
+static void log_message(char direction, const char *text, size_t len) {
+    if (atomic_load_explicit(&logging, memory_order_relaxed))
+        fprintf(stderr, "hearth: %c %.*s\n", direction,
+                len > 2000 ? 2000 : (int)len, text);
+}
+
 /* ---- URLs ---- */
 
 int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
@@ -210,6 +223,7 @@ static char *path_text(const hearth__path *p) {
 static int send_text(hearth__remote *r, const char *text, size_t len) {
     if (!r->ws)
         return HEARTH_ECLOSED;
+    log_message('>', text, len);
     if (len <= MAX_PIECE)
         return hearth__wsc_send(r->ws, text, len);
     size_t cuts[1024], n = 0;
@@ -1126,6 +1140,7 @@ static void on_hello(hearth__remote *r, json_t *d) {
 }
 
 static void handle(hearth__remote *r, const char *text, size_t len) {
+    log_message('<', text, len);
     json_t *msg = json_loadb(text, len, 0, NULL);
     if (!json_is_object(msg)) {
         json_decref(msg);

@@ -241,6 +241,12 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Logs the messages this process's clients exchange with servers to
+    /// standard error (for debugging), as the SDK's logging does.
+    public static func setLoggingEnabled(_ enabled: Bool) {
+        hearth_set_logging(enabled)
+    }
+
     // MARK: Connection
 
     /// Gives up every write (and transaction) the server has not yet

@@ -725,6 +725,34 @@ static void test_server_killed_and_restarted(void) {
     CHECK_INT(system(cmd), 0);
 }
 
+/* hearth_set_logging: each message both ways, on stderr. */
+static void test_logging(void) {
+    hearth_server_t *s = start_server(0);
+    int err_pipe[2];
+    CHECK_INT(pipe(err_pipe), 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(err_pipe[1], 2);
+    hearth_set_logging(true);
+    hearth_db_t *a = client(hearth_server_port(s), "logged");
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/x", "42", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    hearth_set_logging(false);
+    hearth_db_close(a);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(err_pipe[1]);
+    char buf[8192];
+    ssize_t n = read(err_pipe[0], buf, sizeof buf - 1);
+    close(err_pipe[0]);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK(strstr(buf, "hearth: < {\"t\":\"c\"") != NULL);
+    CHECK(strstr(buf, "hearth: > {\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"p\"") != NULL);
+    finish_server(s);
+}
+
 static void test_urls(void) {
     static const struct {
         const char *url, *host, *ns;
@@ -774,6 +802,7 @@ const test_case client_tests[] = {
     {"client_on_disconnect", test_on_disconnect},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
+    {"client_logging", test_logging},
     {"client_urls", test_urls},
     {NULL, NULL},
 };
