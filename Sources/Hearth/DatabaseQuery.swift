@@ -105,6 +105,32 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
         addObserver(eventType, once: true, cancel: cancelBlock, block)
     }
 
+    /// The first event of `eventType` (the SDK's generated async form of
+    /// `observeSingleEvent(of:with:withCancel:)`); throws when the
+    /// observation is canceled.
+    nonisolated(nonsending) public func observeSingleEvent(of eventType: DataEventType) async throws
+        -> DataSnapshot
+    {
+        try await observeSingleEventAndPreviousSiblingKey(of: eventType).0
+    }
+
+    /// The first event of `eventType` with the key of the child before it
+    /// (nil for value events and the first child).
+    nonisolated(nonsending) public func observeSingleEventAndPreviousSiblingKey(
+        of eventType: DataEventType
+    ) async throws -> (DataSnapshot, String?) {
+        let answer = UncheckedSendable(Locked<CheckedContinuation<(DataSnapshot, String?), any Error>?>(nil))
+        return try await withCheckedThrowingContinuation { continuation in
+            answer.value.withLock { $0 = continuation }
+            addObserver(
+                eventType, once: true, delivery: .direct,
+                cancel: { error in answer.value.withLock { $0.take() }?.resume(throwing: error) }
+            ) { snapshot, previous in
+                answer.value.withLock { $0.take() }?.resume(returning: (snapshot, previous))
+            }
+        }
+    }
+
     /// Removes one observer (registered through any reference or query of
     /// this database). No event reaches it once this returns, on the
     /// callback queue.

@@ -25,6 +25,25 @@ extension DatabaseReference {
         try await writing("onDisconnectSetValue") { try onDisconnectSetStart(value) }
     }
 
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) {
+        onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: nil)
+    }
+
+    public func onDisconnectSetValue(
+        _ value: Any?, andPriority priority: Any?,
+        withCompletionBlock block: ((Error?, DatabaseReference) -> Void)?
+    ) {
+        write("onDisconnectSetValue", completion: block.map { callback($0) }) {
+            try onDisconnectSetStart(value, priority: priority)
+        }
+    }
+
+    nonisolated(nonsending) public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?)
+        async throws -> DatabaseReference
+    {
+        try await writing("onDisconnectSetValue") { try onDisconnectSetStart(value, priority: priority) }
+    }
+
     public func onDisconnectRemoveValue() {
         onDisconnectSetValue(nil, withCompletionBlock: nil)
     }
@@ -76,8 +95,18 @@ extension DatabaseReference {
 
     // MARK: Plumbing
 
-    private func onDisconnectSetStart(_ value: Any?) throws(HearthError) -> Database.WriteStart {
-        let node = try NodeEncoder.node(from: value, location: "/" + path)
+    private func onDisconnectSetStart(_ value: Any?, priority: Any? = nil) throws(HearthError)
+        -> Database.WriteStart
+    {
+        var node = try NodeEncoder.node(from: value, location: "/" + path)
+        if let priority, !(priority is NSNull), !node.isNull {
+            let priorityNode = try NodeEncoder.node(
+                from: priority, allowServerValues: false, location: "/" + path + "/.priority")
+            var out: OpaquePointer?
+            try HearthError.check { hearth_node_with_priority(node.pointer, priorityNode.pointer, &out, $0) }
+            guard let out else { throw HearthError(code: .outOfMemory) }
+            node = Node(adopting: out)
+        }
         let (db, path) = (self.database, self.path)
         return { callback, context, release, error in
             hearth_db_on_disconnect_set(db.handle, path, node.pointer, callback, context, release, error)

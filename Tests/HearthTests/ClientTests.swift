@@ -150,4 +150,25 @@ struct ClientTests {
         #expect(try await values.wait(for: 3) == ["none", "unsent", "none"])
         server.stop()
     }
+
+    @Test func asyncSingleEventsAndPriorityOnDisconnect() async throws {
+        let ns = "single-\(UUID().uuidString.prefix(8))"
+        let database = client(ns), watcher = client(ns)
+        try await database.reference(withPath: "list").setValue(["a": 1, "b": 2])
+        let value = try await database.reference(withPath: "list").observeSingleEvent(of: .value)
+        #expect(value.childrenCount == 2)
+        let (child, previous) = try await database.reference(withPath: "list")
+            .queryOrderedByKey().queryStarting(atValue: "b")
+            .observeSingleEventAndPreviousSiblingKey(of: .childAdded)
+        #expect(child.key == "b" && previous == nil)
+        let ref = database.reference(withPath: "status")
+        try await ref.onDisconnectSetValue("away", andPriority: 7)
+        database.goOffline()
+        let seen = Recorder<String>()
+        watcher.reference(withPath: "status").observe(.value) { snapshot in
+            if snapshot.exists() { seen.append("\(snapshot.value ?? "")@\(snapshot.priority ?? "")") }
+        }
+        #expect(try await seen.wait(for: 1) == ["away@7"])
+        server.stop()
+    }
 }
