@@ -5,6 +5,8 @@
  * server must answer or close that connection, and keep serving others. */
 #include "hearth.h"
 
+#include "fuzz_server.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -16,55 +18,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static hearth_server_t *server;
 static int port;
-static char dir[64];
-
-static void stop_server(void) {
-    hearth_server_stop(server);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
-}
 
 static void start_once(void) {
-    if (server)
-        return;
-    snprintf(dir, sizeof dir, "/tmp/hearth-fuzz-%d", (int)getpid());
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
-                                     .data_dir = dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF};
-    if (hearth_server_start(&config, &server, NULL))
-        abort();
-    port = hearth_server_port(server);
-    atexit(stop_server);
+    port = fuzz_server_port("http");
 }
 
 /* Sends data and reads until the server closes or goes quiet. Returns the
  * bytes received. */
 static size_t exchange(const uint8_t *data, size_t size, char *reply,
                        size_t cap) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
-        /* libFuzzer's timers interrupt calls: an interrupted connect goes on
-         * in the background; wait for it. */
-        int soerr = errno;
-        if (errno == EINTR) {
-            struct pollfd w = {fd, POLLOUT, 0};
-            socklen_t len = sizeof soerr;
-            while (poll(&w, 1, 1000) < 0 && errno == EINTR) {
-            }
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-        }
-        if (soerr) {
-            fprintf(stderr, "connect: %s\n", strerror(soerr));
-            abort(); /* the server stopped accepting */
-        }
-    }
+    int fd = fuzz_connect(port);
     for (size_t off = 0; off < size;) {
         ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)

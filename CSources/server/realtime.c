@@ -58,6 +58,16 @@ struct session {
 
 /* ---- sending ---- */
 
+/* Where the piece of text starting at `at` ends: at most SPLIT_SIZE bytes,
+ * and never inside a character (each piece is a text frame of its own,
+ * which must be UTF-8). */
+static size_t piece_end(const char *text, size_t len, size_t at) {
+    size_t end = len - at <= SPLIT_SIZE ? len : at + SPLIT_SIZE;
+    while (end < len && ((unsigned char)text[end] & 0xC0) == 0x80)
+        end--;
+    return end;
+}
+
 static void send_json(session *s, json_t *msg) {
     char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(msg);
@@ -70,13 +80,14 @@ static void send_json(session *s, json_t *msg) {
         hearth__ws_send_text(s->ws, text, len);
     } else {
         char count[16];
-        size_t pieces = (len + SPLIT_SIZE - 1) / SPLIT_SIZE;
+        size_t pieces = 0;
+        for (size_t at = 0; at < len; at = piece_end(text, len, at))
+            pieces++;
         snprintf(count, sizeof count, "%zu", pieces);
         hearth__ws_send_text(s->ws, count, strlen(count));
-        for (size_t i = 0; i < pieces; i++) {
-            size_t n = len - i * SPLIT_SIZE;
-            hearth__ws_send_text(s->ws, text + i * SPLIT_SIZE,
-                                 n < SPLIT_SIZE ? n : SPLIT_SIZE);
+        for (size_t at = 0, end; at < len; at = end) {
+            end = piece_end(text, len, at);
+            hearth__ws_send_text(s->ws, text + at, end - at);
         }
     }
     free(text);
@@ -412,6 +423,44 @@ static void do_get(session *s, json_int_t r, json_t *b) {
     hearth_node_decref(value);
 }
 
+/* Whether an onDisconnect write would be accepted when it runs: checked
+ * when it is queued, so that the client hears about bad data. */
+static bool ondisconnect_data_valid(const char *path, bool merge, json_t *data,
+                                    hearth_error_t *err) {
+    hearth_node_t *value = NULL;
+    if (!merge) {
+        int rc = hearth__node_from_jansson_at(
+            data, HEARTH_JSON_ALLOW_SERVER_VALUES, path, 0, &value, err);
+        hearth_node_decref(value);
+        return rc == 0;
+    }
+    if (!json_is_object(data)) {
+        hearth__error(err, HEARTH_EINVAL, path, "an update's d must be an object");
+        return false;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(data, key, v) {
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_adds(&b, path);
+        hearth__buf_addc(&b, '/');
+        hearth__buf_adds(&b, key);
+        char *full = hearth__buf_detach(&b, NULL);
+        bool ok = full && !hearth_validate_path(full, err) &&
+                  !hearth__node_from_jansson_at(
+                      v, HEARTH_JSON_ALLOW_SERVER_VALUES, full, 0, &value, err);
+        if (!full)
+            hearth__error(err, HEARTH_ENOMEM, NULL, "out of memory");
+        hearth__free(full);
+        hearth_node_decref(value);
+        value = NULL;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) {
     const char *path = json_string_value(json_object_get(b, "p"));
     if (!path || hearth_validate_path(path, NULL)) {
@@ -438,6 +487,11 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
         return;
     }
     json_t *data = json_object_get(b, "d");
+    hearth_error_t err = {0};
+    if (data && !ondisconnect_data_valid(path, strcmp(a, "om") == 0, data, &err)) {
+        reply(s, r, "invalid_args", json_string(err.message));
+        return;
+    }
     od_op *op = hearth__calloc(1, sizeof *op);
     if (!data || !op || !(op->path = hearth__strndup(path, strlen(path)))) {
         hearth__free(op);
@@ -531,11 +585,25 @@ static bool all_digits(const char *text, size_t len) {
     return true;
 }
 
+/* The most a message split in pieces may add up to: the frame limit. */
+#define MAX_JOINED (16u * 1024 * 1024 + 1024)
+
 static void on_message(void *user, const char *text, size_t len) {
     session *s = user;
     /* Pieces: a frame of only digits announces how many follow. */
     if (s->pieces_left > 0) {
-        hearth__buf_add(&s->assembling, text, len);
+        if (s->assembling.len + len > MAX_JOINED) {
+            /* The pieces pass what one message may hold: end this one
+             * connection rather than buffer without bound. */
+            hearth__buf_free(&s->assembling);
+            hearth__buf_init(&s->assembling);
+            s->pieces_left = 0;
+            if (s->ws)
+                hearth__ws_close(s->ws);
+            return;
+        }
+        if (len) /* an empty frame's text may be NULL */
+            hearth__buf_add(&s->assembling, text, len);
         if (--s->pieces_left > 0)
             return;
         if (s->assembling.failed) {
@@ -587,14 +655,26 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     s->ns = ns;
     s->refs = 1;
     hearth__buf_init(&s->assembling);
-    int rc = hearth__ws_accept(conn, req, on_message, on_close, s, &s->ws);
+    /* The request is gone once the connection is upgraded: keep its host
+     * for the hello. */
+    const char *host_header = hearth__http_get_header(req, "host");
+    if (!host_header)
+        host_header = "localhost";
+    char *host = hearth__strndup(host_header, strlen(host_header));
+    int rc = host ? hearth__ws_accept(conn, req, on_message, on_close, s, &s->ws)
+                  : HEARTH_ENOMEM;
     if (rc == HEARTH_EINVAL) {
+        hearth__free(host);
         hearth__free(s);
         hearth__http_respond(conn, 400, "application/json", NULL,
                              "{\"error\":\"not a WebSocket request\"}", 35);
         return;
     }
     if (rc) {
+        if (!host)
+            hearth__http_respond(conn, 503, "application/json", NULL,
+                                 "{\"error\":\"out of memory\"}", 25);
+        hearth__free(host);
         hearth__free(s);
         return;
     }
@@ -603,8 +683,9 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     char sid[32];
     snprintf(sid, sizeof sid, "hearth-%llu",
              (unsigned long long)atomic_fetch_add(&sessions, 1) + 1);
-    const char *host = hearth__http_get_header(req, "host");
-    send_json(s, json_pack("{s:s,s:{s:s,s:{s:I,s:s,s:s,s:s}}}", "t", "c", "d", "t",
+    json_t *h = json_string(host); /* NULL when not UTF-8 */
+    hearth__free(host);
+    send_json(s, json_pack("{s:s,s:{s:s,s:{s:I,s:s,s:o,s:s}}}", "t", "c", "d", "t",
                            "h", "d", "ts", (json_int_t)hearth_now_ms(), "v", "5",
-                           "h", host ? host : "localhost", "s", sid));
+                           "h", h ? h : json_string("localhost"), "s", sid));
 }

@@ -46,8 +46,13 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data,
 static void ws_message(wslay_event_context_ptr ctx,
                        const struct wslay_event_on_msg_recv_arg *arg,
                        void *user) {
-    (void)ctx;
     hearth__ws *ws = user;
+    /* wslay echoes a close frame's reason, and checks that it is UTF-8 only
+     * when the frame arrives in one piece: a reason that is not fails the
+     * connection (RFC 6455 8.1) rather than going back to the client. */
+    if (arg->opcode == WSLAY_CONNECTION_CLOSE && arg->msg_length > 2 &&
+        !hearth__utf8_valid((const char *)arg->msg + 2, arg->msg_length - 2))
+        wslay_event_shutdown_write(ctx);
     if (arg->opcode == WSLAY_TEXT_FRAME && ws->on_message && !ws->dead)
         ws->on_message(ws->user, (const char *)arg->msg, arg->msg_length);
 }

@@ -510,6 +510,39 @@ class Realtime(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(value, {"me": "offline", "count": 0})
 
+    def test_ondisconnect_data_is_checked_when_queued(self):
+        ws = self.connect()
+        self.send(ws, 1, "o", {"p": "/od", "d": {"a.b": 1}})
+        answer = self.recv(ws)["d"]
+        self.assertEqual(answer["b"]["s"], "invalid_args")
+        self.assertIn("a.b", answer["b"]["d"])
+        self.send(ws, 2, "om", {"p": "/od", "d": 5})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
+        self.send(ws, 3, "om", {"p": "/od", "d": {"a": 1, "b/c": {".sv": "timestamp"}}})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        ws.close()
+
+    def test_pieces_past_the_message_limit_end_the_connection(self):
+        ws = self.connect()
+        import websocket
+        ws.send("999")
+        piece = "x" * (1 << 20)
+        closed = False
+        try:
+            for _ in range(18):
+                ws.send(piece)
+            ws.settimeout(5)
+            closed = ws.recv() == ""  # the close frame
+        except (websocket.WebSocketConnectionClosedException, BrokenPipeError,
+                ConnectionResetError):
+            closed = True
+        except websocket.WebSocketTimeoutException:
+            closed = False
+        self.assertTrue(closed, "the server kept the connection open")
+        status, _ = http("GET", self.server.url("/", "?ns=rt"))
+        self.assertEqual(status, 200)
+        self.connect().close()
+
     def test_protocol_odds_and_ends(self):
         ws = self.connect()
         ws.send("0")  # the client's keep-alive: ignored
