@@ -22,6 +22,12 @@ public final class DataSnapshot: @unchecked Sendable, CustomStringConvertible {
         self.query = query
     }
 
+    /// An empty snapshot (no value) of the default database's root, as the
+    /// SDK's plain initializer gives (for tests and placeholders).
+    public convenience init() {
+        self.init(node: .null, ref: Database.database().reference(), query: .default)
+    }
+
     /// The key of the location ("" at the root).
     public var key: String { ref.key ?? "" }
 

@@ -27,6 +27,12 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
         self.params = params
     }
 
+    /// The root of the default database with no constraints, as the SDK's
+    /// plain initializer gives (for tests and placeholders).
+    public convenience init() {
+        self.init(database: Database.database(), normalizedPath: "", params: .default)
+    }
+
     /// A reference to the query's location.
     public var ref: DatabaseReference {
         DatabaseReference(database: db, normalizedPath: path)

@@ -19,6 +19,7 @@ extension DatabaseReference {
         }
     }
 
+    @discardableResult
     nonisolated(nonsending) public func onDisconnectSetValue(_ value: Any?) async throws
         -> DatabaseReference
     {
@@ -38,6 +39,7 @@ extension DatabaseReference {
         }
     }
 
+    @discardableResult
     nonisolated(nonsending) public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?)
         async throws -> DatabaseReference
     {
@@ -54,6 +56,7 @@ extension DatabaseReference {
         onDisconnectSetValue(nil, withCompletionBlock: block)
     }
 
+    @discardableResult
     nonisolated(nonsending) public func onDisconnectRemoveValue() async throws -> DatabaseReference {
         try await writing("onDisconnectRemoveValue") { try onDisconnectSetStart(nil) }
     }
@@ -71,6 +74,7 @@ extension DatabaseReference {
         }
     }
 
+    @discardableResult
     nonisolated(nonsending) public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any])
         async throws -> DatabaseReference
     {
@@ -89,6 +93,7 @@ extension DatabaseReference {
         }
     }
 
+    @discardableResult
     nonisolated(nonsending) public func cancelDisconnectOperations() async throws -> DatabaseReference {
         try await writing("cancelDisconnectOperations") { onDisconnectCancelStart() }
     }

@@ -23,6 +23,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// The database this reference belongs to.
     public var database: Database { db }
 
+    /// The location's URL, as the SDK's `description()` gives it.
+    public func description() -> String { url }
+
     /// The location's URL: the database URL and the path.
     public var url: String { db.locationURL(path) }
 

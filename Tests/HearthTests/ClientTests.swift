@@ -28,7 +28,7 @@ struct ClientTests {
         let alice = client(ns), bob = client(ns)
         let seen = Recorder<String>()
         bob.reference(withPath: "chat").observe(.childAdded) { snapshot in
-            seen.append("\(snapshot.key ?? "?")=\(snapshot.value ?? "nil")")
+            seen.append("\(snapshot.key)=\(snapshot.value ?? "nil")")
         }
         try await alice.reference(withPath: "chat/m1").setValue("hello")
         try await alice.reference(withPath: "chat").updateChildValues(["m2": "there"])
