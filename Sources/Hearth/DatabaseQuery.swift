@@ -196,7 +196,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
             queue.async {
                 switch result {
                 case .success(let snapshot): block.value(nil, snapshot)
-                case .failure(let error): block.value(error, nil)
+                case .failure(let error): block.value(error.bridged, nil)
                 }
             }
         }
@@ -205,7 +205,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     /// The current data for the query, after the writes made before.
     nonisolated(nonsending) public func getData() async throws -> DataSnapshot {
         try await withCheckedThrowingContinuation { continuation in
-            read { continuation.resume(with: $0) }
+            read { result in continuation.resume(with: result.mapError { $0.bridged }) }
         }
     }
 

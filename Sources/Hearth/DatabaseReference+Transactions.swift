@@ -68,7 +68,7 @@ extension DatabaseReference {
         let completion = UncheckedSendable(completionBlock)
         let queue = db.callbackQueue
         startTransaction(block) { error, committed, snapshot in
-            queue.async { completion.value(error, committed, snapshot) }
+            queue.async { completion.value(error?.bridged, committed, snapshot) }
         }
     }
 
@@ -83,11 +83,11 @@ extension DatabaseReference {
         try await withCheckedThrowingContinuation { continuation in
             startTransaction(block) { error, committed, snapshot in
                 if let error {
-                    continuation.resume(throwing: error)
+                    continuation.resume(throwing: error.bridged)
                 } else if let snapshot {
                     continuation.resume(returning: (committed, snapshot))
                 } else {
-                    continuation.resume(throwing: HearthError(code: .canceled))
+                    continuation.resume(throwing: HearthError(code: .canceled).bridged)
                 }
             }
         }

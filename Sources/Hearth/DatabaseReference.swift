@@ -182,7 +182,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         let block = UncheckedSendable(block)
         let queue = db.callbackQueue
         return { [self] error in
-            queue.async { block.value(error, self) }
+            queue.async { block.value(error?.bridged, self) }
         }
     }
 
@@ -192,7 +192,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             write(function, completion: { error in
                 if let error {
-                    continuation.resume(throwing: error)
+                    continuation.resume(throwing: error.bridged)
                 } else {
                     continuation.resume()
                 }

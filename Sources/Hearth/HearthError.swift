@@ -57,6 +57,12 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
     /// The error domain of the `NSError` this error bridges to.
     public static let errorDomain = "HearthErrorDomain"
 
+    /// The FirebaseDatabase SDK's error domain: what a server or the
+    /// connection decided (refused, unavailable, canceled, lost a
+    /// transaction's race) reaches completion blocks and `async` callers as
+    /// an `NSError` in this domain with the SDK's codes (see ``bridged``).
+    public static let sdkErrorDomain = "com.firebase"
+
     /// The `userInfo` keys of the bridged `NSError`.
     public static let nameKey = "HearthErrorName"
     public static let pathKey = "HearthErrorPath"
@@ -97,6 +103,31 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
         return info
     }
     public var errorDescription: String? { message }
+
+    /// What completion blocks and `async` callers receive: for the
+    /// outcomes the SDK reports itself, an `NSError` in its domain with its
+    /// code and text (permission denied 1, unavailable 2, write canceled 3,
+    /// the rest 9999 with the protocol's status word, as the SDK does); the
+    /// Hearth code's name and details stay in `userInfo`. Other errors
+    /// (bad data, bad paths) stay `HearthError`s: the SDK raises those.
+    public var bridged: any Error {
+        let sdk: (code: Int, text: String)
+        switch code {
+        case .permissionDenied: sdk = (1, "Permission Denied")
+        case .offline: sdk = (2, "Service is unavailable")
+        case .canceled: sdk = (3, "Write cancelled by user")
+        case .maxRetries: sdk = (9999, "maxretry")
+        case .disconnected: sdk = (9999, "disconnect")
+        case .overriddenBySet: sdk = (9999, "set")
+        case .dataStale: sdk = (9999, "datastale")
+        case .serverRefused: sdk = (9999, message)
+        default: return self
+        }
+        var info = errorUserInfo
+        info[NSLocalizedDescriptionKey] = sdk.text
+        info[NSLocalizedFailureReasonErrorKey] = message
+        return NSError(domain: Self.sdkErrorDomain, code: sdk.code, userInfo: info)
+    }
     public var description: String { "\(code.name): \(message)" }
 }
 

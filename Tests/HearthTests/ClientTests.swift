@@ -140,13 +140,22 @@ struct ClientTests {
         }
         try await values.wait(for: 1)
         database.goOffline()
-        let failed = Recorder<Bool>()
+        let failed = Recorder<String>()
         database.reference(withPath: "draft").setValue("unsent") { error, _ in
-            failed.append(error != nil)
+            let error = error as NSError?
+            failed.append("\(error?.domain ?? "-") \(error?.code ?? 0) \(error?.localizedDescription ?? "")")
         }
         try await values.wait(for: 2)
         database.purgeOutstandingWrites()
-        #expect(try await failed.wait(for: 1) == [true])
+        // As the SDK reports it: its domain, "write canceled".
+        #expect(try await failed.wait(for: 1) == ["com.firebase 3 Write cancelled by user"])
+        // Offline with nothing cached: "unavailable".
+        do {
+            _ = try await database.reference(withPath: "never/cached").getData()
+            Issue.record("getData answered offline without a cache")
+        } catch let error as NSError {
+            #expect(error.domain == "com.firebase" && error.code == 2)
+        }
         #expect(try await values.wait(for: 3) == ["none", "unsent", "none"])
         server.stop()
     }
