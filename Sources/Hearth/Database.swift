@@ -276,9 +276,18 @@ public final class Database: @unchecked Sendable {
 
     /// The queue on which observers and completion blocks are called; the
     /// main queue by default.
+    ///
+    /// Like the SDK, it is a setting: changing it after the database was
+    /// first used (a read, a write or an observer) is a precondition
+    /// failure.
     public var callbackQueue: DispatchQueue {
         get { state.withLock { $0.callbackQueue } }
-        set { state.withLock { $0.callbackQueue = newValue } }
+        set {
+            precondition(
+                opened.withLock { $0 == nil },
+                "Hearth: callbackQueue must be set before the database is used")
+            state.withLock { $0.callbackQueue = newValue }
+        }
     }
 
     /// A reference to the root of the database.

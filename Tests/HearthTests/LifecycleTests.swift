@@ -62,4 +62,17 @@ struct LifecycleTests {
             _ = Database.database(url: "ftp://example.com")
         }
     }
+
+    @Test func settingsAfterFirstUseTrapAsTheSDKRaises() async {
+        await #expect(processExitsWith: .failure) {
+            let database = Database.database(url: "memory:late-queue")
+            database.reference().child("a").setValue(1)
+            database.callbackQueue = DispatchQueue(label: "too late")
+        }
+        await #expect(processExitsWith: .failure) {
+            let database = Database.database(url: "memory:late-emulator")
+            database.reference().child("a").setValue(1)
+            database.useEmulator(withHost: "127.0.0.1", port: 9000)
+        }
+    }
 }
