@@ -122,8 +122,11 @@ test-fuzz: deps $(FUZZ_NAMES:%=$(BUILD)/fuzz-smoke/%)
 test-install: lib
 	scripts/check-install.sh
 
+# The Swift suites twice: on embedded databases, then as clients of a real
+# server (HEARTH_TEST_SERVER=1, Tests/HearthTests/Support.swift).
 test-swift: deps
 	HEARTH_STRICT=1 swift test
+	HEARTH_STRICT=1 HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`.
 PYVENV := $(BUILD)/pyvenv

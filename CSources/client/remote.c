@@ -78,6 +78,9 @@ struct tx {
     batch *in;           /* the batch carrying it, or NULL while it waits */
     int status;          /* once finished: how */
     bool committed;
+    hearth_node_t *result; /* what its update function made of the value
+                              (server values estimated): the snapshot a
+                              committed transaction reports */
     tx *next;            /* in the client's queue, oldest first; then in
                             the queue of finished ones */
 };
@@ -788,12 +791,15 @@ static void flush_finished(hearth__remote *r) {
         r->finished = t->next;
         if (!r->finished)
             r->finished_tail = NULL;
-        hearth_node_t *now = hearth__sync_local(&r->sync, &t->path);
+        hearth_node_t *now = t->committed && t->result
+                                 ? hearth_node_incref(t->result)
+                                 : hearth__sync_local(&r->sync, &t->path);
         const hearth_node_t *snap = now ? now : hearth__node_empty();
-        if (t->path.priority)
+        if (t->path.priority && !(t->committed && t->result))
             snap = hearth__prio(snap);
         t->done(t->status, t->committed, snap, t->arg);
         hearth_node_decref(now);
+        hearth_node_decref(t->result);
         if (t->reg && !r->closing)
             hearth__remote_unobserve(r, t->reg);
         hearth__free(t->path_text);
@@ -882,6 +888,11 @@ static void batch_run(hearth__remote *r, batch *b) {
         }
         hearth_node_decref(value);
         value = result;
+        hearth_node_t *shown = estimate(r, path, result);
+        if (shown) {
+            hearth_node_decref(t->result);
+            t->result = shown;
+        }
         b->txs[kept++] = t;
     }
     b->n = kept;

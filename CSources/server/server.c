@@ -209,8 +209,8 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err) {
     for (size_t i = 0; i < srv->nnamespaces; i++)
-        if (strcmp(srv->namespaces[i].name, name) == 0) {
-            *out = &srv->namespaces[i];
+        if (strcmp(srv->namespaces[i]->name, name) == 0) {
+            *out = srv->namespaces[i];
             return 0;
         }
     if (!valid_namespace(name))
@@ -225,7 +225,7 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
                              MAX_NAMESPACES);
     if (srv->nnamespaces == srv->namespaces_cap) {
         size_t cap = srv->namespaces_cap ? srv->namespaces_cap * 2 : 4;
-        hearth__namespace *n =
+        hearth__namespace **n =
             hearth__realloc(srv->namespaces, cap * sizeof *n);
         if (!n)
             return hearth__error_code(err, HEARTH_ENOMEM);
@@ -255,8 +255,17 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
         return rc;
     }
     hearth__db_set_group_commit(ns.db, true);
-    srv->namespaces[srv->nnamespaces] = ns;
-    *out = &srv->namespaces[srv->nnamespaces++];
+    hearth__namespace *kept = hearth__malloc(sizeof *kept);
+    if (!kept) {
+        hearth_db_close(ns.db);
+        json_decref(ns.rules);
+        hearth__free(ns.name);
+        hearth__free(ns.dir);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    *kept = ns;
+    srv->namespaces[srv->nnamespaces++] = kept;
+    *out = kept;
     return 0;
 }
 
@@ -269,11 +278,13 @@ static void on_http_closed(void *ctx) {
     /* Every connection is gone: the writes they made are applied; closing
      * each database commits and syncs the rest. */
     for (size_t i = 0; i < srv->nnamespaces; i++) {
-        hearth__ns_drop_indexes(&srv->namespaces[i]);
-        hearth_db_close(srv->namespaces[i].db);
-        json_decref(srv->namespaces[i].rules);
-        hearth__free(srv->namespaces[i].name);
-        hearth__free(srv->namespaces[i].dir);
+        hearth__namespace *ns = srv->namespaces[i];
+        hearth__ns_drop_indexes(ns);
+        hearth_db_close(ns->db);
+        json_decref(ns->rules);
+        hearth__free(ns->name);
+        hearth__free(ns->dir);
+        hearth__free(ns);
     }
     srv->nnamespaces = 0;
     uv_close((uv_handle_t *)&srv->stop, NULL);

@@ -47,7 +47,9 @@ typedef struct hearth__server {
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
-    hearth__namespace *namespaces;
+    /* Each namespace has a stable address: sessions and streams keep
+     * pointers to theirs while the array grows. */
+    hearth__namespace **namespaces;
     size_t nnamespaces, namespaces_cap;
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
     hearth__sse_memo memo;

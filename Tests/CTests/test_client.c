@@ -289,6 +289,40 @@ static void on_tx(int status, bool committed, const hearth_node_t *snap,
 
 enum { CLIENTS = 8, EACH = 100 };
 
+/* Sessions in many namespaces at once: the server's table of namespaces
+ * grows while earlier sessions still use theirs. */
+static void test_many_namespaces(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    enum { N = 12 };
+    hearth_db_t *dbs[N];
+    watch w[N];
+    for (int i = 0; i < N; i++) {
+        char ns[16];
+        snprintf(ns, sizeof ns, "many%d", i);
+        dbs[i] = client(port, ns);
+        watch_init(&w[i]);
+        observe(dbs[i], "/v", NULL, &w[i]);
+        CHECK(wait_value(&w[i], "null", 5000));
+    }
+    for (int i = 0; i < N; i++) {
+        char json[16];
+        snprintf(json, sizeof json, "%d", i);
+        set_json(dbs[i], "/v", json, NULL);
+    }
+    for (int i = 0; i < N; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "%d", i);
+        CHECK(wait_value(&w[i], want, 5000));
+        char *j = get_json(dbs[i], "/v");
+        CHECK_STR(j, want);
+        free(j);
+    }
+    for (int i = 0; i < N; i++)
+        hearth_db_close(dbs[i]);
+    finish_server(s);
+}
+
 static void test_contended_transactions(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
@@ -792,6 +826,7 @@ const test_case client_tests[] = {
     {"client_local_events_first", test_local_events_first},
     {"client_two_clients", test_two_clients},
     {"client_queries_over_the_wire", test_queries_over_the_wire},
+    {"client_many_namespaces", test_many_namespaces},
     {"client_contended_transactions", test_contended_transactions},
     {"client_racing_transactions", test_racing_transactions},
     {"client_transactions_from_completions", test_transactions_from_completions},

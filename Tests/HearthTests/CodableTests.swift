@@ -173,8 +173,13 @@ struct CodableTests {
             for voter in ["b", "c", "d", "e"] {
                 group.addTask {
                     _ = try await ref.runTransactionBlock { data in
+                        // As the SDK advises: the block may first run on a
+                        // guess (no data yet); commit the guess unchanged and
+                        // it runs again on the real value.
                         let decoder = Database.Decoder()
-                        guard var tally = try? decoder.decode(Tally.self, from: data.value as Any),
+                        guard var tally = try? decoder.decode(Tally.self, from: data.value as Any)
+                        else { return .success(withValue: data) }
+                        guard
                             let value = try? Database.Encoder().encode({
                                 tally.count += 1
                                 tally.voters.append(voter)

@@ -3,13 +3,34 @@ import Testing
 
 @testable import Hearth
 
-/// A fresh in-memory database whose callbacks run on a private serial
-/// queue, so tests never need the main queue.
+/// A fresh database whose callbacks run on a private serial queue, so
+/// tests never need the main queue: an in-memory embedded database, or,
+/// with HEARTH_TEST_SERVER=1 in the environment, a client of a real server
+/// (one per test process, on a free loopback port) in a namespace of its
+/// own, so that the same tests check the client against a server.
 func makeDatabase(_ name: String = #function) -> Database {
-    let database = Database(url: "memory:test-\(name)-\(UUID().uuidString)")
+    let unique = "test-\(UUID().uuidString.prefix(13))"
+    let url =
+        againstServer
+        ? "http://127.0.0.1:\(sharedServer.port)?ns=\(unique)"
+        : "memory:\(unique)-\(name)"
+    let database = Database(url: url)
     database.callbackQueue = DispatchQueue(label: "hearth.tests.\(name)")
     return database
 }
+
+/// Whether this run checks the client against a server.
+let againstServer = ProcessInfo.processInfo.environment["HEARTH_TEST_SERVER"] == "1"
+
+/// The server of a run against a server, started on first use.
+let sharedServer: HearthServer = {
+    let directory = NSTemporaryDirectory() + "hearth-swift-tests-\(UUID().uuidString)"
+    do {
+        return try HearthServer(.init(port: 0, dataDirectory: directory, fsync: .off))
+    } catch {
+        fatalError("cannot start the test server: \(error)")
+    }
+}()
 
 struct Timeout: Error, CustomStringConvertible {
     let waitingFor: Int
