@@ -21,14 +21,66 @@ void hearth__changes_clear(hearth__changes *cs) {
     for (size_t i = 0; i < cs->n; i++)
         change_release(&cs->c[i]);
     hearth__free(cs->c);
+    hearth__free(cs->slots);
     memset(cs, 0, sizeof *cs);
 }
 
-static hearth__change *find_change(hearth__changes *cs, const hearth__key *k) {
+enum { LINEAR_CHANGES = 16 }; /* below this, a scan beats a table */
+
+static size_t key_hash(const hearth__key *k) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (uint32_t i = 0; i < k->len; i++)
+        h = (h ^ (unsigned char)k->s[i]) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static bool same_key(const hearth__key *a, const hearth__key *b) {
+    return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+}
+
+static void slot_put(hearth__changes *cs, size_t index) {
+    size_t mask = cs->nslots - 1;
+    size_t i = key_hash(cs->c[index].key) & mask;
+    while (cs->slots[i])
+        i = (i + 1) & mask;
+    cs->slots[i] = (uint32_t)index + 1;
+}
+
+/* (Re)builds the table for the changes there are, with room to grow. */
+static bool index_changes(hearth__changes *cs) {
+    size_t want = 64;
+    while (want < cs->n * 4)
+        want *= 2;
+    if (want != cs->nslots || !cs->slots) {
+        uint32_t *slots = hearth__calloc(want, sizeof *slots);
+        if (!slots)
+            return false;
+        hearth__free(cs->slots);
+        cs->slots = slots;
+        cs->nslots = want;
+    } else {
+        memset(cs->slots, 0, cs->nslots * sizeof *cs->slots);
+    }
     for (size_t i = 0; i < cs->n; i++)
-        if (cs->c[i].key->len == k->len &&
-            memcmp(cs->c[i].key->s, k->s, k->len) == 0)
-            return &cs->c[i];
+        slot_put(cs, i);
+    cs->stale = false;
+    return true;
+}
+
+static hearth__change *find_change(hearth__changes *cs, const hearth__key *k) {
+    bool indexed = cs->n >= LINEAR_CHANGES &&
+                   ((cs->slots && !cs->stale && cs->n * 2 <= cs->nslots) ||
+                    index_changes(cs));
+    if (!indexed) {
+        for (size_t i = 0; i < cs->n; i++)
+            if (same_key(cs->c[i].key, k))
+                return &cs->c[i];
+        return NULL;
+    }
+    size_t mask = cs->nslots - 1;
+    for (size_t i = key_hash(k) & mask; cs->slots[i]; i = (i + 1) & mask)
+        if (same_key(cs->c[cs->slots[i] - 1].key, k))
+            return &cs->c[cs->slots[i] - 1];
     return NULL;
 }
 
@@ -60,6 +112,7 @@ void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
                    was == HEARTH_EVENT_CHILD_ADDED) {
             change_release(c);
             *c = cs->c[--cs->n];
+            cs->stale = true; /* an entry moved */
         } else if (type == HEARTH_EVENT_CHILD_REMOVED &&
                    was == HEARTH_EVENT_CHILD_CHANGED) {
             hearth_node_t *before = hearth_node_incref(c->old);
@@ -91,6 +144,10 @@ void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
     cs->c[cs->n++] = (hearth__change){
         type, hearth__key_incref((hearth__key *)key), hearth_node_incref(node),
         old ? hearth_node_incref(old) : NULL};
+    if (cs->slots && !cs->stale && cs->n * 2 <= cs->nslots)
+        slot_put(cs, cs->n - 1);
+    else
+        cs->stale = true;
 }
 
 void hearth__named_clear(hearth__named *nn) {
@@ -159,21 +216,52 @@ static hearth__item *ordered(const hearth__filter *f, const hearth_node_t *node,
     return items;
 }
 
-const hearth__key *hearth__filter_predecessor(const hearth__filter *f,
-                                              const hearth_node_t *parent,
-                                              const hearth__key *key,
-                                              const hearth_node_t *node) {
-    size_t n;
-    bool ok;
-    hearth__item *items = ordered(f, parent, &n, &ok);
-    const hearth__key *prev = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (hearth__filter_compare(f, items[i].key, items[i].node, key, node) >= 0)
-            break;
-        prev = items[i].key;
+void hearth__preds_init(hearth__preds *p, const hearth__filter *f,
+                        const hearth_node_t *parent) {
+    memset(p, 0, sizeof *p);
+    p->f = f;
+    p->parent = parent;
+    /* Key order is the index's for order by key, and for priority order
+     * when no child has a priority. */
+    const hearth_query_t *q = f->order;
+    p->by_tree = hearth__node_is_obj(parent) &&
+                 ((q && q->index == HEARTH__INDEX_KEY) ||
+                  ((!q || q->index == HEARTH__INDEX_PRIORITY) &&
+                   parent->u.obj.prio_children == 0));
+}
+
+void hearth__preds_clear(hearth__preds *p) {
+    hearth__free(p->items);
+    p->items = NULL;
+}
+
+const hearth__key *hearth__preds_find(hearth__preds *p, const hearth__key *key,
+                                      const hearth_node_t *node) {
+    if (!hearth__node_is_obj(p->parent))
+        return NULL;
+    if (p->by_tree) {
+        const hearth__bt *tree = p->parent->u.obj.tree;
+        hearth__name name = hearth__key_name(key);
+        bool found;
+        size_t rank = hearth__bt_rank(tree, &name, &found);
+        return rank ? hearth__bt_at(tree, rank - 1)->key : NULL;
     }
-    hearth__free(items);
-    return prev;
+    if (!p->items && !p->failed) {
+        bool ok;
+        p->items = ordered(p->f, p->parent, &p->n, &ok);
+        p->failed = !ok;
+    }
+    /* The last child ordered before (key, node). */
+    size_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (hearth__filter_compare(p->f, p->items[mid].key, p->items[mid].node,
+                                   key, node) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? p->items[lo - 1].key : NULL;
 }
 
 /* ---- the index filter ---- */

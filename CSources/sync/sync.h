@@ -198,6 +198,11 @@ typedef struct hearth__changes {
     hearth__change *c;
     size_t n, cap;
     bool failed;
+    /* By key, once there are many (a whole list loading): index + 1 per
+     * slot, open addressing; rebuilt when stale. */
+    uint32_t *slots;
+    size_t nslots;
+    bool stale;
 } hearth__changes;
 
 void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
@@ -254,12 +259,25 @@ hearth_node_t *hearth__filter_update_priority(const hearth__filter *f,
 int hearth__filter_compare(const hearth__filter *f, const hearth__key *ak,
                            const hearth_node_t *an, const hearth__key *bk,
                            const hearth_node_t *bn);
-/* The key before (key, node) among node's children in index order, or
- * NULL. */
-const hearth__key *hearth__filter_predecessor(const hearth__filter *f,
-                                              const hearth_node_t *parent,
-                                              const hearth__key *key,
-                                              const hearth_node_t *node);
+/* Finds the child before another in a parent's index order, for the
+ * prev keys of a batch of events: the parent's children are put in order
+ * once (or not at all when the tree's own order is the index's), then
+ * each lookup is a binary search. */
+typedef struct hearth__preds {
+    const hearth__filter *f;
+    const hearth_node_t *parent;
+    hearth__item *items; /* NULL until needed */
+    size_t n;
+    bool by_tree;        /* the B+tree's key order is the index order */
+    bool failed;
+} hearth__preds;
+
+void hearth__preds_init(hearth__preds *p, const hearth__filter *f,
+                        const hearth_node_t *parent);
+void hearth__preds_clear(hearth__preds *p);
+/* The key before (key, node), or NULL (first, or out of memory). */
+const hearth__key *hearth__preds_find(hearth__preds *p, const hearth__key *key,
+                                      const hearth_node_t *node);
 
 /* ---- views ---- */
 

@@ -519,7 +519,7 @@ static bool wants(const hearth__reg *r, hearth_event_type type) {
  * registration (or only `only`) that wants it. */
 static int queue_type(hearth__view *v, const hearth__filter *f,
                       hearth__change *cs, size_t n, hearth_event_type type,
-                      const hearth_node_t *event_node, hearth__reg *only,
+                      hearth__preds *preds, hearth__reg *only,
                       hearth__event_queue *out) {
     hearth__change **sel = hearth__malloc((n ? n : 1) * sizeof *sel);
     if (!sel)
@@ -538,8 +538,7 @@ static int queue_type(hearth__view *v, const hearth__filter *f,
             const hearth__key *prev =
                 type == HEARTH_EVENT_CHILD_REMOVED
                     ? NULL
-                    : hearth__filter_predecessor(f, event_node, c->key,
-                                                 c->node);
+                    : hearth__preds_find(preds, c->key, c->node);
             rc = hearth__events_push(out, r, type, c->key, prev, c->node);
         }
     }
@@ -579,8 +578,11 @@ static int queue_events(hearth__view *v, const hearth__filter *f,
         HEARTH_EVENT_CHILD_REMOVED, HEARTH_EVENT_CHILD_ADDED,
         HEARTH_EVENT_CHILD_MOVED, HEARTH_EVENT_CHILD_CHANGED};
     int rc = 0;
+    hearth__preds preds;
+    hearth__preds_init(&preds, f, event_node);
     for (size_t t = 0; !rc && t < HEARTH__ARRAY_SIZE(order); t++)
-        rc = queue_type(v, f, cs->c, cs->n, order[t], event_node, only, out);
+        rc = queue_type(v, f, cs->c, cs->n, order[t], &preds, only, out);
+    hearth__preds_clear(&preds);
     for (hearth__reg *r = v->regs; !rc && value && r; r = r->next)
         if ((!only || r == only) && wants(r, HEARTH_EVENT_VALUE))
             rc = hearth__events_push(out, r, HEARTH_EVENT_VALUE, NULL, NULL,

@@ -495,3 +495,156 @@ const test_case syncpoint_tests[] = {
     {"conformance_sync_point_spec", test_sync_point_spec},
     {NULL, NULL},
 };
+
+/* ---- random operations, events checked against the data ---- */
+
+typedef struct model {
+    hearth_node_t *children; /* the view as its child events built it */
+    int values;
+    int mismatches;
+    hearth_node_t *batch;    /* keys given an event in this batch */
+    int repeats;             /* a key given two of added/removed/changed */
+} model;
+
+/* One batch raises at most one of added, removed, changed per child. */
+static void note_key(model *m, const char *key) {
+    if (!hearth_node_is_null(hearth_node_child(m->batch, key)))
+        m->repeats++;
+    hearth_node_set_child_new(&m->batch, key, hearth_node_boolean(true), NULL);
+}
+
+static void apply_event(const hearth_event_t *e, void *ctx) {
+    model *m = ctx;
+    switch (e->type) {
+    case HEARTH_EVENT_CHILD_ADDED:
+    case HEARTH_EVENT_CHILD_CHANGED:
+        note_key(m, e->key);
+        hearth_node_set_child_new(&m->children, e->key,
+                                  hearth_node_incref(e->node), NULL);
+        break;
+    case HEARTH_EVENT_CHILD_REMOVED:
+        note_key(m, e->key);
+        hearth_node_set(&m->children, e->key, hearth__node_empty(), NULL);
+        break;
+    case HEARTH_EVENT_VALUE: {
+        /* The children the events built are the value's. */
+        hearth_node_t *bare = NULL;
+        hearth_node_with_priority(e->node, hearth__node_empty(), &bare, NULL);
+        if (!hearth_node_is_null(e->node) && hearth_node_type(e->node) != HEARTH_TYPE_OBJECT)
+            break; /* a leaf: no children */
+        if (!hearth_node_equal(bare, m->children))
+            m->mismatches++;
+        hearth_node_decref(bare);
+        m->values++;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1DULL;
+static unsigned roll(unsigned n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* An object of up to 40 of 60 keys with small values. */
+static hearth_node_t *random_object(void) {
+    hearth_node_t *o = hearth_node_null();
+    unsigned n = roll(41);
+    for (unsigned i = 0; i < n; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%02u", roll(60));
+        hearth_node_set_child_new(&o, key, hearth_node_number(roll(5)), NULL);
+    }
+    return o;
+}
+
+static void test_random_operations_keep_events_consistent(void) {
+    for (int round = 0; round < 30; round++) {
+        hearth__sync s;
+        hearth__sync_init(&s);
+        model m = {hearth_node_null(), 0, 0, hearth_node_null(), 0};
+        hearth__path list;
+        hearth__path_parse("/l", 0, &list, NULL);
+        hearth__reg *reg = hearth__calloc(1, sizeof *reg);
+        reg->handle = 1;
+        reg->mask = HEARTH_MASK_ALL;
+        reg->cb = apply_event;
+        reg->ctx = &m;
+        /* The default view, or a window over the list. */
+        hearth_query_t *q = NULL;
+        if (round % 3) {
+            hearth_query_new(&q);
+            if (round % 3 == 1) {
+                hearth_query_order_by_key(q, NULL);
+                hearth_query_limit_to_first(q, 20, NULL);
+            } else {
+                hearth_query_order_by_value(q, NULL);
+                hearth_query_limit_to_last(q, 25, NULL);
+            }
+        }
+        int64_t tag;
+        bool created;
+        CHECK_INT(hearth__sync_listen(&s, &list, q, reg, &tag, &created), 0);
+        hearth_query_free(q);
+        int64_t next_id = 0, acked = 0;
+        for (int step = 0; step < 60; step++) {
+            char child[16];
+            snprintf(child, sizeof child, "/l/k%02u", roll(60));
+            hearth__path one;
+            hearth__path_parse(child, 0, &one, NULL);
+            hearth_node_t *v = roll(3) ? hearth_node_number(roll(5)) : hearth_node_null();
+            hearth_node_t *obj = random_object();
+            switch (roll(6)) {
+            case 0:
+                /* Untagged data, or the window's own (tagged) data. */
+                hearth__sync_server_set(&s, &list, obj, tag && roll(2) ? tag : 0);
+                break;
+            case 1: hearth__sync_server_set(&s, &one, v, 0); break;
+            case 2: hearth__sync_user_set(&s, &list, obj, next_id++, true); break;
+            case 3: hearth__sync_user_set(&s, &one, v, next_id++, true); break;
+            case 4: {
+                hearth__ptree *merge = hearth__ptree_new();
+                size_t count = hearth_node_child_count(obj);
+                for (size_t i = 0; i < count; i++) {
+                    const char *k;
+                    const hearth_node_t *c = hearth_node_child_at(obj, i, &k);
+                    hearth__name name;
+                    hearth__name_init(&name, k, strlen(k));
+                    hearth__ptree_set(merge, &name, 1, c);
+                }
+                if (roll(2)) {
+                    hearth__sync_server_merge(&s, &list, merge, 0);
+                    hearth__ptree_free(merge);
+                } else {
+                    hearth__sync_user_merge(&s, &list, merge, next_id++);
+                }
+                break;
+            }
+            default:
+                if (acked < next_id)
+                    hearth__sync_ack(&s, acked++, roll(2));
+            }
+            hearth_node_decref(v);
+            hearth_node_decref(obj);
+            hearth__events_raise(s.events);
+            hearth_node_decref(m.batch);
+            m.batch = hearth_node_null();
+        }
+        CHECK_INT(m.mismatches, 0);
+        CHECK_INT(m.repeats, 0);
+        CHECK(m.values > 0);
+        hearth__sync_destroy(&s);
+        hearth_node_decref(m.children);
+    }
+}
+
+const test_case sync_random_tests[] = {
+    {"sync_random_operations_keep_events_consistent",
+     test_random_operations_keep_events_consistent},
+    {NULL, NULL},
+};
