@@ -12,9 +12,9 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libssl libcrypto zlib
+PKGS      := jansson libuv libssl libcrypto zlib sqlite3
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
-             libwslay-dev pkg-config
+             libwslay-dev libsqlite3-dev pkg-config
 
 VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
 
@@ -80,7 +80,7 @@ $(BUILD)/hearth.pc: Makefile
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libssl libcrypto zlib' \
+	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3' \
 	  'Libs: -L$${libdir} -lhearth' \
 	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@

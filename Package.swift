@@ -36,6 +36,7 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("z"), .linkedLibrary("http_parser"), .linkedLibrary("wslay"),
                 .linkedLibrary("ssl"), // TLS for wss:// (client/ws_client.c)
+                .linkedLibrary("sqlite3"), // the client's cache (client/disk.c)
             ]),
         .target(
             name: "Hearth",

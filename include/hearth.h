@@ -373,6 +373,21 @@ typedef struct hearth_db_config_s {
      * observers see the server's data as it arrives; `.info/connected` and
      * `.info/serverTimeOffset` can be observed. Excludes data_dir. */
     const char *url;
+    /* With url: a directory (created if missing) keeping the client's
+     * cache: its pending writes and the server data of the locations it
+     * listens to, in one SQLite file per URL. A client opened again on the
+     * same URL and directory, even offline, shows that data to new
+     * observers at once, answers reads from it, and sends the stored
+     * writes in order when it connects. Writes still pending at close stay
+     * stored (their completions get HEARTH_ECANCELED). A damaged or
+     * unusable file is reported on stderr and replaced, keeping the
+     * pending writes it can still read. NULL: memory only. */
+    const char *cache_dir;
+    /* The cache's bound in bytes, 1 MB to 100 MB (0: 10 MB): server data
+     * no observer holds is pruned, least recently used first, past it;
+     * pending writes have a bound of the same size, and a write past it
+     * fails with HEARTH_ETOOBIG. */
+    size_t cache_size;
 } hearth_db_config_t;
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a

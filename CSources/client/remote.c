@@ -3,6 +3,7 @@
  * server's pushes into the sync tree, and transactions. */
 #include "client/remote.h"
 
+#include "client/disk.h"
 #include "client/ws_client.h"
 
 #include <jansson.h>
@@ -112,7 +113,9 @@ struct hearth__remote {
     bool shut_down;        /* the server said stop */
     uv_timer_t retry;
     uv_timer_t get_timer;  /* fails gets that waited too long to be sent */
+    uv_timer_t save_timer; /* stores changed server data, coalesced */
     int open_handles;
+    hearth__disk *disk;    /* the cache on disk, or NULL */
     uint64_t delay_ms;
     int64_t next_r;
     int64_t next_write;
@@ -322,6 +325,46 @@ static void publish_info(hearth__remote *r) {
     set_info(r, "connected", hearth_node_boolean(r->connected));
 }
 
+/* ---- the cache on disk ---- */
+
+enum { SAVE_DELAY_MS = 100 }; /* server data is stored at most this late */
+
+/* A view's name in the cache: "PATH|QUERY". */
+static char *view_key(const char *path, const hearth_query_t *q) {
+    char *identity = hearth__query_identity(q);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_adds(&b, path);
+    hearth__buf_addc(&b, '|');
+    hearth__buf_adds(&b, identity ? identity : "default");
+    hearth__free(identity);
+    return hearth__buf_detach(&b, NULL);
+}
+
+static void save_views(hearth__remote *r);
+
+static void on_save_timer(uv_timer_t *t) { save_views(t->data); }
+
+static void schedule_save(hearth__remote *r) {
+    if (r->disk && !r->closing && !uv_is_active((uv_handle_t *)&r->save_timer))
+        uv_timer_start(&r->save_timer, on_save_timer, SAVE_DELAY_MS, 0);
+}
+
+/* Stored data a new view starts from (new reference), or NULL. */
+static hearth_node_t *stored_view(hearth__remote *r, const char *path,
+                                  const hearth_query_t *q) {
+    if (!r->disk)
+        return NULL;
+    char *key = view_key(path, q);
+    char *json = key ? hearth__disk_get(r->disk, key) : NULL;
+    hearth_node_t *node = NULL;
+    if (json && hearth_node_from_json(json, (size_t)-1, 0, &node, NULL))
+        node = NULL;
+    hearth__free(json);
+    hearth__free(key);
+    return node;
+}
+
 /* ---- listens ---- */
 
 static json_t *listen_body(const listen_rec *l, bool with_hash) {
@@ -359,6 +402,7 @@ static void listen_done(hearth__remote *r, listen_rec *l, const char *status) {
     if (!hearth__path_parse(l->path, 0, &p, NULL))
         hearth__sync_listen_complete(&r->sync, &p, l->tag);
     raise_events(r);
+    schedule_save(r);
 }
 
 int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
@@ -386,6 +430,12 @@ int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
         send_listen(r, l);
         if (is_info(text))
             publish_info(r);
+        /* What the server sent last time, from disk, until it answers. */
+        hearth_node_t *stored = is_info(text) ? NULL : stored_view(r, text, copy);
+        if (stored) {
+            hearth__sync_server_set(&r->sync, path, stored, tag);
+            hearth_node_decref(stored);
+        }
     }
     raise_events(r);
     return 0;
@@ -480,9 +530,27 @@ static int status_code(const char *status) {
 static void batch_answer(hearth__remote *r, batch *b, int status);
 
 /* The server answered write w: settle it in the sync tree, then report. */
+/* Keeps a write on disk until the server settled it (not compare-and-set
+ * attempts: a transaction does not outlive its process). */
+static int store_write(hearth__remote *r, write_rec *w) {
+    if (!r->disk || w->id < 0 || w->cas)
+        return 0;
+    char *text = json_dumps(w->body, JSON_COMPACT);
+    int rc = text ? hearth__disk_write_add(r->disk, w->id, w->action, text)
+                  : HEARTH_ENOMEM;
+    free(text);
+    return rc;
+}
+
+static void forget_write(hearth__remote *r, const write_rec *w) {
+    if (r->disk && w->id >= 0 && !w->cas)
+        hearth__disk_write_remove(r->disk, w->id);
+}
+
 static void write_answered(hearth__remote *r, write_rec *w, int status) {
     unlink_write(r, w);
     drop_requests_for(r, w);
+    forget_write(r, w);
     if (w->id >= 0) {
         hearth__sync_ack(&r->sync, w->id, status != 0);
         raise_events(r);
@@ -552,6 +620,8 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
         else
             abort_overridden_transactions(r, paths[0]);
         if (!rc)
+            rc = store_write(r, w);
+        if (!rc)
             rc = hearth__sync_user_set(&r->sync, paths[0], local, w->id, true);
         hearth_node_decref(local);
     } else {
@@ -576,6 +646,8 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
             rc = HEARTH_ENOMEM;
         if (rc) {
             json_decref(d);
+            hearth__ptree_free(merge);
+        } else if ((rc = store_write(r, w))) {
             hearth__ptree_free(merge);
         } else {
             hearth__path root = {0};
@@ -645,6 +717,14 @@ static void get_free(get_rec *g) {
 hearth_node_t *hearth__remote_cached(hearth__remote *r, const hearth__path *path,
                                      const hearth_query_t *q) {
     hearth_node_t *local = hearth__sync_local(&r->sync, path);
+    if (!local && r->disk) {
+        /* Not listened to now: what the last listen here stored. */
+        hearth__path at = *path;
+        at.priority = false;
+        char *text = path_text(&at);
+        local = text ? stored_view(r, text, NULL) : NULL;
+        hearth__free(text);
+    }
     if (!local)
         return NULL;
     hearth_node_t *shown = NULL;
@@ -1106,6 +1186,7 @@ static void on_push(hearth__remote *r, const char *action, json_t *b) {
         return;
     }
     raise_events(r);
+    schedule_save(r);
 }
 
 static void on_response(hearth__remote *r, int64_t n, json_t *b) {
@@ -1214,6 +1295,7 @@ void hearth__remote_purge(hearth__remote *r) {
         if (w->id >= 0) {
             unlink_write(r, w);
             drop_requests_for(r, w);
+            forget_write(r, w);
             hearth__sync_ack(&r->sync, w->id, true);
             if (w->done)
                 w->done(HEARTH_ECANCELED, w->arg);
@@ -1322,6 +1404,118 @@ void hearth__remote_set_online(hearth__remote *r, bool online) {
     went_offline(r);
 }
 
+/* ---- the cache on disk: storing and replaying ---- */
+
+/* Stores the server data of every view that has it complete, then prunes
+ * what no view holds past the bound. */
+static void save_views(hearth__remote *r) {
+    if (!r->disk)
+        return;
+    size_t n = 0;
+    for (listen_rec *l = r->listens; l; l = l->next)
+        n++;
+    char **keys = hearth__calloc(n ? n : 1, sizeof *keys);
+    size_t k = 0;
+    for (listen_rec *l = r->listens; keys && l; l = l->next) {
+        const hearth__sview *sv = l->view->sync;
+        if (is_info(l->path) || !sv || !sv->ready)
+            continue;
+        char *key = view_key(l->path, l->query);
+        if (!key)
+            continue;
+        keys[k++] = key;
+        if (!sv->server.complete)
+            continue;
+        char *json = hearth_node_to_json(sv->server.node, HEARTH_JSON_EXPORT, NULL);
+        if (json)
+            hearth__disk_put(r->disk, key, json);
+        hearth_free(json);
+    }
+    hearth__disk_prune(r->disk, (const char *const *)keys, k);
+    for (size_t i = 0; i < k; i++)
+        hearth__free(keys[i]);
+    hearth__free(keys);
+}
+
+/* A stored pending write, laid over the data again and queued to send. */
+static void replay_write(int64_t id, const char *action, const char *body,
+                         void *ctx) {
+    hearth__remote *r = ctx;
+    json_t *b = json_loads(body, 0, NULL);
+    const char *path = json_string_value(json_object_get(b, "p"));
+    json_t *data = json_object_get(b, "d");
+    write_rec *w = hearth__calloc(1, sizeof *w);
+    hearth__path p;
+    int rc = b && path && data && w &&
+                     !hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL)
+                 ? 0
+                 : HEARTH_EINVAL;
+    if (!rc && !strcmp(action, "p")) {
+        hearth_node_t *value = NULL, *local = NULL;
+        rc = hearth_node_from_jansson(data, HEARTH_JSON_ALLOW_SERVER_VALUES, &value, NULL);
+        if (!rc && !(local = estimate(r, &p, value)))
+            rc = HEARTH_ENOMEM;
+        if (!rc)
+            rc = hearth__sync_user_set(&r->sync, &p, local, id, true);
+        hearth_node_decref(value);
+        hearth_node_decref(local);
+        if (w)
+            w->action = "p";
+    } else if (!rc && !strcmp(action, "m") && json_is_object(data)) {
+        hearth__ptree *merge = hearth__ptree_new();
+        const char *key;
+        json_t *v;
+        rc = merge ? 0 : HEARTH_ENOMEM;
+        json_object_foreach(data, key, v) {
+            hearth__path at;
+            hearth_node_t *value = NULL, *local = NULL;
+            if (!rc && (hearth__path_parse(key, HEARTH__PATH_ALLOW_PRIORITY, &at, NULL) ||
+                        hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                                 &value, NULL)))
+                rc = HEARTH_EINVAL;
+            if (!rc && !(local = estimate(r, &at, value)))
+                rc = HEARTH_ENOMEM;
+            hearth__spath sp;
+            if (!rc) {
+                hearth__spath_from(&sp, &at);
+                rc = hearth__ptree_set(merge, sp.seg, sp.n, local);
+            }
+            hearth_node_decref(value);
+            hearth_node_decref(local);
+        }
+        if (!rc)
+            rc = hearth__sync_user_merge(&r->sync, &p, merge, id);
+        else
+            hearth__ptree_free(merge);
+        if (w)
+            w->action = "m";
+    } else if (!rc) {
+        rc = HEARTH_EINVAL;
+    }
+    if (rc) {
+        /* Unreadable: it can never be sent; drop it rather than block
+         * the writes behind it. */
+        fprintf(stderr, "hearth: dropping an unreadable stored write %lld\n",
+                (long long)id);
+        hearth__disk_write_remove(r->disk, id);
+        json_decref(b);
+        hearth__free(w);
+        return;
+    }
+    w->id = id;
+    w->body = b;
+    if (id >= r->next_write)
+        r->next_write = id + 1;
+    enqueue_write(r, w);
+}
+
+int hearth__remote_use_disk(hearth__remote *r, hearth__disk *disk) {
+    r->disk = disk;
+    hearth__disk_writes(disk, replay_write, r);
+    raise_events(r);
+    return 0;
+}
+
 int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
                         hearth__event_queue *events,
                         void (*raise_fn)(void *ctx), void *raise_ctx,
@@ -1347,7 +1541,9 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->retry.data = r;
     uv_timer_init(loop, &r->get_timer);
     r->get_timer.data = r;
-    r->open_handles = 2;
+    uv_timer_init(loop, &r->save_timer);
+    r->save_timer.data = r;
+    r->open_handles = 3;
     set_info(r, "connected", hearth_node_boolean(false));
     *out = r;
     connect_now(r);
@@ -1358,11 +1554,14 @@ static void on_timer_closed(uv_handle_t *h) {
     hearth__remote *r = h->data;
     if (--r->open_handles)
         return;
+    hearth__disk_close(r->disk);
     hearth__buf_free(&r->joined);
     hearth__free(r);
 }
 
 void hearth__remote_close(hearth__remote *r) {
+    if (r->disk)
+        save_views(r); /* the last server data, before the views go */
     r->closing = true;
     if (r->ws) {
         hearth__wsc_close(r->ws);
@@ -1408,4 +1607,5 @@ void hearth__remote_close(hearth__remote *r) {
     hearth__sync_destroy(&r->sync);
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);
     uv_close((uv_handle_t *)&r->get_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&r->save_timer, on_timer_closed);
 }

@@ -41,6 +41,12 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
                         hearth__event_queue *events,
                         void (*raise)(void *ctx), void *raise_ctx,
                         hearth__remote **out);
+/* Keeps the client's pending writes and the server data of its views in
+ * disk (taken over): the writes stored by an earlier run are laid over the
+ * data again and queued to send, in order. Right after open. */
+struct hearth__disk;
+int hearth__remote_use_disk(hearth__remote *r, struct hearth__disk *disk);
+
 /* Ends the connection; pending writes, gets and transactions complete with
  * HEARTH_ECANCELED and every registration's ctx_free runs. The client
  * frees itself once its handles are closed (the loop must run on). */

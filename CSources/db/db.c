@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "tree/json.h"
 
+#include "client/disk.h"
 #include "client/remote.h"
 
 #include <stdatomic.h>
@@ -831,6 +832,13 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = 0;
     hearth__remote_url url;
+    if (config && config->cache_dir && !config->url) {
+        hearth__free(db);
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "a cache directory is for a database opened on "
+                             "a URL (an embedded one keeps data_dir)");
+    }
+    hearth__disk *disk = NULL;
     if (config && config->url) {
         if (config->data_dir) {
             hearth__free(db);
@@ -839,6 +847,9 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
                                  "directory");
         }
         rc = hearth__remote_parse_url(config->url, &url, err);
+        if (!rc && config->cache_dir)
+            rc = hearth__disk_open(config->cache_dir, config->url,
+                                   config->cache_size, &disk, err);
         if (rc) {
             hearth__free(db);
             return rc;
@@ -865,12 +876,14 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     hearth__events_init(&db->events);
     rc = hearth__listeners_init(&db->listeners);
     if (rc) {
+        hearth__disk_close(disk);
         hearth__store_close(db->store);
         hearth_node_decref(db->root);
         hearth__free(db);
         return hearth__error_code(err, rc);
     }
     if (uv_mutex_init(&db->lock)) {
+        hearth__disk_close(disk);
         hearth__store_close(db->store);
         hearth__listeners_destroy(&db->listeners);
         hearth_node_decref(db->root);
@@ -891,6 +904,10 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
                             &db->remote))
         goto fail_thread;
     db->client = db->remote != NULL;
+    if (disk) {
+        hearth__remote_use_disk(db->remote, disk); /* taken over */
+        disk = NULL;
+    }
     if (db->owns_loop) {
         if (uv_thread_create(&db->thread, loop_main, db))
             goto fail_thread;
@@ -910,6 +927,7 @@ fail_async:
     if (db->owns_loop)
         uv_loop_close(db->loop);
 fail_loop:
+    hearth__disk_close(disk);
     uv_mutex_destroy(&db->lock);
     hearth__listeners_destroy(&db->listeners);
     hearth__store_close(db->store);

@@ -5,6 +5,7 @@
  * onDisconnect, and a server restarted under a writing client. */
 #include "test.h"
 
+#include "client/disk.h"
 #include "client/remote.h"
 #include "tree/node.h"
 
@@ -44,10 +45,14 @@ static void finish_server(hearth_server_t *s) {
     dir[0] = '\0';
 }
 
-static hearth_db_t *client(int port, const char *ns) {
+/* A client of the server on port in namespace ns, keeping its cache in
+ * cache_dir (NULL: memory only). */
+static hearth_db_t *cached_client(int port, const char *ns,
+                                  const char *cache_dir, size_t cache_size) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
-    hearth_db_config_t config = {.url = url};
+    hearth_db_config_t config = {.url = url, .cache_dir = cache_dir,
+                                 .cache_size = cache_size};
     hearth_db_t *db = NULL;
     hearth_error_t err;
     int rc = hearth_db_open(&config, &db, &err);
@@ -55,6 +60,10 @@ static hearth_db_t *client(int port, const char *ns) {
         fprintf(stderr, "  client: %s\n", err.message);
     CHECK_INT(rc, 0);
     return db;
+}
+
+static hearth_db_t *client(int port, const char *ns) {
+    return cached_client(port, ns, NULL, 0);
 }
 
 static void sleep_ms(int ms) {
@@ -641,9 +650,39 @@ static int server_child(const char *arg) {
 /* A helper process (see test.h): "server:PORT:DIR" serves; "client:URL"
  * marks itself online with an onDisconnect that marks it offline, says
  * "ready", and waits to be killed. */
+/* In a helper process: a client with a cache, offline (nothing listens
+ * on its port), makes two writes, waits until they are stored (the loop
+ * has run them), says "ready" and waits to be killed. */
+static void loop_reached(void *ctx) {
+    done *d = ctx;
+    on_done(0, d);
+}
+
+static int cached_writer_child(const char *arg) {
+    int port;
+    char dir[128];
+    if (sscanf(arg, "%d:%127s", &port, dir) != 2)
+        return 2;
+    hearth_db_t *db = cached_client(port, "cache", dir, 0);
+    set_json(db, "/w", "{\"a\":1}", NULL);
+    hearth_node_t *inc = hearth_node_server_increment(5);
+    hearth_db_set(db, "/w/n", inc, NULL, NULL, NULL, NULL);
+    hearth_node_decref(inc);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    hearth_db_call(db, loop_reached, &d, NULL);
+    if (!wait_count(&d, 1, 5000))
+        return 1;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 int test_child_main(const char *arg) {
     if (!strncmp(arg, "server:", 7))
         return server_child(arg + 7);
+    if (!strncmp(arg, "cachewriter:", 12))
+        return cached_writer_child(arg + 12);
     if (strncmp(arg, "client:", 7))
         return 2;
     hearth_db_config_t config = {.url = arg + 7};
@@ -759,6 +798,198 @@ static void test_server_killed_and_restarted(void) {
     CHECK_INT(system(cmd), 0);
 }
 
+/* ---- the cache on disk ---- */
+
+static void make_dir(char *tmpl) { CHECK(mkdtemp(tmpl) != NULL); }
+
+static void remove_dir(const char *dir) {
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+}
+
+/* A client restarted with no server shows what it had at once, from disk,
+ * and reads answer from it. */
+static void test_cache_serves_a_restart_offline(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    int port = free_port();
+    char data[64] = "/tmp/hearth-cachesrv-XXXXXX";
+    make_dir(data);
+    char arg[160];
+    snprintf(arg, sizeof arg, "server:%d:%s", port, data);
+    pid_t server = spawn_child(arg);
+    hearth_db_t *a = cached_client(port, "cache", cache, 0);
+    set_json(a, "/list", "{\"x\":{\"n\":1},\"y\":{\"n\":2}}", NULL);
+    watch w;
+    watch_init(&w);
+    observe(a, "/list", NULL, &w);
+    CHECK(wait_value(&w, "{\"x\":{\"n\":1},\"y\":{\"n\":2}}", 5000));
+    sleep_ms(300); /* past the save delay, and the server's answer */
+    hearth_db_close(a);
+    kill_child(server);
+
+    hearth_db_t *b = cached_client(port, "cache", cache, 0);
+    watch again;
+    watch_init(&again);
+    observe(b, "/list", NULL, &again);
+    /* From disk: the value arrives with nothing to connect to. */
+    CHECK(wait_value(&again, "{\"x\":{\"n\":1},\"y\":{\"n\":2}}", 2000));
+    char *j = get_json(b, "/list/y/n");
+    CHECK_STR(j, "2");
+    free(j);
+    hearth_db_close(b);
+    remove_dir(cache);
+    remove_dir(data);
+}
+
+/* A client killed (SIGKILL) with writes pending: started again offline
+ * its writes show at once; started online they land exactly once. */
+static void test_cache_keeps_pending_writes_through_kill(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    int port = free_port();
+    char arg[160];
+    snprintf(arg, sizeof arg, "cachewriter:%d:%s", port, cache);
+    pid_t writer = spawn_child(arg);
+    kill_child(writer);
+
+    /* Offline: the stored writes are laid over the (empty) data. */
+    hearth_db_t *off = cached_client(port, "cache", cache, 0);
+    watch w;
+    watch_init(&w);
+    observe(off, "/w", NULL, &w);
+    CHECK(wait_value(&w, "{\"a\":1,\"n\":5}", 2000));
+    hearth_db_close(off);
+
+    char data[64] = "/tmp/hearth-cachesrv-XXXXXX";
+    make_dir(data);
+    snprintf(arg, sizeof arg, "server:%d:%s", port, data);
+    pid_t server = spawn_child(arg);
+    hearth_db_t *on = cached_client(port, "cache", cache, 0);
+    hearth_db_t *other = client(port, "cache");
+    watch seen;
+    watch_init(&seen);
+    observe(other, "/w", NULL, &seen);
+    CHECK(wait_value(&seen, "{\"a\":1,\"n\":5}", 5000));
+    /* Sent once: reopening again sends nothing more. */
+    hearth_db_close(on);
+    hearth_db_t *third = cached_client(port, "cache", cache, 0);
+    sleep_ms(300);
+    char *j = get_json(other, "/w/n");
+    CHECK_STR(j, "5");
+    free(j);
+    hearth_db_close(third);
+    hearth_db_close(other);
+    kill_child(server);
+    remove_dir(cache);
+    remove_dir(data);
+}
+
+static void test_cache_damaged_file_is_rebuilt(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = cached_client(port, "dmg", cache, 0);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/k", "1", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    hearth_db_close(a);
+    /* Scribble over every cache file. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "for f in '%s'/*.sqlite; do head -c 4096 /dev/urandom > \"$f\"; "
+             "done; rm -f '%s'/*-wal '%s'/*-shm",
+             cache, cache, cache);
+    CHECK_INT(system(cmd), 0);
+    hearth_db_t *b = cached_client(port, "dmg", cache, 0);
+    CHECK(b != NULL);
+    char *j = get_json(b, "/k");
+    CHECK_STR(j, "1");
+    free(j);
+    set_json(b, "/k", "2", &d);
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.errors, 0);
+    hearth_db_close(b);
+    /* The damaged file was kept aside. */
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q broken", cache);
+    CHECK_INT(system(cmd), 0);
+    finish_server(s);
+    remove_dir(cache);
+}
+
+static void test_cache_bounds(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    int port = free_port(); /* nothing there: offline */
+    hearth_db_config_t bad = {.url = "http://127.0.0.1:1?ns=x",
+                              .cache_dir = cache, .cache_size = 1000};
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "1 MB") != NULL);
+    hearth_db_t *a = cached_client(port, "bound", cache, 1024 * 1024);
+    /* 300 KB strings: the fourth passes the 1 MB bound for pending
+     * writes and fails; the others stay. */
+    char *big = malloc(300 * 1024 + 3);
+    big[0] = '"';
+    memset(big + 1, 'x', 300 * 1024);
+    strcpy(big + 1 + 300 * 1024, "\"");
+    hearth_node_t *v = node_from(big);
+    free(big);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/big/%d", i);
+        CHECK_INT(hearth_db_set(a, path, v, on_done, &d, NULL, NULL), 0);
+    }
+    hearth_node_decref(v);
+    /* The first three wait for the server; the fourth fails at once. */
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.count, 1);
+    CHECK_INT(d.last_status, HEARTH_ETOOBIG);
+    hearth_node_t *n = NULL;
+    CHECK_INT(hearth_db_get(a, "/big/2", NULL, &n, NULL), 0);
+    CHECK(n && hearth_node_type(n) == HEARTH_TYPE_STRING);
+    hearth_node_decref(n);
+    hearth_db_close(a);
+    remove_dir(cache);
+}
+
+/* Server data past the bound goes least recently used first, except what
+ * views hold. */
+static void test_cache_prunes_least_recently_used(void) {
+    char dir[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(dir);
+    hearth__disk *d;
+    CHECK_INT(hearth__disk_open(dir, "http://x?ns=lru", 1024 * 1024, &d, NULL), 0);
+    char *blob = malloc(400 * 1024 + 3);
+    blob[0] = '"';
+    memset(blob + 1, 'y', 400 * 1024);
+    strcpy(blob + 1 + 400 * 1024, "\"");
+    const char *views[] = {"/a|default", "/b|default", "/c|default", "/d|default"};
+    for (int i = 0; i < 4; i++)
+        CHECK_INT(hearth__disk_put(d, views[i], blob), 0);
+    free(blob);
+    char *used = hearth__disk_get(d, "/a|default"); /* /a: used recently */
+    hearth__free(used);
+    const char *keep[] = {"/b|default"};           /* /b: a view holds it */
+    hearth__disk_prune(d, keep, 1);
+    char *a = hearth__disk_get(d, "/a|default"), *b = hearth__disk_get(d, "/b|default");
+    char *c = hearth__disk_get(d, "/c|default"), *e = hearth__disk_get(d, "/d|default");
+    CHECK(a != NULL); /* 2 x 400 KB fit */
+    CHECK(b != NULL);
+    CHECK(c == NULL); /* the oldest free ones went */
+    CHECK(e == NULL);
+    hearth__free(a);
+    hearth__free(b);
+    hearth__free(c);
+    hearth__free(e);
+    hearth__disk_close(d);
+    remove_dir(dir);
+}
+
 /* hearth_set_logging: each message both ways, on stderr. */
 static void test_logging(void) {
     hearth_server_t *s = start_server(0);
@@ -837,6 +1068,12 @@ const test_case client_tests[] = {
     {"client_on_disconnect", test_on_disconnect},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
+    {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},
+    {"client_cache_keeps_pending_writes_through_kill",
+     test_cache_keeps_pending_writes_through_kill},
+    {"client_cache_damaged_file_is_rebuilt", test_cache_damaged_file_is_rebuilt},
+    {"client_cache_bounds", test_cache_bounds},
+    {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
     {"client_logging", test_logging},
     {"client_urls", test_urls},
     {NULL, NULL},

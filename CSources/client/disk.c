@@ -1,0 +1,359 @@
+/* disk.c - the client's cache file (SQLite): pending writes, and server
+ * data by view with least-recently-used pruning. */
+#include "client/disk.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct hearth__disk {
+    sqlite3 *db;
+    char *path;
+    size_t bound;
+    uint64_t clock;       /* recency of use, counting up */
+    size_t data_bytes;    /* stored server data */
+    size_t write_bytes;   /* stored pending writes */
+    sqlite3_stmt *write_add, *write_remove, *put, *get, *touch;
+};
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;" /* survives the process dying, not power */
+    "CREATE TABLE IF NOT EXISTS writes("
+    "  id INTEGER PRIMARY KEY, action TEXT NOT NULL, body TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS views("
+    "  view TEXT PRIMARY KEY, data TEXT NOT NULL, used INTEGER NOT NULL);";
+
+/* The file for url: its safe characters and a hash, so that two URLs
+ * never share a file. */
+static char *file_for(const char *dir, const char *url) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = url; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    char name[96];
+    size_t n = 0;
+    for (const char *p = url; *p && n < 60; p++) {
+        char c = *p;
+        bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '-';
+        name[n++] = safe ? c : '_';
+    }
+    snprintf(name + n, sizeof name - n, "-%016llx.sqlite",
+             (unsigned long long)h);
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *path = hearth__malloc(len);
+    if (path)
+        snprintf(path, len, "%s/%s", dir, name);
+    return path;
+}
+
+static void finalize_all(hearth__disk *d) {
+    sqlite3_stmt *all[] = {d->write_add, d->write_remove, d->put, d->get,
+                           d->touch};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(all); i++)
+        sqlite3_finalize(all[i]);
+    d->write_add = d->write_remove = d->put = d->get = d->touch = NULL;
+}
+
+static int prepare(hearth__disk *d) {
+    struct {
+        sqlite3_stmt **stmt;
+        const char *sql;
+    } all[] = {
+        {&d->write_add, "INSERT OR REPLACE INTO writes VALUES (?, ?, ?)"},
+        {&d->write_remove, "DELETE FROM writes WHERE id = ?"},
+        {&d->put, "INSERT OR REPLACE INTO views VALUES (?, ?, ?)"},
+        {&d->get, "SELECT data FROM views WHERE view = ?"},
+        {&d->touch, "UPDATE views SET used = ? WHERE view = ?"},
+    };
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(all); i++)
+        if (sqlite3_prepare_v2(d->db, all[i].sql, -1, all[i].stmt, NULL) !=
+            SQLITE_OK)
+            return sqlite3_errcode(d->db);
+    return SQLITE_OK;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *s;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Opens path and checks it is a healthy cache: SQLITE_OK or the error. */
+static int open_file(hearth__disk *d, const char *path) {
+    int rc = sqlite3_open_v2(path, &d->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(d->db, 500);
+        rc = sqlite3_exec(d->db, schema, NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_stmt *s;
+        rc = sqlite3_prepare_v2(d->db, "PRAGMA quick_check", -1, &s, NULL);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(s) == SQLITE_ROW &&
+                         strcmp((const char *)sqlite3_column_text(s, 0), "ok") == 0
+                     ? SQLITE_OK
+                     : SQLITE_CORRUPT;
+            sqlite3_finalize(s);
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = prepare(d);
+    if (rc == SQLITE_OK) {
+        d->data_bytes = (size_t)query_int(
+            d->db, "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM views");
+        d->write_bytes = (size_t)query_int(
+            d->db, "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM writes");
+        d->clock = (uint64_t)query_int(d->db, "SELECT COALESCE(MAX(used), 0) FROM views");
+    }
+    return rc;
+}
+
+static void close_file(hearth__disk *d) {
+    finalize_all(d);
+    sqlite3_close(d->db);
+    d->db = NULL;
+}
+
+/* The pending writes still readable in a damaged file. */
+typedef struct salvage {
+    int64_t *ids;
+    char **actions, **bodies;
+    size_t n, cap;
+} salvage;
+
+static void salvage_writes(const char *path, salvage *s) {
+    sqlite3 *db;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "SELECT id, action, body FROM writes ORDER BY id",
+                               -1, &st, NULL) == SQLITE_OK) {
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                if (s->n == s->cap) {
+                    size_t cap = s->cap ? s->cap * 2 : 16;
+                    int64_t *ids = hearth__realloc(s->ids, cap * sizeof *ids);
+                    if (ids)
+                        s->ids = ids;
+                    char **a = hearth__realloc(s->actions, cap * sizeof *a);
+                    if (a)
+                        s->actions = a;
+                    char **b = hearth__realloc(s->bodies, cap * sizeof *b);
+                    if (b)
+                        s->bodies = b;
+                    if (!ids || !a || !b)
+                        break;
+                    s->cap = cap;
+                }
+                const char *a = (const char *)sqlite3_column_text(st, 1);
+                const char *b = (const char *)sqlite3_column_text(st, 2);
+                if (!a || !b)
+                    continue;
+                s->ids[s->n] = sqlite3_column_int64(st, 0);
+                s->actions[s->n] = hearth__strndup(a, strlen(a));
+                s->bodies[s->n] = hearth__strndup(b, strlen(b));
+                s->n++;
+            }
+            sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+    }
+}
+
+int hearth__disk_open(const char *dir, const char *url, size_t bound,
+                      hearth__disk **out, hearth_error_t *err) {
+    if (bound == 0)
+        bound = HEARTH__DISK_DEFAULT_BOUND;
+    if (bound < HEARTH__DISK_MIN_BOUND || bound > HEARTH__DISK_MAX_BOUND)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the cache size must be between 1 MB and 100 MB "
+                             "(got %zu bytes)",
+                             bound);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return hearth__error(err, HEARTH_EIO, NULL,
+                             "cannot create the cache directory %.160s: %s",
+                             dir, strerror(errno));
+    hearth__disk *d = hearth__calloc(1, sizeof *d);
+    char *path = file_for(dir, url);
+    if (!d || !path) {
+        hearth__free(d);
+        hearth__free(path);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    d->path = path;
+    d->bound = bound;
+    int rc = open_file(d, path);
+    if (rc != SQLITE_OK) {
+        /* Damaged, unreadable or held: say so, keep what pending writes
+         * can be read, and start a fresh file beside the old one. */
+        const char *why = d->db ? sqlite3_errmsg(d->db) : sqlite3_errstr(rc);
+        fprintf(stderr, "hearth: the cache %s is unusable (%s); rebuilding it\n",
+                path, rc == SQLITE_CORRUPT ? "damaged" : why);
+        close_file(d);
+        salvage s = {0};
+        salvage_writes(path, &s);
+        char aside[4200];
+        snprintf(aside, sizeof aside, "%s.broken-%lld", path,
+                 (long long)time(NULL));
+        rename(path, aside);
+        char wal[4200];
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        unlink(wal);
+        snprintf(wal, sizeof wal, "%s-shm", path);
+        unlink(wal);
+        rc = open_file(d, path);
+        if (rc != SQLITE_OK) {
+            /* Held by another process, say: a cache in memory, this run. */
+            close_file(d);
+            rc = open_file(d, ":memory:");
+        }
+        for (size_t i = 0; i < s.n; i++) {
+            if (rc == SQLITE_OK && s.actions[i] && s.bodies[i])
+                hearth__disk_write_add(d, s.ids[i], s.actions[i], s.bodies[i]);
+            hearth__free(s.actions[i]);
+            hearth__free(s.bodies[i]);
+        }
+        hearth__free(s.ids);
+        hearth__free(s.actions);
+        hearth__free(s.bodies);
+        if (rc != SQLITE_OK) {
+            close_file(d);
+            hearth__free(d->path);
+            hearth__free(d);
+            return hearth__error(err, HEARTH_EIO, NULL,
+                                 "cannot open a cache: %s", sqlite3_errstr(rc));
+        }
+    }
+    *out = d;
+    return 0;
+}
+
+void hearth__disk_close(hearth__disk *d) {
+    if (!d)
+        return;
+    close_file(d);
+    hearth__free(d->path);
+    hearth__free(d);
+}
+
+const char *hearth__disk_path(const hearth__disk *d) { return d->path; }
+
+/* Runs a prepared statement to its end and resets it. */
+static int run(sqlite3_stmt *s) {
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+int hearth__disk_write_add(hearth__disk *d, int64_t id, const char *action,
+                           const char *body) {
+    size_t len = strlen(body);
+    if (d->write_bytes + len > d->bound)
+        return HEARTH_ETOOBIG;
+    sqlite3_bind_int64(d->write_add, 1, id);
+    sqlite3_bind_text(d->write_add, 2, action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(d->write_add, 3, body, (int)len, SQLITE_STATIC);
+    if (run(d->write_add) != SQLITE_OK)
+        return HEARTH_EIO;
+    d->write_bytes += len;
+    return 0;
+}
+
+void hearth__disk_write_remove(hearth__disk *d, int64_t id) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(d->db, "SELECT LENGTH(body) FROM writes WHERE id = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            size_t len = (size_t)sqlite3_column_int64(s, 0);
+            d->write_bytes = len > d->write_bytes ? 0 : d->write_bytes - len;
+        }
+        sqlite3_finalize(s);
+    }
+    sqlite3_bind_int64(d->write_remove, 1, id);
+    run(d->write_remove);
+}
+
+void hearth__disk_writes(hearth__disk *d, hearth__disk_write_cb cb, void *ctx) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(d->db, "SELECT id, action, body FROM writes ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *a = (const char *)sqlite3_column_text(s, 1);
+        const char *b = (const char *)sqlite3_column_text(s, 2);
+        if (a && b)
+            cb(sqlite3_column_int64(s, 0), a, b, ctx);
+    }
+    sqlite3_finalize(s);
+}
+
+int hearth__disk_put(hearth__disk *d, const char *view, const char *json) {
+    size_t len = strlen(json);
+    char *old = hearth__disk_get(d, view);
+    size_t was = old ? strlen(old) : 0;
+    hearth__free(old);
+    sqlite3_bind_text(d->put, 1, view, -1, SQLITE_STATIC);
+    sqlite3_bind_text(d->put, 2, json, (int)len, SQLITE_STATIC);
+    sqlite3_bind_int64(d->put, 3, (sqlite3_int64)++d->clock);
+    if (run(d->put) != SQLITE_OK)
+        return HEARTH_EIO;
+    d->data_bytes = d->data_bytes - (was > d->data_bytes ? d->data_bytes : was) + len;
+    return 0;
+}
+
+char *hearth__disk_get(hearth__disk *d, const char *view) {
+    sqlite3_bind_text(d->get, 1, view, -1, SQLITE_STATIC);
+    char *out = NULL;
+    if (sqlite3_step(d->get) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(d->get, 0);
+        if (t)
+            out = hearth__strndup(t, strlen(t));
+    }
+    sqlite3_reset(d->get);
+    sqlite3_clear_bindings(d->get);
+    if (out) {
+        sqlite3_bind_int64(d->touch, 1, (sqlite3_int64)++d->clock);
+        sqlite3_bind_text(d->touch, 2, view, -1, SQLITE_STATIC);
+        run(d->touch);
+    }
+    return out;
+}
+
+void hearth__disk_prune(hearth__disk *d, const char *const *keep, size_t n) {
+    if (d->data_bytes <= d->bound)
+        return;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(d->db,
+                           "SELECT view, LENGTH(data) FROM views ORDER BY used",
+                           -1, &s, NULL) != SQLITE_OK)
+        return;
+    sqlite3_stmt *del = NULL;
+    sqlite3_prepare_v2(d->db, "DELETE FROM views WHERE view = ?", -1, &del,
+                       NULL);
+    while (del && d->data_bytes > d->bound && sqlite3_step(s) == SQLITE_ROW) {
+        const char *view = (const char *)sqlite3_column_text(s, 0);
+        size_t len = (size_t)sqlite3_column_int64(s, 1);
+        bool held = false;
+        for (size_t i = 0; view && i < n && !held; i++)
+            held = strcmp(keep[i], view) == 0;
+        if (!view || held)
+            continue;
+        sqlite3_bind_text(del, 1, view, -1, SQLITE_TRANSIENT);
+        if (run(del) == SQLITE_OK)
+            d->data_bytes = len > d->data_bytes ? 0 : d->data_bytes - len;
+    }
+    sqlite3_finalize(del);
+    sqlite3_finalize(s);
+}
