@@ -37,6 +37,11 @@ public final class Database: @unchecked Sendable {
     }
     private let opened = Locked<Opened?>(nil)
     private let emulator = Locked<(host: String, port: Int)?>(nil)
+    private struct Persistence {
+        var enabled = false
+        var cacheSize: UInt = 10 * 1024 * 1024
+    }
+    private let persistence = Locked(Persistence())
 
     /// The C database (`hearth_db_t *`), valid until deinit.
     var handle: OpaquePointer { open().handle }
@@ -108,6 +113,48 @@ public final class Database: @unchecked Sendable {
         emulator.withLock { $0 = (host, port) }
     }
 
+    /// Keeps this client's pending writes and the server data of the
+    /// locations it listens to on disk (SQLite, in the user's cache
+    /// directory, `hearth/` inside it), so that an app started offline shows
+    /// its data and keeps its writes; they are sent when the connection
+    /// returns. A setting, as in the SDK: set it before the database is
+    /// first used. (Embedded databases keep their data anyway.)
+    public var isPersistenceEnabled: Bool {
+        get { persistence.withLock { $0.enabled } }
+        set {
+            precondition(
+                opened.withLock { $0 == nil },
+                "Hearth: isPersistenceEnabled must be set before the database is used")
+            persistence.withLock { $0.enabled = newValue }
+        }
+    }
+
+    /// The bound of the cache on disk in bytes, 1 MB to 100 MB (default
+    /// 10 MB): server data no listener holds is pruned past it, least
+    /// recently used first; pending writes have a bound of the same size.
+    /// Set it before the database is first used.
+    public var persistenceCacheSizeBytes: UInt {
+        get { persistence.withLock { $0.cacheSize } }
+        set {
+            precondition(
+                opened.withLock { $0 == nil },
+                "Hearth: persistenceCacheSizeBytes must be set before the database is used")
+            precondition(
+                (1024 * 1024...100 * 1024 * 1024).contains(newValue),
+                "Hearth: persistenceCacheSizeBytes must be between 1 MB and 100 MB")
+            persistence.withLock { $0.cacheSize = newValue }
+        }
+    }
+
+    /// Where persistence keeps its files.
+    static var cacheDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["HEARTH_CACHE_DIR"] { return dir }
+        let base =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first?.path
+            ?? NSTemporaryDirectory()
+        return base + "/hearth"
+    }
+
     /// The namespace a server keeps this instance's data in.
     private var namespace: String {
         if let components = URLComponents(string: url),
@@ -139,10 +186,21 @@ public final class Database: @unchecked Sendable {
                 ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
             let directory = url.hasPrefix("file://") && server == nil ? URL(string: url)?.path : nil
             let status: Int32
+            let persist = persistence.withLock { $0 }
             if let server {
+                let cacheDir = persist.enabled ? Self.cacheDirectory : nil
+                if let cacheDir {
+                    try? FileManager.default.createDirectory(
+                        atPath: cacheDir, withIntermediateDirectories: true)
+                }
+                config.cache_size = Int(persist.cacheSize)
                 status = server.withCString { text in
                     config.url = text
-                    return hearth_db_open(&config, &db, &details)
+                    guard let cacheDir else { return hearth_db_open(&config, &db, &details) }
+                    return cacheDir.withCString { dir in
+                        config.cache_dir = dir
+                        return hearth_db_open(&config, &db, &details)
+                    }
                 }
             } else if let directory {
                 status = directory.withCString { dir in

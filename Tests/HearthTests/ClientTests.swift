@@ -180,4 +180,55 @@ struct ClientTests {
         #expect(try await seen.wait(for: 1) == ["away@7"])
         server.stop()
     }
+
+    /// isPersistenceEnabled: a client started again with no server shows
+    /// what it had from disk, and its offline writes reach the server once
+    /// it is back.
+    @Test func persistenceAcrossRestarts() async throws {
+        let cache = NSTemporaryDirectory() + "hearth-swift-cache-\(UUID().uuidString)"
+        setenv("HEARTH_CACHE_DIR", cache, 1)
+        let ns = "persist-\(UUID().uuidString.prefix(8))"
+        let url = "http://127.0.0.1:\(server.port)?ns=\(ns)"
+        func open() -> Database {
+            let database = Database(url: url)
+            database.isPersistenceEnabled = true
+            database.persistenceCacheSizeBytes = 2 * 1024 * 1024
+            database.callbackQueue = DispatchQueue(label: "hearth.tests.persist")
+            return database
+        }
+        do {
+            let first = open()
+            try await first.reference(withPath: "notes").setValue(["n1": "hello"])
+            let seen = Recorder<Int>()
+            first.reference(withPath: "notes").observe(.value) { seen.append(Int($0.childrenCount)) }
+            try await seen.wait(for: 1)
+            try await Task.sleep(for: .milliseconds(300))  // stored as it changes (coalesced)
+        }
+        let port = server.port, dataDirectory = server.configuration.dataDirectory
+        server.stop()
+        do {
+            let offline = open()
+            let notes = Recorder<[String: String]>()
+            offline.reference(withPath: "notes").observe(.value) { snapshot in
+                notes.append(snapshot.value as? [String: String] ?? [:])
+            }
+            #expect(try await notes.wait(for: 1, timeout: .seconds(2)).first == ["n1": "hello"])
+            offline.reference(withPath: "notes/n2").setValue("written offline") { _, _ in }
+            #expect(try await notes.wait(for: 2).last == ["n1": "hello", "n2": "written offline"])
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let restarted = try HearthServer(.init(port: port, dataDirectory: dataDirectory, fsync: .off))
+        let online = open()
+        let watcher = Database(url: url)
+        watcher.callbackQueue = DispatchQueue(label: "hearth.tests.persist.watch")
+        let remote = Recorder<Int>()
+        watcher.reference(withPath: "notes").observe(.value) { remote.append(Int($0.childrenCount)) }
+        _ = online.reference(withPath: "notes")  // opens it: the stored write is sent
+        try await online.reference(withPath: "unrelated").setValue(1)
+        let counts = try await remote.wait(for: 1)
+        if counts.last != 2 { _ = try await remote.wait(for: 2) }
+        #expect(remote.all.last == 2)
+        restarted.stop()
+        try? FileManager.default.removeItem(atPath: cache)
+    }
 }
