@@ -26,7 +26,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS writes("
     "  id INTEGER PRIMARY KEY, action TEXT NOT NULL, body TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS views("
-    "  view TEXT PRIMARY KEY, data TEXT NOT NULL, used INTEGER NOT NULL);";
+    "  view TEXT PRIMARY KEY, data BLOB NOT NULL, used INTEGER NOT NULL);";
 
 /* The file for url: its safe characters and a hash, so that two URLs
  * never share a file. */
@@ -99,7 +99,7 @@ static int open_file(hearth__disk *d, const char *path) {
     }
     if (rc == SQLITE_OK) {
         sqlite3_stmt *s;
-        rc = sqlite3_prepare_v2(d->db, "PRAGMA quick_check", -1, &s, NULL);
+        rc = sqlite3_prepare_v2(d->db, "PRAGMA quick_check(writes)", -1, &s, NULL);
         if (rc == SQLITE_OK) {
             rc = sqlite3_step(s) == SQLITE_ROW &&
                          strcmp((const char *)sqlite3_column_text(s, 0), "ok") == 0
@@ -299,13 +299,13 @@ void hearth__disk_writes(hearth__disk *d, hearth__disk_write_cb cb, void *ctx) {
     sqlite3_finalize(s);
 }
 
-int hearth__disk_put(hearth__disk *d, const char *view, const char *json) {
-    size_t len = strlen(json);
-    char *old = hearth__disk_get(d, view);
-    size_t was = old ? strlen(old) : 0;
+int hearth__disk_put(hearth__disk *d, const char *view, const void *data,
+                     size_t len) {
+    size_t was = 0;
+    void *old = hearth__disk_get(d, view, &was);
     hearth__free(old);
     sqlite3_bind_text(d->put, 1, view, -1, SQLITE_STATIC);
-    sqlite3_bind_text(d->put, 2, json, (int)len, SQLITE_STATIC);
+    sqlite3_bind_blob(d->put, 2, data, (int)len, SQLITE_STATIC);
     sqlite3_bind_int64(d->put, 3, (sqlite3_int64)++d->clock);
     if (run(d->put) != SQLITE_OK)
         return HEARTH_EIO;
@@ -313,13 +313,17 @@ int hearth__disk_put(hearth__disk *d, const char *view, const char *json) {
     return 0;
 }
 
-char *hearth__disk_get(hearth__disk *d, const char *view) {
+void *hearth__disk_get(hearth__disk *d, const char *view, size_t *len) {
     sqlite3_bind_text(d->get, 1, view, -1, SQLITE_STATIC);
-    char *out = NULL;
+    void *out = NULL;
+    *len = 0;
     if (sqlite3_step(d->get) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(d->get, 0);
-        if (t)
-            out = hearth__strndup(t, strlen(t));
+        const void *data = sqlite3_column_blob(d->get, 0);
+        size_t n = (size_t)sqlite3_column_bytes(d->get, 0);
+        if (data && (out = hearth__malloc(n ? n : 1))) {
+            memcpy(out, data, n);
+            *len = n;
+        }
     }
     sqlite3_reset(d->get);
     sqlite3_clear_bindings(d->get);

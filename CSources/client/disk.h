@@ -47,9 +47,11 @@ void hearth__disk_writes(hearth__disk *d, hearth__disk_write_cb cb, void *ctx);
 
 /* ---- server data by view ("PATH|QUERY") ---- */
 
-int hearth__disk_put(hearth__disk *d, const char *view, const char *json);
-/* The stored JSON (hearth__free it), or NULL. */
-char *hearth__disk_get(hearth__disk *d, const char *view);
+/* Stores a view's data (any bytes; the client stores tree/codec.h's form). */
+int hearth__disk_put(hearth__disk *d, const char *view, const void *data,
+                     size_t len);
+/* The stored bytes (hearth__free them) and their length, or NULL. */
+void *hearth__disk_get(hearth__disk *d, const char *view, size_t *len);
 /* Drops the least recently used views not in keep until the stored data
  * fits the bound. */
 void hearth__disk_prune(hearth__disk *d, const char *const *keep, size_t n);

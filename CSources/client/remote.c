@@ -5,6 +5,7 @@
 
 #include "client/disk.h"
 #include "client/ws_client.h"
+#include "tree/codec.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -356,11 +357,12 @@ static hearth_node_t *stored_view(hearth__remote *r, const char *path,
     if (!r->disk)
         return NULL;
     char *key = view_key(path, q);
-    char *json = key ? hearth__disk_get(r->disk, key) : NULL;
+    size_t len = 0;
+    void *data = key ? hearth__disk_get(r->disk, key, &len) : NULL;
     hearth_node_t *node = NULL;
-    if (json && hearth_node_from_json(json, (size_t)-1, 0, &node, NULL))
-        node = NULL;
-    hearth__free(json);
+    if (data && hearth__node_decode(data, len, &node))
+        node = NULL; /* damaged: as if nothing were stored */
+    hearth__free(data);
     hearth__free(key);
     return node;
 }
@@ -1426,10 +1428,12 @@ static void save_views(hearth__remote *r) {
         keys[k++] = key;
         if (!sv->server.complete)
             continue;
-        char *json = hearth_node_to_json(sv->server.node, HEARTH_JSON_EXPORT, NULL);
-        if (json)
-            hearth__disk_put(r->disk, key, json);
-        hearth_free(json);
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__node_encode(sv->server.node, &b);
+        if (!b.failed)
+            hearth__disk_put(r->disk, key, b.data, b.len);
+        hearth__buf_free(&b);
     }
     hearth__disk_prune(r->disk, (const char *const *)keys, k);
     for (size_t i = 0; i < k; i++)

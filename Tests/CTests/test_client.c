@@ -970,14 +970,16 @@ static void test_cache_prunes_least_recently_used(void) {
     strcpy(blob + 1 + 400 * 1024, "\"");
     const char *views[] = {"/a|default", "/b|default", "/c|default", "/d|default"};
     for (int i = 0; i < 4; i++)
-        CHECK_INT(hearth__disk_put(d, views[i], blob), 0);
+        CHECK_INT(hearth__disk_put(d, views[i], blob, strlen(blob)), 0);
     free(blob);
-    char *used = hearth__disk_get(d, "/a|default"); /* /a: used recently */
+    size_t len;
+    void *used = hearth__disk_get(d, "/a|default", &len); /* /a: used recently */
+    CHECK_INT(len, 400 * 1024 + 2);
     hearth__free(used);
     const char *keep[] = {"/b|default"};           /* /b: a view holds it */
     hearth__disk_prune(d, keep, 1);
-    char *a = hearth__disk_get(d, "/a|default"), *b = hearth__disk_get(d, "/b|default");
-    char *c = hearth__disk_get(d, "/c|default"), *e = hearth__disk_get(d, "/d|default");
+    void *a = hearth__disk_get(d, "/a|default", &len), *b = hearth__disk_get(d, "/b|default", &len);
+    void *c = hearth__disk_get(d, "/c|default", &len), *e = hearth__disk_get(d, "/d|default", &len);
     CHECK(a != NULL); /* 2 x 400 KB fit */
     CHECK(b != NULL);
     CHECK(c == NULL); /* the oldest free ones went */
