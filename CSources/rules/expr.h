@@ -1,0 +1,42 @@
+/*
+ * expr.h - the rules expression language (internal): parsing a rule's
+ * expression once into a tree, and evaluating it against a request.
+ *
+ * The language is ../shared/reference/rules.md's: literals, the variables
+ * auth, now, root, data, newData, query and $wildcards, snapshot methods,
+ * string members and methods, regex literals (a documented subset), and
+ * the operators with no type coercion. Any error while evaluating (a type
+ * mismatch, a missing value) makes the whole expression false: the caller
+ * only ever sees true or false.
+ */
+#ifndef HEARTH_RULES_EXPR_H
+#define HEARTH_RULES_EXPR_H
+
+#include "tree/node.h"
+
+typedef struct hearth__expr hearth__expr;
+
+/* Parses text. On error, err names the column (in err->column, 1-based)
+ * and the offending text. */
+int hearth__expr_parse(const char *text, hearth__expr **out,
+                       hearth_error_t *err);
+void hearth__expr_free(hearth__expr *e);
+
+/* What an expression sees. Nodes are borrowed for the call. */
+typedef struct hearth__expr_env {
+    const hearth_node_t *auth;     /* NULL or null: unauthenticated */
+    double now;                    /* server time, ms */
+    const hearth_node_t *root;     /* the data before the operation */
+    const hearth_node_t *new_root; /* after it (writes), else NULL */
+    const char *path;              /* the rule's location, "/a/b" */
+    const hearth_node_t *query;    /* read rules: the query variable */
+    /* $wildcards bound on the way: names ("$uid") and keys. */
+    const char *const *wild_names;
+    const char *const *wild_keys;
+    size_t nwild;
+} hearth__expr_env;
+
+/* Whether e is true in env; any error is false. */
+bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env);
+
+#endif
