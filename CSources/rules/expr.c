@@ -371,31 +371,19 @@ static hearth__expr *parse_postfix(parser *ps) {
 
 static hearth__expr *parse_unary(parser *ps) {
     skip_space(ps);
-    if (*ps->p == '!' && ps->p[1] != '=') {
-        ps->p++;
-        hearth__expr *operand = parse_unary(ps);
-        hearth__expr *e = operand ? node(ps, E_UNARY) : NULL;
-        if (!e) {
-            hearth__expr_free(operand);
-            return NULL;
-        }
-        strcpy(e->op, "!");
-        e->a = operand;
-        return e;
+    char op = *ps->p;
+    if ((op != '!' || ps->p[1] == '=') && op != '-')
+        return parse_postfix(ps);
+    ps->p++;
+    hearth__expr *operand = parse_unary(ps);
+    hearth__expr *e = operand ? node(ps, E_UNARY) : NULL;
+    if (!e) {
+        hearth__expr_free(operand);
+        return NULL;
     }
-    if (*ps->p == '-') {
-        ps->p++;
-        hearth__expr *operand = parse_unary(ps);
-        hearth__expr *e = operand ? node(ps, E_UNARY) : NULL;
-        if (!e) {
-            hearth__expr_free(operand);
-            return NULL;
-        }
-        strcpy(e->op, "-");
-        e->a = operand;
-        return e;
-    }
-    return parse_postfix(ps);
+    e->op[0] = op; /* "!" or "-" */
+    e->a = operand;
+    return e;
 }
 
 /* Binary operators by precedence, loosest first. */
