@@ -208,3 +208,183 @@ const test_case rules_tests[] = {
     {"rules_parse_errors_name_the_place", test_parse_errors_name_the_place},
     {NULL, NULL},
 };
+
+/* ---- rules documents: reads, writes, validation ---- */
+
+#include "rules/ruleset.h"
+
+#include <jansson.h>
+
+static const char *document =
+    "{\"rules\": {"
+    "  \".read\": false,"
+    "  \"public\": {\".read\": true, \"secret\": {\".read\": false}},"
+    "  \"users\": {"
+    "    \"$uid\": {"
+    "      \".read\": \"auth != null && auth.uid == $uid\","
+    "      \".write\": \"auth != null && auth.uid == $uid\","
+    "      \".validate\": \"newData.hasChildren(['name'])\","
+    "      \"name\": {\".validate\": \"newData.isString() && newData.val().length <= 20\"},"
+    "      \"age\": {\".validate\": \"newData.isNumber() && newData.val() >= 0\"}"
+    "    },"
+    "    \"admin\": {\".read\": \"auth.token.admin === true\"}"
+    "  },"
+    "  \"rooms\": {\"$room\": {"
+    "    \".write\": \"!data.exists() || data.child('owner').val() == auth.uid\","
+    "    \"owner\": {\".validate\": \"newData.val() == auth.uid\"}}},"
+    "  \"counter\": {\".write\": true,"
+    "    \".validate\": \"newData.isNumber() && newData.val() == data.val() + 1\"},"
+    "  \"open\": {\".write\": true, \"deep\": {\".write\": false}},"
+    "  \"posts\": {\".indexOn\": [\"at\"], \".read\": \"query.orderByChild == 'at' && query.limitToLast <= 50\"}"
+    "}}";
+
+static const char *data_json =
+    "{\"users\":{\"ada\":{\"name\":\"Ada\"}},\"rooms\":{\"r1\":{\"owner\":\"ada\"}},"
+    "\"counter\":3}";
+
+static hearth__ruleset *compile(const char *text) {
+    json_t *doc = json_loads(text, 0, NULL);
+    hearth__ruleset *rs = NULL;
+    hearth_error_t err;
+    if (!doc || hearth__ruleset_compile(doc, &rs, &err)) {
+        fprintf(stderr, "  compile: %s\n", doc ? err.message : "bad JSON");
+        test_failures++;
+    }
+    json_decref(doc);
+    return rs;
+}
+
+static hearth_node_t *who(const char *uid, bool admin) {
+    if (!uid)
+        return NULL;
+    char json[128];
+    snprintf(json, sizeof json, "{\"uid\":\"%s\",\"token\":{\"admin\":%s}}", uid,
+             admin ? "true" : "false");
+    return node_from(json);
+}
+
+static bool may_read(hearth__ruleset *rs, const char *path, const char *uid,
+                     bool admin, const char *query) {
+    hearth_node_t *root = node_from(data_json), *auth = who(uid, admin);
+    hearth_node_t *q = query ? node_from(query) : NULL;
+    hearth__path p;
+    hearth__path_parse(path, 0, &p, NULL);
+    hearth__access a = {auth, 1e12, root, q};
+    bool ok = hearth__ruleset_can_read(rs, &p, &a);
+    hearth_node_decref(root);
+    hearth_node_decref(auth);
+    hearth_node_decref(q);
+    return ok;
+}
+
+/* A write of (path, json) pairs as one operation. */
+static bool may_write(hearth__ruleset *rs, const char *uid, size_t n,
+                      const char *const *paths, const char *const *values) {
+    hearth_node_t *root = node_from(data_json), *auth = who(uid, false);
+    hearth_node_t *now = hearth_node_incref(root);
+    hearth__path parsed[4];
+    const hearth__path *ptrs[4];
+    for (size_t i = 0; i < n; i++) {
+        hearth__path_parse(paths[i], 0, &parsed[i], NULL);
+        ptrs[i] = &parsed[i];
+        hearth_node_t *v = node_from(values[i]);
+        hearth_node_set(&now, paths[i], v, NULL);
+        hearth_node_decref(v);
+    }
+    hearth__access a = {auth, 1e12, root, NULL};
+    bool ok = hearth__ruleset_can_write(rs, ptrs, n, now, &a);
+    hearth_node_decref(root);
+    hearth_node_decref(now);
+    hearth_node_decref(auth);
+    return ok;
+}
+
+static bool may_set(hearth__ruleset *rs, const char *uid, const char *path,
+                    const char *value) {
+    return may_write(rs, uid, 1, &path, &value);
+}
+
+static void test_reads_cascade_and_do_not_filter(void) {
+    hearth__ruleset *rs = compile(document);
+    if (!rs)
+        return;
+    CHECK(!may_read(rs, "/", NULL, false, NULL));
+    CHECK(may_read(rs, "/public", NULL, false, NULL));
+    CHECK(may_read(rs, "/public/secret", NULL, false, NULL)); /* no revoking */
+    CHECK(may_read(rs, "/users/ada", "ada", false, NULL));
+    CHECK(may_read(rs, "/users/ada/name", "ada", false, NULL));
+    CHECK(!may_read(rs, "/users/ada", "bob", false, NULL));
+    CHECK(!may_read(rs, "/users/ada", NULL, false, NULL));
+    CHECK(!may_read(rs, "/users", "ada", false, NULL)); /* not a filter */
+    CHECK(may_read(rs, "/users/admin", "bob", true, NULL)); /* literal first */
+    CHECK(!may_read(rs, "/users/admin", "admin", false, NULL));
+    CHECK(may_read(rs, "/posts", NULL, false,
+                   "{\"orderByChild\":\"at\",\"limitToLast\":20}"));
+    CHECK(!may_read(rs, "/posts", NULL, false,
+                    "{\"orderByChild\":\"at\",\"limitToLast\":100}"));
+    CHECK(!may_read(rs, "/posts", NULL, false, NULL)); /* no query: error */
+    hearth__ruleset_free(rs);
+}
+
+static void test_writes_grant_and_validate(void) {
+    hearth__ruleset *rs = compile(document);
+    if (!rs)
+        return;
+    CHECK(may_set(rs, "ada", "/users/ada", "{\"name\":\"Ada\",\"age\":36}"));
+    CHECK(!may_set(rs, "bob", "/users/ada", "{\"name\":\"Ada\"}"));
+    CHECK(!may_set(rs, NULL, "/users/ada", "{\"name\":\"Ada\"}"));
+    CHECK(!may_set(rs, "ada", "/users/ada", "{\"age\":36}")); /* no name */
+    CHECK(!may_set(rs, "ada", "/users/ada/name", "\"a name far longer than twenty\""));
+    CHECK(!may_set(rs, "ada", "/users/ada/age", "-1"));
+    CHECK(may_set(rs, "ada", "/users/ada/age", "37"));
+    CHECK(may_set(rs, "ada", "/users/ada", "null")); /* deletes: no validate */
+    CHECK(may_set(rs, "bob", "/rooms/r2", "{\"owner\":\"bob\"}"));
+    CHECK(!may_set(rs, "bob", "/rooms/r2", "{\"owner\":\"ada\"}"));
+    CHECK(!may_set(rs, "bob", "/rooms/r1", "{\"owner\":\"bob\"}")); /* taken */
+    CHECK(may_set(rs, "ada", "/rooms/r1/topic", "\"hi\""));
+    CHECK(may_set(rs, NULL, "/counter", "4"));
+    CHECK(!may_set(rs, NULL, "/counter", "5"));
+    CHECK(!may_set(rs, NULL, "/counter", "\"4\""));
+    CHECK(may_set(rs, NULL, "/open/deep/x", "1")); /* a grant above holds */
+    CHECK(!may_set(rs, NULL, "/elsewhere", "1"));
+    /* A multi-path update: all or nothing, against the merged data. */
+    const char *paths[] = {"/users/ada/name", "/counter"};
+    const char *good[] = {"\"Ada L\"", "4"}, *bad[] = {"\"Ada L\"", "6"};
+    CHECK(may_write(rs, "ada", 2, paths, good));
+    CHECK(!may_write(rs, "ada", 2, paths, bad));
+    hearth__ruleset_free(rs);
+}
+
+static void test_bad_documents_name_the_rule(void) {
+    static const struct {
+        const char *doc, *want;
+    } bad[] = {
+        {"{\"rules\":{\".read\":\"auth.uid ==\"}}", ".read at /"},
+        {"{\"rules\":{\"a\":{\"$x\":{},\"$y\":{}}}}", "two wildcards at /a"},
+        {"{\"rules\":{\"a\":{\".write\":1}}}", ".write at /a must be"},
+        {"{\"rules\":{\"a\":{\".reed\":true}}}", "unknown rule"},
+        {"{\"rules\":{\"a\":{\"b\":{\".validate\":\"newData.val( > 1\"}}}}",
+         ".validate at /a/b"},
+        {"{\"rulez\":{}}", "\"rules\" object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *doc = json_loads(bad[i].doc, 0, NULL);
+        hearth__ruleset *rs = NULL;
+        hearth_error_t err = {0};
+        int rc = hearth__ruleset_compile(doc, &rs, &err);
+        CHECK(rc != 0 && rs == NULL);
+        if (!strstr(err.message, bad[i].want)) {
+            fprintf(stderr, "  %s: \"%s\" lacks \"%s\"\n", bad[i].doc,
+                    err.message, bad[i].want);
+            test_failures++;
+        }
+        json_decref(doc);
+    }
+}
+
+const test_case ruleset_tests[] = {
+    {"rules_reads_cascade_and_do_not_filter", test_reads_cascade_and_do_not_filter},
+    {"rules_writes_grant_and_validate", test_writes_grant_and_validate},
+    {"rules_bad_documents_name_the_rule", test_bad_documents_name_the_rule},
+    {NULL, NULL},
+};

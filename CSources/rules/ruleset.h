@@ -1,0 +1,44 @@
+/*
+ * ruleset.h - a rules document compiled once, and the decisions it makes
+ * (internal): who may read a location, and whether a write (or a
+ * multi-path update) is granted and valid. Semantics of
+ * ../shared/reference/rules.md: .read/.write cascade down (a grant cannot
+ * be revoked deeper), rules are not filters, .validate must pass at every
+ * level of the path and at every descendant of the new data that has a
+ * rule (not for deletions), a literal key wins over the $wildcard beside
+ * it, and any error denies.
+ */
+#ifndef HEARTH_RULES_RULESET_H
+#define HEARTH_RULES_RULESET_H
+
+#include "path/path.h"
+#include "rules/expr.h"
+
+struct json_t;
+typedef struct hearth__ruleset hearth__ruleset;
+
+/* Compiles the "rules" object of a parsed document. An error names the
+ * rule's location and kind and the expression's column. */
+int hearth__ruleset_compile(const struct json_t *doc, hearth__ruleset **out,
+                            hearth_error_t *err);
+void hearth__ruleset_free(hearth__ruleset *rs);
+
+/* Who is asking, when, against which data. */
+typedef struct hearth__access {
+    const hearth_node_t *auth;  /* NULL or null: unauthenticated */
+    double now;
+    const hearth_node_t *root;  /* the data before the operation */
+    const hearth_node_t *query; /* read rules' query variable, or NULL */
+} hearth__access;
+
+bool hearth__ruleset_can_read(const hearth__ruleset *rs,
+                              const hearth__path *path,
+                              const hearth__access *a);
+/* A write of n paths at once (one for a set), all granted and valid
+ * against new_root, the data with the whole write applied. */
+bool hearth__ruleset_can_write(const hearth__ruleset *rs,
+                               const hearth__path *const *paths, size_t n,
+                               const hearth_node_t *new_root,
+                               const hearth__access *a);
+
+#endif
