@@ -1,4 +1,5 @@
 import ArgumentParser
+import CHearth
 import Foundation
 
 /// `hearth rules get|set`: a namespace's rules document.
@@ -74,45 +75,16 @@ struct RulesSet: ParsableCommand {
     }
 }
 
-/// The checks a rules document must pass to be stored.
+/// The checks a rules document must pass to be stored: the core's, the
+/// same the server runs (shape, comments, every rule's expression).
 enum RulesDocument {
     static func validate(_ text: Data) throws {
-        // Comments are allowed: strip them as the server does before parsing.
-        var out = [UInt8]()
-        let bytes = [UInt8](text)
-        var i = 0
-        var inString = false
-        while i < bytes.count {
-            let c = bytes[i]
-            if inString {
-                out.append(c)
-                if c == UInt8(ascii: "\\"), i + 1 < bytes.count {
-                    out.append(bytes[i + 1])
-                    i += 1
-                } else if c == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else if c == UInt8(ascii: "\"") {
-                inString = true
-                out.append(c)
-            } else if c == UInt8(ascii: "/"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "/") {
-                while i < bytes.count, bytes[i] != UInt8(ascii: "\n") { i += 1 }
-                continue
-            } else if c == UInt8(ascii: "/"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "*") {
-                i += 2
-                while i + 1 < bytes.count, !(bytes[i] == UInt8(ascii: "*") && bytes[i + 1] == UInt8(ascii: "/")) {
-                    i += 1
-                }
-                i += 2
-                continue
-            } else {
-                out.append(c)
-            }
-            i += 1
+        var err = hearth_error_t()
+        let status = text.withUnsafeBytes { raw in
+            hearth_rules_check(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, &err)
         }
-        let object = try? JSONSerialization.jsonObject(with: Data(out)) as? [String: Any]
-        guard let object, object["rules"] is [String: Any] else {
-            throw CommandFailure(description: "a rules document is an object with a \"rules\" object")
+        if status != 0 {
+            throw CommandFailure(description: EmbeddedStore.message(err, status))
         }
     }
 }

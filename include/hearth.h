@@ -577,6 +577,16 @@ HEARTH_EXTERN int hearth_db_on_disconnect_cancel(hearth_db_t *db,
 HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
                                  void *ctx, hearth_free_cb ctx_free);
 
+/* ---- Rules documents ---- */
+
+/* Checks a rules document ({"rules": {...}}, JSON with // and block
+ * comments): its shape and every .read/.write/.validate expression. An
+ * error names the rule's location and kind, and the column in the
+ * expression (err->column) or the line and column in the JSON. len may be
+ * (size_t)-1 for a NUL-terminated text. */
+HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
+                                     hearth_error_t *err);
+
 /* ------------------------------------------------------------------------ */
 /* The server: REST and server-sent events over HTTP/1.1                    */
 

@@ -17,6 +17,11 @@
 struct json_t;
 typedef struct hearth__ruleset hearth__ruleset;
 
+/* Parses a rules document (JSON with // and block comments) into *out,
+ * checking that it holds a "rules" object whose every rule compiles. */
+int hearth__rules_parse(const char *text, size_t len, struct json_t **out,
+                        hearth_error_t *err);
+
 /* Compiles the "rules" object of a parsed document. An error names the
  * rule's location and kind and the expression's column. */
 int hearth__ruleset_compile(const struct json_t *doc, hearth__ruleset **out,

@@ -25,61 +25,6 @@ static const char DEFAULT_RULES[] =
 
 /* ---- rules documents (stored beside each namespace's data) ---- */
 
-/* Copies text without // and block comments, leaving strings alone. */
-static char *strip_comments(const char *text, size_t len) {
-    char *out = hearth__malloc(len + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_string) {
-            out[o++] = c;
-            if (c == '\\' && i + 1 < len)
-                out[o++] = text[++i];
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-            out[o++] = c;
-        } else if (c == '/' && i + 1 < len && text[i + 1] == '/') {
-            while (i < len && text[i] != '\n')
-                i++;
-            out[o++] = '\n';
-        } else if (c == '/' && i + 1 < len && text[i + 1] == '*') {
-            i += 2;
-            while (i + 1 < len && !(text[i] == '*' && text[i + 1] == '/'))
-                out[o++] = text[i++] == '\n' ? '\n' : ' ';
-            i++;
-        } else {
-            out[o++] = c;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-int hearth__rules_parse(const char *text, size_t len, json_t **out,
-                        hearth_error_t *err) {
-    char *clean = strip_comments(text, len);
-    if (!clean)
-        return hearth__error_code(err, HEARTH_ENOMEM);
-    json_t *doc;
-    int rc = hearth__json_load(clean, strlen(clean), &doc, err);
-    hearth__free(clean);
-    if (rc)
-        return rc;
-    if (!json_is_object(doc) || !json_is_object(json_object_get(doc, "rules"))) {
-        json_decref(doc);
-        return hearth__error(err, HEARTH_EVALUE, NULL,
-                             "a rules document is an object with a \"rules\" "
-                             "object");
-    }
-    *out = doc;
-    return 0;
-}
-
 static bool index_lists(const json_t *index_on, const char *child) {
     if (json_is_string(index_on))
         return strcmp(json_string_value(index_on), child) == 0;

@@ -7,6 +7,7 @@
 #define HEARTH_SERVER_SERVER_H
 
 #include "db/db.h"
+#include "rules/ruleset.h"
 #include "server/http.h"
 
 #include <jansson.h>
@@ -85,8 +86,6 @@ void hearth__ns_drop_indexes(hearth__namespace *ns);
 /* ".indexOn" lookup: whether the rules index `child` at path (keys). */
 bool hearth__rules_indexed(const json_t *rules, const char *const *keys,
                            size_t nkeys, const char *child);
-/* Parses a rules document (JSON with // and block comments). */
-int hearth__rules_parse(const char *text, size_t len, json_t **out,
-                        hearth_error_t *err);
+
 
 #endif

@@ -382,7 +382,23 @@ static void test_bad_documents_name_the_rule(void) {
     }
 }
 
+static void test_rules_check(void) {
+    hearth_error_t err;
+    CHECK_INT(hearth_rules_check("{\"rules\": {\n  // everyone reads\n"
+                                 "  \".read\": true, /* nobody writes */\n"
+                                 "  \"a\": {\".write\": \"auth != null\"}}}",
+                                 (size_t)-1, &err),
+              0);
+    CHECK(hearth_rules_check("{\"rules\": {\"a\": {\".write\": \"auth !=\"}}}",
+                             (size_t)-1, &err) != 0);
+    CHECK(strstr(err.message, ".write at /a") != NULL);
+    CHECK(hearth_rules_check("{\"rules\": {\"a\": }", (size_t)-1, &err) != 0);
+    CHECK(err.line == 1 && err.column > 0);
+    CHECK_INT(hearth_rules_check(NULL, 0, &err), HEARTH_EINVAL);
+}
+
 const test_case ruleset_tests[] = {
+    {"rules_check", test_rules_check},
     {"rules_reads_cascade_and_do_not_filter", test_reads_cascade_and_do_not_filter},
     {"rules_writes_grant_and_validate", test_writes_grant_and_validate},
     {"rules_bad_documents_name_the_rule", test_bad_documents_name_the_rule},

@@ -331,6 +331,12 @@ class CommandLine(unittest.TestCase):
             r = self.hearth("get", "/users", "--order-by", "age",
                             "--limit-to-first", "1", "--url", url, "--format", "json")
             self.assertEqual(json.loads(r.stdout), {"ada": {"name": "Ada", "age": 36}})
+            r = self.hearth("rules", "set", "-", "--url", url, data=
+                            '{"rules": {"users": {".read": "auth.uid =="}}}')
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(".read at /users", r.stderr)
+            # The old rules stay in force.
+            self.assertIn(".indexOn", self.hearth("rules", "get", "--url", url).stdout)
             r = self.hearth("set", "/x", '{"a.b":1}', "--url", url)
             self.assertEqual(r.returncode, 1)
             self.assertIn("a.b", r.stderr)
