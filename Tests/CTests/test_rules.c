@@ -404,3 +404,116 @@ const test_case ruleset_tests[] = {
     {"rules_bad_documents_name_the_rule", test_bad_documents_name_the_rule},
     {NULL, NULL},
 };
+
+/* ---- authentication tokens ---- */
+
+#include "rules/jwt.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+static void b64url(const char *in, size_t len, char *out) {
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        acc = (acc << 8) | (unsigned char)in[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = abc[(acc >> bits) & 63];
+        }
+    }
+    if (bits)
+        out[o++] = abc[(acc << (6 - bits)) & 63];
+    out[o] = '\0';
+}
+
+/* header.payload.signature, signed with secret (NULL: alg none). */
+static void make_token(const char *payload, const char *secret, char *out) {
+    const char *header = secret ? "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
+                                : "{\"alg\":\"none\",\"typ\":\"JWT\"}";
+    char h[128], p[1024];
+    b64url(header, strlen(header), h);
+    b64url(payload, strlen(payload), p);
+    int n = sprintf(out, "%s.%s.", h, p);
+    if (secret) {
+        unsigned char mac[32];
+        unsigned int len = 0;
+        HMAC(EVP_sha256(), secret, (int)strlen(secret), (unsigned char *)out,
+             (size_t)n - 1, mac, &len);
+        b64url((const char *)mac, len, out + n);
+    }
+}
+
+static int verify(const char *token, bool allow_unsigned, char *why) {
+    hearth__jwt_keys keys = {"s3cret", 6, allow_unsigned, "my-project",
+                             "https://issuer.example"};
+    hearth_node_t *auth = NULL;
+    hearth_error_t err = {0};
+    int rc = hearth__jwt_verify(token, strlen(token), &keys, 1.7e12, &auth, &err);
+    if (why)
+        strcpy(why, err.message);
+    if (!rc) {
+        CHECK_STR(hearth_node_string_value(hearth_node_child(auth, "uid"), NULL), "ada");
+        const hearth_node_t *email = NULL;
+        hearth_node_get(auth, "token/email", &email, NULL);
+        CHECK_STR(hearth_node_string_value(email, NULL), "ada@example.com");
+    }
+    hearth_node_decref(auth);
+    return rc;
+}
+
+static void test_tokens(void) {
+    const char *good = "{\"sub\":\"ada\",\"email\":\"ada@example.com\","
+                       "\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+                       "\"iat\":1600000000,\"exp\":1900000000}";
+    char token[2048], why[256];
+    make_token(good, "s3cret", token);
+    CHECK_INT(verify(token, false, why), 0);
+    make_token(good, "wrong", token);
+    CHECK(verify(token, false, why) != 0 && strstr(why, "signature"));
+    make_token(good, NULL, token);
+    CHECK_INT(verify(token, true, why), 0);
+    CHECK(verify(token, false, why) != 0 && strstr(why, "unsigned"));
+    static const struct {
+        const char *payload, *why;
+    } refused[] = {
+        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+         "\"exp\":1600000000}", "expired"},
+        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+         "\"nbf\":1900000000}", "nbf"},
+        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+         "\"iat\":1900000000}", "iat"},
+        {"{\"sub\":\"ada\",\"aud\":\"other\",\"iss\":\"https://issuer.example\"}", "audience"},
+        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"x\"}", "issuer"},
+        {"{\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}", "uid"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        make_token(refused[i].payload, "s3cret", token);
+        if (verify(token, false, why) == 0 || !strstr(why, refused[i].why)) {
+            fprintf(stderr, "  %s: \"%s\"\n", refused[i].payload, why);
+            test_failures++;
+        }
+    }
+    /* Tampered: a signed token with another payload. */
+    make_token(good, "s3cret", token);
+    char other[1024];
+    b64url("{\"sub\":\"eve\"}", 13, other);
+    char *dot = strchr(token, '.');
+    char *sig = strchr(dot + 1, '.');
+    char forged[2048];
+    snprintf(forged, sizeof forged, "%.*s.%s%s", (int)(dot - token), token, other, sig);
+    CHECK(verify(forged, false, why) != 0);
+    static const char *junk[] = {"", "a.b", "a.b.c.d", "!!.!!.!!", "e30.e30.",
+                                 "eyJhbGciOiJub25lIn0.bm90IGpzb24."};
+    for (size_t i = 0; i < sizeof junk / sizeof *junk; i++)
+        CHECK(verify(junk[i], true, why) != 0 && why[0]);
+}
+
+const test_case jwt_tests[] = {
+    {"rules_tokens", test_tokens},
+    {NULL, NULL},
+};

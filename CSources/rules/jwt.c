@@ -1,0 +1,151 @@
+/* jwt.c - verifying JSON Web Tokens and turning their claims into `auth`
+ * (see jwt.h). */
+#include "rules/jwt.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <string.h>
+
+enum { CLOCK_SKEW_S = 300 }; /* iat may be this far in the future */
+
+/* base64url without padding; NULL for bad input. */
+static unsigned char *b64url_decode(const char *s, size_t len, size_t *out_len) {
+    if (len % 4 == 1)
+        return NULL;
+    unsigned char *out = hearth__malloc(len * 3 / 4 + 3);
+    if (!out)
+        return NULL;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '-'             ? 62
+                : c == '_'             ? 63
+                                       : -1;
+        if (v < 0) {
+            hearth__free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out_len = n;
+    return out;
+}
+
+static json_t *decode_json(const char *s, size_t len) {
+    size_t n;
+    unsigned char *raw = b64url_decode(s, len, &n);
+    if (!raw)
+        return NULL;
+    json_t *j = json_loadb((const char *)raw, n, 0, NULL);
+    hearth__free(raw);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int bad(hearth_error_t *err, const char *why) {
+    return hearth__error(err, HEARTH_EDENIED, NULL, "invalid token: %s", why);
+}
+
+static int check_signature(const char *token, size_t signed_len,
+                           const char *sig, size_t sig_len,
+                           const hearth__jwt_keys *keys, const char *alg,
+                           hearth_error_t *err) {
+    if (!strcmp(alg, "none")) {
+        if (!keys->allow_unsigned)
+            return bad(err, "unsigned tokens are not accepted");
+        return sig_len == 0 ? 0 : bad(err, "an unsigned token has a signature");
+    }
+    if (strcmp(alg, "HS256"))
+        return bad(err, "unsupported algorithm");
+    if (!keys->hs256_secret)
+        return bad(err, "no HS256 key is configured");
+    size_t n;
+    unsigned char *given = b64url_decode(sig, sig_len, &n);
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    bool ok = given && HMAC(EVP_sha256(), keys->hs256_secret, (int)keys->hs256_len,
+                            (const unsigned char *)token, signed_len, mac,
+                            &mac_len) &&
+              n == mac_len && CRYPTO_memcmp(given, mac, n) == 0;
+    hearth__free(given);
+    return ok ? 0 : bad(err, "the signature does not match");
+}
+
+static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
+                        double now_ms, hearth_error_t *err) {
+    double now = now_ms / 1000;
+    json_t *exp = json_object_get(claims, "exp"), *nbf = json_object_get(claims, "nbf");
+    json_t *iat = json_object_get(claims, "iat");
+    if (exp && (!json_is_number(exp) || json_number_value(exp) <= now))
+        return hearth__error(err, HEARTH_EDENIED, NULL, "the token has expired");
+    if (nbf && (!json_is_number(nbf) || json_number_value(nbf) > now))
+        return bad(err, "not valid yet (nbf)");
+    if (iat && (!json_is_number(iat) || json_number_value(iat) > now + CLOCK_SKEW_S))
+        return bad(err, "issued in the future (iat)");
+    const char *aud = json_string_value(json_object_get(claims, "aud"));
+    if (keys->audience && (!aud || strcmp(aud, keys->audience)))
+        return bad(err, "wrong audience");
+    const char *iss = json_string_value(json_object_get(claims, "iss"));
+    if (keys->issuer && (!iss || strcmp(iss, keys->issuer)))
+        return bad(err, "wrong issuer");
+    return 0;
+}
+
+/* auth = {uid, provider, token: the claims}. */
+static int make_auth(json_t *claims, hearth_node_t **out, hearth_error_t *err) {
+    const char *uid = json_string_value(json_object_get(claims, "uid"));
+    if (!uid)
+        uid = json_string_value(json_object_get(claims, "sub"));
+    if (!uid || !uid[0] || strlen(uid) > 128)
+        return bad(err, "no uid (sub) of 1 to 128 characters");
+    const char *provider = json_string_value(
+        json_object_get(json_object_get(claims, "firebase"), "sign_in_provider"));
+    json_t *auth = json_pack("{s:s,s:s,s:O}", "uid", uid, "provider",
+                             provider ? provider : "custom", "token", claims);
+    if (!auth)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = hearth_node_from_jansson(auth, 0, out, NULL);
+    json_decref(auth);
+    return rc ? bad(err, "claims that are not storable data") : 0;
+}
+
+int hearth__jwt_verify(const char *token, size_t len,
+                       const hearth__jwt_keys *keys, double now_ms,
+                       hearth_node_t **auth, hearth_error_t *err) {
+    const char *dot1 = memchr(token, '.', len);
+    const char *dot2 = dot1 ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token)) : NULL;
+    if (!dot2 || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)))
+        return bad(err, "not three parts");
+    json_t *header = decode_json(token, (size_t)(dot1 - token));
+    json_t *claims = decode_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
+    int rc;
+    const char *alg = json_string_value(json_object_get(header, "alg"));
+    if (!header || !claims || !alg)
+        rc = bad(err, "a part is not base64url JSON");
+    else
+        rc = check_signature(token, (size_t)(dot2 - token), dot2 + 1,
+                             len - (size_t)(dot2 + 1 - token), keys, alg, err);
+    if (!rc)
+        rc = check_claims(claims, keys, now_ms, err);
+    if (!rc)
+        rc = make_auth(claims, auth, err);
+    json_decref(header);
+    json_decref(claims);
+    return rc;
+}
