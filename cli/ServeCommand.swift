@@ -61,7 +61,11 @@ struct ServeCommand: ParsableCommand {
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
         Output.line(rules.map { "rules: \($0)" }
             ?? "rules: each namespace's own (default: read and write for everyone)")
-        Output.line("rules are not enforced yet; stop with Ctrl-C")
+        Output.line(
+            "rules are enforced on REST requests and streams as they start (not yet on the "
+                + "realtime protocol); tokens: unsigned ones are accepted (no keys configured), "
+                + "Authorization: Bearer owner is the admin")
+        Output.line("stop with Ctrl-C")
 
         Interrupt.wait()
         server.stop()

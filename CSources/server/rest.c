@@ -2,6 +2,7 @@
  * conditional requests, the rules endpoint; errors worded as the service
  * words them. Runs on the server's loop, where database calls apply at
  * once; durable writes are answered after their group commit. */
+#include "server/access.h"
 #include "server/server.h"
 
 #include "query/index.h"
@@ -38,6 +39,7 @@ typedef struct rest {
     bool want_etag;
     const char *callback; /* JSONP */
     const char *download;
+    hearth__principal who; /* what the rules see of the caller */
 } rest;
 
 /* ---- decoding ---- */
@@ -119,6 +121,7 @@ static void rest_free(rest *r) {
     }
     hearth__free(r->params);
     hearth__free(r->path);
+    hearth__principal_clear(&r->who);
 }
 
 /* ---- replies ---- */
@@ -363,6 +366,50 @@ static int build_query(const rest *r, hearth_query_t **out,
     return 0;
 }
 
+/* ---- the rules ---- */
+
+static void deny(rest *r) { reply_error(r->conn, 401, "Permission denied"); }
+
+/* The read rules' `query`: the request's query parameters. */
+static hearth_node_t *query_variable(const rest *r) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    const char *by = param_get(r, "orderBy");
+    hearth__buf_printf(&b,
+                       "{\"orderByKey\":%s,\"orderByValue\":%s,"
+                       "\"orderByPriority\":%s",
+                       by && !strcmp(by, "\"$key\"") ? "true" : "false",
+                       by && !strcmp(by, "\"$value\"") ? "true" : "false",
+                       by && !strcmp(by, "\"$priority\"") ? "true" : "false");
+    bool child = by && strcmp(by, "\"$key\"") && strcmp(by, "\"$value\"") &&
+                 strcmp(by, "\"$priority\"");
+    hearth__buf_printf(&b, ",\"orderByChild\":%s", child ? by : "null");
+    static const char *const values[] = {"startAt", "endAt", "equalTo",
+                                         "limitToFirst", "limitToLast"};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(values); i++) {
+        const char *v = param_get(r, values[i]);
+        hearth__buf_printf(&b, ",\"%s\":%s", values[i], v ? v : "null");
+    }
+    hearth__buf_addc(&b, '}');
+    char *text = hearth__buf_detach(&b, NULL);
+    hearth_node_t *q = NULL;
+    if (!text || hearth_node_from_json(text, (size_t)-1, 0, &q, NULL))
+        q = NULL; /* unreadable parameters: rules reading query fail */
+    hearth__free(text);
+    return q;
+}
+
+static bool may_read(rest *r) {
+    hearth_node_t *q = r->who.admin ? NULL : query_variable(r);
+    bool ok = hearth__ns_may_read(r->ns, &r->who, r->path, q);
+    hearth_node_decref(q);
+    return ok;
+}
+
+static bool may_write_one(rest *r, const char *path, const hearth_node_t *v) {
+    return hearth__ns_may_write(r->ns, &r->who, &path, &v, 1);
+}
+
 /* ---- methods ---- */
 
 static void do_get(rest *r) {
@@ -370,6 +417,11 @@ static void do_get(rest *r) {
     hearth_query_t *q;
     if (build_query(r, &q, &err)) {
         reply_error(r->conn, 400, err.message);
+        return;
+    }
+    if (!may_read(r)) {
+        hearth_query_free(q);
+        deny(r);
         return;
     }
     const char *accept = hearth__http_get_header(r->req, "accept");
@@ -530,6 +582,11 @@ static void do_put(rest *r) {
         reply_failure(r->conn, err.code, &err);
         return;
     }
+    if (!may_write_one(r, r->path, value)) {
+        hearth_node_decref(value);
+        deny(r);
+        return;
+    }
     if (!check_if_match(r)) {
         hearth_node_decref(value);
         return;
@@ -555,11 +612,28 @@ static void do_post(rest *r) {
         reply_failure(r->conn, err.code, &err);
         return;
     }
-    pending_reply *p = new_reply(r);
+    /* The key first: the rules see the write at its own location. */
+    static hearth_push_id_state_t ids; /* the server's loop thread only */
     char key[HEARTH_PUSH_ID_SIZE];
-    int rc = p ? hearth_db_push(r->ns->db, r->path, value, key, on_write_done,
-                                p, release_reply, &err)
+    hearth_push_id(&ids, hearth_now_ms(), key);
+    hearth__buf where;
+    hearth__buf_init(&where);
+    hearth__buf_printf(&where, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
+    char *child = hearth__buf_detach(&where, NULL);
+    if (!child || !may_write_one(r, child, value)) {
+        hearth__free(child);
+        hearth_node_decref(value);
+        if (child)
+            deny(r);
+        else
+            reply_error(r->conn, 503, "Server out of memory");
+        return;
+    }
+    pending_reply *p = new_reply(r);
+    int rc = p ? hearth_db_set(r->ns->db, child, value, on_write_done, p,
+                               release_reply, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
+    hearth__free(child);
     hearth_node_decref(value);
     if (rc) {
         hearth__free(p);
@@ -576,6 +650,42 @@ static void do_post(rest *r) {
     hearth_node_decref(name);
 }
 
+/* Whether the rules allow the update in obj (relative paths -> values);
+ * data the update itself would refuse is left to it. */
+static bool patch_allowed(rest *r, json_t *obj) {
+    size_t n = json_object_size(obj), k = 0;
+    if (n > 64)
+        return false; /* more than a rules check takes: refuse */
+    char *paths[64];
+    hearth_node_t *values[64];
+    const char *key;
+    json_t *v;
+    bool checkable = true;
+    json_object_foreach(obj, key, v) {
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_printf(&b, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
+        paths[k] = hearth__buf_detach(&b, NULL);
+        values[k] = NULL;
+        if (!paths[k] ||
+            hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES, &values[k],
+                                     NULL)) {
+            checkable = false;
+            hearth__free(paths[k]);
+            break;
+        }
+        k++;
+    }
+    bool ok = !checkable ||
+              hearth__ns_may_write(r->ns, &r->who, (const char *const *)paths,
+                                   (const hearth_node_t *const *)values, k);
+    for (size_t i = 0; i < k; i++) {
+        hearth__free(paths[i]);
+        hearth_node_decref(values[i]);
+    }
+    return ok;
+}
+
 static void do_patch(rest *r) {
     hearth_error_t err;
     json_t *obj;
@@ -586,6 +696,11 @@ static void do_patch(rest *r) {
     if (!json_is_object(obj)) {
         json_decref(obj);
         reply_error(r->conn, 400, MSG_BAD_DATA);
+        return;
+    }
+    if (!r->who.admin && !patch_allowed(r, obj)) {
+        json_decref(obj);
+        deny(r);
         return;
     }
     pending_reply *p = new_reply(r);
@@ -632,6 +747,10 @@ static void do_patch(rest *r) {
 }
 
 static void do_delete(rest *r) {
+    if (!may_write_one(r, r->path, hearth__node_empty())) {
+        deny(r);
+        return;
+    }
     if (!check_if_match(r))
         return;
     hearth_error_t err;
@@ -650,6 +769,11 @@ static void do_delete(rest *r) {
 /* ---- rules endpoint ---- */
 
 static void do_rules(rest *r) {
+    if (!r->who.admin) {
+        reply_error(r->conn, 401, "Permission denied: the rules are for the "
+                                  "admin (Authorization: Bearer owner)");
+        return;
+    }
     if (r->method == HTTP_GET) {
         char *text = json_dumps(r->ns->rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (!text) {
@@ -686,8 +810,10 @@ static void do_rules(rest *r) {
         reply_error(r->conn, 500, "Storage failure: rules not saved");
         return;
     }
-    json_decref(r->ns->rules);
-    r->ns->rules = doc;
+    if (hearth__ns_set_rules(r->ns, doc, &err)) {
+        reply_error(r->conn, 400, err.message); /* not reached: parsed */
+        return;
+    }
     hearth__ns_drop_indexes(r->ns);
     hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
                          15);
@@ -803,6 +929,19 @@ static bool check_params(rest *r) {
     return true;
 }
 
+/* Who is asking: 401 for a token that does not verify. */
+static bool identify(rest *r) {
+    const char *token = param_get(r, "auth");
+    if (!token)
+        token = param_get(r, "access_token");
+    char why[256];
+    if (hearth__principal_of(r->req, token, param_get(r, "auth_variable_override"),
+                             &r->who, why, sizeof why))
+        return true;
+    reply_error(r->conn, 401, why);
+    return false;
+}
+
 void hearth__rest_handle(hearth__http_conn *conn,
                          const hearth__http_request *req, void *ctx) {
     rest r = {.srv = ctx, .conn = conn, .req = req};
@@ -866,7 +1005,7 @@ void hearth__rest_handle(hearth__http_conn *conn,
         rest_free(&r);
         return;
     }
-    if (!check_params(&r)) {
+    if (!check_params(&r) || !identify(&r)) {
         rest_free(&r);
         return;
     }

@@ -133,22 +133,35 @@ static char *slurp(const char *path, size_t *len) {
     return hearth__buf_detach(&b, len);
 }
 
+int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
+                         hearth_error_t *err) {
+    hearth__ruleset *rs;
+    int rc = hearth__ruleset_compile(doc, &rs, err);
+    if (rc) {
+        json_decref(doc);
+        return rc;
+    }
+    json_decref(ns->rules);
+    hearth__ruleset_free(ns->ruleset);
+    ns->rules = doc;
+    ns->ruleset = rs;
+    return 0;
+}
+
 static int load_rules(hearth__server *srv, hearth__namespace *ns,
                       hearth_error_t *err) {
-    if (srv->rules_override) {
-        ns->rules = json_incref(srv->rules_override);
-        return 0;
-    }
+    if (srv->rules_override)
+        return hearth__ns_set_rules(ns, json_incref(srv->rules_override), err);
     char path[1024];
     snprintf(path, sizeof path, "%s/rules.json", ns->dir);
     size_t len;
     char *text = slurp(path, &len);
-    if (!text) /* none stored: the default rules */
-        return hearth__rules_parse(DEFAULT_RULES, sizeof DEFAULT_RULES - 1,
-                                   &ns->rules, err);
-    int rc = hearth__rules_parse(text, len, &ns->rules, err);
+    json_t *doc = NULL;
+    int rc = text ? hearth__rules_parse(text, len, &doc, err)
+                  : hearth__rules_parse(DEFAULT_RULES, sizeof DEFAULT_RULES - 1,
+                                        &doc, err); /* none stored: default */
     hearth__free(text);
-    return rc;
+    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
 }
 
 int hearth__server_namespace(hearth__server *srv, const char *name,
@@ -195,6 +208,8 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
     if (rc) {
         if (ns.db)
             hearth_db_close(ns.db);
+        json_decref(ns.rules);
+        hearth__ruleset_free(ns.ruleset);
         hearth__free(ns.name);
         hearth__free(ns.dir);
         return rc;
@@ -203,6 +218,7 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
     hearth__namespace *kept = hearth__malloc(sizeof *kept);
     if (!kept) {
         hearth_db_close(ns.db);
+        hearth__ruleset_free(ns.ruleset);
         json_decref(ns.rules);
         hearth__free(ns.name);
         hearth__free(ns.dir);
@@ -227,6 +243,7 @@ static void on_http_closed(void *ctx) {
         hearth__ns_drop_indexes(ns);
         hearth_db_close(ns->db);
         json_decref(ns->rules);
+        hearth__ruleset_free(ns->ruleset);
         hearth__free(ns->name);
         hearth__free(ns->dir);
         hearth__free(ns);

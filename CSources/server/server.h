@@ -34,6 +34,7 @@ typedef struct hearth__namespace {
     hearth_db_t *db;
     char *dir;
     json_t *rules; /* the rules document {"rules": {...}} */
+    struct hearth__ruleset *ruleset; /* rules, compiled: what requests see */
     hearth__ns_index *indexes;
     size_t nindexes;
 } hearth__namespace;
@@ -61,6 +62,10 @@ typedef struct hearth__server {
 } hearth__server;
 
 /* The namespace called name, opened (and created) on first use. */
+/* Adopts a parsed rules document (taken over) and its compiled form. */
+int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
+                         hearth_error_t *err);
+
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err);
 

@@ -14,6 +14,8 @@
 
 static char data_dir[64];
 
+#define OWNER "Authorization: Bearer owner\r\n"
+
 static hearth_server_t *start(void) {
     if (!data_dir[0]) {
         strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
@@ -223,8 +225,9 @@ static void test_rest_errors(void) {
 static void test_queries_and_rules(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
-    EXPECT_REQ(port, "PUT", "/.settings/rules.json", NULL,
-               "{\"rules\":{/* comment */\"users\":{\".indexOn\":[\"age\"]}}}",
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", OWNER,
+               "{\"rules\":{/* comment */\".read\":true,\".write\":true,"
+               "\"users\":{\".indexOn\":[\"age\"]}}}",
                200, NULL);
     EXPECT_REQ(port, "PUT", "/users.json", NULL,
                "{\"a\":{\"age\":30},\"b\":{\"age\":20},\"c\":{\"age\":40}}", 200,
@@ -237,11 +240,78 @@ static void test_queries_and_rules(void) {
                NULL, NULL, 200, "{\"c\":{\"age\":40}}");
     EXPECT_REQ(port, "GET", "/users.json?orderBy=%22$key%22&limitToLast=1",
                NULL, NULL, 200, "{\"c\":{\"age\":40}}");
-    response r = request(port, "GET", "/.settings/rules.json", NULL, NULL);
+    response r = request(port, "GET", "/.settings/rules.json", OWNER, NULL);
     CHECK(strstr(r.body, "\".indexOn\"") != NULL);
     free(r.body);
-    EXPECT_REQ(port, "PUT", "/.settings/rules.json", NULL, "{\"rules\":", 400,
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", OWNER, "{\"rules\":", 400,
                NULL);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* Unsigned tokens ({"alg":"none"}) for ada and bob, as the emulator
+ * accepts them when no keys are configured. */
+#define ADA "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZGEifQ."
+#define BOB "eyJhbGciOiJub25lIn0.eyJzdWIiOiJib2IifQ."
+#define DENIED "{\"error\":\"Permission denied\"}"
+
+static void test_rules_enforced_over_rest(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=guard", OWNER,
+               "{\"rules\":{\"users\":{\"$uid\":{"
+               "\".read\":\"auth != null && auth.uid == $uid\","
+               "\".write\":\"auth != null && auth.uid == $uid\","
+               "\"name\":{\".validate\":\"newData.isString()\"}}},"
+               "\"public\":{\".read\":true}}}",
+               200, NULL);
+    EXPECT_REQ(port, "GET", "/.settings/rules.json?ns=guard", NULL, NULL, 401, NULL);
+    EXPECT_REQ(port, "PUT", "/users/ada.json?ns=guard&auth=" ADA, NULL,
+               "{\"name\":\"Ada\"}", 200, NULL);
+    /* Refused writes change nothing. */
+    EXPECT_REQ(port, "PUT", "/users/ada.json?ns=guard&auth=" BOB, NULL,
+               "{\"name\":\"Eve\"}", 401, DENIED);
+    EXPECT_REQ(port, "PUT", "/users/ada/name.json?ns=guard&auth=" ADA, NULL, "5",
+               401, DENIED);
+    EXPECT_REQ(port, "DELETE", "/users/ada.json?ns=guard&auth=" BOB, NULL, NULL,
+               401, DENIED);
+    EXPECT_REQ(port, "PATCH", "/users.json?ns=guard&auth=" ADA, NULL,
+               "{\"ada/name\":\"A\",\"bob/name\":\"B\"}", 401, DENIED);
+    EXPECT_REQ(port, "GET", "/users.json?ns=guard", OWNER, NULL, 200,
+               "{\"ada\":{\"name\":\"Ada\"}}");
+    EXPECT_REQ(port, "PATCH", "/users.json?ns=guard&auth=" ADA, NULL,
+               "{\"ada/name\":\"A\"}", 200, NULL);
+    EXPECT_REQ(port, "POST", "/users/ada/notes.json?ns=guard&auth=" ADA, NULL,
+               "{\"t\":1}", 200, NULL);
+    EXPECT_REQ(port, "POST", "/users/bob/notes.json?ns=guard&auth=" ADA, NULL,
+               "{\"t\":1}", 401, DENIED);
+    /* Reads: the user's own, not another's, and no filtering. */
+    EXPECT_REQ(port, "GET", "/users/ada/name.json?ns=guard&auth=" ADA, NULL, NULL,
+               200, "\"A\"");
+    EXPECT_REQ(port, "GET", "/users/ada/name.json?ns=guard",
+               "Authorization: Bearer " ADA "\r\n", NULL, 200, "\"A\"");
+    EXPECT_REQ(port, "GET", "/users/ada.json?ns=guard", NULL, NULL, 401, DENIED);
+    EXPECT_REQ(port, "GET", "/users/ada.json?ns=guard&auth=" BOB, NULL, NULL, 401,
+               DENIED);
+    EXPECT_REQ(port, "GET", "/users.json?ns=guard&auth=" ADA, NULL, NULL, 401, DENIED);
+    EXPECT_REQ(port, "GET", "/public.json?ns=guard", NULL, NULL, 200, "null");
+    /* A stream is a read too. */
+    EXPECT_REQ(port, "GET", "/users/bob.json?ns=guard&auth=" ADA,
+               "Accept: text/event-stream\r\n", NULL, 401, DENIED);
+    /* An admin evaluated as a user. */
+    EXPECT_REQ(port, "GET",
+               "/users/ada/name.json?ns=guard&auth_variable_override="
+               "%7B%22uid%22%3A%22ada%22%7D",
+               OWNER, NULL, 200, "\"A\"");
+    EXPECT_REQ(port, "GET",
+               "/users/ada.json?ns=guard&auth_variable_override="
+               "%7B%22uid%22%3A%22bob%22%7D",
+               OWNER, NULL, 401, DENIED);
+    /* A token that does not verify. */
+    response r = request(port, "GET", "/public.json?ns=guard&auth=garbage", NULL, NULL);
+    CHECK_INT(r.status, 401);
+    CHECK(r.body && strstr(r.body, "invalid token"));
+    free(r.body);
     stop(s);
     remove_tree(data_dir);
 }
@@ -478,6 +548,7 @@ const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
     {"server_queries_and_rules", test_queries_and_rules},
+    {"server_rules_enforced_over_rest", test_rules_enforced_over_rest},
     {"server_etags", test_etags},
     {"server_namespaces", test_namespaces},
     {"server_bad_http", test_bad_http},

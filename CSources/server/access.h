@@ -1,0 +1,31 @@
+/*
+ * access.h - who a request is, and whether a namespace's rules let it
+ * read or write (the REST door; the realtime and streaming doors follow).
+ */
+#ifndef HEARTH_SERVER_ACCESS_H
+#define HEARTH_SERVER_ACCESS_H
+
+#include "server/server.h"
+
+typedef struct hearth__principal {
+    bool admin;          /* "Bearer owner": the rules do not apply */
+    hearth_node_t *auth; /* the rules' auth, NULL when unauthenticated */
+} hearth__principal;
+
+/* From the Authorization header or the auth= / access_token= parameter,
+ * and auth_variable_override (an admin evaluated as that user). false
+ * with *why when a token does not verify. */
+bool hearth__principal_of(const hearth__http_request *req, const char *token,
+                          const char *override, hearth__principal *out,
+                          char *why, size_t why_size);
+void hearth__principal_clear(hearth__principal *p);
+
+bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
+                         const char *path, const hearth_node_t *query);
+/* A write of n (path, value) parts as one operation; values may hold
+ * server values (resolved as the write would be). */
+bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
+                          const char *const *paths,
+                          const hearth_node_t *const *values, size_t n);
+
+#endif
