@@ -62,9 +62,9 @@ struct ServeCommand: ParsableCommand {
         Output.line(rules.map { "rules: \($0)" }
             ?? "rules: each namespace's own (default: read and write for everyone)")
         Output.line(
-            "rules are enforced on REST requests and streams as they start (not yet on the "
-                + "realtime protocol); tokens: unsigned ones are accepted (no keys configured), "
-                + "Authorization: Bearer owner is the admin")
+            "rules are enforced on REST, on streams as they start and on the realtime "
+                + "protocol; tokens: unsigned ones are accepted (no keys configured); "
+                + "Authorization: Bearer owner (realtime: gauth \"owner\") is the admin")
         Output.line("stop with Ctrl-C")
 
         Interrupt.wait()

@@ -93,3 +93,41 @@ bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
     hearth_node_decref(after);
     return ok;
 }
+
+bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
+                           const char *base, json_t *obj) {
+    if (p->admin)
+        return true;
+    size_t n = json_object_size(obj), k = 0;
+    if (n > 64)
+        return false; /* more than a rules check takes: refused */
+    char *paths[64];
+    hearth_node_t *values[64];
+    const char *key;
+    json_t *v;
+    bool malformed = false, oom = false;
+    json_object_foreach(obj, key, v) {
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_printf(&b, "%s/%s", strcmp(base, "/") ? base : "", key);
+        paths[k] = hearth__buf_detach(&b, NULL);
+        values[k] = NULL;
+        oom = !paths[k];
+        malformed = !oom && (hearth_validate_path(paths[k], NULL) ||
+                             hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                                      &values[k], NULL));
+        if (oom || malformed) {
+            hearth__free(paths[k]);
+            break;
+        }
+        k++;
+    }
+    bool ok = malformed ||
+              (!oom && hearth__ns_may_write(ns, p, (const char *const *)paths,
+                                            (const hearth_node_t *const *)values, k));
+    for (size_t i = 0; i < k; i++) {
+        hearth__free(paths[i]);
+        hearth_node_decref(values[i]);
+    }
+    return ok;
+}

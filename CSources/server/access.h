@@ -28,4 +28,10 @@ bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
                           const char *const *paths,
                           const hearth_node_t *const *values, size_t n);
 
+/* The same for an update: obj maps paths relative to base to values (as
+ * JSON). Malformed parts pass: the update itself refuses them. */
+struct json_t;
+bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
+                           const char *base, struct json_t *obj);
+
 #endif

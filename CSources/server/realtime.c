@@ -10,6 +10,9 @@
  * close that one connection. */
 #include "server/realtime.h"
 
+#include "rules/jwt.h"
+#include "server/access.h"
+
 #include "query/query.h"
 #include "server/changes.h"
 #include "server/ws.h"
@@ -47,6 +50,7 @@ typedef struct od_op {
 struct session {
     hearth__server *srv;
     hearth__namespace *ns;
+    hearth__principal who; /* set by auth / gauth, cleared by unauth */
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
     od_op *ondisconnect;
@@ -113,6 +117,7 @@ static void push_data(session *s, const char *path, const hearth_node_t *value,
 static void session_release(session *s) {
     if (--s->refs > 0)
         return;
+    hearth__principal_clear(&s->who);
     hearth__buf_free(&s->assembling);
     hearth__free(s);
 }
@@ -246,12 +251,100 @@ static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
     return 0;
 }
 
+/* ---- the rules ---- */
+
+/* The read rules' `query` from a wire query object. */
+static hearth_node_t *query_variable(json_t *q) {
+    const char *i = json_string_value(json_object_get(q, "i"));
+    json_t *sp = json_object_get(q, "sp"), *ep = json_object_get(q, "ep");
+    json_t *l = json_object_get(q, "l");
+    const char *vf = json_string_value(json_object_get(q, "vf"));
+    bool key = i && !strcmp(i, ".key"), value = i && !strcmp(i, ".value");
+    bool prio = i && !strcmp(i, ".priority");
+    json_t *v = json_pack(
+        "{s:b,s:b,s:b,s:o,s:O,s:O,s:O,s:O,s:O}", "orderByKey", key,
+        "orderByValue", value, "orderByPriority", prio, "orderByChild",
+        i && !key && !value && !prio ? json_string(i) : json_null(), "startAt",
+        sp ? sp : json_null(), "endAt", ep ? ep : json_null(), "equalTo",
+        sp && ep && json_equal(sp, ep) ? sp : json_null(), "limitToFirst",
+        l && (!vf || !strcmp(vf, "l")) ? l : json_null(), "limitToLast",
+        l && vf && !strcmp(vf, "r") ? l : json_null());
+    hearth_node_t *n = NULL;
+    if (!v || hearth_node_from_jansson(v, 0, &n, NULL))
+        n = NULL;
+    json_decref(v);
+    return n;
+}
+
+/* Both checks pass what the operation itself refuses as malformed (a bad
+ * path or value): the client then hears invalid_args, not a denial. */
+static bool may_read(session *s, const char *path, json_t *wire_q) {
+    if (hearth_validate_path(path, NULL))
+        return true;
+    hearth_node_t *q = s->who.admin ? NULL : query_variable(wire_q);
+    bool ok = hearth__ns_may_read(s->ns, &s->who, path, q);
+    hearth_node_decref(q);
+    return ok;
+}
+
+/* A set (merge false) or an update of relative paths (merge true). */
+static bool may_write(session *s, const char *path, json_t *data, bool merge) {
+    if (s->who.admin || hearth_validate_path(path, NULL))
+        return true;
+    if (!merge) {
+        hearth_node_t *v = NULL;
+        if (hearth_node_from_jansson(data, HEARTH_JSON_ALLOW_SERVER_VALUES, &v, NULL))
+            return true; /* refused as invalid data */
+        bool ok = hearth__ns_may_write(s->ns, &s->who, &path,
+                                       (const hearth_node_t *const *)&v, 1);
+        hearth_node_decref(v);
+        return ok;
+    }
+    return hearth__ns_may_update(s->ns, &s->who, path, data);
+}
+
+static void deny(session *s, json_int_t r) {
+    reply(s, r, "permission_denied", json_string("Permission denied"));
+}
+
+/* auth / gauth: "owner" is the admin; a token becomes the rules' auth. */
+static void do_auth(session *s, json_int_t r, json_t *b) {
+    const char *cred = json_string_value(json_object_get(b, "cred"));
+    if (!cred) {
+        reply(s, r, "invalid_args", json_string("cred is required"));
+        return;
+    }
+    hearth__principal who = {0};
+    if (!strcmp(cred, "owner")) {
+        who.admin = true;
+    } else {
+        hearth__jwt_keys keys = {NULL, 0, true, NULL, NULL};
+        hearth_error_t err = {0};
+        if (hearth__jwt_verify(cred, strlen(cred), &keys, (double)hearth_now_ms(),
+                               &who.auth, &err)) {
+            reply(s, r, strstr(err.message, "expired") ? "expired_token"
+                                                        : "invalid_token",
+                  json_string(err.message));
+            return;
+        }
+    }
+    hearth__principal_clear(&s->who);
+    s->who = who;
+    json_t *auth = who.auth ? hearth_node_to_jansson(who.auth, 0) : json_null();
+    reply(s, r, "ok", json_pack("{s:o}", "auth", auth ? auth : json_null()));
+}
+
 static void do_listen(session *s, json_int_t r, json_t *b) {
     const char *path = json_string_value(json_object_get(b, "p"));
     hearth_error_t err = {0};
     hearth_query_t *q = NULL;
     if (!path || wire_query(json_object_get(b, "q"), &q, &err)) {
         reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        return;
+    }
+    if (!may_read(s, path, json_object_get(b, "q"))) {
+        hearth_query_free(q);
+        deny(s, r);
         return;
     }
     listen_t *l = hearth__calloc(1, sizeof *l);
@@ -356,6 +449,10 @@ static void do_put(session *s, json_int_t r, json_t *b) {
         reply(s, r, "invalid_args", json_string("p and d are required"));
         return;
     }
+    if (!may_write(s, path, data, false)) {
+        deny(s, r);
+        return;
+    }
     json_t *hash = json_object_get(b, "h");
     if (hash) {
         /* Compare-and-set: atomic, since nothing else runs on the loop. */
@@ -396,6 +493,10 @@ static void do_merge(session *s, json_int_t r, json_t *b) {
         reply(s, r, "invalid_args", json_string("p and an object d are required"));
         return;
     }
+    if (!may_write(s, path, data, true)) {
+        deny(s, r);
+        return;
+    }
     char *text = json_dumps(data, JSON_COMPACT);
     hearth_error_t err = {0};
     pending *pd = text ? new_pending(s, r) : NULL;
@@ -412,6 +513,10 @@ static void do_get(session *s, json_int_t r, json_t *b) {
     hearth_error_t err = {0};
     hearth_query_t *q = NULL;
     hearth_node_t *value;
+    if (path && !may_read(s, path, json_object_get(b, "q"))) {
+        deny(s, r);
+        return;
+    }
     if (!path || wire_query(json_object_get(b, "q"), &q, &err) ||
         hearth_db_get(s->ns->db, path, q, &value, &err)) {
         hearth_query_free(q);
@@ -492,6 +597,10 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
         reply(s, r, "invalid_args", json_string(err.message));
         return;
     }
+    if (data && !may_write(s, path, data, strcmp(a, "om") == 0)) {
+        deny(s, r); /* checked as queued, against the data now */
+        return;
+    }
     od_op *op = hearth__calloc(1, sizeof *op);
     if (!data || !op || !(op->path = hearth__strndup(path, strlen(path)))) {
         hearth__free(op);
@@ -567,9 +676,12 @@ static void handle(session *s, json_t *msg) {
     else if (!strcmp(a, "o") || !strcmp(a, "om") || !strcmp(a, "oc"))
         do_ondisconnect(s, r, a, b);
     else if (!strcmp(a, "auth") || !strcmp(a, "gauth"))
-        /* Tokens are verified with the rules engine; accepted for now. */
-        reply(s, r, "ok", json_pack("{s:n}", "auth"));
-    else if (!strcmp(a, "unauth") || !strcmp(a, "s"))
+        do_auth(s, r, b);
+    else if (!strcmp(a, "unauth")) {
+        hearth__principal_clear(&s->who);
+        s->who.admin = false;
+        reply(s, r, "ok", NULL);
+    } else if (!strcmp(a, "s"))
         reply(s, r, "ok", NULL);
     else
         reply(s, r, "invalid_args", json_string("unknown action"));

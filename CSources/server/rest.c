@@ -650,42 +650,6 @@ static void do_post(rest *r) {
     hearth_node_decref(name);
 }
 
-/* Whether the rules allow the update in obj (relative paths -> values);
- * data the update itself would refuse is left to it. */
-static bool patch_allowed(rest *r, json_t *obj) {
-    size_t n = json_object_size(obj), k = 0;
-    if (n > 64)
-        return false; /* more than a rules check takes: refuse */
-    char *paths[64];
-    hearth_node_t *values[64];
-    const char *key;
-    json_t *v;
-    bool checkable = true;
-    json_object_foreach(obj, key, v) {
-        hearth__buf b;
-        hearth__buf_init(&b);
-        hearth__buf_printf(&b, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
-        paths[k] = hearth__buf_detach(&b, NULL);
-        values[k] = NULL;
-        if (!paths[k] ||
-            hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES, &values[k],
-                                     NULL)) {
-            checkable = false;
-            hearth__free(paths[k]);
-            break;
-        }
-        k++;
-    }
-    bool ok = !checkable ||
-              hearth__ns_may_write(r->ns, &r->who, (const char *const *)paths,
-                                   (const hearth_node_t *const *)values, k);
-    for (size_t i = 0; i < k; i++) {
-        hearth__free(paths[i]);
-        hearth_node_decref(values[i]);
-    }
-    return ok;
-}
-
 static void do_patch(rest *r) {
     hearth_error_t err;
     json_t *obj;
@@ -698,7 +662,7 @@ static void do_patch(rest *r) {
         reply_error(r->conn, 400, MSG_BAD_DATA);
         return;
     }
-    if (!r->who.admin && !patch_allowed(r, obj)) {
+    if (!hearth__ns_may_update(r->ns, &r->who, r->path, obj)) {
         json_decref(obj);
         deny(r);
         return;

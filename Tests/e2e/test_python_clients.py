@@ -516,6 +516,48 @@ class Realtime(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(value, {"me": "offline", "count": 0})
 
+    def test_rules_over_the_realtime_protocol(self):
+        status, _ = http("PUT", self.server.url("/.settings/rules", "?ns=rtguard"),
+                         {"rules": {"users": {"$uid": {
+                             ".read": "auth != null && auth.uid == $uid",
+                             ".write": "auth != null && auth.uid == $uid"}}}},
+                         {"Authorization": "Bearer owner"})
+        self.assertEqual(status, 200)
+        ada = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZGEifQ."  # unsigned, sub ada
+        ws = self.connect("rtguard")
+        self.send(ws, 1, "q", {"p": "/users/ada", "h": ""})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
+        self.send(ws, 2, "auth", {"cred": "not a token"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_token")
+        self.send(ws, 3, "auth", {"cred": ada})
+        answer = self.recv(ws)["d"]["b"]
+        self.assertEqual(answer["s"], "ok")
+        self.assertEqual(answer["d"]["auth"]["uid"], "ada")
+        self.send(ws, 4, "p", {"p": "/users/bob/x", "d": 1})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
+        self.send(ws, 5, "m", {"p": "/users", "d": {"ada/x": 1, "bob/x": 1}})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
+        self.send(ws, 6, "p", {"p": "/users/ada/x", "d": 1})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 7, "q", {"p": "/users/ada", "h": ""})
+        self.assertEqual(self.recv(ws)["d"]["b"]["d"], {"x": 1})  # data, then ok
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 8, "g", {"p": "/users/bob"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
+        self.send(ws, 9, "gauth", {"cred": "owner"})  # the admin
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 10, "p", {"p": "/users/bob/x", "d": 2})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 11, "unauth", {})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 12, "g", {"p": "/users/bob"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
+        ws.close()
+        # Nothing a refused write sent landed.
+        status, value = http("GET", self.server.url("/users", "?ns=rtguard"),
+                             headers={"Authorization": "Bearer owner"})
+        self.assertEqual(value, {"ada": {"x": 1}, "bob": {"x": 2}})
+
     def test_ondisconnect_data_is_checked_when_queued(self):
         ws = self.connect()
         self.send(ws, 1, "o", {"p": "/od", "d": {"a.b": 1}})
@@ -554,8 +596,8 @@ class Realtime(unittest.TestCase):
         ws.send("0")  # the client's keep-alive: ignored
         ws.send(json.dumps({"t": "c", "d": {"t": "p", "d": {}}}))
         self.assertEqual(self.recv(ws), {"t": "c", "d": {"t": "o", "d": {}}})
-        self.send(ws, 1, "auth", {"cred": "token"})
-        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 1, "auth", {"cred": "token"})  # not a JWT
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_token")
         self.send(ws, 2, "zz", {})
         self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
         self.send(ws, 3, "p", {"p": "/bad.key", "d": 1})
