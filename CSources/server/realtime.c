@@ -36,6 +36,7 @@ struct listen {
     bool filtered;  /* a query with bounds or a limit: whole values */
     hearth_node_t *last; /* what the client holds now */
     hearth_observer_t handle;
+    json_t *wire_query;  /* as asked: checked again when the rules change */
     listen_t *next;
 };
 
@@ -51,6 +52,7 @@ struct session {
     hearth__server *srv;
     hearth__namespace *ns;
     hearth__principal who; /* set by auth / gauth, cleared by unauth */
+    session *prev, *next;  /* the server's open sessions */
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
     od_op *ondisconnect;
@@ -124,6 +126,7 @@ static void session_release(session *s) {
 
 static void listen_free(void *ctx) {
     listen_t *l = ctx;
+    json_decref(l->wire_query);
     hearth_node_decref(l->last);
     hearth__free(l->path);
     hearth__free(l->identity);
@@ -350,6 +353,8 @@ static void do_listen(session *s, json_int_t r, json_t *b) {
     listen_t *l = hearth__calloc(1, sizeof *l);
     if (l) {
         l->s = s;
+        json_t *wq = json_object_get(b, "q");
+        l->wire_query = wq ? json_incref(wq) : NULL;
         l->path = hearth__strndup(path, strlen(path));
         l->identity = hearth__query_identity(q);
         json_t *tag = json_object_get(b, "t");
@@ -742,9 +747,43 @@ static void on_message(void *user, const char *text, size_t len) {
         hearth__buf_free(&s->assembling);
 }
 
+static void unlink_session(session *s) {
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (s->srv->sessions == s)
+        s->srv->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns) {
+    for (session *s = srv->sessions; s; s = s->next) {
+        if (s->ns != ns || !s->ws)
+            continue;
+        for (listen_t **p = &s->listens; *p;) {
+            listen_t *l = *p;
+            if (may_read(s, l->path, l->wire_query)) {
+                p = &l->next;
+                continue;
+            }
+            /* Revoked: the client cancels its registrations there. */
+            json_t *body = json_pack("{s:s}", "p", l->path);
+            if (body && l->wire_query)
+                json_object_set(body, "q", l->wire_query);
+            if (body)
+                send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a",
+                                       "c", "b", body));
+            *p = l->next;
+            hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
+        }
+    }
+}
+
 static void on_close(void *user) {
     session *s = user;
     s->ws = NULL;
+    unlink_session(s);
     run_ondisconnect(s);
     while (s->listens) {
         listen_t *l = s->listens;
@@ -790,6 +829,11 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
         hearth__free(s);
         return;
     }
+    /* Open: rules changes check its listens. */
+    s->next = srv->sessions;
+    if (srv->sessions)
+        srv->sessions->prev = s;
+    srv->sessions = s;
     /* The hello: server time, version, host, session id. */
     static atomic_ullong sessions; /* servers may share the process */
     char sid[32];

@@ -399,10 +399,10 @@ static hearth_node_t *query_variable(const rest *r) {
     return q;
 }
 
-static bool may_read(rest *r) {
-    hearth_node_t *q = r->who.admin ? NULL : query_variable(r);
+static bool may_read(rest *r, hearth_node_t **query_var) {
+    hearth_node_t *q = query_variable(r);
     bool ok = hearth__ns_may_read(r->ns, &r->who, r->path, q);
-    hearth_node_decref(q);
+    *query_var = q;
     return ok;
 }
 
@@ -419,17 +419,22 @@ static void do_get(rest *r) {
         reply_error(r->conn, 400, err.message);
         return;
     }
-    if (!may_read(r)) {
+    hearth_node_t *query_var;
+    if (!may_read(r, &query_var)) {
+        hearth_node_decref(query_var);
         hearth_query_free(q);
         deny(r);
         return;
     }
     const char *accept = hearth__http_get_header(r->req, "accept");
     if (accept && strstr(accept, "text/event-stream")) {
-        hearth__sse_start(r->srv, r->conn, r->ns, r->path, q, r->json_flags);
+        hearth__sse_start(r->srv, r->conn, r->ns, r->path, q, r->json_flags,
+                          &r->who, query_var);
+        hearth_node_decref(query_var);
         hearth_query_free(q);
         return;
     }
+    hearth_node_decref(query_var);
     const char *shallow = param_get(r, "shallow");
     if (shallow && strcmp(shallow, "true") == 0 && q) {
         hearth_query_free(q);
@@ -779,6 +784,9 @@ static void do_rules(rest *r) {
         return;
     }
     hearth__ns_drop_indexes(r->ns);
+    /* What the new rules no longer let read ends now. */
+    hearth__sse_recheck(r->srv, r->ns);
+    hearth__realtime_recheck(r->srv, r->ns);
     hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
                          15);
 }

@@ -54,6 +54,7 @@ typedef struct hearth__server {
     hearth__namespace **namespaces;
     size_t nnamespaces, namespaces_cap;
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
+    struct session *sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
     bool stopping;
     uv_sem_t started;
@@ -73,10 +74,19 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
 void hearth__rest_handle(hearth__http_conn *conn,
                          const hearth__http_request *req, void *srv);
 
-/* Server-sent events (sse.c). */
+/* Server-sent events (sse.c). who and query_var (the read rules' query)
+ * are kept to check the stream again when the rules change. */
+struct hearth__principal;
 void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
                        hearth__namespace *ns, const char *path,
-                       const hearth_query_t *query, unsigned json_flags);
+                       const hearth_query_t *query, unsigned json_flags,
+                       const struct hearth__principal *who,
+                       const hearth_node_t *query_var);
+/* After ns's rules changed: streams the rules no longer let read end with
+ * a `cancel` event. */
+void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns);
+/* The same for realtime listens (realtime.c): they get a `c` push. */
+void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns);
 void hearth__sse_keepalive(hearth__server *srv);
 void hearth__sse_close_all(hearth__server *srv);
 

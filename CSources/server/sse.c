@@ -7,6 +7,7 @@
  * and sends a `put` of that location, or a `patch` of the differing
  * children when several differ. Unchanged subtrees are found by pointer:
  * writes share everything they did not touch. */
+#include "server/access.h"
 #include "server/server.h"
 
 #include "query/query.h"
@@ -23,6 +24,10 @@ struct hearth__stream {
     unsigned json_flags;
     bool filtered;        /* a query stream: always whole puts */
     hearth_node_t *last;  /* what the client holds now */
+    hearth__namespace *ns;
+    char *path;
+    hearth__principal who;    /* checked again when the rules change */
+    hearth_node_t *query_var;
     hearth__stream *prev, *next;
 };
 
@@ -155,6 +160,9 @@ static void stream_free(void *ctx) {
     if (st->next)
         st->next->prev = st->prev;
     hearth_node_decref(st->last);
+    hearth__free(st->path);
+    hearth__principal_clear(&st->who);
+    hearth_node_decref(st->query_var);
     hearth__free(st);
 }
 
@@ -169,8 +177,15 @@ static void on_conn_closed(void *ctx) {
 
 void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
                        hearth__namespace *ns, const char *path,
-                       const hearth_query_t *query, unsigned json_flags) {
+                       const hearth_query_t *query, unsigned json_flags,
+                       const hearth__principal *who,
+                       const hearth_node_t *query_var) {
     hearth__stream *st = hearth__calloc(1, sizeof *st);
+    char *copy = st ? hearth__strndup(path, strlen(path)) : NULL;
+    if (!copy) {
+        hearth__free(st);
+        st = NULL;
+    }
     if (!st) {
         hearth__http_respond(conn, 503, "application/json; charset=utf-8",
                              NULL, "{\"error\":\"out of memory\"}", 25);
@@ -179,6 +194,11 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     st->srv = srv;
     st->conn = conn;
     st->db = ns->db;
+    st->ns = ns;
+    st->path = copy;
+    st->who.admin = who->admin;
+    st->who.auth = who->auth ? hearth_node_incref(who->auth) : NULL;
+    st->query_var = query_var ? hearth_node_incref(query_var) : NULL;
     st->json_flags = json_flags;
     st->filtered = !hearth__query_loads_all(query);
     st->next = srv->streams;
@@ -196,6 +216,17 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
                           stream_free, &st->handle, &err)) {
         st->handle = 0;
         hearth__http_stream_end(conn);
+    }
+}
+
+void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns) {
+    for (hearth__stream *st = srv->streams; st; st = st->next) {
+        if (st->ns != ns || !st->conn ||
+            hearth__ns_may_read(ns, &st->who, st->path, st->query_var))
+            continue;
+        static const char why[] = "\"Permission denied\"";
+        send_event(st, "cancel", why, sizeof why - 1);
+        hearth__http_stream_end(st->conn);
     }
 }
 

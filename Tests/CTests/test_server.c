@@ -316,6 +316,53 @@ static void test_rules_enforced_over_rest(void) {
     remove_tree(data_dir);
 }
 
+/* A rules change that revokes a stream's read ends it with `cancel`. */
+static void test_rules_change_cancels_streams(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=revoke", OWNER,
+               "{\"rules\":{\"public\":{\".read\":true},\"kept\":{\".read\":true}}}",
+               200, NULL);
+    int fd = connect_to(port);
+    const char *get = "GET /public.json?ns=revoke HTTP/1.1\r\nHost: x\r\n"
+                      "Accept: text/event-stream\r\n\r\n";
+    send_all(fd, get, strlen(get));
+    char buf[8192];
+    size_t got = 0;
+    /* Until the first event (the initial put). */
+    while (got < sizeof buf - 1 && !memmem(buf, got, "event: put", 10)) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    CHECK(memmem(buf, got, "event: put", 10) != NULL);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=revoke", OWNER,
+               "{\"rules\":{\"public\":{\".read\":false},\"kept\":{\".read\":true}}}",
+               200, NULL);
+    bool closed = false;
+    while (got < sizeof buf - 1) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n <= 0) {
+            closed = true;
+            break;
+        }
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    CHECK(strstr(buf, "event: cancel") != NULL);
+    CHECK(closed);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 static void test_etags(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
@@ -549,6 +596,7 @@ const test_case server_tests[] = {
     {"server_rest_errors", test_rest_errors},
     {"server_queries_and_rules", test_queries_and_rules},
     {"server_rules_enforced_over_rest", test_rules_enforced_over_rest},
+    {"server_rules_change_cancels_streams", test_rules_change_cancels_streams},
     {"server_etags", test_etags},
     {"server_namespaces", test_namespaces},
     {"server_bad_http", test_bad_http},

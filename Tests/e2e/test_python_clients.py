@@ -558,6 +558,24 @@ class Realtime(unittest.TestCase):
                              headers={"Authorization": "Bearer owner"})
         self.assertEqual(value, {"ada": {"x": 1}, "bob": {"x": 2}})
 
+    def test_rules_change_revokes_listens(self):
+        owner = {"Authorization": "Bearer owner"}
+        url = self.server.url("/.settings/rules", "?ns=rtrevoke")
+        status, _ = http("PUT", url, {"rules": {"public": {".read": True}}}, owner)
+        self.assertEqual(status, 200)
+        ws = self.connect("rtrevoke")
+        self.send(ws, 1, "q", {"p": "/public", "h": ""})
+        self.assertEqual(self.recv(ws)["d"]["a"], "d")
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        status, _ = http("PUT", url, {"rules": {"public": {".read": False}}}, owner)
+        self.assertEqual(status, 200)
+        self.assertEqual(self.recv(ws)["d"], {"a": "c", "b": {"p": "/public"}})
+        # Revoked: later writes no longer reach this session.
+        http("PUT", self.server.url("/public/x", "?ns=rtrevoke"), 1, owner)
+        self.send(ws, 2, "s", {"c": {}})
+        self.assertEqual(self.recv(ws)["d"], {"r": 2, "b": {"s": "ok", "d": {}}})
+        ws.close()
+
     def test_ondisconnect_data_is_checked_when_queued(self):
         ws = self.connect()
         self.send(ws, 1, "o", {"p": "/od", "d": {"a.b": 1}})
