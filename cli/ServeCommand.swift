@@ -35,6 +35,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "A rules file (JSON with comments) for every namespace.")
     var rules: String?
 
+    @Option(help: "The HS256 secret that signs users' tokens (default: unsigned tokens are accepted, as the emulator does).")
+    var authSecret: String?
+
     @Option(help: "The namespace of requests that name none.")
     var namespace = "default"
 
@@ -52,7 +55,7 @@ struct ServeCommand: ParsableCommand {
         do {
             server = try HearthServer(.init(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
-                fsync: fsync, rulesFile: rules))
+                fsync: fsync, rulesFile: rules, authSecret: authSecret))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
@@ -62,9 +65,11 @@ struct ServeCommand: ParsableCommand {
         Output.line(rules.map { "rules: \($0)" }
             ?? "rules: each namespace's own (default: read and write for everyone)")
         Output.line(
-            "rules are enforced on REST, on streams as they start and on the realtime "
-                + "protocol; tokens: unsigned ones are accepted (no keys configured); "
-                + "Authorization: Bearer owner (realtime: gauth \"owner\") is the admin")
+            "rules are enforced on REST, on streams and on the realtime protocol; tokens: "
+                + (authSecret == nil
+                    ? "unsigned ones are accepted (no --auth-secret)"
+                    : "HS256 with the --auth-secret")
+                + "; Authorization: Bearer owner (realtime: gauth \"owner\") is the admin")
         Output.line("stop with Ctrl-C")
 
         Interrupt.wait()

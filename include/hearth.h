@@ -600,8 +600,12 @@ typedef struct hearth_server_config_s {
     hearth_fsync_mode fsync_mode;
     /* A rules document (JSON with comments) for every namespace, replacing
      * their stored rules; NULL keeps each namespace's own (default: read
-     * and write for all; enforcement arrives with the rules engine). */
+     * and write for all). The rules are enforced on REST and realtime
+     * requests; "Bearer owner" (realtime: gauth "owner") is the admin. */
     const char *rules_file;
+    /* The HS256 secret that signs users' tokens (JWT); NULL: unsigned
+     * tokens (alg "none") are accepted, as the emulator does. */
+    const char *auth_secret;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

@@ -8,7 +8,32 @@
 #include <string.h>
 #include <strings.h>
 
-bool hearth__principal_of(const hearth__http_request *req, const char *token,
+bool hearth__principal_of_token(const hearth__server *srv, const char *token,
+                                hearth__principal *out, bool *expired,
+                                char *why, size_t why_size) {
+    memset(out, 0, sizeof *out);
+    *expired = false;
+    if (!strcmp(token, "owner")) {
+        out->admin = true;
+        return true;
+    }
+    /* With a secret, tokens must be signed with it; else the emulator's
+     * unsigned tokens. */
+    hearth__jwt_keys keys = {srv->auth_secret,
+                             srv->auth_secret ? strlen(srv->auth_secret) : 0,
+                             !srv->auth_secret, NULL, NULL};
+    hearth_error_t err = {0};
+    if (hearth__jwt_verify(token, strlen(token), &keys, (double)hearth_now_ms(),
+                           &out->auth, &err)) {
+        snprintf(why, why_size, "%s", err.message);
+        *expired = strstr(err.message, "expired") != NULL;
+        return false;
+    }
+    return true;
+}
+
+bool hearth__principal_of(const hearth__server *srv,
+                          const hearth__http_request *req, const char *token,
                           const char *override, hearth__principal *out,
                           char *why, size_t why_size) {
     memset(out, 0, sizeof *out);
@@ -36,15 +61,8 @@ bool hearth__principal_of(const hearth__http_request *req, const char *token,
     }
     if (!token)
         return true; /* unauthenticated */
-    /* No keys are configured yet: unsigned tokens, as the emulator. */
-    hearth__jwt_keys keys = {NULL, 0, true, NULL, NULL};
-    hearth_error_t err = {0};
-    if (hearth__jwt_verify(token, strlen(token), &keys, (double)hearth_now_ms(),
-                           &out->auth, &err)) {
-        snprintf(why, why_size, "%s", err.message);
-        return false;
-    }
-    return true;
+    bool expired;
+    return hearth__principal_of_token(srv, token, out, &expired, why, why_size);
 }
 
 void hearth__principal_clear(hearth__principal *p) {

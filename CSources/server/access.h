@@ -15,9 +15,15 @@ typedef struct hearth__principal {
 /* From the Authorization header or the auth= / access_token= parameter,
  * and auth_variable_override (an admin evaluated as that user). false
  * with *why when a token does not verify. */
-bool hearth__principal_of(const hearth__http_request *req, const char *token,
+bool hearth__principal_of(const hearth__server *srv,
+                          const hearth__http_request *req, const char *token,
                           const char *override, hearth__principal *out,
                           char *why, size_t why_size);
+/* A token (realtime auth) as the server's principal: "owner" is the
+ * admin. false with *why (and *expired) when it does not verify. */
+bool hearth__principal_of_token(const hearth__server *srv, const char *token,
+                                hearth__principal *out, bool *expired,
+                                char *why, size_t why_size);
 void hearth__principal_clear(hearth__principal *p);
 
 bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,

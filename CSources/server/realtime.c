@@ -10,7 +10,6 @@
  * close that one connection. */
 #include "server/realtime.h"
 
-#include "rules/jwt.h"
 #include "server/access.h"
 
 #include "query/query.h"
@@ -317,19 +316,12 @@ static void do_auth(session *s, json_int_t r, json_t *b) {
         reply(s, r, "invalid_args", json_string("cred is required"));
         return;
     }
-    hearth__principal who = {0};
-    if (!strcmp(cred, "owner")) {
-        who.admin = true;
-    } else {
-        hearth__jwt_keys keys = {NULL, 0, true, NULL, NULL};
-        hearth_error_t err = {0};
-        if (hearth__jwt_verify(cred, strlen(cred), &keys, (double)hearth_now_ms(),
-                               &who.auth, &err)) {
-            reply(s, r, strstr(err.message, "expired") ? "expired_token"
-                                                        : "invalid_token",
-                  json_string(err.message));
-            return;
-        }
+    hearth__principal who;
+    bool expired;
+    char why[256];
+    if (!hearth__principal_of_token(s->srv, cred, &who, &expired, why, sizeof why)) {
+        reply(s, r, expired ? "expired_token" : "invalid_token", json_string(why));
+        return;
     }
     hearth__principal_clear(&s->who);
     s->who = who;

@@ -907,7 +907,8 @@ static bool identify(rest *r) {
     if (!token)
         token = param_get(r, "access_token");
     char why[256];
-    if (hearth__principal_of(r->req, token, param_get(r, "auth_variable_override"),
+    if (hearth__principal_of(r->srv, r->req, token,
+                             param_get(r, "auth_variable_override"),
                              &r->who, why, sizeof why))
         return true;
     reply_error(r->conn, 401, why);

@@ -279,6 +279,7 @@ static void run(void *arg) {
 
 static void free_server(hearth__server *srv) {
     json_decref(srv->rules_override);
+    hearth__free(srv->auth_secret);
     hearth__free(srv->namespaces);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
@@ -318,6 +319,12 @@ int hearth_server_start(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
+    if (config->auth_secret &&
+        !(srv->auth_secret = hearth__strndup(config->auth_secret,
+                                             strlen(config->auth_secret)))) {
+        free_server(srv);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     if (config->rules_file) {
         size_t len;
         char *text = slurp(config->rules_file, &len);

@@ -49,6 +49,7 @@ typedef struct hearth__server {
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
+    char *auth_secret;      /* HS256 for tokens, or NULL: unsigned ones */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs while the array grows. */
     hearth__namespace **namespaces;

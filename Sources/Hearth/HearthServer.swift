@@ -37,17 +37,22 @@ public final class HearthServer: @unchecked Sendable {
         public var fsync: FsyncMode
         /// A rules document for every namespace, or nil for their own.
         public var rulesFile: String?
+        /// The HS256 secret that signs users' tokens; nil accepts unsigned
+        /// tokens, as the emulator does.
+        public var authSecret: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
                     defaultNamespace: String = "default",
-                    fsync: FsyncMode = .always, rulesFile: String? = nil) {
+                    fsync: FsyncMode = .always, rulesFile: String? = nil,
+                    authSecret: String? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
             self.defaultNamespace = defaultNamespace
             self.fsync = fsync
             self.rulesFile = rulesFile
+            self.authSecret = authSecret
         }
     }
 
@@ -69,14 +74,17 @@ public final class HearthServer: @unchecked Sendable {
             configuration.dataDirectory.withCString { dir in
                 configuration.defaultNamespace.withCString { ns in
                     withOptionalCString(configuration.rulesFile) { rules in
-                        var config = hearth_server_config_t()
-                        config.host = host
-                        config.port = Int32(configuration.port)
-                        config.data_dir = dir
-                        config.default_namespace = ns
-                        config.rules_file = rules
-                        config.fsync_mode = configuration.fsync.cValue
-                        return hearth_server_start(&config, &server, &err)
+                        withOptionalCString(configuration.authSecret) { secret in
+                            var config = hearth_server_config_t()
+                            config.host = host
+                            config.port = Int32(configuration.port)
+                            config.data_dir = dir
+                            config.default_namespace = ns
+                            config.rules_file = rules
+                            config.auth_secret = secret
+                            config.fsync_mode = configuration.fsync.cValue
+                            return hearth_server_start(&config, &server, &err)
+                        }
                     }
                 }
             }

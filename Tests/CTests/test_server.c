@@ -363,6 +363,36 @@ static void test_rules_change_cancels_streams(void) {
     remove_tree(data_dir);
 }
 
+/* With --auth-secret, tokens must be signed with it. */
+static void test_signed_tokens(void) {
+    if (!data_dir[0]) {
+        strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
+        CHECK(mkdtemp(data_dir) != NULL);
+    }
+    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF,
+                                     .auth_secret = "s3cret"};
+    hearth_server_t *s = NULL;
+    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=signed", OWNER,
+               "{\"rules\":{\"users\":{\"$uid\":{\".read\":\"auth.uid == $uid\"}}}}",
+               200, NULL);
+    /* {"sub":"ada","exp":4102444800} signed with "s3cret". */
+    EXPECT_REQ(port, "GET",
+               "/users/ada.json?ns=signed&auth=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+               "eyJzdWIiOiJhZGEiLCJleHAiOjQxMDI0NDQ4MDB9."
+               "BFoeApGRQpBu2iwTS8NkZ5zZIbZjhZNs8-qWnQCP3Xc",
+               NULL, NULL, 200, "null");
+    response r = request(port, "GET", "/users/ada.json?ns=signed&auth=" ADA, NULL,
+                         NULL);
+    CHECK_INT(r.status, 401); /* unsigned: refused once there is a secret */
+    CHECK(r.body && strstr(r.body, "unsigned"));
+    free(r.body);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 static void test_etags(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
@@ -597,6 +627,7 @@ const test_case server_tests[] = {
     {"server_queries_and_rules", test_queries_and_rules},
     {"server_rules_enforced_over_rest", test_rules_enforced_over_rest},
     {"server_rules_change_cancels_streams", test_rules_change_cancels_streams},
+    {"server_signed_tokens", test_signed_tokens},
     {"server_etags", test_etags},
     {"server_namespaces", test_namespaces},
     {"server_bad_http", test_bad_http},
