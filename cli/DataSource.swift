@@ -19,6 +19,11 @@ struct SourceOptions: ParsableArguments {
     @Option(help: "A server: http://HOST:PORT/?ns=NAME (default: $HEARTH_DATABASE_URL).")
     var url: String?
 
+    @Option(help: ArgumentHelp(
+        "With --url: a user's token (the server's rules then judge the requests as that user) or the admin secret (default: $HEARTH_AUTH_TOKEN, else \"owner\", the emulator's admin).",
+        valueName: "token"))
+    var token: String?
+
     func validate() throws {
         if data != nil && url != nil {
             throw ValidationError("give --data or --url, not both")
@@ -32,9 +37,18 @@ struct SourceOptions: ParsableArguments {
         url ?? ProcessInfo.processInfo.environment["HEARTH_DATABASE_URL"]
     }
 
+    /// What requests to the server carry as their Bearer credential.
+    var credential: String {
+        token ?? ProcessInfo.processInfo.environment["HEARTH_AUTH_TOKEN"] ?? "owner"
+    }
+
+    func server() throws -> ServerStore {
+        try ServerStore(url: serverURL!, credential: credential)
+    }
+
     func open() throws -> DataSource {
         if let data { return try .directory(EmbeddedStore(directory: data + "/" + namespace)) }
-        return .server(try ServerStore(url: serverURL!))
+        return .server(try server())
     }
 }
 
@@ -289,8 +303,11 @@ final class EmbeddedStore {
 struct ServerStore {
     let base: URL
     let namespace: String?
+    /// The Bearer credential: a user's token, the admin secret or "owner".
+    let credential: String
 
-    init(url: String) throws {
+    init(url: String, credential: String) throws {
+        self.credential = credential
         guard let parsed = URLComponents(string: url), let scheme = parsed.scheme,
             ["http", "https"].contains(scheme), parsed.host != nil
         else {
@@ -317,7 +334,7 @@ struct ServerStore {
         var req = URLRequest(url: url(for: path, query: query))
         req.httpMethod = method
         req.httpBody = body
-        req.setValue("Bearer owner", forHTTPHeaderField: "Authorization")
+        req.setValue("Bearer \(credential)", forHTTPHeaderField: "Authorization")
         final class Result: @unchecked Sendable {  // set by the session's queue, read after the wait
             var data: Data?
             var status = 0

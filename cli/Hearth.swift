@@ -27,7 +27,7 @@ struct HearthCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, GetCommand.self, SetCommand.self, UpdateCommand.self,
             PushCommand.self, RemoveCommand.self, WatchCommand.self, ExportCommand.self,
-            ImportCommand.self, RulesCommand.self,
+            ImportCommand.self, RulesCommand.self, TokenCommand.self,
             VersionCommand.self, CheckCommand.self,
         ])
 

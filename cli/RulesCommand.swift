@@ -34,7 +34,7 @@ struct RulesGet: ParsableCommand {
                     ?? #"{"rules": {".read": true, ".write": true}}"#
                 Output.line(text.trimmingCharacters(in: .whitespacesAndNewlines))
             } else {
-                let server = try ServerStore(url: source.serverURL!)
+                let server = try source.server()
                 Output.line(try server.rules())
             }
         } catch {
@@ -65,7 +65,7 @@ struct RulesSet: ParsableCommand {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
                 try text.write(to: dir.appendingPathComponent("rules.json"), options: .atomic)
             } else {
-                let server = try ServerStore(url: source.serverURL!)
+                let server = try source.server()
                 try server.setRules(text)
             }
         } catch {

@@ -20,7 +20,16 @@ struct ServeCommand: ParsableCommand {
               hearth serve                                  # 127.0.0.1:9000, ./hearth-data
               hearth serve --port 8080 --data /var/lib/hearth
               hearth serve --rules database.rules.json --fsync batch
+              hearth serve --rules database.rules.json --auth-secret-file secret.txt
+              hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
               curl -X PUT -d '{"name":"Ada"}' http://127.0.0.1:9000/users/ada.json
+
+            Rules: --rules FILE applies to every namespace and is read again when it \
+            changes (a file that does not check is reported and the rules in force \
+            stay). Without it each namespace keeps its own, replaced with PUT \
+            /.settings/rules.json; a new namespace starts open (read and write for \
+            everyone) when no keys are given, as the emulator does, and locked when \
+            --auth-secret or --auth-keys is. The rules in force are printed at start.
             """)
 
     @Option(help: "The IP address to listen on.")
@@ -32,11 +41,23 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The data directory (one subdirectory per namespace).")
     var data = "./hearth-data"
 
-    @Option(help: "A rules file (JSON with comments) for every namespace.")
+    @Option(help: "A rules file (JSON with comments) for every namespace, reloaded when it changes.")
     var rules: String?
 
-    @Option(help: "The HS256 secret that signs users' tokens (default: unsigned tokens are accepted, as the emulator does).")
+    @Option(help: "The HS256 secret that signs users' tokens (without any keys, unsigned tokens are accepted, as the emulator does).")
     var authSecret: String?
+
+    @Option(help: "A file holding the HS256 secret (trailing newline ignored).")
+    var authSecretFile: String?
+
+    @Option(help: "Public keys for RS256/ES256 tokens: a JWKS file, a key id to PEM certificate map, or PEM.")
+    var authKeys: String?
+
+    @Option(help: "The admin's credential, at least 16 characters (default: \"owner\", as the emulator).")
+    var adminSecret: String?
+
+    @Option(help: "A file holding the admin secret (trailing newline ignored).")
+    var adminSecretFile: String?
 
     @Option(help: "The namespace of requests that name none.")
     var namespace = "default"
@@ -48,33 +69,75 @@ struct ServeCommand: ParsableCommand {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
         }
+        if authSecret != nil && authSecretFile != nil {
+            throw ValidationError("give --auth-secret or --auth-secret-file, not both")
+        }
+        if adminSecret != nil && adminSecretFile != nil {
+            throw ValidationError("give --admin-secret or --admin-secret-file, not both")
+        }
+    }
+
+    /// A secret from its option or its file (without the trailing newline).
+    private func secret(_ value: String?, file: String?, option: String) throws -> String? {
+        guard let file else { return value }
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            Output.error("\(Output.errorLabel)\(option): cannot read \(file)")
+            throw ExitCode.failure
+        }
+        return String(text.trimmingCharacters(in: .newlines))
     }
 
     func run() throws {
+        let authSecret = try secret(self.authSecret, file: authSecretFile, option: "--auth-secret-file")
+        let adminSecret = try secret(self.adminSecret, file: adminSecretFile, option: "--admin-secret-file")
         let server: HearthServer
         do {
             server = try HearthServer(.init(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
-                fsync: fsync, rulesFile: rules, authSecret: authSecret))
+                fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
+                adminSecret: adminSecret))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
         }
+        let hasKeys = authSecret != nil || authKeys != nil
         Output.line("hearth \(Database.sdkVersion()) listening on http://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
-        Output.line(rules.map { "rules: \($0)" }
-            ?? "rules: each namespace's own (default: read and write for everyone)")
+        Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(
             "rules are enforced on REST, on streams and on the realtime protocol; tokens: "
-                + (authSecret == nil
-                    ? "unsigned ones are accepted (no --auth-secret)"
-                    : "HS256 with the --auth-secret")
-                + "; Authorization: Bearer owner (realtime: gauth \"owner\") is the admin")
+                + (hasKeys
+                    ? [authSecret.map { _ in "HS256 with the auth secret" },
+                       authKeys.map { "RS256/ES256 with the keys in \($0)" }]
+                        .compactMap { $0 }.joined(separator: ", ")
+                    : "unsigned ones are accepted (no --auth-secret or --auth-keys)")
+                + "; the admin is "
+                + (adminSecret == nil
+                    ? "Authorization: Bearer owner (realtime: gauth \"owner\")"
+                    : "the --admin-secret (\"owner\" is not accepted)"))
         Output.line("stop with Ctrl-C")
 
         Interrupt.wait()
         server.stop()
         Output.line("stopped")
+    }
+}
+
+extension ServeCommand {
+    /// The default namespace's rules as the server now enforces them: the
+    /// --rules file, else the namespace's stored rules, else the default.
+    func rulesInForce(hasKeys: Bool) -> String {
+        if let rules {
+            let text = (try? String(contentsOfFile: rules, encoding: .utf8)) ?? ""
+            return "\(rules) (reloaded when it changes)\n" + text
+        }
+        let stored = data + "/" + namespace + "/rules.json"
+        if let text = try? String(contentsOfFile: stored, encoding: .utf8) {
+            return "\(stored) (replace with PUT /.settings/rules.json)\n" + text
+        }
+        return hasKeys
+            ? "the default with keys, locked: {\"rules\": {\".read\": false, \".write\": false}}"
+            : "the default without keys, open: {\"rules\": {\".read\": true, \".write\": true}}"
     }
 }
 

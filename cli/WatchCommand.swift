@@ -155,7 +155,7 @@ extension ServerStore {
     func streamRequest(path: String, query: [URLQueryItem]) -> URLRequest {
         var request = URLRequest(url: url(for: path, query: query))
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        request.setValue("Bearer owner", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer \(credential)", forHTTPHeaderField: "Authorization")
         request.timeoutInterval = 365 * 24 * 3600  // keep-alives come every 30 s
         return request
     }
@@ -183,6 +183,7 @@ struct ChildWatch {
             throw ExitCode.failure
         }
         defer { hearth_db_close(db) }
+        _ = hearth_db_set_auth_token(db, server.credential)
         let mask = UInt32(HEARTH_MASK_CHILD_ADDED | HEARTH_MASK_CHILD_REMOVED)
             | UInt32(HEARTH_MASK_CHILD_CHANGED | HEARTH_MASK_CHILD_MOVED)
         var handle: hearth_observer_t = 0
@@ -191,13 +192,29 @@ struct ChildWatch {
             Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, observed))")
             throw ExitCode.failure
         }
-        Interrupt.wait()  // until Ctrl-C
+        Interrupt.wait(orUntil: ChildWatch.canceled)  // until Ctrl-C, or the server ends it
+        if ChildWatch.cancelStatus != 0 {
+            let why = String(cString: hearth_strerror(ChildWatch.cancelStatus))
+            Output.error("\(Output.errorLabel)the server ended the listen: \(why)")
+            throw ExitCode.failure
+        }
     }
+
+    /// Signalled when the server refuses or revokes the listen.
+    private static let canceled = DispatchSemaphore(value: 0)
+    /// Why: written on the loop thread before `canceled` is signalled, read
+    /// after the wait.
+    nonisolated(unsafe) private static var cancelStatus: Int32 = 0
 
     /// One JSON line per event; the data is the core's own JSON text, so
     /// numbers and key order stay as the server has them.
     private static let onEvent: hearth_event_cb = { event, _ in
         guard let event = event?.pointee else { return }
+        if event.type == HEARTH_EVENT_CANCEL {
+            cancelStatus = event.status
+            canceled.signal()
+            return
+        }
         let names = ["child_added", "child_removed", "child_changed", "child_moved", "value"]
         let name = names[Int(event.type.rawValue)]
         let key = event.key.map { String(cString: $0) } ?? ""

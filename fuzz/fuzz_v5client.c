@@ -40,6 +40,14 @@ static void listen_at(hearth__remote *r, const char *where,
         hearth__free(reg);
 }
 
+static hearth__remote *client;
+
+/* A revoked or refused listen ends its registrations. */
+static void drop_now(void *ctx, hearth__reg *reg) {
+    (void)ctx;
+    hearth__remote_unobserve(client, reg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uv_loop_t loop;
     if (uv_loop_init(&loop))
@@ -47,8 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hearth__events_init(&events);
     hearth__remote_url url = {"127.0.0.1", 9, false, "fuzz"};
     hearth__remote *r;
-    if (hearth__remote_open(&loop, &url, &events, raise_now, NULL, &r))
+    hearth__remote_hooks hooks = {raise_now, drop_now, NULL, NULL};
+    if (hearth__remote_open(&loop, &url, &events, &hooks, &r))
         abort();
+    client = r;
     hearth__remote_set_online(r, false); /* frames come from the input */
     hearth_query_t *q;
     hearth_query_new(&q);

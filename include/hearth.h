@@ -487,7 +487,11 @@ typedef enum hearth_event_type {
     HEARTH_EVENT_CHILD_REMOVED = 1,
     HEARTH_EVENT_CHILD_CHANGED = 2,
     HEARTH_EVENT_CHILD_MOVED = 3,
-    HEARTH_EVENT_VALUE = 4
+    HEARTH_EVENT_VALUE = 4,
+    /* The observer ended: the server refused or revoked its listen (status
+     * HEARTH_EDENIED). Raised to every observer, whatever its mask, once;
+     * the observer is then removed (its ctx_free runs). */
+    HEARTH_EVENT_CANCEL = 5
 } hearth_event_type;
 
 /* Bit masks of event types for hearth_db_observe. */
@@ -502,13 +506,16 @@ typedef enum hearth_event_type {
  * `node` is the (query-filtered) value at `path` and key/prev_key are NULL.
  * For child events `node` is the child (its old value for child_removed),
  * `key` its key, and `prev_key` the key of the child before it in the
- * query's order (NULL when first; always NULL for child_removed). */
+ * query's order (NULL when first; always NULL for child_removed). For
+ * HEARTH_EVENT_CANCEL, `node`, `key` and `prev_key` are NULL and `status`
+ * says why (0 for every other type). */
 typedef struct hearth_event_s {
     hearth_event_type type;
     const char *path;
     const char *key;
     const char *prev_key;
     const hearth_node_t *node;
+    int status;
 } hearth_event_t;
 
 typedef void (*hearth_event_cb)(const hearth_event_t *event, void *ctx);
@@ -547,6 +554,27 @@ HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
  * get HEARTH_ECANCELED. A write already sent may still be applied by the
  * server. An embedded database has none (0). */
 HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
+
+/* Signs this client in: token (a JWT the server's keys verify; NULL signs
+ * out) is sent at once when connected, and first on every connection, so
+ * listens and writes are judged as its user. A token the server refuses
+ * is reported on stderr and the connection goes on unauthenticated; when
+ * the server revokes it (it expired), it is dropped and the provider, if
+ * any, is asked for a new one. HEARTH_EUNSUPPORTED for an embedded
+ * database. */
+HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *token);
+
+/* A token provider: cb(db, ctx) runs on the loop thread when set, on every
+ * new connection and when the server revokes the token; it must answer,
+ * at once or later and from any thread, with hearth_db_set_auth_token.
+ * Until it answers, a new connection sends nothing else (listens, writes
+ * and gets wait). NULL removes the provider. ctx_free(ctx) runs when the
+ * provider is replaced or the database closes. */
+typedef void (*hearth_auth_provider_cb)(hearth_db_t *db, void *ctx);
+HEARTH_EXTERN int hearth_db_set_auth_provider(hearth_db_t *db,
+                                              hearth_auth_provider_cb cb,
+                                              void *ctx,
+                                              hearth_free_cb ctx_free);
 
 /* onDisconnect: the server performs these when this client's connection
  * ends (also when its process dies). cb runs once the server has recorded
@@ -587,6 +615,18 @@ HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
 HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
                                      hearth_error_t *err);
 
+/* ---- Tokens ---- */
+
+/* Makes a user token (a JWT) for tests and tools: claims is a JSON object
+ * (NULL: {}); uid, when not NULL, becomes its "sub" (the rules'
+ * auth.uid); "iat" and "exp" (now + ttl_s, ttl_s > 0) are added unless
+ * claims has them. Signed with HS256 by secret, or unsigned (alg "none",
+ * what a server with no keys accepts) when secret is NULL. *out is freed
+ * with hearth_free. */
+HEARTH_EXTERN int hearth_token_create(const char *uid, const char *claims,
+                                      const char *secret, int64_t ttl_s,
+                                      char **out, hearth_error_t *err);
+
 /* ------------------------------------------------------------------------ */
 /* The server: REST and server-sent events over HTTP/1.1                    */
 
@@ -599,13 +639,24 @@ typedef struct hearth_server_config_s {
     const char *default_namespace; /* NULL: "default" */
     hearth_fsync_mode fsync_mode;
     /* A rules document (JSON with comments) for every namespace, replacing
-     * their stored rules; NULL keeps each namespace's own (default: read
-     * and write for all). The rules are enforced on REST and realtime
-     * requests; "Bearer owner" (realtime: gauth "owner") is the admin. */
+     * their stored rules, and watched: when the file changes it is read
+     * again, and a document that does not check is reported on stderr
+     * while the rules in force stay. NULL keeps each namespace's own; a
+     * new namespace starts open (read and write for all) when no keys are
+     * configured, and locked (nothing but the admin) when they are. The
+     * rules are enforced on REST, streams and the realtime protocol. */
     const char *rules_file;
-    /* The HS256 secret that signs users' tokens (JWT); NULL: unsigned
-     * tokens (alg "none") are accepted, as the emulator does. */
+    /* The HS256 secret that signs users' tokens (JWT). */
     const char *auth_secret;
+    /* A file of public keys for RS256 / ES256 tokens: a JWKS document, a
+     * map of key ids to PEM certificates, or PEM public keys or
+     * certificates. With neither keys nor a secret, unsigned tokens (alg
+     * "none") are accepted, as the emulator does. */
+    const char *auth_keys_file;
+    /* The admin's credential ("Authorization: Bearer SECRET", realtime
+     * auth/gauth with SECRET): the rules do not apply to it. NULL: "owner",
+     * as the emulator; when set, "owner" is an ordinary invalid token. */
+    const char *admin_secret;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

@@ -21,7 +21,7 @@ enum {
     GET_CONNECT_MS = 3000,    /* a get waits this long for a connection */
 };
 
-typedef enum { REQ_LISTEN, REQ_WRITE, REQ_GET, REQ_PLAIN } req_kind;
+typedef enum { REQ_LISTEN, REQ_WRITE, REQ_GET, REQ_AUTH, REQ_PLAIN } req_kind;
 
 /* A server listen for one view of the sync tree. */
 typedef struct listen_rec {
@@ -29,6 +29,7 @@ typedef struct listen_rec {
     char *path;            /* "/a/b" */
     hearth_query_t *query; /* NULL: default */
     int64_t tag;
+    bool sent;             /* on this connection */
     struct listen_rec *next;
 } listen_rec;
 
@@ -104,11 +105,14 @@ struct hearth__remote {
     hearth__remote_url url;
     char resource[256];
     hearth__sync sync;
-    void (*raise)(void *ctx);
-    void *raise_ctx;
+    hearth__remote_hooks hooks;
 
     hearth__wsc *ws;       /* NULL when not connected */
     bool connected;        /* hello received */
+    bool ready;            /* and the credential settled: requests may go */
+    char *auth_token;      /* sent first on every connection; NULL: none */
+    bool want_token;       /* ask the owner for one on every connection */
+    bool awaiting_token;   /* asked; nothing goes out until it answers */
     bool online;           /* wanted: goOnline / goOffline */
     bool closing;
     bool shut_down;        /* the server said stop */
@@ -210,7 +214,10 @@ int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
 
 /* ---- sending ---- */
 
-static void raise_events(hearth__remote *r) { r->raise(r->raise_ctx); }
+static void raise_events(hearth__remote *r) { r->hooks.raise(r->hooks.ctx); }
+
+static int status_code(const char *status);
+static bool same_path(const hearth__path *a, const hearth__path *b);
 
 static char *path_text(const hearth__path *p) {
     char buf[HEARTH_MAX_DEPTH * (HEARTH_MAX_KEY_BYTES + 1) + 64];
@@ -386,19 +393,69 @@ static json_t *listen_body(const listen_rec *l, bool with_hash) {
 }
 
 static void send_listen(hearth__remote *r, listen_rec *l) {
-    if (!r->connected || is_info(l->path))
+    if (!r->ready || l->sent || is_info(l->path))
         return;
     json_t *b = listen_body(l, true);
-    if (b)
-        send_request(r, "q", b, REQ_LISTEN, l);
+    if (b && !send_request(r, "q", b, REQ_LISTEN, l))
+        l->sent = true;
     json_decref(b);
+}
+
+static void listen_free(listen_rec *l);
+
+/* The server refused or revoked the listen of view v: each of its
+ * registrations gets a cancel event, then its owner drops it. The handles
+ * are taken first: a callback may remove observers itself. */
+static void cancel_view(hearth__remote *r, hearth__view *v, int status) {
+    size_t n = 0;
+    for (hearth__reg *g = v->regs; g; g = g->next)
+        n++;
+    hearth_observer_t *handles = hearth__malloc((n ? n : 1) * sizeof *handles);
+    if (!handles)
+        return;
+    size_t k = 0;
+    for (hearth__reg *g = v->regs; g; g = g->next)
+        if (!g->removed && !hearth__events_push_cancel(r->sync.events, g, status))
+            handles[k++] = g->handle;
+    raise_events(r);
+    for (size_t i = 0; i < k; i++) {
+        hearth__reg *g = hearth__listeners_find(&r->sync.listeners, handles[i]);
+        if (g && !g->removed)
+            r->hooks.drop(r->hooks.ctx, g);
+    }
+    hearth__free(handles);
+}
+
+/* The listen the server names by path and query (`c` carries no tag). */
+static listen_rec *find_listen(hearth__remote *r, const char *path,
+                               json_t *query) {
+    hearth__path want, have;
+    if (hearth__path_parse(path, 0, &want, NULL))
+        return NULL;
+    for (listen_rec *l = r->listens; l; l = l->next) {
+        if (hearth__path_parse(l->path, 0, &have, NULL) ||
+            !same_path(&want, &have))
+            continue;
+        json_t *body = listen_body(l, false);
+        json_t *mine = json_object_get(body, "q");
+        bool same = (!mine || json_object_size(mine) == 0)
+                        ? (!query || json_object_size(query) == 0)
+                        : query && json_equal(mine, query);
+        json_decref(body);
+        if (same)
+            return l;
+    }
+    return NULL;
 }
 
 static void listen_done(hearth__remote *r, listen_rec *l, const char *status) {
     hearth__path p;
     if (strcmp(status, "ok") != 0) {
         /* Refused (rules): the registrations end; nothing more arrives. */
-        fprintf(stderr, "hearth: listen at %s refused: %s\n", l->path, status);
+        if (logging)
+            fprintf(stderr, "hearth: listen at %s refused: %s\n", l->path,
+                    status);
+        cancel_view(r, l->view, status_code(status));
         return;
     }
     if (!hearth__path_parse(l->path, 0, &p, NULL))
@@ -427,7 +484,7 @@ int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
             hearth__sync_unlisten(&r->sync, reg, &gone);
             return HEARTH_ENOMEM;
         }
-        *l = (listen_rec){reg->view, text, copy, tag, r->listens};
+        *l = (listen_rec){reg->view, text, copy, tag, false, r->listens};
         r->listens = l;
         send_listen(r, l);
         if (is_info(text))
@@ -461,7 +518,7 @@ void hearth__remote_unobserve(hearth__remote *r, hearth__reg *reg) {
         listen_rec *l = *p;
         *p = l->next;
         drop_requests_for(r, l);
-        if (r->connected && !is_info(l->path)) {
+        if (r->ready && !is_info(l->path)) {
             json_t *b = listen_body(l, false);
             if (b)
                 send_request(r, "n", b, REQ_PLAIN, NULL);
@@ -484,7 +541,7 @@ static void write_free(write_rec *w) {
 }
 
 static void send_write(hearth__remote *r, write_rec *w) {
-    if (!r->connected || w->sent)
+    if (!r->ready || w->sent)
         return;
     if (send_request(r, w->action, w->body, REQ_WRITE, w) == 0)
         w->sent = true;
@@ -765,7 +822,7 @@ static void get_answered(hearth__remote *r, get_rec *g, int status,
 }
 
 static void send_get(hearth__remote *r, get_rec *g) {
-    if (r->connected && !g->sent &&
+    if (r->ready && !g->sent &&
         send_request(r, "g", g->body, REQ_GET, g) == 0)
         g->sent = true;
 }
@@ -788,7 +845,7 @@ static void on_get_timer(uv_timer_t *timer) {
 int hearth__remote_get(hearth__remote *r, const hearth__path *path,
                        const hearth_query_t *q, hearth__remote_get_done done,
                        void *arg) {
-    if (!r->connected) {
+    if (!r->ready) {
         /* Cached data answers at once; else wait a little for the line. */
         hearth_node_t *cached = hearth__remote_cached(r, path, q);
         if (cached || !r->online) {
@@ -1191,6 +1248,8 @@ static void on_push(hearth__remote *r, const char *action, json_t *b) {
     schedule_save(r);
 }
 
+static void auth_answered(const char *status, json_t *d);
+
 static void on_response(hearth__remote *r, int64_t n, json_t *b) {
     outreq *q = take_request(r, n);
     if (!q)
@@ -1208,14 +1267,40 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
     case REQ_GET:
         get_answered(r, q->item, status_code(s), json_object_get(b, "d"));
         break;
+    case REQ_AUTH:
+        auth_answered(s, json_object_get(b, "d"));
+        break;
     case REQ_PLAIN:
         break;
     }
     hearth__free(q);
 }
 
-/* The hello: the connection is usable. Restore listens, then writes and
- * gets in order. */
+static void send_auth(hearth__remote *r) {
+    json_t *b = r->auth_token ? json_pack("{s:s}", "cred", r->auth_token)
+                              : json_object();
+    if (b)
+        send_request(r, r->auth_token ? "auth" : "unauth", b, REQ_AUTH, NULL);
+    json_decref(b);
+}
+
+/* The credential is settled: send it, then the listens, writes and gets
+ * not yet sent on this connection, in order (the server handles them in
+ * that order, so they are judged as this user). */
+static void become_ready(hearth__remote *r) {
+    r->ready = true;
+    r->awaiting_token = false;
+    if (r->auth_token)
+        send_auth(r);
+    for (listen_rec *l = r->listens; l; l = l->next)
+        send_listen(r, l);
+    for (write_rec *w = r->writes; w; w = w->next)
+        send_write(r, w);
+    for (get_rec *g = r->gets; g; g = g->next)
+        send_get(r, g);
+}
+
+/* The hello: the connection is usable once the credential is known. */
 static void on_hello(hearth__remote *r, json_t *d) {
     json_t *ts = json_object_get(d, "ts");
     if (json_is_number(ts))
@@ -1225,12 +1310,69 @@ static void on_hello(hearth__remote *r, json_t *d) {
     r->next_r = 0;
     publish_info(r);
     raise_events(r);
-    for (listen_rec *l = r->listens; l; l = l->next)
-        send_listen(r, l);
-    for (write_rec *w = r->writes; w; w = w->next)
-        send_write(r, w);
-    for (get_rec *g = r->gets; g; g = g->next)
-        send_get(r, g);
+    if (r->want_token && r->hooks.token_wanted) {
+        r->awaiting_token = true;
+        r->hooks.token_wanted(r->hooks.ctx);
+    } else {
+        become_ready(r);
+    }
+}
+
+int hearth__remote_set_auth(hearth__remote *r, const char *token) {
+    char *copy = token ? hearth__strndup(token, strlen(token)) : NULL;
+    if (token && !copy)
+        return HEARTH_ENOMEM;
+    bool had = r->auth_token != NULL;
+    hearth__free(r->auth_token);
+    r->auth_token = copy;
+    if (r->awaiting_token)
+        become_ready(r);
+    else if (r->ready && (copy || had))
+        send_auth(r);
+    return 0;
+}
+
+void hearth__remote_wait_for_token(hearth__remote *r, bool wait) {
+    r->want_token = wait;
+    if (wait && r->ready && r->hooks.token_wanted) {
+        /* For this connection too: what comes next waits for the token. */
+        r->ready = false;
+        r->awaiting_token = true;
+        r->hooks.token_wanted(r->hooks.ctx);
+    } else if (!wait && r->awaiting_token) {
+        become_ready(r);
+    }
+}
+
+static void auth_answered(const char *status, json_t *d) {
+    if (!strcmp(status, "ok"))
+        return;
+    /* The server goes on with this connection unauthenticated. */
+    fprintf(stderr, "hearth: the server refused the auth token: %s%s%s\n",
+            status, json_is_string(d) ? ": " : "",
+            json_is_string(d) ? json_string_value(d) : "");
+}
+
+/* `ac`: the server no longer accepts the token (it expired). The
+ * connection goes on unauthenticated; a provider is asked for a new one. */
+static void on_auth_revoked(hearth__remote *r, json_t *b) {
+    const char *why = json_string_value(json_object_get(b, "s"));
+    fprintf(stderr, "hearth: the server revoked the auth token: %s\n",
+            why ? why : "(no reason)");
+    hearth__free(r->auth_token);
+    r->auth_token = NULL;
+    if (r->want_token && r->hooks.token_wanted)
+        r->hooks.token_wanted(r->hooks.ctx);
+}
+
+/* `c`: the server revoked a listen (the rules no longer allow it). */
+static void on_listen_revoked(hearth__remote *r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    json_t *q = json_object_get(b, "q");
+    listen_rec *l = path ? find_listen(r, path, json_is_object(q) ? q : NULL)
+                         : NULL;
+    if (l && !is_info(l->path))
+        cancel_view(r, l->view, HEARTH_EDENIED);
 }
 
 static void handle(hearth__remote *r, const char *text, size_t len) {
@@ -1255,6 +1397,10 @@ static void handle(hearth__remote *r, const char *text, size_t len) {
         const char *a = json_string_value(json_object_get(d, "a"));
         if (json_is_integer(rn) && json_is_object(b))
             on_response(r, json_integer_value(rn), b);
+        else if (a && json_is_object(b) && !strcmp(a, "c"))
+            on_listen_revoked(r, b);
+        else if (a && json_is_object(b) && !strcmp(a, "ac"))
+            on_auth_revoked(r, b);
         else if (a && json_is_object(b))
             on_push(r, a, b);
     }
@@ -1336,6 +1482,8 @@ static void schedule_retry(hearth__remote *r) {
 static void went_offline(hearth__remote *r) {
     bool was = r->connected;
     r->connected = false;
+    r->ready = false;
+    r->awaiting_token = false;
     r->pieces_left = 0;
     hearth__buf_free(&r->joined);
     hearth__buf_init(&r->joined);
@@ -1352,6 +1500,8 @@ static void went_offline(hearth__remote *r) {
     }
     for (write_rec *w = r->writes; w; w = w->next)
         w->sent = false;
+    for (listen_rec *l = r->listens; l; l = l->next)
+        l->sent = false;
     bool waiting = false;
     for (get_rec *g = r->gets; g; g = g->next) {
         g->sent = false;
@@ -1522,7 +1672,7 @@ int hearth__remote_use_disk(hearth__remote *r, hearth__disk *disk) {
 
 int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
                         hearth__event_queue *events,
-                        void (*raise_fn)(void *ctx), void *raise_ctx,
+                        const hearth__remote_hooks *hooks,
                         hearth__remote **out) {
     hearth__remote *r = hearth__calloc(1, sizeof *r);
     if (!r)
@@ -1536,8 +1686,7 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->url = *url;
     snprintf(r->resource, sizeof r->resource, "/.ws?v=5&ns=%s", url->ns);
     r->sync.events = events;
-    r->raise = raise_fn;
-    r->raise_ctx = raise_ctx;
+    r->hooks = *hooks;
     r->online = true;
     r->delay_ms = FIRST_DELAY_MS;
     hearth__buf_init(&r->joined);
@@ -1560,6 +1709,7 @@ static void on_timer_closed(uv_handle_t *h) {
         return;
     hearth__disk_close(r->disk);
     hearth__buf_free(&r->joined);
+    hearth__free(r->auth_token);
     hearth__free(r);
 }
 
@@ -1572,6 +1722,7 @@ void hearth__remote_close(hearth__remote *r) {
         r->ws = NULL;
     }
     r->connected = false;
+    r->ready = false;
     while (r->reqs) {
         outreq *q = r->reqs;
         r->reqs = q->next;

@@ -35,12 +35,33 @@ typedef struct hearth__remote_url {
 int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
                              hearth_error_t *err);
 
-/* Starts a client on loop; events are queued on `events` and raised by
- * calling raise(raise_ctx) (the owner's raising discipline). */
+/* What the client asks of its owner, each called with ctx on the loop. */
+typedef struct hearth__remote_hooks {
+    /* Raise the events queued on `events` (the owner's raising
+     * discipline). */
+    void (*raise)(void *ctx);
+    /* End a registration the server refused or revoked (its cancel event
+     * has been raised): remove it as the owner removes observers. */
+    void (*drop)(void *ctx, hearth__reg *reg);
+    /* A token is wanted (hearth__remote_wait_for_token): the owner asks its
+     * provider, which answers through hearth__remote_set_auth. */
+    void (*token_wanted)(void *ctx);
+    void *ctx;
+} hearth__remote_hooks;
+
+/* Starts a client on loop; events are queued on `events`. */
 int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
                         hearth__event_queue *events,
-                        void (*raise)(void *ctx), void *raise_ctx,
+                        const hearth__remote_hooks *hooks,
                         hearth__remote **out);
+
+/* The credential sent with `auth` (a JWT, or NULL for none): sent at once
+ * when connected (NULL sends `unauth`), and first on every connection. */
+int hearth__remote_set_auth(hearth__remote *r, const char *token);
+/* With wait on, every new connection asks for a token (token_wanted) and
+ * sends nothing else until hearth__remote_set_auth answers; a connection
+ * already up is asked at once. */
+void hearth__remote_wait_for_token(hearth__remote *r, bool wait);
 /* Keeps the client's pending writes and the server data of its views in
  * disk (taken over): the writes stored by an earlier run are laid over the
  * data again and queued to send, in order. Right after open. */

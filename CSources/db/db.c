@@ -33,6 +33,8 @@ typedef enum op_kind {
     OP_ONLINE,        /* remote: go online or offline (o->status) */
     OP_ON_DISCONNECT, /* remote: o->status is the kind */
     OP_PURGE,         /* remote: cancel unacknowledged writes */
+    OP_AUTH,          /* remote: the token to send (o->text, may be NULL) */
+    OP_AUTH_PROVIDER, /* remote: o->auth_provider, o->ctx, o->ctx_free */
 } op_kind;
 
 /* One path written by a write operation. */
@@ -68,6 +70,7 @@ typedef struct op {
      * result to report, the write's own status. */
     hearth_node_t *tx_snapshot;
     int status;
+    hearth_auth_provider_cb auth_provider;
 } op;
 
 struct hearth_db_s {
@@ -98,6 +101,10 @@ struct hearth_db_s {
     op *deferred, *deferred_tail;
     hearth__reg **doomed; /* removed while raising: freed after */
     size_t ndoomed, doomed_cap;
+    /* remote: asked for a token on every connection */
+    hearth_auth_provider_cb auth_provider;
+    void *auth_ctx;
+    hearth_free_cb auth_ctx_free;
 
     /* durable store (NULL in memory), loop-owned */
     hearth__store *store;
@@ -430,6 +437,25 @@ static void remote_raise(void *ctx) {
     raise_events(db);
 }
 
+static void remove_reg(hearth_db_t *db, hearth__reg *reg);
+
+static void remote_drop(void *ctx, hearth__reg *reg) { remove_reg(ctx, reg); }
+
+static void remote_token_wanted(void *ctx) {
+    hearth_db_t *db = ctx;
+    if (db->auth_provider)
+        db->auth_provider(db, db->auth_ctx);
+}
+
+static void set_auth_provider(hearth_db_t *db, hearth_auth_provider_cb cb,
+                              void *ctx, hearth_free_cb ctx_free) {
+    if (db->auth_ctx_free)
+        db->auth_ctx_free(db->auth_ctx);
+    db->auth_provider = cb;
+    db->auth_ctx = ctx;
+    db->auth_ctx_free = ctx_free;
+}
+
 /* Ends an operation kept while the server had it. */
 static void op_done(op *o) {
     if (o->ctx_free)
@@ -533,6 +559,15 @@ static bool run_remote_op(hearth_db_t *db, op *o) {
     case OP_PURGE:
         hearth__remote_purge(db->remote);
         break;
+    case OP_AUTH:
+        if (hearth__remote_set_auth(db->remote, o->text) && o->done)
+            o->done(HEARTH_ENOMEM, o->ctx);
+        break;
+    case OP_AUTH_PROVIDER:
+        set_auth_provider(db, o->auth_provider, o->ctx, o->ctx_free);
+        o->ctx_free = NULL; /* the database keeps ctx */
+        hearth__remote_wait_for_token(db->remote, o->auth_provider != NULL);
+        break;
     case OP_ON_DISCONNECT: {
         static const char *const actions[] = {"o", "om", "oc"};
         size_t n = o->nparts;
@@ -606,6 +641,8 @@ static void run_op(hearth_db_t *db, op *o) {
     case OP_ONLINE:
     case OP_ON_DISCONNECT:
     case OP_PURGE:
+    case OP_AUTH:
+    case OP_AUTH_PROVIDER:
         break; /* only queued for a client of a server */
     }
     if (keep)
@@ -899,9 +936,10 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     db->wake.data = db;
     uv_idle_init(db->loop, &db->commit_idle);
     db->commit_idle.data = db;
+    const hearth__remote_hooks hooks = {remote_raise, remote_drop,
+                                        remote_token_wanted, db};
     if (config && config->url &&
-        hearth__remote_open(db->loop, &url, &db->events, remote_raise, db,
-                            &db->remote))
+        hearth__remote_open(db->loop, &url, &db->events, &hooks, &db->remote))
         goto fail_thread;
     db->client = db->remote != NULL;
     if (disk) {
@@ -937,6 +975,7 @@ fail_loop:
 }
 
 static void free_db(hearth_db_t *db) {
+    set_auth_provider(db, NULL, NULL, NULL);
     hearth__store_close(db->store); /* commits and syncs what is left */
     hearth__events_clear(&db->events);
     hearth__listeners_destroy(&db->listeners); /* runs every ctx_free */
@@ -1460,6 +1499,36 @@ int hearth_db_purge_outstanding_writes(hearth_db_t *db) {
         return 0; /* embedded writes never wait for anyone */
     op *o = op_new(OP_PURGE);
     return o ? submit(db, o) : HEARTH_ENOMEM;
+}
+
+int hearth_db_set_auth_token(hearth_db_t *db, const char *token) {
+    if (!db)
+        return HEARTH_EINVAL;
+    if (!db->client)
+        return HEARTH_EUNSUPPORTED;
+    op *o = op_new(OP_AUTH);
+    if (!o)
+        return HEARTH_ENOMEM;
+    if (token && !(o->text = hearth__strndup(token, strlen(token)))) {
+        op_free(o);
+        return HEARTH_ENOMEM;
+    }
+    return submit(db, o);
+}
+
+int hearth_db_set_auth_provider(hearth_db_t *db, hearth_auth_provider_cb cb,
+                                void *ctx, hearth_free_cb ctx_free) {
+    if (!db)
+        return HEARTH_EINVAL;
+    if (!db->client)
+        return HEARTH_EUNSUPPORTED;
+    op *o = op_new(OP_AUTH_PROVIDER);
+    if (!o)
+        return HEARTH_ENOMEM;
+    o->auth_provider = cb;
+    o->ctx = ctx;
+    o->ctx_free = ctx_free;
+    return submit(db, o);
 }
 
 int hearth_db_set_online(hearth_db_t *db, bool online) {

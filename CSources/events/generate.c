@@ -47,7 +47,7 @@ static int push(hearth__event_queue *q, hearth__reg *reg, hearth_event_type type
     q->recs[q->n++] = (hearth__event_rec){
         reg, type, key ? hearth__key_incref((hearth__key *)key) : NULL,
         prev ? hearth__key_incref((hearth__key *)prev) : NULL,
-        hearth_node_incref(node)};
+        hearth_node_incref(node), 0};
     return 0;
 }
 
@@ -55,6 +55,14 @@ int hearth__events_push(hearth__event_queue *q, hearth__reg *reg,
                         hearth_event_type type, const hearth__key *key,
                         const hearth__key *prev, const hearth_node_t *node) {
     return push(q, reg, type, key, prev, node);
+}
+
+int hearth__events_push_cancel(hearth__event_queue *q, hearth__reg *reg,
+                               int status) {
+    int rc = push(q, reg, HEARTH_EVENT_CANCEL, NULL, NULL, NULL);
+    if (!rc)
+        q->recs[q->n - 1].status = status;
+    return rc;
 }
 
 void hearth__events_raise(hearth__event_queue *q) {
@@ -65,7 +73,8 @@ void hearth__events_raise(hearth__event_queue *q) {
         if (!r->reg->removed) {
             hearth_event_t ev = {r->type, r->reg->view->at->path,
                                  r->key ? r->key->s : NULL,
-                                 r->prev ? r->prev->s : NULL, r->node};
+                                 r->prev ? r->prev->s : NULL, r->node,
+                                 r->status};
             r->reg->cb(&ev, r->reg->ctx);
         }
     }

@@ -99,6 +99,7 @@ typedef struct hearth__event_rec {
     hearth__key *key;  /* child events */
     hearth__key *prev; /* previous sibling, or NULL */
     hearth_node_t *node;
+    int status;        /* HEARTH_EVENT_CANCEL: why */
 } hearth__event_rec;
 
 typedef struct hearth__event_queue {
@@ -125,6 +126,10 @@ int hearth__reg_initial_events(hearth__reg *reg, const hearth_node_t *full,
 int hearth__events_push(hearth__event_queue *q, hearth__reg *reg,
                         hearth_event_type type, const hearth__key *key,
                         const hearth__key *prev, const hearth_node_t *node);
+
+/* Queues the end of a registration (HEARTH_EVENT_CANCEL with status). */
+int hearth__events_push_cancel(hearth__event_queue *q, hearth__reg *reg,
+                               int status);
 
 /* Raises the queued events in order, skipping removed registrations, and
  * empties the queue. */

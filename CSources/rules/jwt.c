@@ -1,23 +1,22 @@
-/* jwt.c - verifying JSON Web Tokens and turning their claims into `auth`
- * (see jwt.h). */
+/* jwt.c - verifying JSON Web Tokens and turning their claims into `auth`,
+ * and signing test tokens (see jwt.h; public keys are in jwt_keys.c). */
 #include "rules/jwt.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { CLOCK_SKEW_S = 300 }; /* iat may be this far in the future */
 
-/* base64url without padding; NULL for bad input. */
-static unsigned char *b64url_decode(const char *s, size_t len, size_t *out_len) {
+bool hearth__jwt_b64url_decode(const char *s, size_t len, unsigned char *out,
+                               size_t *out_len) {
     if (len % 4 == 1)
-        return NULL;
-    unsigned char *out = hearth__malloc(len * 3 / 4 + 3);
-    if (!out)
-        return NULL;
+        return false;
     uint32_t acc = 0;
     int bits = 0;
     size_t n = 0;
@@ -29,10 +28,8 @@ static unsigned char *b64url_decode(const char *s, size_t len, size_t *out_len) 
                 : c == '-'             ? 62
                 : c == '_'             ? 63
                                        : -1;
-        if (v < 0) {
-            hearth__free(out);
-            return NULL;
-        }
+        if (v < 0)
+            return false;
         acc = (acc << 6) | (uint32_t)v;
         bits += 6;
         if (bits >= 8) {
@@ -40,7 +37,22 @@ static unsigned char *b64url_decode(const char *s, size_t len, size_t *out_len) 
             out[n++] = (unsigned char)(acc >> bits);
         }
     }
+    /* Leftover bits must be zero, so that each byte string has exactly one
+     * encoding (a signature cannot be varied into another valid token). */
+    if (acc & ((1u << bits) - 1))
+        return false;
     *out_len = n;
+    return true;
+}
+
+/* hearth__jwt_b64url_decode into a new buffer; NULL for bad input (or when
+ * out of memory, which then denies the token too). */
+static unsigned char *b64url_decode(const char *s, size_t len, size_t *out_len) {
+    unsigned char *out = hearth__malloc(len / 4 * 3 + 3);
+    if (out && !hearth__jwt_b64url_decode(s, len, out, out_len)) {
+        hearth__free(out);
+        return NULL;
+    }
     return out;
 }
 
@@ -62,29 +74,54 @@ static int bad(hearth_error_t *err, const char *why) {
     return hearth__error(err, HEARTH_EDENIED, NULL, "invalid token: %s", why);
 }
 
+static int check_hs256(const char *token, size_t signed_len,
+                       const unsigned char *sig, size_t sig_len,
+                       const hearth__jwt_keys *keys, hearth_error_t *err) {
+    /* Only the configured secret: never a public key's text, which anyone
+     * could use to forge an "HS256" token (algorithm confusion). */
+    if (!keys->hs256_secret)
+        return bad(err, "no HS256 key is configured");
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    bool ok = HMAC(EVP_sha256(), keys->hs256_secret, (int)keys->hs256_len,
+                   (const unsigned char *)token, signed_len, mac, &mac_len) &&
+              sig_len == mac_len && CRYPTO_memcmp(sig, mac, sig_len) == 0;
+    return ok ? 0 : bad(err, "the signature does not match");
+}
+
 static int check_signature(const char *token, size_t signed_len,
                            const char *sig, size_t sig_len,
-                           const hearth__jwt_keys *keys, const char *alg,
+                           const hearth__jwt_keys *keys, json_t *header,
                            hearth_error_t *err) {
+    const char *alg = json_string_value(json_object_get(header, "alg"));
+    /* Extensions the token says must be understood: none are. */
+    if (json_object_get(header, "crit"))
+        return bad(err, "unsupported critical header parameters (crit)");
     if (!strcmp(alg, "none")) {
         if (!keys->allow_unsigned)
             return bad(err, "unsigned tokens are not accepted");
         return sig_len == 0 ? 0 : bad(err, "an unsigned token has a signature");
     }
-    if (strcmp(alg, "HS256"))
-        return bad(err, "unsupported algorithm");
-    if (!keys->hs256_secret)
-        return bad(err, "no HS256 key is configured");
+    bool hs256 = !strcmp(alg, "HS256");
+    if (!hs256 && strcmp(alg, "RS256") && strcmp(alg, "ES256"))
+        return hearth__error(err, HEARTH_EDENIED, NULL,
+                             "invalid token: unsupported algorithm \"%.16s\"", alg);
+    json_t *kid = json_object_get(header, "kid");
+    if (kid && !json_is_string(kid))
+        return bad(err, "kid is not a string");
+    if (!hs256 && !keys->public_keys)
+        return hearth__error(err, HEARTH_EDENIED, NULL,
+                             "invalid token: no %s key is configured", alg);
     size_t n;
     unsigned char *given = b64url_decode(sig, sig_len, &n);
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mac_len = 0;
-    bool ok = given && HMAC(EVP_sha256(), keys->hs256_secret, (int)keys->hs256_len,
-                            (const unsigned char *)token, signed_len, mac,
-                            &mac_len) &&
-              n == mac_len && CRYPTO_memcmp(given, mac, n) == 0;
+    if (!given)
+        return bad(err, "the signature is not base64url");
+    int rc = hs256 ? check_hs256(token, signed_len, given, n, keys, err)
+                   : hearth__jwt_keyset_verify(keys->public_keys, alg,
+                                               json_string_value(kid), token,
+                                               signed_len, given, n, err);
     hearth__free(given);
-    return ok ? 0 : bad(err, "the signature does not match");
+    return rc;
 }
 
 static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
@@ -140,7 +177,7 @@ int hearth__jwt_verify(const char *token, size_t len,
         rc = bad(err, "a part is not base64url JSON");
     else
         rc = check_signature(token, (size_t)(dot2 - token), dot2 + 1,
-                             len - (size_t)(dot2 + 1 - token), keys, alg, err);
+                             len - (size_t)(dot2 + 1 - token), keys, header, err);
     if (!rc)
         rc = check_claims(claims, keys, now_ms, err);
     if (!rc)
@@ -148,4 +185,71 @@ int hearth__jwt_verify(const char *token, size_t len,
     json_decref(header);
     json_decref(claims);
     return rc;
+}
+
+/* ---- signing ---- */
+
+static void b64url_add(hearth__buf *b, const unsigned char *in, size_t len) {
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        acc = (acc << 8) | in[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            hearth__buf_addc(b, abc[(acc >> bits) & 63]);
+        }
+    }
+    if (bits)
+        hearth__buf_addc(b, abc[(acc << (6 - bits)) & 63]);
+}
+
+/* header.payload. with the signature of header.payload appended (HS256
+ * with secret; none when secret is NULL). */
+static int sign(const char *secret, size_t secret_len, const json_t *claims,
+                char **out, hearth_error_t *err) {
+    *out = NULL;
+    if (!json_is_object(claims))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "token claims must be a JSON object");
+    if (secret && (!secret_len || secret_len > INT_MAX))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "an HS256 secret of %zu bytes", secret_len);
+    const char *header = secret ? "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
+                                : "{\"alg\":\"none\",\"typ\":\"JWT\"}";
+    char *payload = json_dumps(claims, JSON_COMPACT);
+    if (!payload)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    b64url_add(&b, (const unsigned char *)header, strlen(header));
+    hearth__buf_addc(&b, '.');
+    b64url_add(&b, (const unsigned char *)payload, strlen(payload));
+    free(payload); /* jansson's allocation */
+    hearth__buf_addc(&b, '.');
+    if (secret && !b.failed) {
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned int mac_len = 0;
+        if (!HMAC(EVP_sha256(), secret, (int)secret_len,
+                  (const unsigned char *)b.data, b.len - 1, mac, &mac_len))
+            b.failed = true; /* only when OpenSSL cannot allocate */
+        b64url_add(&b, mac, mac_len);
+    }
+    *out = hearth__buf_detach(&b, NULL);
+    return *out ? 0 : hearth__error_code(err, HEARTH_ENOMEM);
+}
+
+int hearth__jwt_sign_hs256(const char *secret, size_t secret_len,
+                           const json_t *claims, char **out,
+                           hearth_error_t *err) {
+    if (!secret)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "no HS256 secret");
+    return sign(secret, secret_len, claims, out, err);
+}
+
+int hearth__jwt_sign_unsigned(const json_t *claims, char **out,
+                              hearth_error_t *err) {
+    return sign(NULL, 0, claims, out, err);
 }

@@ -5,23 +5,34 @@
 #include "rules/ruleset.h"
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <string.h>
 #include <strings.h>
+
+/* The admin's credential: the configured secret (compared in constant
+ * time), else "owner" as the emulator has it. */
+static bool is_admin_credential(const hearth__server *srv, const char *token) {
+    if (!srv->admin_secret)
+        return !strcmp(token, "owner");
+    size_t a = strlen(token), b = strlen(srv->admin_secret);
+    return a == b && CRYPTO_memcmp(token, srv->admin_secret, a) == 0;
+}
 
 bool hearth__principal_of_token(const hearth__server *srv, const char *token,
                                 hearth__principal *out, bool *expired,
                                 char *why, size_t why_size) {
     memset(out, 0, sizeof *out);
     *expired = false;
-    if (!strcmp(token, "owner")) {
+    if (is_admin_credential(srv, token)) {
         out->admin = true;
         return true;
     }
-    /* With a secret, tokens must be signed with it; else the emulator's
-     * unsigned tokens. */
+    /* With keys, tokens must be signed with one of them; else the
+     * emulator's unsigned tokens. */
     hearth__jwt_keys keys = {srv->auth_secret,
                              srv->auth_secret ? strlen(srv->auth_secret) : 0,
-                             !srv->auth_secret, NULL, NULL};
+                             !hearth__server_has_keys(srv), NULL, NULL,
+                             srv->public_keys};
     hearth_error_t err = {0};
     if (hearth__jwt_verify(token, strlen(token), &keys, (double)hearth_now_ms(),
                            &out->auth, &err)) {
@@ -29,6 +40,11 @@ bool hearth__principal_of_token(const hearth__server *srv, const char *token,
         *expired = strstr(err.message, "expired") != NULL;
         return false;
     }
+    /* Held streams and sessions end when the token does. */
+    const hearth_node_t *exp = NULL;
+    if (!hearth_node_get(out->auth, "token/exp", &exp, NULL) && exp &&
+        hearth_node_type(exp) == HEARTH_TYPE_NUMBER)
+        out->expires_ms = (int64_t)(hearth_node_number_value(exp) * 1000);
     return true;
 }
 
@@ -39,7 +55,7 @@ bool hearth__principal_of(const hearth__server *srv,
     memset(out, 0, sizeof *out);
     const char *header = hearth__http_get_header(req, "authorization");
     if (header && !strncasecmp(header, "Bearer ", 7)) {
-        if (!strcmp(header + 7, "owner"))
+        if (is_admin_credential(srv, header + 7))
             out->admin = true;
         else if (!token)
             token = header + 7;
@@ -68,6 +84,7 @@ bool hearth__principal_of(const hearth__server *srv,
 void hearth__principal_clear(hearth__principal *p) {
     hearth_node_decref(p->auth);
     p->auth = NULL;
+    p->expires_ms = 0;
 }
 
 bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,

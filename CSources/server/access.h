@@ -8,9 +8,16 @@
 #include "server/server.h"
 
 typedef struct hearth__principal {
-    bool admin;          /* "Bearer owner": the rules do not apply */
+    bool admin;          /* the admin credential: the rules do not apply */
     hearth_node_t *auth; /* the rules' auth, NULL when unauthenticated */
+    int64_t expires_ms;  /* the token's exp (Unix ms); 0: never */
 } hearth__principal;
+
+/* Whether a principal's token has expired at now_ms. */
+static inline bool hearth__principal_expired(const hearth__principal *p,
+                                             int64_t now_ms) {
+    return p->expires_ms > 0 && now_ms >= p->expires_ms;
+}
 
 /* From the Authorization header or the auth= / access_token= parameter,
  * and auth_variable_override (an admin evaluated as that user). false
@@ -19,8 +26,8 @@ bool hearth__principal_of(const hearth__server *srv,
                           const hearth__http_request *req, const char *token,
                           const char *override, hearth__principal *out,
                           char *why, size_t why_size);
-/* A token (realtime auth) as the server's principal: "owner" is the
- * admin. false with *why (and *expired) when it does not verify. */
+/* A token (realtime auth) as the server's principal: the admin
+ * credential ("owner", or the configured admin secret) is the admin. false with *why (and *expired) when it does not verify. */
 bool hearth__principal_of_token(const hearth__server *srv, const char *token,
                                 hearth__principal *out, bool *expired,
                                 char *why, size_t why_size);

@@ -749,26 +749,41 @@ static void unlink_session(session *s) {
     s->prev = s->next = NULL;
 }
 
-void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns) {
-    for (session *s = srv->sessions; s; s = s->next) {
-        if (s->ns != ns || !s->ws)
+/* Ends the session's listens it may no longer read: the client cancels
+ * its registrations there. */
+static void recheck_session(session *s) {
+    for (listen_t **p = &s->listens; *p;) {
+        listen_t *l = *p;
+        if (may_read(s, l->path, l->wire_query)) {
+            p = &l->next;
             continue;
-        for (listen_t **p = &s->listens; *p;) {
-            listen_t *l = *p;
-            if (may_read(s, l->path, l->wire_query)) {
-                p = &l->next;
-                continue;
-            }
-            /* Revoked: the client cancels its registrations there. */
-            json_t *body = json_pack("{s:s}", "p", l->path);
-            if (body && l->wire_query)
-                json_object_set(body, "q", l->wire_query);
-            if (body)
-                send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a",
-                                       "c", "b", body));
-            *p = l->next;
-            hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
         }
+        json_t *body = json_pack("{s:s}", "p", l->path);
+        if (body && l->wire_query)
+            json_object_set(body, "q", l->wire_query);
+        if (body)
+            send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a",
+                                   "c", "b", body));
+        *p = l->next;
+        hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
+    }
+}
+
+void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns) {
+    for (session *s = srv->sessions; s; s = s->next)
+        if (s->ns == ns && s->ws)
+            recheck_session(s);
+}
+
+void hearth__realtime_expire(hearth__server *srv, int64_t now_ms) {
+    for (session *s = srv->sessions; s; s = s->next) {
+        if (!s->ws || !hearth__principal_expired(&s->who, now_ms))
+            continue;
+        hearth__principal_clear(&s->who);
+        send_json(s, json_pack("{s:s,s:{s:s,s:{s:s,s:s}}}", "t", "d", "d", "a",
+                               "ac", "b", "s", "expired_token", "d",
+                               "Auth token is expired."));
+        recheck_session(s);
     }
 }
 

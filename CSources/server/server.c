@@ -1,6 +1,8 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 
+#include "rules/jwt.h"
+
 #include "query/index.h"
 #include "tree/json.h"
 
@@ -19,9 +21,21 @@
 /* Indexes per namespace: a rule under a $wildcard can ask for one per
  * matching location; past this, queries scan. */
 #define MAX_INDEXES 256
+/* How often expired tokens are looked for, and the rules file for changes
+ * (polled: an editor's save replaces the file, which a watch would lose). */
+#define EXPIRY_CHECK_MS 1000
+#define RULES_POLL_MS 1000
 
-static const char DEFAULT_RULES[] =
+/* A new namespace's rules: open as the emulator runs when tokens need no
+ * keys (development), locked as the service starts when they do. */
+static const char OPEN_RULES[] =
     "{\"rules\": {\".read\": true, \".write\": true}}";
+static const char LOCKED_RULES[] =
+    "{\"rules\": {\".read\": false, \".write\": false}}";
+
+bool hearth__server_has_keys(const hearth__server *srv) {
+    return srv->auth_secret || srv->public_keys;
+}
 
 /* ---- rules documents (stored beside each namespace's data) ---- */
 
@@ -157,9 +171,10 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
     size_t len;
     char *text = slurp(path, &len);
     json_t *doc = NULL;
+    const char *def = hearth__server_has_keys(srv) ? LOCKED_RULES : OPEN_RULES;
     int rc = text ? hearth__rules_parse(text, len, &doc, err)
-                  : hearth__rules_parse(DEFAULT_RULES, sizeof DEFAULT_RULES - 1,
-                                        &doc, err); /* none stored: default */
+                  : hearth__rules_parse(def, strlen(def), &doc,
+                                        err); /* none stored: default */
     hearth__free(text);
     return rc ? rc : hearth__ns_set_rules(ns, doc, err);
 }
@@ -234,6 +249,51 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
 
 static void on_keepalive(uv_timer_t *t) { hearth__sse_keepalive(t->data); }
 
+static void on_expiry(uv_timer_t *t) {
+    int64_t now = hearth_now_ms();
+    hearth__sse_expire(t->data, now);
+    hearth__realtime_expire(t->data, now);
+}
+
+/* The rules file changed: every namespace takes the new document, and
+ * what it no longer allows ends; a document that does not check leaves
+ * the rules in force. */
+static void on_rules_changed(uv_fs_poll_t *poll, int status,
+                             const uv_stat_t *prev, const uv_stat_t *now) {
+    (void)prev;
+    (void)now;
+    hearth__server *srv = poll->data;
+    if (status < 0) {
+        fprintf(stderr, "hearth: rules file %s: %s; the rules in force stay\n",
+                srv->rules_file, uv_strerror(status));
+        return;
+    }
+    size_t len;
+    char *text = slurp(srv->rules_file, &len);
+    json_t *doc = NULL;
+    hearth_error_t err;
+    int rc = text ? hearth__rules_parse(text, len, &doc, &err)
+                  : hearth__error(&err, HEARTH_EIO, NULL, "cannot read it: %s",
+                                  strerror(errno));
+    hearth__free(text);
+    if (rc) {
+        fprintf(stderr, "hearth: rules file %s not reloaded: %s; the rules in "
+                        "force stay\n", srv->rules_file, err.message);
+        return;
+    }
+    for (size_t i = 0; i < srv->nnamespaces; i++) {
+        hearth__namespace *ns = srv->namespaces[i];
+        if (hearth__ns_set_rules(ns, json_incref(doc), &err))
+            continue; /* not reached: checked by hearth__rules_parse */
+        hearth__ns_drop_indexes(ns);
+        hearth__sse_recheck(srv, ns);
+        hearth__realtime_recheck(srv, ns);
+    }
+    json_decref(srv->rules_override);
+    srv->rules_override = doc;
+    fprintf(stderr, "hearth: rules reloaded from %s\n", srv->rules_file);
+}
+
 static void on_http_closed(void *ctx) {
     hearth__server *srv = ctx;
     /* Every connection is gone: the writes they made are applied; closing
@@ -251,6 +311,9 @@ static void on_http_closed(void *ctx) {
     srv->nnamespaces = 0;
     uv_close((uv_handle_t *)&srv->stop, NULL);
     uv_close((uv_handle_t *)&srv->keepalive, NULL);
+    uv_close((uv_handle_t *)&srv->expiry, NULL);
+    if (srv->rules_file)
+        uv_close((uv_handle_t *)&srv->rules_poll, NULL);
 }
 
 static void on_stop(uv_async_t *a) {
@@ -259,6 +322,9 @@ static void on_stop(uv_async_t *a) {
         return;
     srv->stopping = true;
     uv_timer_stop(&srv->keepalive);
+    uv_timer_stop(&srv->expiry);
+    if (srv->rules_file)
+        uv_fs_poll_stop(&srv->rules_poll);
     hearth__sse_close_all(srv);
     hearth__http_close(srv->http, on_http_closed, srv);
 }
@@ -279,7 +345,10 @@ static void run(void *arg) {
 
 static void free_server(hearth__server *srv) {
     json_decref(srv->rules_override);
+    hearth__free(srv->rules_file);
     hearth__free(srv->auth_secret);
+    hearth__free(srv->admin_secret);
+    hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
@@ -319,11 +388,35 @@ int hearth_server_start(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
-    if (config->auth_secret &&
-        !(srv->auth_secret = hearth__strndup(config->auth_secret,
-                                             strlen(config->auth_secret)))) {
+    if ((config->auth_secret &&
+         !(srv->auth_secret = hearth__strndup(config->auth_secret,
+                                              strlen(config->auth_secret)))) ||
+        (config->admin_secret &&
+         !(srv->admin_secret = hearth__strndup(config->admin_secret,
+                                               strlen(config->admin_secret)))) ||
+        (config->rules_file &&
+         !(srv->rules_file = hearth__strndup(config->rules_file,
+                                             strlen(config->rules_file))))) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    if (config->auth_secret && !*config->auth_secret) {
+        free_server(srv);
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the auth secret must not be empty");
+    }
+    if (config->admin_secret && strlen(config->admin_secret) < 16) {
+        free_server(srv);
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the admin secret must be at least 16 characters");
+    }
+    if (config->auth_keys_file) {
+        int rc = hearth__jwt_keyset_load(config->auth_keys_file,
+                                         &srv->public_keys, err);
+        if (rc) {
+            free_server(srv);
+            return rc;
+        }
     }
     if (config->rules_file) {
         size_t len;
@@ -356,6 +449,15 @@ int hearth_server_start(const hearth_server_config_t *config,
     uv_timer_init(&srv->loop, &srv->keepalive);
     srv->keepalive.data = srv;
     uv_timer_start(&srv->keepalive, on_keepalive, KEEPALIVE_MS, KEEPALIVE_MS);
+    uv_timer_init(&srv->loop, &srv->expiry);
+    srv->expiry.data = srv;
+    uv_timer_start(&srv->expiry, on_expiry, EXPIRY_CHECK_MS, EXPIRY_CHECK_MS);
+    if (srv->rules_file) {
+        uv_fs_poll_init(&srv->loop, &srv->rules_poll);
+        srv->rules_poll.data = srv;
+        uv_fs_poll_start(&srv->rules_poll, on_rules_changed, srv->rules_file,
+                         RULES_POLL_MS);
+    }
     /* The default namespace opens before this returns, so a damaged data
      * directory is reported at start rather than on the first request. */
     uv_sem_init(&srv->started, 0);

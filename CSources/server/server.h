@@ -49,7 +49,12 @@ typedef struct hearth__server {
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
-    char *auth_secret;      /* HS256 for tokens, or NULL: unsigned ones */
+    char *rules_file;       /* watched for changes, or NULL */
+    uv_fs_poll_t rules_poll;
+    char *auth_secret;      /* HS256 for tokens, or NULL */
+    struct hearth__jwt_keyset *public_keys; /* RS256/ES256, or NULL */
+    char *admin_secret;     /* NULL: "owner" is the admin */
+    uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs while the array grows. */
     hearth__namespace **namespaces;
@@ -64,6 +69,9 @@ typedef struct hearth__server {
 } hearth__server;
 
 /* The namespace called name, opened (and created) on first use. */
+/* Whether tokens must be signed (a secret or public keys configured). */
+bool hearth__server_has_keys(const hearth__server *srv);
+
 /* Adopts a parsed rules document (taken over) and its compiled form. */
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
@@ -89,6 +97,11 @@ void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns);
 /* The same for realtime listens (realtime.c): they get a `c` push. */
 void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns);
 void hearth__sse_keepalive(hearth__server *srv);
+/* Streams and sessions whose token expired by now_ms: streams end with
+ * `auth_revoked`; sessions get `ac`, go on unauthenticated, and lose the
+ * listens that needed the token. */
+void hearth__sse_expire(hearth__server *srv, int64_t now_ms);
+void hearth__realtime_expire(hearth__server *srv, int64_t now_ms);
 void hearth__sse_close_all(hearth__server *srv);
 
 /* The index of child values at path, created when missing; NULL when the

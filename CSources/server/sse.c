@@ -198,6 +198,7 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     st->path = copy;
     st->who.admin = who->admin;
     st->who.auth = who->auth ? hearth_node_incref(who->auth) : NULL;
+    st->who.expires_ms = who->expires_ms;
     st->query_var = query_var ? hearth_node_incref(query_var) : NULL;
     st->json_flags = json_flags;
     st->filtered = !hearth__query_loads_all(query);
@@ -226,6 +227,16 @@ void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns) {
             continue;
         static const char why[] = "\"Permission denied\"";
         send_event(st, "cancel", why, sizeof why - 1);
+        hearth__http_stream_end(st->conn);
+    }
+}
+
+void hearth__sse_expire(hearth__server *srv, int64_t now_ms) {
+    for (hearth__stream *st = srv->streams; st; st = st->next) {
+        if (!st->conn || !hearth__principal_expired(&st->who, now_ms))
+            continue;
+        static const char why[] = "\"credential is no longer valid\"";
+        send_event(st, "auth_revoked", why, sizeof why - 1);
         hearth__http_stream_end(st->conn);
     }
 }

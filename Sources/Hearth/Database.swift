@@ -42,6 +42,13 @@ public final class Database: @unchecked Sendable {
         var cacheSize: UInt = 10 * 1024 * 1024
     }
     private let persistence = Locked(Persistence())
+    /// The credential to hand the C client when it opens.
+    private enum Credential {
+        case none
+        case token(String?)
+        case provider(@Sendable () async -> String?)
+    }
+    private let credential = Locked<Credential>(.none)
 
     /// The C database (`hearth_db_t *`), valid until deinit.
     var handle: OpaquePointer { open().handle }
@@ -216,6 +223,9 @@ public final class Database: @unchecked Sendable {
             }
             let made = Opened(handle: db, loopThread: Self.loopThread(of: db))
             opened = made
+            // Before any other call can reach the new database: the token
+            // goes out first on the first connection.
+            apply(credential.withLock { $0 }, to: db)
             return made
         }
     }
@@ -303,6 +313,56 @@ public final class Database: @unchecked Sendable {
     /// standard error (for debugging), as the SDK's logging does.
     public static func setLoggingEnabled(_ enabled: Bool) {
         hearth_set_logging(enabled)
+    }
+
+    // MARK: Authentication
+
+    /// Signs this client in with a token (a JWT the server verifies; `nil`
+    /// signs out). It is sent at once when connected and first on every
+    /// reconnection, so listens and writes are judged by the server's rules
+    /// as its user. The FirebaseDatabase SDK takes its token from
+    /// FirebaseAuth; Hearth takes it here. No effect on an embedded
+    /// database.
+    public func setAuthToken(_ token: String?) {
+        credential.withLock { $0 = .token(token) }
+        if let db = opened.withLock({ $0?.handle }) {
+            apply(.token(token), to: db)
+        }
+    }
+
+    /// Asks `provider` for a token on every connection (and when the server
+    /// revokes an expired one); nothing else is sent on a new connection
+    /// until it answers. Pass `nil` to stop asking. No effect on an
+    /// embedded database.
+    public func setAuthTokenProvider(_ provider: (@Sendable () async -> String?)?) {
+        let setting: Credential = provider.map { .provider($0) } ?? .none
+        credential.withLock { $0 = setting }
+        if let db = opened.withLock({ $0?.handle }) {
+            apply(setting, to: db)
+        }
+    }
+
+    /// The C side of the credential settings.
+    private func apply(_ setting: Credential, to db: OpaquePointer) {
+        switch setting {
+        case .none:
+            _ = hearth_db_set_auth_provider(db, nil, nil, nil)
+        case .token(let token):
+            _ = hearth_db_set_auth_provider(db, nil, nil, nil)
+            _ = hearth_db_set_auth_token(db, token)
+        case .provider(let provider):
+            let box = TokenProviderBox(database: self, provider: provider)
+            _ = hearth_db_set_auth_provider(
+                db, TokenProviderBox.ask, Unmanaged.passRetained(box).toOpaque(),
+                TokenProviderBox.release)
+        }
+    }
+
+    /// Hands a provider's answer to the C client, unless the database
+    /// went away meanwhile.
+    fileprivate func provided(_ token: String?) {
+        guard let db = opened.withLock({ $0?.handle }) else { return }
+        _ = hearth_db_set_auth_token(db, token)
     }
 
     // MARK: Connection
@@ -541,5 +601,32 @@ private final class ReadCompletion: Sendable {
     static let release: hearth_free_cb = { context in
         guard let context else { return }
         Unmanaged<ReadCompletion>.fromOpaque(context).release()
+    }
+}
+
+/// A token provider as the C client's context: asked on the loop thread,
+/// it answers from a task.
+private final class TokenProviderBox: @unchecked Sendable {
+    // @unchecked: `database` is set once, in init, and only read after.
+    private(set) weak var database: Database?
+    let provider: @Sendable () async -> String?
+
+    init(database: Database, provider: @escaping @Sendable () async -> String?) {
+        self.database = database
+        self.provider = provider
+    }
+
+    static let ask: hearth_auth_provider_cb = { _, context in
+        guard let context else { return }
+        let box = Unmanaged<TokenProviderBox>.fromOpaque(context).takeUnretainedValue()
+        Task {
+            let token = await box.provider()
+            box.database?.provided(token)
+        }
+    }
+
+    static let release: hearth_free_cb = { context in
+        guard let context else { return }
+        Unmanaged<TokenProviderBox>.fromOpaque(context).release()
     }
 }

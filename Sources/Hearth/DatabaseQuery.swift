@@ -167,7 +167,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     ) -> DatabaseHandle {
         let registration = ObserverRegistration(
             database: db, path: path, query: params, eventType: eventType, once: once,
-            delivery: delivery, block: block, ended: ended)
+            delivery: delivery, block: block, cancel: cancel, ended: ended)
         do {
             return try db.register(registration)
         } catch {

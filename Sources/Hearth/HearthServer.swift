@@ -35,17 +35,26 @@ public final class HearthServer: @unchecked Sendable {
         /// The namespace of requests that name none.
         public var defaultNamespace: String
         public var fsync: FsyncMode
-        /// A rules document for every namespace, or nil for their own.
+        /// A rules document for every namespace, read again when the file
+        /// changes; nil for their own (new ones start open without keys,
+        /// locked with keys).
         public var rulesFile: String?
-        /// The HS256 secret that signs users' tokens; nil accepts unsigned
-        /// tokens, as the emulator does.
+        /// The HS256 secret that signs users' tokens.
         public var authSecret: String?
+        /// A file of public keys (JWKS, key id to PEM certificate map, or
+        /// PEM) for RS256 / ES256 tokens. With neither keys nor a secret,
+        /// unsigned tokens are accepted, as the emulator does.
+        public var authKeysFile: String?
+        /// The admin's credential (at least 16 characters); nil: "owner",
+        /// as the emulator has it.
+        public var adminSecret: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
                     defaultNamespace: String = "default",
                     fsync: FsyncMode = .always, rulesFile: String? = nil,
-                    authSecret: String? = nil) {
+                    authSecret: String? = nil, authKeysFile: String? = nil,
+                    adminSecret: String? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -53,6 +62,8 @@ public final class HearthServer: @unchecked Sendable {
             self.fsync = fsync
             self.rulesFile = rulesFile
             self.authSecret = authSecret
+            self.authKeysFile = authKeysFile
+            self.adminSecret = adminSecret
         }
     }
 
@@ -70,30 +81,50 @@ public final class HearthServer: @unchecked Sendable {
         self.configuration = configuration
         var server: OpaquePointer?
         var err = hearth_error_t()
-        let status = configuration.host.withCString { host in
-            configuration.dataDirectory.withCString { dir in
-                configuration.defaultNamespace.withCString { ns in
-                    withOptionalCString(configuration.rulesFile) { rules in
-                        withOptionalCString(configuration.authSecret) { secret in
-                            var config = hearth_server_config_t()
-                            config.host = host
-                            config.port = Int32(configuration.port)
-                            config.data_dir = dir
-                            config.default_namespace = ns
-                            config.rules_file = rules
-                            config.auth_secret = secret
-                            config.fsync_mode = configuration.fsync.cValue
-                            return hearth_server_start(&config, &server, &err)
-                        }
-                    }
-                }
-            }
-        }
+        // C copies every string before hearth_server_start returns.
+        let strings = [
+            configuration.host, configuration.dataDirectory, configuration.defaultNamespace,
+            configuration.rulesFile, configuration.authSecret, configuration.authKeysFile,
+            configuration.adminSecret,
+        ].map { $0.map { strdup($0) } ?? nil }
+        defer { strings.forEach { free($0) } }
+        var config = hearth_server_config_t()
+        config.host = UnsafePointer(strings[0])
+        config.data_dir = UnsafePointer(strings[1])
+        config.default_namespace = UnsafePointer(strings[2])
+        config.rules_file = UnsafePointer(strings[3])
+        config.auth_secret = UnsafePointer(strings[4])
+        config.auth_keys_file = UnsafePointer(strings[5])
+        config.admin_secret = UnsafePointer(strings[6])
+        config.port = Int32(configuration.port)
+        config.fsync_mode = configuration.fsync.cValue
+        let status = hearth_server_start(&config, &server, &err)
         guard status == 0, let server else {
             throw HearthError(status: status, details: err)
         }
         handle = server
         port = Int(hearth_server_port(server))
+    }
+
+    /// A user token (a JWT) for this server's rules: `uid` becomes
+    /// `auth.uid`, `claims` become `auth.token.NAME`; it expires after
+    /// `lifetime` seconds. Signed with HS256 by `secret` (the server's
+    /// ``Configuration/authSecret``), or unsigned when nil, which only a
+    /// server without keys accepts.
+    public static func makeToken(
+        uid: String, claims: [String: any Sendable] = [:], secret: String?,
+        lifetime: TimeInterval = 3600
+    ) throws -> String {
+        let claimsText: String? =
+            claims.isEmpty
+            ? nil
+            : String(decoding: try JSONSerialization.data(withJSONObject: claims), as: UTF8.self)
+        var token: UnsafeMutablePointer<CChar>?
+        var err = hearth_error_t()
+        let status = hearth_token_create(uid, claimsText, secret, Int64(lifetime), &token, &err)
+        guard status == 0, let token else { throw HearthError(status: status, details: err) }
+        defer { hearth_free(token) }
+        return String(cString: token)
     }
 
     /// Stops accepting, finishes and acknowledges the writes in flight,
@@ -117,9 +148,4 @@ extension HearthServer.FsyncMode {
         case .off: HEARTH_FSYNC_OFF
         }
     }
-}
-
-private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-    guard let s else { return body(nil) }
-    return s.withCString { body($0) }
 }

@@ -36,13 +36,14 @@ final class ObserverRegistration: @unchecked Sendable {
     private let once: Bool
     private let delivery: Delivery
     private let block: (DataSnapshot, String?) -> Void
+    private let cancel: ((any Error) -> Void)?
     private let ended: (@Sendable () -> Void)?
     private let state = Locked(State())
 
     init(
         database: Database, path: String, query: QueryParams, eventType: DataEventType,
         once: Bool, delivery: Delivery, block: @escaping (DataSnapshot, String?) -> Void,
-        ended: (@Sendable () -> Void)? = nil
+        cancel: ((any Error) -> Void)? = nil, ended: (@Sendable () -> Void)? = nil
     ) {
         self.database = database
         self.path = path
@@ -51,6 +52,7 @@ final class ObserverRegistration: @unchecked Sendable {
         self.once = once
         self.delivery = delivery
         self.block = block
+        self.cancel = cancel
         self.ended = ended
     }
 
@@ -96,6 +98,10 @@ final class ObserverRegistration: @unchecked Sendable {
 
     /// Runs on the loop thread; `event` is borrowed for this call.
     private func receive(_ event: hearth_event_t) {
+        if event.type == HEARTH_EVENT_CANCEL {
+            canceled(HearthError(status: event.status).bridged)
+            return
+        }
         guard isActive, let database, let node = event.node else { return }
         let snapshot: DataSnapshot
         if let key = event.key, DataEventType(event.type) != .value {
@@ -118,6 +124,28 @@ final class ObserverRegistration: @unchecked Sendable {
             database.callbackQueue.async { [self] in
                 deliver(snapshot, previousKey)
             }
+        }
+    }
+
+    /// The server refused or revoked the listen: the registration ends
+    /// (C removes it next) and the cancel block, if any, gets the error.
+    private func canceled(_ error: any Error) {
+        let wasActive = state.withLock { state in
+            defer { state.active = false }
+            return state.active
+        }
+        guard wasActive else { return }
+        guard let cancel else {
+            Database.log("observing \(path) was canceled: \(error.localizedDescription)")
+            return
+        }
+        switch delivery {
+        case .direct:
+            cancel(error)
+        case .callbackQueue:
+            // @unchecked: the block is only called on the callback queue.
+            let cancel = UncheckedSendable(cancel)
+            database?.callbackQueue.async { cancel.value(error) }
         }
     }
 

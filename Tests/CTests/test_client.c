@@ -77,6 +77,7 @@ typedef struct watch {
     pthread_mutex_t lock;
     char last[256];   /* the last value, as JSON */
     int values;
+    int cancels, cancel_status;
     char log[2048];   /* "type key;" for each event */
 } watch;
 
@@ -88,7 +89,11 @@ static void watch_init(watch *w) {
 static void on_watch(const hearth_event_t *e, void *ctx) {
     watch *w = ctx;
     pthread_mutex_lock(&w->lock);
-    if (e->type == HEARTH_EVENT_VALUE) {
+    if (e->type == HEARTH_EVENT_CANCEL) {
+        w->cancels++;
+        w->cancel_status = e->status;
+        CHECK(e->node == NULL);
+    } else if (e->type == HEARTH_EVENT_VALUE) {
         char *j = hearth_node_to_json(e->node, 0, NULL);
         snprintf(w->last, sizeof w->last, "%s", j ? j : "?");
         hearth_free(j);
@@ -508,6 +513,234 @@ static void test_rest_reaches_listeners(void) {
     CHECK(wait_value(&w, "{\"item\":{\"from\":\"curl\"}}", 5000));
     hearth_db_close(a);
     finish_server(s);
+}
+
+/* ---- rules and tokens ---- */
+
+/* Sends one HTTP request; returns the status code. */
+static int http_request(int port, const char *method, const char *target,
+                        const char *headers, const char *body) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[2048];
+    int n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     method, target, headers, strlen(body), body);
+    CHECK(write(fd, req, (size_t)n) == n);
+    char buf[1024];
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    int status = 0;
+    if (got > 12) {
+        buf[got] = '\0';
+        sscanf(buf, "HTTP/1.1 %d", &status);
+    }
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+    return status;
+}
+
+static bool wait_cancels(watch *w, int want, int ms) {
+    for (int waited = 0;; waited += 5) {
+        pthread_mutex_lock(&w->lock);
+        int n = w->cancels;
+        pthread_mutex_unlock(&w->lock);
+        if (n >= want)
+            return true;
+        if (waited >= ms) {
+            fprintf(stderr, "  %d of %d cancels\n", n, want);
+            return false;
+        }
+        sleep_ms(5);
+    }
+}
+
+static char *make_token(const char *uid) {
+    char *token = NULL;
+    hearth_error_t err;
+    int rc = hearth_token_create(uid, NULL, "s3cret", 3600, &token, &err);
+    if (rc)
+        fprintf(stderr, "  token: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return token;
+}
+
+static const char *const private_rules =
+    "{\"rules\": {\"private\": {\"$uid\": {"
+    "\".read\": \"auth != null && auth.uid == $uid\","
+    "\".write\": \"auth != null && auth.uid == $uid\"}}}}";
+
+static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
+    strcpy(dir, "/tmp/hearth-client-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(rules_path, size, "%s.rules.json", dir);
+    FILE *f = fopen(rules_path, "w");
+    CHECK(f != NULL);
+    fputs(private_rules, f);
+    fclose(f);
+    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF,
+                                     .rules_file = rules_path,
+                                     .auth_secret = "s3cret"};
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    int rc = hearth_server_start(&config, &s, &err);
+    if (rc)
+        fprintf(stderr, "  server: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return s;
+}
+
+/* A listen the rules refuse ends with a cancel event; a token lets it
+ * through; a rules change revokes it (cancel again); a write the rules
+ * refuse completes with HEARTH_EDENIED. */
+static void test_tokens_and_cancelled_listens(void) {
+    char rules_path[128];
+    hearth_server_t *s = start_rules_server(rules_path, sizeof rules_path);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "auth");
+
+    watch refused;
+    watch_init(&refused);
+    observe(a, "/private/ada", NULL, &refused);
+    CHECK(wait_cancels(&refused, 1, 5000));
+    CHECK_INT(refused.cancel_status, HEARTH_EDENIED);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/private/ada", "{\"x\":1}", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.last_status, HEARTH_EDENIED);
+
+    char *ada = make_token("ada");
+    CHECK_INT(hearth_db_set_auth_token(a, ada), 0);
+    watch w;
+    watch_init(&w);
+    observe(a, "/private/ada", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    set_json(a, "/private/ada", "{\"x\":2}", &d);
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.last_status, 0);
+    CHECK(wait_value(&w, "{\"x\":2}", 5000));
+    /* Not bob's. */
+    set_json(a, "/private/bob", "1", &d);
+    CHECK(wait_count(&d, 3, 5000));
+    CHECK_INT(d.last_status, HEARTH_EDENIED);
+
+    /* The rules change under the live listen: it is revoked. */
+    CHECK_INT(http_request(port, "PUT", "/.settings/rules.json?ns=auth",
+                           "Authorization: Bearer owner\r\n",
+                           "{\"rules\": {\".read\": false, \".write\": false}}"),
+              200);
+    CHECK(wait_cancels(&w, 1, 5000));
+    CHECK_INT(w.cancel_status, HEARTH_EDENIED);
+    CHECK_INT(refused.cancels, 1); /* each observer ends once */
+
+    /* Signed out: unauth. */
+    CHECK_INT(hearth_db_set_auth_token(a, NULL), 0);
+    hearth_db_close(a);
+    hearth_free(ada);
+    finish_server(s);
+    unlink(rules_path);
+}
+
+/* A provider answers on every connection before anything else goes out. */
+typedef struct provider {
+    pthread_mutex_t lock;
+    int calls;
+    char *token;
+    bool freed;
+} provider;
+
+static void provide(hearth_db_t *db, void *ctx) {
+    provider *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    p->calls++;
+    pthread_mutex_unlock(&p->lock);
+    CHECK_INT(hearth_db_set_auth_token(db, p->token), 0);
+}
+
+static void provider_gone(void *ctx) { ((provider *)ctx)->freed = true; }
+
+static void test_token_provider(void) {
+    char rules_path[128];
+    hearth_server_t *s = start_rules_server(rules_path, sizeof rules_path);
+    int port = hearth_server_port(s);
+    hearth_db_t *b = client(port, "auth");
+    provider p = {PTHREAD_MUTEX_INITIALIZER, 0, make_token("bob"), false};
+    CHECK_INT(hearth_db_set_auth_provider(b, provide, &p, provider_gone), 0);
+    watch w;
+    watch_init(&w);
+    observe(b, "/private/bob", NULL, &w);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(b, "/private/bob", "\"hi\"", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.last_status, 0);
+    CHECK(wait_value(&w, "\"hi\"", 5000));
+    CHECK_INT(w.cancels, 0);
+    /* Reconnecting asks again. */
+    int before = p.calls;
+    CHECK_INT(hearth_db_set_online(b, false), 0);
+    CHECK_INT(hearth_db_set_online(b, true), 0);
+    set_json(b, "/private/bob", "\"again\"", &d);
+    CHECK(wait_count(&d, 2, 5000));
+    CHECK_INT(d.last_status, 0);
+    pthread_mutex_lock(&p.lock);
+    CHECK(p.calls > before);
+    pthread_mutex_unlock(&p.lock);
+    hearth_db_close(b);
+    CHECK(p.freed);
+    hearth_free(p.token);
+    finish_server(s);
+    unlink(rules_path);
+}
+
+/* A token that expires: the server sends `ac` and revokes the listens
+ * that needed it (a cancel event); the provider is asked again and later
+ * writes go out under the new token. */
+typedef struct expiring {
+    pthread_mutex_t lock;
+    int calls;
+} expiring;
+
+static void provide_expiring(hearth_db_t *db, void *ctx) {
+    expiring *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    int call = ++e->calls;
+    pthread_mutex_unlock(&e->lock);
+    char *token = NULL;
+    CHECK_INT(hearth_token_create("ada", NULL, "s3cret", call == 1 ? 2 : 3600,
+                                  &token, NULL),
+              0);
+    CHECK_INT(hearth_db_set_auth_token(db, token), 0);
+    hearth_free(token);
+}
+
+static void test_token_expiry(void) {
+    char rules_path[128];
+    hearth_server_t *s = start_rules_server(rules_path, sizeof rules_path);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "auth");
+    expiring e = {PTHREAD_MUTEX_INITIALIZER, 0};
+    CHECK_INT(hearth_db_set_auth_provider(a, provide_expiring, &e, NULL), 0);
+    watch w;
+    watch_init(&w);
+    observe(a, "/private/ada", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    CHECK(wait_cancels(&w, 1, 6000));
+    CHECK_INT(w.cancel_status, HEARTH_EDENIED);
+    pthread_mutex_lock(&e.lock);
+    CHECK(e.calls >= 2);
+    pthread_mutex_unlock(&e.lock);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/private/ada", "\"renewed\"", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.last_status, 0);
+    hearth_db_close(a);
+    finish_server(s);
+    unlink(rules_path);
 }
 
 /* ---- offline ---- */
@@ -1077,6 +1310,9 @@ const test_case client_tests[] = {
     {"client_cache_bounds", test_cache_bounds},
     {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
     {"client_logging", test_logging},
+    {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
+    {"client_token_provider", test_token_provider},
+    {"client_token_expiry", test_token_expiry},
     {"client_urls", test_urls},
     {NULL, NULL},
 };

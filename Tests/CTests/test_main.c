@@ -13,7 +13,7 @@ int test_failures;
 
 #define SUITES(X) X(common_tests) X(tree_tests) X(json_tests) X(query_tests) \
                   X(db_tests) X(store_tests) X(server_tests) \
-                  X(conformance_tests) X(ws_client_tests) X(syncpoint_tests) X(sync_random_tests) X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests) \
+                  X(conformance_tests) X(ws_client_tests) X(syncpoint_tests) X(sync_random_tests) X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests) X(jwt_key_tests) \
                   X(client_tests)
 
 #define DECLARE(s) extern const test_case s[] __attribute__((weak));

@@ -450,7 +450,7 @@ static void make_token(const char *payload, const char *secret, char *out) {
 
 static int verify(const char *token, bool allow_unsigned, char *why) {
     hearth__jwt_keys keys = {"s3cret", 6, allow_unsigned, "my-project",
-                             "https://issuer.example"};
+                             "https://issuer.example", NULL};
     hearth_node_t *auth = NULL;
     hearth_error_t err = {0};
     int rc = hearth__jwt_verify(token, strlen(token), &keys, 1.7e12, &auth, &err);

@@ -393,6 +393,142 @@ static void test_signed_tokens(void) {
     remove_tree(data_dir);
 }
 
+/* Reads from fd until `want` shows (or the connection ends, or ms pass);
+ * closed tells whether it ended. */
+static size_t read_until(int fd, char *buf, size_t size, size_t got,
+                         const char *want, int ms, bool *closed) {
+    *closed = false;
+    while (got < size - 1 && !memmem(buf, got, want, strlen(want))) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, ms) <= 0)
+            break;
+        ssize_t n = read(fd, buf + got, size - 1 - got);
+        if (n <= 0) {
+            *closed = true;
+            break;
+        }
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+/* A stream held with a token ends with auth_revoked when the token
+ * expires. */
+static void test_expired_token_ends_stream(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=expiry", OWNER,
+               "{\"rules\":{\".read\":\"auth != null\"}}", 200, NULL);
+    char *token = NULL;
+    CHECK_INT(hearth_token_create("ada", NULL, NULL, 2, &token, NULL), 0);
+    int fd = connect_to(port);
+    char get[1024];
+    snprintf(get, sizeof get,
+             "GET /.json?ns=expiry&auth=%s HTTP/1.1\r\nHost: x\r\n"
+             "Accept: text/event-stream\r\n\r\n",
+             token);
+    send_all(fd, get, strlen(get));
+    char buf[8192];
+    bool closed;
+    size_t got = read_until(fd, buf, sizeof buf, 0, "event: put", 5000, &closed);
+    CHECK(strstr(buf, "event: put") != NULL);
+    got = read_until(fd, buf, sizeof buf, got, "no longer valid", 4000, &closed);
+    CHECK(strstr(buf, "event: auth_revoked\ndata: \"credential is no longer valid\"") != NULL);
+    read_until(fd, buf, sizeof buf, got, "never", 3000, &closed);
+    CHECK(closed);
+    close(fd);
+    /* The token is refused from now on. */
+    char target[1024];
+    snprintf(target, sizeof target, "/.json?ns=expiry&auth=%s", token);
+    response r = request(port, "GET", target, NULL, NULL);
+    CHECK_INT(r.status, 401);
+    CHECK(r.body && strstr(r.body, "expired"));
+    free(r.body);
+    hearth_free(token);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+static void write_text(const char *path, const char *text) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, path), 0); /* as an editor saves */
+}
+
+/* --rules FILE is read again when it changes; a bad version is refused
+ * and the rules in force stay. */
+static void test_rules_file_reloads(void) {
+    strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
+    CHECK(mkdtemp(data_dir) != NULL);
+    char rules[1100];
+    snprintf(rules, sizeof rules, "%s.rules", data_dir);
+    write_text(rules, "{\"rules\": {\".read\": true, \".write\": true}}");
+    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF,
+                                     .rules_file = rules};
+    hearth_server_t *s = NULL;
+    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/a.json", NULL, "1", 200, "1");
+    write_text(rules, "// read-only now\n{\"rules\": {\".read\": true}}");
+    int status = 200;
+    for (int i = 0; i < 60 && status == 200; i++) {
+        usleep(100 * 1000);
+        response r = request(port, "PUT", "/a.json", NULL, "1");
+        status = r.status;
+        free(r.body);
+    }
+    CHECK_INT(status, 401);
+    /* A broken file changes nothing. */
+    write_text(rules, "{\"rules\": {\".read\": \"auth.uid ==\"}}");
+    usleep(2500 * 1000);
+    EXPECT_REQ(port, "GET", "/a.json", NULL, NULL, 200, "1");
+    EXPECT_REQ(port, "PUT", "/a.json", NULL, "3", 401, NULL);
+    stop(s);
+    unlink(rules);
+    remove_tree(data_dir);
+}
+
+/* With an admin secret, it (not "owner") bypasses the rules; with keys, a
+ * new namespace starts locked. */
+static void test_admin_secret_and_locked_default(void) {
+    strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
+    CHECK(mkdtemp(data_dir) != NULL);
+    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
+                                     .fsync_mode = HEARTH_FSYNC_OFF,
+                                     .auth_secret = "s3cret",
+                                     .admin_secret = "short"};
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_server_start(&config, &s, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "16 characters") != NULL);
+    config.admin_secret = "0123456789abcdef-admin";
+    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
+    int port = hearth_server_port(s);
+    char *ada = NULL;
+    CHECK_INT(hearth_token_create("ada", NULL, "s3cret", 3600, &ada, NULL), 0);
+    char target[1024];
+    snprintf(target, sizeof target, "/x.json?auth=%s", ada);
+    EXPECT_REQ(port, "GET", target, NULL, NULL, 401, NULL); /* locked */
+    EXPECT_REQ(port, "GET", "/x.json", OWNER, NULL, 401, NULL);
+    EXPECT_REQ(port, "PUT", "/x.json",
+               "Authorization: Bearer 0123456789abcdef-admin\r\n", "7", 200, "7");
+    EXPECT_REQ(port, "GET", "/.settings/rules.json",
+               "Authorization: Bearer 0123456789abcdef-admin\r\n", NULL, 200,
+               NULL);
+    EXPECT_REQ(port, "GET", "/.settings/rules.json", OWNER, NULL, 401, NULL);
+    hearth_free(ada);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 static void test_etags(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
@@ -628,6 +764,9 @@ const test_case server_tests[] = {
     {"server_rules_enforced_over_rest", test_rules_enforced_over_rest},
     {"server_rules_change_cancels_streams", test_rules_change_cancels_streams},
     {"server_signed_tokens", test_signed_tokens},
+    {"server_expired_token_ends_stream", test_expired_token_ends_stream},
+    {"server_rules_file_reloads", test_rules_file_reloads},
+    {"server_admin_secret_and_locked_default", test_admin_secret_and_locked_default},
     {"server_etags", test_etags},
     {"server_namespaces", test_namespaces},
     {"server_bad_http", test_bad_http},

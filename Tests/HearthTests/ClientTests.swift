@@ -231,4 +231,43 @@ struct ClientTests {
         restarted.stop()
         try? FileManager.default.removeItem(atPath: cache)
     }
+
+    /// The server's rules judge a client by the token it was given: a
+    /// refused listen reaches the cancel block as the SDK's permission
+    /// error, a token lets it through, a provider answers on connection.
+    @Test func authTokensAndRules() async throws {
+        let rulesFile = directory + ".rules.json"
+        try #"{"rules": {"private": {"$uid": {".read": "auth.uid == $uid", ".write": "auth.uid == $uid"}}}}"#            .write(toFile: rulesFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: rulesFile) }
+        let secured = try HearthServer(.init(
+            port: 0, dataDirectory: directory + "-auth", fsync: .off, rulesFile: rulesFile,
+            authSecret: "s3cret"))
+        defer { secured.stop() }
+        let database = Database(url: "http://127.0.0.1:\(secured.port)?ns=auth")
+        database.callbackQueue = DispatchQueue(label: "hearth.tests.auth")
+
+        let canceled = Recorder<NSError>()
+        database.reference(withPath: "private/ada").observe(
+            .value, with: { _ in }, withCancel: { error in canceled.append(error as NSError) })
+        let error = try await canceled.wait(for: 1)[0]
+        #expect(error.domain == "com.firebase" && error.code == 1)
+
+        database.setAuthToken(try HearthServer.makeToken(uid: "ada", secret: "s3cret"))
+        try await database.reference(withPath: "private/ada").setValue("mine")
+        #expect(try await database.reference(withPath: "private/ada").getData().value as? String == "mine")
+        await #expect(throws: (any Error).self) {
+            try await database.reference(withPath: "private/bob").setValue("not mine")
+        }
+
+        let other = Database(url: "http://127.0.0.1:\(secured.port)?ns=auth")
+        other.callbackQueue = DispatchQueue(label: "hearth.tests.auth.provider")
+        let asked = Recorder<Bool>()
+        other.setAuthTokenProvider {
+            asked.append(true)
+            return try? HearthServer.makeToken(uid: "bob", secret: "s3cret")
+        }
+        try await other.reference(withPath: "private/bob").setValue("bob's")
+        #expect(asked.all.count >= 1)
+        server.stop()
+    }
 }
