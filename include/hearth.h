@@ -388,6 +388,17 @@ typedef struct hearth_db_config_s {
      * pending writes have a bound of the same size, and a write past it
      * fails with HEARTH_ETOOBIG. */
     size_t cache_size;
+    /* Embedded only: a rules document (JSON with comments) that judges
+     * every call on this handle as the user `auth_variable` describes,
+     * as the Admin SDK's databaseAuthVariableOverride does: a write the
+     * rules refuse completes with HEARTH_EDENIED and changes nothing (no
+     * event), a read fails with HEARTH_EDENIED, an observer the rules do
+     * not let read gets a HEARTH_EVENT_CANCEL and ends. NULL: no rules,
+     * every call is allowed (the embedding program is the admin). */
+    const char *rules;
+    /* With rules: the rules' `auth` as JSON ({"uid": "ada", ...}); NULL or
+     * "null": unauthenticated. */
+    const char *auth_variable;
 } hearth_db_config_t;
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a

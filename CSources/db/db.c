@@ -10,6 +10,7 @@
  */
 #include "db/db.h"
 #include "events/listeners.h"
+#include "rules/ruleset.h"
 #include "store/store.h"
 #include "tree/json.h"
 
@@ -99,6 +100,9 @@ struct hearth_db_s {
     hearth__event_queue events;
     int raising;       /* > 0 while callbacks run */
     op *deferred, *deferred_tail;
+    /* embedded with rules: every call is judged as `auth` */
+    hearth__ruleset *rules;
+    hearth_node_t *auth;
     hearth__reg **doomed; /* removed while raising: freed after */
     size_t ndoomed, doomed_cap;
     /* remote: asked for a token on every connection */
@@ -278,6 +282,12 @@ static int apply_write(hearth_db_t *db, op *o) {
             rc = hearth__node_set_path(&root, &w->path, values[i], NULL);
         }
     }
+    if (!rc && db->rules) {
+        /* Judged against the data with the whole write applied. */
+        hearth__access a = {db->auth, (double)now, db->root, NULL};
+        if (!hearth__ruleset_can_write(db->rules, paths, o->nparts, root, &a))
+            rc = HEARTH_EDENIED;
+    }
     if (!rc && db->store)
         rc = hearth__store_append(db->store, paths, (const hearth_node_t *const *)values,
                                   o->nparts);
@@ -363,7 +373,32 @@ static const hearth_node_t *read_at(const hearth_node_t *root,
     return p->priority ? hearth__prio(n) : n;
 }
 
+static void remove_reg(hearth_db_t *db, hearth__reg *reg);
+
+/* Whether the rules (if any) let this handle read path with query. */
+static bool may_read(hearth_db_t *db, const hearth__path *path,
+                     const hearth_query_t *query) {
+    if (!db->rules)
+        return true;
+    hearth_node_t *query_var = NULL;
+    if (query && !hearth__query_is_default(query)) {
+        char *wire = hearth_query_to_json(query);
+        json_t *q = wire ? json_loads(wire, 0, NULL) : NULL;
+        hearth__free(wire);
+        query_var = hearth__rules_query_variable(q);
+        json_decref(q);
+    }
+    hearth__access a = {db->auth, (double)hearth_now_ms(), db->root, query_var};
+    bool ok = hearth__ruleset_can_read(db->rules, path, &a);
+    hearth_node_decref(query_var);
+    return ok;
+}
+
 static void run_get(hearth_db_t *db, op *o) {
+    if (!may_read(db, &o->path, o->query)) {
+        answer_get(o, HEARTH_EDENIED, NULL);
+        return;
+    }
     hearth_node_t *shown = NULL;
     int rc = hearth__query_view_node(o->query, read_at(db->root, &o->path),
                                      &shown);
@@ -379,6 +414,13 @@ static void run_observe(hearth_db_t *db, op *o) {
         if (reg->ctx_free)
             reg->ctx_free(reg->ctx);
         hearth__free(reg);
+        return;
+    }
+    if (!may_read(db, &o->path, o->query)) {
+        /* Refused: it hears why, then ends (as a server's refusal). */
+        hearth__events_push_cancel(&db->events, reg, HEARTH_EDENIED);
+        raise_events(db);
+        remove_reg(db, reg);
         return;
     }
     if (hearth__reg_initial_events(reg, node_at(db->root, &o->path),
@@ -436,8 +478,6 @@ static void remote_raise(void *ctx) {
                      hearth__remote_server_now(db->remote) - hearth_now_ms());
     raise_events(db);
 }
-
-static void remove_reg(hearth_db_t *db, hearth__reg *reg);
 
 static void remote_drop(void *ctx, hearth__reg *reg) { remove_reg(ctx, reg); }
 
@@ -860,6 +900,36 @@ static void loop_main(void *arg) {
     hearth__thread_cleanup();
 }
 
+/* The rules and the user an embedded handle is judged by. */
+static int open_rules(hearth_db_t *db, const hearth_db_config_t *config,
+                      hearth_error_t *err) {
+    if (!config->rules)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "auth_variable needs rules to judge it by");
+    json_t *doc = NULL;
+    int rc = hearth__rules_parse(config->rules, strlen(config->rules), &doc,
+                                 err);
+    if (!rc)
+        rc = hearth__ruleset_compile(doc, &db->rules, err);
+    json_decref(doc);
+    if (rc || !config->auth_variable)
+        return rc;
+    rc = hearth_node_from_json(config->auth_variable, (size_t)-1, 0, &db->auth,
+                               err);
+    if (rc)
+        return hearth__error(err, rc, NULL, "auth_variable: %s", err->message);
+    if (hearth_node_is_null(db->auth)) {
+        hearth_node_decref(db->auth);
+        db->auth = NULL;
+    }
+    return 0;
+}
+
+static void close_rules(hearth_db_t *db) {
+    hearth__ruleset_free(db->rules);
+    hearth_node_decref(db->auth);
+}
+
 int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
                    hearth_error_t *err) {
     if (!out)
@@ -875,9 +945,21 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
                              "a cache directory is for a database opened on "
                              "a URL (an embedded one keeps data_dir)");
     }
+    if (config && (config->rules || config->auth_variable)) {
+        rc = config->url ? hearth__error(err, HEARTH_EINVAL, NULL,
+                                         "rules are for an embedded database "
+                                         "(a server applies its own)")
+                         : open_rules(db, config, err);
+        if (rc) {
+            close_rules(db);
+            hearth__free(db);
+            return rc;
+        }
+    }
     hearth__disk *disk = NULL;
     if (config && config->url) {
         if (config->data_dir) {
+            close_rules(db);
             hearth__free(db);
             return hearth__error(err, HEARTH_EINVAL, NULL,
                                  "a database opened on a URL keeps no data "
@@ -888,6 +970,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
             rc = hearth__disk_open(config->cache_dir, config->url,
                                    config->cache_size, &disk, err);
         if (rc) {
+            close_rules(db);
             hearth__free(db);
             return rc;
         }
@@ -905,6 +988,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
                 "%llu bytes of a write torn by a crash\n",
                 config->data_dir, (unsigned long long)report.torn_bytes);
     if (rc) {
+        close_rules(db);
         hearth__free(db);
         return rc;
     }
@@ -916,6 +1000,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         hearth__disk_close(disk);
         hearth__store_close(db->store);
         hearth_node_decref(db->root);
+        close_rules(db);
         hearth__free(db);
         return hearth__error_code(err, rc);
     }
@@ -924,6 +1009,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         hearth__store_close(db->store);
         hearth__listeners_destroy(&db->listeners);
         hearth_node_decref(db->root);
+        close_rules(db);
         hearth__free(db);
         return hearth__error_code(err, HEARTH_ELOOP);
     }
@@ -970,12 +1056,14 @@ fail_loop:
     hearth__listeners_destroy(&db->listeners);
     hearth__store_close(db->store);
     hearth_node_decref(db->root);
+    close_rules(db);
     hearth__free(db);
     return hearth__error_code(err, HEARTH_ELOOP);
 }
 
 static void free_db(hearth_db_t *db) {
     set_auth_provider(db, NULL, NULL, NULL);
+    close_rules(db);
     hearth__store_close(db->store); /* commits and syncs what is left */
     hearth__events_clear(&db->events);
     hearth__listeners_destroy(&db->listeners); /* runs every ctx_free */
@@ -1389,8 +1477,10 @@ int hearth_db_get(hearth_db_t *db, const char *path,
                                         "from another thread to ask the "
                                         "server");
         }
-        rc = hearth__query_view_node(o->query, read_at(db->root, &o->path),
-                                     out);
+        rc = may_read(db, &o->path, o->query)
+                 ? hearth__query_view_node(o->query,
+                                           read_at(db->root, &o->path), out)
+                 : HEARTH_EDENIED;
         op_free(o);
         return rc ? hearth__error_code(err, rc) : 0;
     }

@@ -1,6 +1,7 @@
 /* document.c - reading a rules document: JSON with comments, a "rules"
  * object, and every rule compiling (so that a bad expression is refused
- * when the document is loaded, with the old rules still in force). */
+ * when the document is loaded, with the old rules still in force); and
+ * the read rules' `query` variable from a query's wire form. */
 #include "rules/ruleset.h"
 
 #include "tree/json.h"
@@ -75,3 +76,26 @@ int hearth_rules_check(const char *text, size_t len, hearth_error_t *err) {
     return rc;
 }
 
+
+/* Each field of the rules' query: the order, the bounds, the limits. */
+hearth_node_t *hearth__rules_query_variable(const json_t *q) {
+    const char *i = json_string_value(json_object_get(q, "i"));
+    json_t *sp = json_object_get(q, "sp"), *ep = json_object_get(q, "ep");
+    json_t *l = json_object_get(q, "l");
+    const char *vf = json_string_value(json_object_get(q, "vf"));
+    bool key = i && !strcmp(i, ".key"), value = i && !strcmp(i, ".value");
+    bool prio = i && !strcmp(i, ".priority");
+    json_t *v = json_pack(
+        "{s:b,s:b,s:b,s:o,s:O,s:O,s:O,s:O,s:O}", "orderByKey", key,
+        "orderByValue", value, "orderByPriority", prio, "orderByChild",
+        i && !key && !value && !prio ? json_string(i) : json_null(), "startAt",
+        sp ? sp : json_null(), "endAt", ep ? ep : json_null(), "equalTo",
+        sp && ep && json_equal(sp, ep) ? sp : json_null(), "limitToFirst",
+        l && (!vf || !strcmp(vf, "l")) ? l : json_null(), "limitToLast",
+        l && vf && !strcmp(vf, "r") ? l : json_null());
+    hearth_node_t *n = NULL;
+    if (!v || hearth_node_from_jansson(v, 0, &n, NULL))
+        n = NULL;
+    json_decref(v);
+    return n;
+}

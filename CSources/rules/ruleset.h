@@ -36,6 +36,10 @@ typedef struct hearth__access {
     const hearth_node_t *query; /* read rules' query variable, or NULL */
 } hearth__access;
 
+/* The read rules' `query` variable for a wire query object ({"i", "sp",
+ * "ep", "l", "vf"}; NULL: the default query). New reference or NULL. */
+hearth_node_t *hearth__rules_query_variable(const struct json_t *wire_q);
+
 bool hearth__ruleset_can_read(const hearth__ruleset *rs,
                               const hearth__path *path,
                               const hearth__access *a);

@@ -255,35 +255,12 @@ static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
 
 /* ---- the rules ---- */
 
-/* The read rules' `query` from a wire query object. */
-static hearth_node_t *query_variable(json_t *q) {
-    const char *i = json_string_value(json_object_get(q, "i"));
-    json_t *sp = json_object_get(q, "sp"), *ep = json_object_get(q, "ep");
-    json_t *l = json_object_get(q, "l");
-    const char *vf = json_string_value(json_object_get(q, "vf"));
-    bool key = i && !strcmp(i, ".key"), value = i && !strcmp(i, ".value");
-    bool prio = i && !strcmp(i, ".priority");
-    json_t *v = json_pack(
-        "{s:b,s:b,s:b,s:o,s:O,s:O,s:O,s:O,s:O}", "orderByKey", key,
-        "orderByValue", value, "orderByPriority", prio, "orderByChild",
-        i && !key && !value && !prio ? json_string(i) : json_null(), "startAt",
-        sp ? sp : json_null(), "endAt", ep ? ep : json_null(), "equalTo",
-        sp && ep && json_equal(sp, ep) ? sp : json_null(), "limitToFirst",
-        l && (!vf || !strcmp(vf, "l")) ? l : json_null(), "limitToLast",
-        l && vf && !strcmp(vf, "r") ? l : json_null());
-    hearth_node_t *n = NULL;
-    if (!v || hearth_node_from_jansson(v, 0, &n, NULL))
-        n = NULL;
-    json_decref(v);
-    return n;
-}
-
 /* Both checks pass what the operation itself refuses as malformed (a bad
  * path or value): the client then hears invalid_args, not a denial. */
 static bool may_read(session *s, const char *path, json_t *wire_q) {
     if (hearth_validate_path(path, NULL))
         return true;
-    hearth_node_t *q = s->who.admin ? NULL : query_variable(wire_q);
+    hearth_node_t *q = s->who.admin ? NULL : hearth__rules_query_variable(wire_q);
     bool ok = hearth__ns_may_read(s->ns, &s->who, path, q);
     hearth_node_decref(q);
     return ok;

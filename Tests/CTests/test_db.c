@@ -24,10 +24,13 @@ static const char *type_name(hearth_event_type t) {
 
 static void record(const hearth_event_t *ev, void *ctx) {
     event_log *log = ctx;
-    char *json = to_json(ev->node);
+    char *json = ev->node ? to_json(ev->node) : NULL;
     pthread_mutex_lock(&log->lock);
     if (log->n < 256) {
-        if (ev->type == HEARTH_EVENT_VALUE)
+        if (ev->type == HEARTH_EVENT_CANCEL)
+            snprintf(log->lines[log->n++], 512, "%s cancel %s", ev->path,
+                     hearth_err_name(ev->status));
+        else if (ev->type == HEARTH_EVENT_VALUE)
             snprintf(log->lines[log->n++], 512, "%s value %s", ev->path, json);
         else
             snprintf(log->lines[log->n++], 512, "%s %s %s prev=%s %s", ev->path,
@@ -647,7 +650,111 @@ static void test_close_cancels_and_rejects(void) {
     CHECK(strstr(err.message, "/proc/no/such") != NULL);
 }
 
+/* ---- rules on an embedded handle ---- */
+
+static const char *const embedded_rules =
+    "{\"rules\": {"
+    "  \"users\": {\"$uid\": {"
+    "    \".read\": \"auth != null && auth.uid == $uid\","
+    "    \".write\": \"auth != null && auth.uid == $uid\","
+    "    \"age\": {\".validate\": \"newData.isNumber() && newData.val() >= 0\"}}},"
+    "  \"feed\": {\".read\": \"query.limitToFirst <= 10\"}"
+    "}}";
+
+static void fx_open_as(fixture *f, const char *auth) {
+    uv_loop_init(&f->loop);
+    hearth_db_config_t config = {.loop = &f->loop, .rules = embedded_rules,
+                                 .auth_variable = auth};
+    hearth_error_t err;
+    int rc = hearth_db_open(&config, &f->db, &err);
+    if (rc)
+        fprintf(stderr, "  open: %s\n", err.message);
+    CHECK_INT(rc, 0);
+}
+
+static int set_status(hearth_db_t *db, const char *path, const char *json) {
+    hearth_node_t *v = node_from(json);
+    int status = 1;
+    CHECK_INT(hearth_db_set(db, path, v, write_status, &status, NULL, NULL), 0);
+    hearth_node_decref(v);
+    return status;
+}
+
+/* Every call is judged as the handle's user; a refused write changes
+ * nothing and raises nothing. */
+static void test_embedded_rules(void) {
+    fixture f;
+    fx_open_as(&f, "{\"uid\": \"ada\"}");
+    event_log *log = log_new();
+    observe(f.db, "users/ada", NULL, HEARTH_MASK_VALUE, log);
+    EXPECT(log, "/users/ada value null");
+    CHECK_INT(set_status(f.db, "users/ada", "{\"age\": 36}"), 0);
+    EXPECT(log, "/users/ada value {\"age\":36}");
+    /* Invalid, then someone else's: refused, nothing changes, no event. */
+    CHECK_INT(set_status(f.db, "users/ada/age", "-1"), HEARTH_EDENIED);
+    CHECK_INT(set_status(f.db, "users/bob", "1"), HEARTH_EDENIED);
+    const char *paths[] = {"ada/age", "bob/age"};
+    hearth_node_t *one = node_from("1");
+    const hearth_node_t *values[] = {one, one};
+    int status = 1;
+    CHECK_INT(hearth_db_update(f.db, "users", 2, paths, values, write_status,
+                               &status, NULL, NULL),
+              0);
+    CHECK_INT(status, HEARTH_EDENIED); /* all or nothing */
+    hearth_node_decref(one);
+    EXPECT_NONE(log);
+    check_value(f.db, "users/ada", "{\"age\":36}");
+    tx_result r = {0};
+    CHECK_INT(hearth_db_transaction(f.db, "users/bob/n", increment, tx_done, &r,
+                                    NULL, NULL),
+              0);
+    CHECK_INT(r.status, HEARTH_EDENIED);
+    CHECK(!r.committed);
+    /* Reads: another's location, and a query the read rule limits. */
+    hearth_node_t *n = NULL;
+    CHECK_INT(hearth_db_get(f.db, "users/bob", NULL, &n, NULL), HEARTH_EDENIED);
+    CHECK(n == NULL);
+    event_log *refused = log_new();
+    observe(f.db, "users/bob", NULL, HEARTH_MASK_ALL, refused);
+    EXPECT(refused, "/users/bob cancel HEARTH_EDENIED");
+    CHECK_INT(refused->freed, 1); /* ended */
+    hearth_query_t *q;
+    hearth_query_new(&q);
+    hearth_query_limit_to_first(q, 50, NULL);
+    CHECK_INT(hearth_db_get(f.db, "feed", q, &n, NULL), HEARTH_EDENIED);
+    hearth_query_free(q);
+    hearth_query_new(&q);
+    hearth_query_limit_to_first(q, 5, NULL);
+    CHECK_INT(hearth_db_get(f.db, "feed", q, &n, NULL), 0);
+    hearth_node_decref(n);
+    hearth_query_free(q);
+    fx_close(&f);
+    free(log);
+    free(refused);
+
+    /* Unauthenticated: nothing under users. */
+    fx_open_as(&f, NULL);
+    CHECK_INT(set_status(f.db, "users/ada/age", "1"), HEARTH_EDENIED);
+    fx_close(&f);
+
+    /* Bad configurations are refused at open. */
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    hearth_db_config_t bad = {.rules = "{\"rules\": {\".read\": \"auth.\"}}"};
+    CHECK(hearth_db_open(&bad, &db, &err) != 0 && strstr(err.message, ".read"));
+    bad = (hearth_db_config_t){.auth_variable = "{\"uid\":\"ada\"}"};
+    CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EINVAL);
+    bad = (hearth_db_config_t){.rules = embedded_rules, .auth_variable = "{uid"};
+    CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EJSON);
+    CHECK(strstr(err.message, "auth_variable") != NULL);
+    bad = (hearth_db_config_t){.rules = embedded_rules,
+                               .url = "http://127.0.0.1:9"};
+    CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EINVAL);
+    CHECK(db == NULL);
+}
+
 const test_case db_tests[] = {
+    {"db_embedded_rules", test_embedded_rules},
     {"db_set_get_remove", test_set_get_remove},
     {"db_update_multi_path", test_update_multi_path},
     {"db_push_ids_order", test_push_ids_order},

@@ -576,6 +576,28 @@ class Realtime(unittest.TestCase):
         self.assertEqual(self.recv(ws)["d"], {"r": 2, "b": {"s": "ok", "d": {}}})
         ws.close()
 
+    def test_expired_token_gets_ac(self):
+        owner = {"Authorization": "Bearer owner"}
+        url = self.server.url("/.settings/rules", "?ns=rtexpire")
+        status, _ = http("PUT", url, {"rules": {"users": {"$uid": {
+            ".read": "auth.uid == $uid"}}}}, owner)
+        self.assertEqual(status, 200)
+        token = subprocess.run([HEARTH, "token", "--uid", "ada", "--ttl", "2"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        ws = self.connect("rtexpire")
+        self.send(ws, 1, "auth", {"cred": token})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        self.send(ws, 2, "q", {"p": "/users/ada", "h": ""})
+        self.assertEqual(self.recv(ws)["d"]["a"], "d")
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        ws.settimeout(6)
+        self.assertEqual(self.recv(ws)["d"],
+                         {"a": "ac", "b": {"s": "expired_token", "d": "Auth token is expired."}})
+        self.assertEqual(self.recv(ws)["d"], {"a": "c", "b": {"p": "/users/ada"}})
+        self.send(ws, 3, "auth", {"cred": token})
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "expired_token")
+        ws.close()
+
     def test_ondisconnect_data_is_checked_when_queued(self):
         ws = self.connect()
         self.send(ws, 1, "o", {"p": "/od", "d": {"a.b": 1}})
