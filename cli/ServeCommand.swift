@@ -53,6 +53,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Public keys for RS256/ES256 tokens: a JWKS file, a key id to PEM certificate map, or PEM.")
     var authKeys: String?
 
+    @Option(help: "The audience a token must name (\"aud\"; Firebase ID tokens: the project id).")
+    var authAudience: String?
+
+    @Option(help: "The issuer a token must name (\"iss\").")
+    var authIssuer: String?
+
     @Option(help: "The admin's credential, at least 16 characters (default: \"owner\", as the emulator).")
     var adminSecret: String?
 
@@ -95,7 +101,7 @@ struct ServeCommand: ParsableCommand {
             server = try HearthServer(.init(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
                 fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
-                adminSecret: adminSecret))
+                authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure

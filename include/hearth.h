@@ -664,6 +664,11 @@ typedef struct hearth_server_config_s {
      * certificates. With neither keys nor a secret, unsigned tokens (alg
      * "none") are accepted, as the emulator does. */
     const char *auth_keys_file;
+    /* When set, a token's "aud" must be this (for Firebase ID tokens: the
+     * project id) and its "iss" that ("https://securetoken.google.com/"
+     * followed by the project id). NULL: any. */
+    const char *auth_audience;
+    const char *auth_issuer;
     /* The admin's credential ("Authorization: Bearer SECRET", realtime
      * auth/gauth with SECRET): the rules do not apply to it. NULL: "owner",
      * as the emulator; when set, "owner" is an ordinary invalid token. */

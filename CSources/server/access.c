@@ -31,8 +31,8 @@ bool hearth__principal_of_token(const hearth__server *srv, const char *token,
      * emulator's unsigned tokens. */
     hearth__jwt_keys keys = {srv->auth_secret,
                              srv->auth_secret ? strlen(srv->auth_secret) : 0,
-                             !hearth__server_has_keys(srv), NULL, NULL,
-                             srv->public_keys};
+                             !hearth__server_has_keys(srv), srv->auth_audience,
+                             srv->auth_issuer, srv->public_keys};
     hearth_error_t err = {0};
     if (hearth__jwt_verify(token, strlen(token), &keys, (double)hearth_now_ms(),
                            &out->auth, &err)) {

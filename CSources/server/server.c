@@ -348,6 +348,8 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->rules_file);
     hearth__free(srv->auth_secret);
     hearth__free(srv->admin_secret);
+    hearth__free(srv->auth_audience);
+    hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
     hearth__free(srv->data_dir);
@@ -396,7 +398,13 @@ int hearth_server_start(const hearth_server_config_t *config,
                                                strlen(config->admin_secret)))) ||
         (config->rules_file &&
          !(srv->rules_file = hearth__strndup(config->rules_file,
-                                             strlen(config->rules_file))))) {
+                                             strlen(config->rules_file)))) ||
+        (config->auth_audience &&
+         !(srv->auth_audience = hearth__strndup(config->auth_audience,
+                                                strlen(config->auth_audience)))) ||
+        (config->auth_issuer &&
+         !(srv->auth_issuer = hearth__strndup(config->auth_issuer,
+                                              strlen(config->auth_issuer))))) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }

@@ -53,6 +53,7 @@ typedef struct hearth__server {
     uv_fs_poll_t rules_poll;
     char *auth_secret;      /* HS256 for tokens, or NULL */
     struct hearth__jwt_keyset *public_keys; /* RS256/ES256, or NULL */
+    char *auth_audience, *auth_issuer; /* a token's aud / iss, or NULL */
     char *admin_secret;     /* NULL: "owner" is the admin */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep

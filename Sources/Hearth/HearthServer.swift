@@ -45,6 +45,10 @@ public final class HearthServer: @unchecked Sendable {
         /// PEM) for RS256 / ES256 tokens. With neither keys nor a secret,
         /// unsigned tokens are accepted, as the emulator does.
         public var authKeysFile: String?
+        /// When set, a token's `aud` must be this (Firebase ID tokens: the
+        /// project id), and its `iss` that.
+        public var authAudience: String?
+        public var authIssuer: String?
         /// The admin's credential (at least 16 characters); nil: "owner",
         /// as the emulator has it.
         public var adminSecret: String?
@@ -54,6 +58,7 @@ public final class HearthServer: @unchecked Sendable {
                     defaultNamespace: String = "default",
                     fsync: FsyncMode = .always, rulesFile: String? = nil,
                     authSecret: String? = nil, authKeysFile: String? = nil,
+                    authAudience: String? = nil, authIssuer: String? = nil,
                     adminSecret: String? = nil) {
             self.host = host
             self.port = port
@@ -63,6 +68,8 @@ public final class HearthServer: @unchecked Sendable {
             self.rulesFile = rulesFile
             self.authSecret = authSecret
             self.authKeysFile = authKeysFile
+            self.authAudience = authAudience
+            self.authIssuer = authIssuer
             self.adminSecret = adminSecret
         }
     }
@@ -85,7 +92,7 @@ public final class HearthServer: @unchecked Sendable {
         let strings = [
             configuration.host, configuration.dataDirectory, configuration.defaultNamespace,
             configuration.rulesFile, configuration.authSecret, configuration.authKeysFile,
-            configuration.adminSecret,
+            configuration.adminSecret, configuration.authAudience, configuration.authIssuer,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -96,6 +103,8 @@ public final class HearthServer: @unchecked Sendable {
         config.auth_secret = UnsafePointer(strings[4])
         config.auth_keys_file = UnsafePointer(strings[5])
         config.admin_secret = UnsafePointer(strings[6])
+        config.auth_audience = UnsafePointer(strings[7])
+        config.auth_issuer = UnsafePointer(strings[8])
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
         let status = hearth_server_start(&config, &server, &err)

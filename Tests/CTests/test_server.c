@@ -504,6 +504,7 @@ static void test_admin_secret_and_locked_default(void) {
     hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
                                      .fsync_mode = HEARTH_FSYNC_OFF,
                                      .auth_secret = "s3cret",
+                                     .auth_audience = "my-project",
                                      .admin_secret = "short"};
     hearth_server_t *s = NULL;
     hearth_error_t err;
@@ -512,11 +513,25 @@ static void test_admin_secret_and_locked_default(void) {
     config.admin_secret = "0123456789abcdef-admin";
     CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
     int port = hearth_server_port(s);
-    char *ada = NULL;
-    CHECK_INT(hearth_token_create("ada", NULL, "s3cret", 3600, &ada, NULL), 0);
+    char *ada = NULL, *elsewhere = NULL;
+    CHECK_INT(hearth_token_create("ada", "{\"aud\": \"my-project\"}", "s3cret",
+                                  3600, &ada, NULL),
+              0);
+    CHECK_INT(hearth_token_create("ada", "{\"aud\": \"other\"}", "s3cret", 3600,
+                                  &elsewhere, NULL),
+              0);
     char target[1024];
+    snprintf(target, sizeof target, "/x.json?auth=%s", elsewhere);
+    response wrong = request(port, "GET", target, NULL, NULL);
+    CHECK_INT(wrong.status, 401);
+    CHECK(wrong.body && strstr(wrong.body, "aud"));
+    free(wrong.body);
+    hearth_free(elsewhere);
     snprintf(target, sizeof target, "/x.json?auth=%s", ada);
-    EXPECT_REQ(port, "GET", target, NULL, NULL, 401, NULL); /* locked */
+    response locked = request(port, "GET", target, NULL, NULL);
+    CHECK_INT(locked.status, 401); /* a valid token, but locked by default */
+    CHECK(locked.body && strstr(locked.body, "Permission denied"));
+    free(locked.body);
     EXPECT_REQ(port, "GET", "/x.json", OWNER, NULL, 401, NULL);
     EXPECT_REQ(port, "PUT", "/x.json",
                "Authorization: Bearer 0123456789abcdef-admin\r\n", "7", 200, "7");
