@@ -1,7 +1,9 @@
 /* buf.c - a growable byte buffer that remembers allocation failure, so
- * writers can append without checking each call and check once at the end. */
+ * writers can append without checking each call and check once at the end;
+ * and reading a whole file into one. */
 #include "common/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,4 +82,27 @@ char *hearth__buf_detach(hearth__buf *b, size_t *len) {
         *len = b->len;
     hearth__buf_init(b);
     return data;
+}
+
+char *hearth__read_file(const char *path, size_t max, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    hearth__buf b;
+    hearth__buf_init(&b);
+    size_t got;
+    do {
+        if (!hearth__buf_reserve(&b, 4096))
+            break;
+        got = fread(b.data + b.len, 1, 4096, f);
+        b.len += got;
+    } while (got && b.len <= max);
+    int saved = b.failed ? ENOMEM : b.len > max ? EFBIG : ferror(f) ? EIO : 0;
+    fclose(f);
+    if (saved) {
+        hearth__buf_free(&b);
+        errno = saved;
+        return NULL;
+    }
+    return hearth__buf_detach(&b, len);
 }

@@ -70,6 +70,10 @@ void hearth__buf_printf(hearth__buf *b, const char *fmt, ...)
 /* Detaches the NUL-terminated contents (NULL if an allocation failed). */
 char *hearth__buf_detach(hearth__buf *b, size_t *len);
 
+/* A whole file, NUL-terminated (hearth__free it), or NULL with errno set
+ * (EFBIG past max bytes). */
+char *hearth__read_file(const char *path, size_t max, size_t *len);
+
 /* ---- misc ---- */
 
 /* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */

@@ -189,7 +189,8 @@ int hearth__jwt_verify(const char *token, size_t len,
 
 /* ---- signing ---- */
 
-static void b64url_add(hearth__buf *b, const unsigned char *in, size_t len) {
+void hearth__jwt_b64url_encode(hearth__buf *b, const unsigned char *in,
+                                size_t len) {
     static const char abc[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     uint32_t acc = 0;
@@ -224,9 +225,11 @@ static int sign(const char *secret, size_t secret_len, const json_t *claims,
         return hearth__error_code(err, HEARTH_ENOMEM);
     hearth__buf b;
     hearth__buf_init(&b);
-    b64url_add(&b, (const unsigned char *)header, strlen(header));
+    hearth__jwt_b64url_encode(&b, (const unsigned char *)header,
+                              strlen(header));
     hearth__buf_addc(&b, '.');
-    b64url_add(&b, (const unsigned char *)payload, strlen(payload));
+    hearth__jwt_b64url_encode(&b, (const unsigned char *)payload,
+                              strlen(payload));
     free(payload); /* jansson's allocation */
     hearth__buf_addc(&b, '.');
     if (secret && !b.failed) {
@@ -235,7 +238,7 @@ static int sign(const char *secret, size_t secret_len, const json_t *claims,
         if (!HMAC(EVP_sha256(), secret, (int)secret_len,
                   (const unsigned char *)b.data, b.len - 1, mac, &mac_len))
             b.failed = true; /* only when OpenSSL cannot allocate */
-        b64url_add(&b, mac, mac_len);
+        hearth__jwt_b64url_encode(&b, mac, mac_len);
     }
     *out = hearth__buf_detach(&b, NULL);
     return *out ? 0 : hearth__error_code(err, HEARTH_ENOMEM);

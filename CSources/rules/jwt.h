@@ -56,6 +56,10 @@ int hearth__jwt_sign_unsigned(const struct json_t *claims, char **out,
 
 /* ---- shared by jwt.c and jwt_keys.c ---- */
 
+/* Appends base64url without padding of len bytes to b (the test helpers
+ * use it to build tokens by hand). */
+void hearth__jwt_b64url_encode(hearth__buf *b, const unsigned char *in,
+                               size_t len);
 /* Decodes base64url without padding into out (room for len / 4 * 3 + 2
  * bytes); false for bad input. */
 bool hearth__jwt_b64url_decode(const char *s, size_t len, unsigned char *out,

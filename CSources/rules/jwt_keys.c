@@ -459,38 +459,11 @@ int hearth__jwt_keyset_parse(const char *text, size_t len,
     return 0;
 }
 
-/* The whole file (hearth__free it), or NULL with errno set. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    hearth__buf b;
-    hearth__buf_init(&b);
-    size_t got;
-    do {
-        if (!hearth__buf_reserve(&b, 4096)) {
-            errno = ENOMEM;
-            break;
-        }
-        got = fread(b.data + b.len, 1, 4096, f);
-        b.len += got;
-    } while (got && b.len <= MAX_TEXT);
-    bool ok = !b.failed && !ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (!ok) {
-        hearth__buf_free(&b);
-        errno = saved;
-        return NULL;
-    }
-    return hearth__buf_detach(&b, len);
-}
-
 int hearth__jwt_keyset_load(const char *file_path, hearth__jwt_keyset **out,
                             hearth_error_t *err) {
     *out = NULL;
     size_t len;
-    char *text = slurp(file_path, &len);
+    char *text = hearth__read_file(file_path, MAX_TEXT, &len);
     if (!text)
         return hearth__error(err, HEARTH_EIO, file_path,
                              "cannot read key file %s: %s", file_path,

@@ -25,6 +25,8 @@
  * (polled: an editor's save replaces the file, which a watch would lose). */
 #define EXPIRY_CHECK_MS 1000
 #define RULES_POLL_MS 1000
+/* A rules file is at most this big (the service's limit is 256 KB). */
+#define MAX_RULES_FILE (16u * 1024 * 1024)
 
 /* A new namespace's rules: open as the emulator runs when tokens need no
  * keys (development), locked as the service starts when they do. */
@@ -131,22 +133,6 @@ static bool valid_namespace(const char *name) {
     return true;
 }
 
-/* Reads a whole file; NULL when it cannot be read. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    hearth__buf b;
-    hearth__buf_init(&b);
-    char chunk[4096];
-    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;)
-        hearth__buf_add(&b, chunk, n);
-    fclose(f);
-    if (!b.data)
-        hearth__buf_add(&b, "", 0);
-    return hearth__buf_detach(&b, len);
-}
-
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err) {
     hearth__ruleset *rs;
@@ -169,7 +155,10 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
     char path[1024];
     snprintf(path, sizeof path, "%s/rules.json", ns->dir);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = hearth__read_file(path, MAX_RULES_FILE, &len);
+    if (!text && errno != ENOENT) /* stored but unreadable: never open up */
+        return hearth__error(err, HEARTH_EIO, path, "cannot read rules %s: %s",
+                             path, strerror(errno));
     json_t *doc = NULL;
     const char *def = hearth__server_has_keys(srv) ? LOCKED_RULES : OPEN_RULES;
     int rc = text ? hearth__rules_parse(text, len, &doc, err)
@@ -269,7 +258,7 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
         return;
     }
     size_t len;
-    char *text = slurp(srv->rules_file, &len);
+    char *text = hearth__read_file(srv->rules_file, MAX_RULES_FILE, &len);
     json_t *doc = NULL;
     hearth_error_t err;
     int rc = text ? hearth__rules_parse(text, len, &doc, &err)
@@ -428,7 +417,7 @@ int hearth_server_start(const hearth_server_config_t *config,
     }
     if (config->rules_file) {
         size_t len;
-        char *text = slurp(config->rules_file, &len);
+        char *text = hearth__read_file(config->rules_file, MAX_RULES_FILE, &len);
         int rc = text ? hearth__rules_parse(text, len, &srv->rules_override, err)
                       : hearth__error(err, HEARTH_EIO, config->rules_file,
                                       "cannot read rules file %s: %s",

@@ -60,6 +60,8 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
         CHECK_STR(j_, expected);                                               \
         free(j_);                                                              \
     } while (0)
+/* base64url without padding of len bytes into out (4/3 len + 1 bytes). */
+void b64url(const void *data, size_t len, char *out);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */

@@ -147,19 +147,25 @@ static void on_done(int status, void *ctx) {
     pthread_mutex_unlock(&d->lock);
 }
 
-static bool wait_count(done *d, int want, int ms) {
+/* Waits up to ms for *n (guarded by lock) to reach want. */
+static bool wait_at_least(pthread_mutex_t *lock, const int *n, int want, int ms,
+                          const char *what) {
     for (int waited = 0;; waited += 5) {
-        pthread_mutex_lock(&d->lock);
-        int n = d->count;
-        pthread_mutex_unlock(&d->lock);
-        if (n >= want)
+        pthread_mutex_lock(lock);
+        int now = *n;
+        pthread_mutex_unlock(lock);
+        if (now >= want)
             return true;
         if (waited >= ms) {
-            fprintf(stderr, "  %d of %d completions\n", n, want);
+            fprintf(stderr, "  %d of %d %s\n", now, want, what);
             return false;
         }
         sleep_ms(5);
     }
+}
+
+static bool wait_count(done *d, int want, int ms) {
+    return wait_at_least(&d->lock, &d->count, want, ms, "completions");
 }
 
 static void set_json(hearth_db_t *db, const char *path, const char *json,
@@ -545,18 +551,7 @@ static int http_request(int port, const char *method, const char *target,
 }
 
 static bool wait_cancels(watch *w, int want, int ms) {
-    for (int waited = 0;; waited += 5) {
-        pthread_mutex_lock(&w->lock);
-        int n = w->cancels;
-        pthread_mutex_unlock(&w->lock);
-        if (n >= want)
-            return true;
-        if (waited >= ms) {
-            fprintf(stderr, "  %d of %d cancels\n", n, want);
-            return false;
-        }
-        sleep_ms(5);
-    }
+    return wait_at_least(&w->lock, &w->cancels, want, ms, "cancels");
 }
 
 static char *make_token(const char *uid) {

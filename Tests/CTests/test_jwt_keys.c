@@ -71,25 +71,6 @@ static char *cert_of(EVP_PKEY *k) {
     return bio_text(bio);
 }
 
-static void b64url(const unsigned char *in, size_t len, char *out) {
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        acc = (acc << 8) | in[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out[o++] = abc[(acc >> bits) & 63];
-        }
-    }
-    if (bits)
-        out[o++] = abc[(acc << (6 - bits)) & 63];
-    out[o] = '\0';
-}
-
 /* The base64url big-endian bytes of a BIGNUM parameter of k, padded to
  * pad bytes (0: as short as possible). */
 static void b64_param(EVP_PKEY *k, const char *param, int pad, char *out) {

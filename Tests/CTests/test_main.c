@@ -2,6 +2,8 @@
  * limit; prints "N passed, M failed" last. `ctest NAME...` runs the tests
  * whose names contain one of the words. */
 #include "test.h"
+#include "common/internal.h"
+#include "rules/jwt.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -34,6 +36,15 @@ hearth_node_t *node_from(const char *json) {
 
 char *to_json(const hearth_node_t *n) {
     return hearth_node_to_json(n, HEARTH_JSON_EXPORT, NULL);
+}
+
+void b64url(const void *data, size_t len, char *out) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__jwt_b64url_encode(&b, data, len);
+    char *text = hearth__buf_detach(&b, NULL);
+    strcpy(out, text ? text : "");
+    free(text);
 }
 
 char *read_file(const char *path, size_t *len) {

@@ -412,25 +412,6 @@ const test_case ruleset_tests[] = {
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-static void b64url(const char *in, size_t len, char *out) {
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        acc = (acc << 8) | (unsigned char)in[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out[o++] = abc[(acc >> bits) & 63];
-        }
-    }
-    if (bits)
-        out[o++] = abc[(acc << (6 - bits)) & 63];
-    out[o] = '\0';
-}
-
 /* header.payload.signature, signed with secret (NULL: alg none). */
 static void make_token(const char *payload, const char *secret, char *out) {
     const char *header = secret ? "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
