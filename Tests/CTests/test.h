@@ -62,6 +62,13 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
     } while (0)
 /* base64url without padding of len bytes into out (4/3 len + 1 bytes). */
 void b64url(const void *data, size_t len, char *out);
+/* Token payloads every verifier must refuse, with a word its reason
+ * names; aud "my-project" and iss "https://issuer.example" are the good
+ * ones. Ends with {NULL, NULL}. */
+typedef struct {
+    const char *payload, *why;
+} claims_case;
+extern const claims_case refused_claims[];
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */

@@ -20,14 +20,19 @@
 
 static char dir[64];
 
-static hearth_server_t *start_server(int port) {
+static void make_server_dir(void) {
     if (!dir[0]) {
         strcpy(dir, "/tmp/hearth-client-XXXXXX");
         CHECK(mkdtemp(dir) != NULL);
     }
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = port,
-                                     .data_dir = dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF};
+}
+
+/* Starts a loopback server on dir with config's other settings. */
+static hearth_server_t *start_configured(hearth_server_config_t config) {
+    make_server_dir();
+    config.host = "127.0.0.1";
+    config.data_dir = dir;
+    config.fsync_mode = HEARTH_FSYNC_OFF;
     hearth_server_t *s = NULL;
     hearth_error_t err;
     int rc = hearth_server_start(&config, &s, &err);
@@ -35,6 +40,10 @@ static hearth_server_t *start_server(int port) {
         fprintf(stderr, "  server: %s\n", err.message);
     CHECK_INT(rc, 0);
     return s;
+}
+
+static hearth_server_t *start_server(int port) {
+    return start_configured((hearth_server_config_t){.port = port});
 }
 
 static void finish_server(hearth_server_t *s) {
@@ -489,40 +498,6 @@ static void test_contended_increments(void) {
 
 /* ---- REST and realtime share one order ---- */
 
-static void rest_put(int port, const char *path, const char *body) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "PUT %s.json?ns=rest HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                     "%zu\r\nConnection: close\r\n\r\n%s",
-                     path, strlen(body), body);
-    CHECK(write(fd, req, (size_t)n) == n);
-    char buf[1024];
-    while (read(fd, buf, sizeof buf) > 0) {
-    }
-    close(fd);
-}
-
-static void test_rest_reaches_listeners(void) {
-    hearth_server_t *s = start_server(0);
-    int port = hearth_server_port(s);
-    hearth_db_t *a = client(port, "rest");
-    watch w;
-    watch_init(&w);
-    observe(a, "/feed", NULL, &w);
-    CHECK(wait_value(&w, "null", 5000));
-    rest_put(port, "/feed/item", "{\"from\":\"curl\"}");
-    CHECK(wait_value(&w, "{\"item\":{\"from\":\"curl\"}}", 5000));
-    hearth_db_close(a);
-    finish_server(s);
-}
-
-/* ---- rules and tokens ---- */
-
 /* Sends one HTTP request; returns the status code. */
 static int http_request(int port, const char *method, const char *target,
                         const char *headers, const char *body) {
@@ -550,6 +525,24 @@ static int http_request(int port, const char *method, const char *target,
     return status;
 }
 
+static void test_rest_reaches_listeners(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "rest");
+    watch w;
+    watch_init(&w);
+    observe(a, "/feed", NULL, &w);
+    CHECK(wait_value(&w, "null", 5000));
+    CHECK_INT(http_request(port, "PUT", "/feed/item.json?ns=rest", "",
+                           "{\"from\":\"curl\"}"),
+              200);
+    CHECK(wait_value(&w, "{\"item\":{\"from\":\"curl\"}}", 5000));
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* ---- rules and tokens ---- */
+
 static bool wait_cancels(watch *w, int want, int ms) {
     return wait_at_least(&w->lock, &w->cancels, want, ms, "cancels");
 }
@@ -570,24 +563,14 @@ static const char *const private_rules =
     "\".write\": \"auth != null && auth.uid == $uid\"}}}}";
 
 static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
-    strcpy(dir, "/tmp/hearth-client-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL);
+    make_server_dir();
     snprintf(rules_path, size, "%s.rules.json", dir);
     FILE *f = fopen(rules_path, "w");
     CHECK(f != NULL);
     fputs(private_rules, f);
     fclose(f);
-    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF,
-                                     .rules_file = rules_path,
-                                     .auth_secret = "s3cret"};
-    hearth_server_t *s = NULL;
-    hearth_error_t err;
-    int rc = hearth_server_start(&config, &s, &err);
-    if (rc)
-        fprintf(stderr, "  server: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return s;
+    return start_configured((hearth_server_config_t){
+        .rules_file = rules_path, .auth_secret = "s3cret"});
 }
 
 /* A listen the rules refuse ends with a cancel event; a token lets it
@@ -875,9 +858,6 @@ static int server_child(const char *arg) {
         pause();
 }
 
-/* A helper process (see test.h): "server:PORT:DIR" serves; "client:URL"
- * marks itself online with an onDisconnect that marks it offline, says
- * "ready", and waits to be killed. */
 /* In a helper process: a client with a cache, offline (nothing listens
  * on its port), makes two writes, waits until they are stored (the loop
  * has run them), says "ready" and waits to be killed. */
@@ -906,6 +886,10 @@ static int cached_writer_child(const char *arg) {
         pause();
 }
 
+/* A helper process (see test.h): "server:PORT:DIR" serves;
+ * "cachewriter:..." writes while offline; "client:URL" marks itself online
+ * with an onDisconnect that marks it offline, says "ready", and waits to be
+ * killed. */
 int test_child_main(const char *arg) {
     if (!strncmp(arg, "server:", 7))
         return server_child(arg + 7);

@@ -466,20 +466,9 @@ static void test_claims_checked_for_rs256(void) {
     EVP_PKEY *rsa = new_key("RSA");
     char *pem = pem_of(rsa), *t;
     hearth__jwt_keyset *set = parse_ok(pem);
-    static const struct {
-        const char *payload, *why;
-    } refused[] = {
-        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
-         "\"exp\":1600000000}", "expired"},
-        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
-         "\"nbf\":1900000000}", "nbf"},
-        {"{\"sub\":\"ada\",\"aud\":\"other\",\"iss\":\"https://issuer.example\"}", "audience"},
-        {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"x\"}", "issuer"},
-        {"{\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}", "uid"},
-    };
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        EXPECT_REFUSED(set, t = sign_token(rsa, "RS256", NULL, refused[i].payload, SIG_JWS),
-                       refused[i].why);
+    for (size_t i = 0; refused_claims[i].payload; i++) {
+        EXPECT_REFUSED(set, t = sign_token(rsa, "RS256", NULL, refused_claims[i].payload, SIG_JWS),
+                       refused_claims[i].why);
         free(t);
     }
     EXPECT_ACCEPTED(set, t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));

@@ -47,6 +47,20 @@ void b64url(const void *data, size_t len, char *out) {
     free(text);
 }
 
+const claims_case refused_claims[] = {
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+     "\"exp\":1600000000}", "expired"},
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+     "\"nbf\":1900000000}", "nbf"},
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
+     "\"iat\":1900000000}", "iat"},
+    {"{\"sub\":\"ada\",\"aud\":\"other\",\"iss\":\"https://issuer.example\"}",
+     "audience"},
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"x\"}", "issuer"},
+    {"{\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}", "uid"},
+    {NULL, NULL},
+};
+
 char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f)
