@@ -49,6 +49,8 @@ public final class Database: @unchecked Sendable {
         case provider(@Sendable () async -> String?)
     }
     private let credential = Locked<Credential>(.none)
+    /// Embedded only: the rules document and the `auth` (JSON) it judges by.
+    private let embeddedRules = Locked<(document: String, auth: String?)?>(nil)
 
     /// The C database (`hearth_db_t *`), valid until deinit.
     var handle: OpaquePointer { open().handle }
@@ -153,6 +155,46 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Judges every call on this embedded instance (`"memory:..."` or
+    /// `"file://..."`) by a rules document, the JSON with comments that
+    /// `hearth serve --rules` takes, as the user `auth` describes
+    /// (`["uid": "ada"]`; nil: unauthenticated), as the Admin SDK's
+    /// `databaseAuthVariableOverride` does. A write the rules refuse fails
+    /// with the SDK's permission error (`NSError`, domain `com.firebase`,
+    /// code 1) and changes nothing (no event fires), a refused read fails
+    /// the same way, and an observer the rules do not let read gets it in
+    /// its cancel block. A server's instances
+    /// follow the server's rules instead. Set it before the database is
+    /// first used; throws naming what is wrong in the document.
+    public func useRules(_ document: String, auth: [String: Any]? = nil) throws(HearthError) {
+        precondition(
+            opened.withLock { $0 == nil },
+            "Hearth: useRules(_:auth:) must be called before the database is used")
+        precondition(
+            !Self.networkSchemes.contains(where: { url.hasPrefix($0) })
+                && emulator.withLock({ $0 }) == nil,
+            "Hearth: useRules(_:auth:) is for embedded databases; a server applies its own rules")
+        var details = hearth_error_t()
+        let utf8 = Array(document.utf8)
+        let status = utf8.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) {
+                hearth_rules_check($0.baseAddress, $0.count, &details)
+            }
+        }
+        if status != 0 { throw HearthError(status: status, details: details) }
+        var authJSON: String?
+        if let auth {
+            guard JSONSerialization.isValidJSONObject(auth),
+                let data = try? JSONSerialization.data(withJSONObject: auth)
+            else {
+                throw HearthError(
+                    code: .invalidValue, message: "auth must be a JSON object of plain values")
+            }
+            authJSON = String(decoding: data, as: UTF8.self)
+        }
+        embeddedRules.withLock { $0 = (document, authJSON) }
+    }
+
     /// Where persistence keeps its files.
     static var cacheDirectory: String {
         if let dir = ProcessInfo.processInfo.environment["HEARTH_CACHE_DIR"] { return dir }
@@ -209,13 +251,18 @@ public final class Database: @unchecked Sendable {
                         return hearth_db_open(&config, &db, &details)
                     }
                 }
-            } else if let directory {
-                status = directory.withCString { dir in
-                    config.data_dir = dir
-                    return hearth_db_open(&config, &db, &details)
-                }
             } else {
-                status = hearth_db_open(nil, &db, &details)
+                let rules = embeddedRules.withLock { $0 }
+                status = withOptionalCString(directory) { dir in
+                    withOptionalCString(rules?.document) { document in
+                        withOptionalCString(rules?.auth) { auth in
+                            config.data_dir = dir
+                            config.rules = document
+                            config.auth_variable = auth
+                            return hearth_db_open(&config, &db, &details)
+                        }
+                    }
+                }
             }
             guard status == 0, let db else {
                 preconditionFailure(
@@ -629,4 +676,10 @@ private final class TokenProviderBox: @unchecked Sendable {
         guard let context else { return }
         Unmanaged<TokenProviderBox>.fromOpaque(context).release()
     }
+}
+
+/// Calls body with a C string of text while it runs, or with nil.
+private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
 }
