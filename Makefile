@@ -148,8 +148,12 @@ test: test-c test-fuzz test-install test-swift test-e2e
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
-$(BUILD)/bench-tree: bench/tree_bench.c $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+# Helpers the benchmarks share (bench_common.h); compiled into each one
+# that includes it: $(filter %.c,$^) is its own file and bench_common.c.
+BENCH_COMMON := bench/bench_common.c bench/bench_common.h
+
+$(BUILD)/bench-tree: bench/tree_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
 
 $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
@@ -164,15 +168,15 @@ $(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
 bench-cache: lib $(BUILD)/bench-cache
 	$(BUILD)/bench-cache
 
-$(BUILD)/bench-realtime: bench/realtime_bench.c $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+$(BUILD)/bench-realtime: bench/realtime_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
 
 # Client databases against an in-process server (about 15 s).
 bench-realtime: lib $(BUILD)/bench-realtime
 	$(BUILD)/bench-realtime
 
-$(BUILD)/bench-rules: bench/rules_bench.c $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
+$(BUILD)/bench-rules: bench/rules_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
 
 # Write throughput with a realistic rules file beside no rules (issue goal:
 # at most 20% slower; about 30 s).

@@ -39,23 +39,18 @@
  * machine may be shared: compare ratios, not absolute figures.
  */
 #include "hearth.h"
+#include "bench_common.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/evp.h>
 #include <semaphore.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,39 +65,11 @@ enum {
     WAIT_SECS = 30,      /* longest wait for anything before giving up */
 };
 
-/* ---- helpers ---- */
+/* ---- helpers (the shared ones are in bench_common.c) ---- */
 
-static char data_dir[64];
+const char bench_name[] = "bench-realtime";
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_data_dir(void) {
-    if (data_dir[0])
-        nftw(data_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    data_dir[0] = '\0';
-}
-
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench-realtime: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1); /* atexit: the data directory goes */
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static const char *data_dir; /* bench_data_dir_create's */
 
 static void wait_sem(sem_t *s, const char *what) {
     struct timespec ts;
@@ -117,75 +84,6 @@ static void on_loop(hearth_db_t *db, void (*fn)(void *), void *ctx) {
     int rc = hearth_db_call(db, fn, ctx, NULL);
     if (rc)
         die("hearth_db_call: %s", hearth_strerror(rc));
-}
-
-/* Latency samples. */
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
-
-static void samples_reserve(samples *s, size_t cap) {
-    if (cap <= s->cap)
-        return;
-    double *v = realloc(s->v, cap * sizeof *v);
-    if (!v)
-        die("out of memory");
-    s->v = v;
-    s->cap = cap;
-}
-
-static void samples_add(samples *s, double x) {
-    if (s->n == s->cap)
-        samples_reserve(s, s->cap ? s->cap * 2 : 1024);
-    s->v[s->n++] = x;
-}
-
-static void samples_append(samples *to, const samples *from) {
-    samples_reserve(to, to->n + from->n);
-    memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
-    to->n += from->n;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct summary {
-    double p50, p99, max;
-} summary;
-
-/* Nearest-rank percentiles (sorts the samples). */
-static summary summarize(samples *s) {
-    summary r = {NAN, NAN, NAN};
-    if (!s->n)
-        return r;
-    qsort(s->v, s->n, sizeof *s->v, cmp_double);
-    size_t i50 = (size_t)ceil(0.50 * (double)s->n);
-    size_t i99 = (size_t)ceil(0.99 * (double)s->n);
-    r.p50 = s->v[i50 ? i50 - 1 : 0];
-    r.p99 = s->v[i99 ? i99 - 1 : 0];
-    r.max = s->v[s->n - 1];
-    return r;
-}
-
-static void cpu_model(char *buf, size_t size) {
-    snprintf(buf, size, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && strncmp(line, "model name", 10) == 0) {
-            colon += strspn(colon + 1, " \t") + 1;
-            colon[strcspn(colon, "\n")] = '\0';
-            snprintf(buf, size, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
 }
 
 /* ---- databases ---- */
@@ -361,213 +259,7 @@ static void bench_local(local_result *emb, local_result *cli) {
     *cli = local_finish(&c);
 }
 
-/* ---- 2. the anchor's WebSocket: a minimal RFC 6455 client ---- */
-
-typedef struct rawws {
-    int fd;
-    unsigned char *in; /* bytes received, not yet consumed */
-    size_t len, cap;
-    char *msg;         /* the message being assembled */
-    size_t msg_len, msg_cap;
-    uint64_t mask_state;
-} rawws;
-
-static void raw_send_all(rawws *w, const void *data, size_t len) {
-    const char *p = data;
-    while (len) {
-        ssize_t n = send(w->fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            die("websocket send: %s", strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-static void raw_read_more(rawws *w) {
-    if (w->len == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 65536;
-        unsigned char *in = realloc(w->in, cap);
-        if (!in)
-            die("out of memory");
-        w->in = in;
-        w->cap = cap;
-    }
-    ssize_t n;
-    do
-        n = recv(w->fd, w->in + w->len, w->cap - w->len, 0);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        die("websocket: the server closed the connection");
-    w->len += (size_t)n;
-}
-
-static void raw_consume(rawws *w, size_t n) {
-    memmove(w->in, w->in + n, w->len - n);
-    w->len -= n;
-}
-
-/* A frame to the server: masked, as RFC 6455 requires of clients. */
-static void raw_send_frame(rawws *w, int opcode, const char *data,
-                           size_t len) {
-    unsigned char stack[256], *f = stack;
-    size_t need = 14 + len;
-    if (need > sizeof stack && !(f = malloc(need)))
-        die("out of memory");
-    size_t h = 0;
-    f[h++] = (unsigned char)(0x80 | opcode);
-    if (len < 126) {
-        f[h++] = (unsigned char)(0x80 | len);
-    } else if (len < 65536) {
-        f[h++] = 0x80 | 126;
-        f[h++] = (unsigned char)(len >> 8);
-        f[h++] = (unsigned char)len;
-    } else {
-        f[h++] = 0x80 | 127;
-        for (int i = 7; i >= 0; i--)
-            f[h++] = (unsigned char)((uint64_t)len >> (8 * i));
-    }
-    /* xorshift64 masks: unpredictability does not matter on loopback */
-    w->mask_state ^= w->mask_state << 13;
-    w->mask_state ^= w->mask_state >> 7;
-    w->mask_state ^= w->mask_state << 17;
-    unsigned char *mask = f + h;
-    memcpy(mask, &w->mask_state, 4);
-    h += 4;
-    for (size_t i = 0; i < len; i++)
-        f[h + i] = (unsigned char)data[i] ^ mask[i % 4];
-    raw_send_all(w, f, h + len);
-    if (f != stack)
-        free(f);
-}
-
-/* Blocks for the next complete text message; NUL-terminated in w->msg
- * until the next call. Pings are answered; a close frame ends the run. */
-static size_t raw_recv(rawws *w) {
-    w->msg_len = 0;
-    for (;;) {
-        while (w->len < 2)
-            raw_read_more(w);
-        bool fin = w->in[0] & 0x80, masked = w->in[1] & 0x80;
-        int opcode = w->in[0] & 0x0F;
-        size_t h = 2;
-        uint64_t plen = w->in[1] & 0x7F;
-        size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
-        while (w->len < h + ext + (masked ? 4 : 0))
-            raw_read_more(w);
-        if (ext) {
-            plen = 0;
-            for (size_t i = 0; i < ext; i++)
-                plen = plen << 8 | w->in[h + i];
-            h += ext;
-        }
-        if (plen > (64u << 20))
-            die("websocket: a frame of %llu bytes", (unsigned long long)plen);
-        unsigned char mask[4] = {0};
-        if (masked) {
-            memcpy(mask, w->in + h, 4);
-            h += 4;
-        }
-        while (w->len < h + plen)
-            raw_read_more(w);
-        unsigned char *p = w->in + h;
-        for (size_t i = 0; masked && i < plen; i++)
-            p[i] ^= mask[i % 4];
-        if (opcode == 0x8)
-            die("websocket: the server sent a close frame");
-        if (opcode == 0x9) {
-            raw_send_frame(w, 0xA, (const char *)p, (size_t)plen);
-        } else if (opcode == 0x1 || opcode == 0x0) {
-            if (w->msg_len + plen + 1 > w->msg_cap) {
-                size_t cap = (w->msg_len + (size_t)plen + 1) * 2;
-                char *m = realloc(w->msg, cap);
-                if (!m)
-                    die("out of memory");
-                w->msg = m;
-                w->msg_cap = cap;
-            }
-            memcpy(w->msg + w->msg_len, p, (size_t)plen);
-            w->msg_len += (size_t)plen;
-            w->msg[w->msg_len] = '\0';
-            if (fin) {
-                raw_consume(w, h + (size_t)plen);
-                return w->msg_len;
-            }
-        } /* pongs and binary frames: ignored */
-        raw_consume(w, h + (size_t)plen);
-    }
-}
-
-/* base64 of SHA-1(key + RFC 6455's GUID), the expected
- * Sec-WebSocket-Accept. */
-static void ws_accept_for(const char *key, char out[64]) {
-    char joined[128];
-    int n = snprintf(joined, sizeof joined, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11",
-                     key);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    if (!EVP_Digest(joined, (size_t)n, digest, &dlen, EVP_sha1(), NULL))
-        die("SHA-1 failed");
-    EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
-}
-
-static void rawws_open(rawws *w, const char *resource) {
-    memset(w, 0, sizeof *w);
-    w->mask_state = now_ns() | 1;
-    w->fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int one = 1;
-    if (w->fd < 0 || connect(w->fd, (struct sockaddr *)&a, sizeof a) ||
-        setsockopt(w->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))
-        die("websocket connect: %s", strerror(errno));
-
-    unsigned char nonce[16];
-    for (int i = 0; i < 16; i++) {
-        w->mask_state ^= w->mask_state << 13;
-        w->mask_state ^= w->mask_state >> 7;
-        w->mask_state ^= w->mask_state << 17;
-        nonce[i] = (unsigned char)w->mask_state;
-    }
-    char key[32], want[64];
-    EVP_EncodeBlock((unsigned char *)key, nonce, 16);
-    ws_accept_for(key, want);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                     resource, port, key);
-    raw_send_all(w, req, (size_t)n);
-
-    char *end;
-    for (;;) {
-        raw_read_more(w);
-        w->in[w->len < w->cap ? w->len : w->cap - 1] = '\0';
-        if ((end = strstr((char *)w->in, "\r\n\r\n")))
-            break;
-        if (w->len > 16384)
-            die("websocket: no end to the handshake's headers");
-    }
-    *end = '\0';
-    const char *accept = strcasestr((char *)w->in, "\r\nSec-WebSocket-Accept:");
-    if (strncmp((char *)w->in, "HTTP/1.1 101", 12) || !accept)
-        die("websocket handshake refused: %.80s", (char *)w->in);
-    accept += 23;
-    accept += strspn(accept, " \t");
-    if (strncmp(accept, want, strlen(want)))
-        die("websocket: wrong Sec-WebSocket-Accept");
-    raw_consume(w, (size_t)(end + 4 - (char *)w->in));
-}
-
-static void rawws_close(rawws *w) {
-    raw_send_frame(w, 0x8, "\x03\xe8", 2); /* 1000: normal closure */
-    close(w->fd);
-    free(w->in);
-    free(w->msg);
-}
+/* ---- 2. the anchor: a stats request on a WebSocket of our own ---- */
 
 /* Whether text is {"t":"d","d":{"r":r,"b":{"s":"ok",...}}}. */
 static bool is_reply(const char *text, size_t len, long r) {
@@ -592,9 +284,10 @@ static double echo_round(rawws *w, long r) {
                      "{\"t\":\"d\",\"d\":{\"r\":%ld,\"a\":\"s\",\"b\":{\"c\":{}}}}",
                      r);
     uint64_t t0 = now_ns();
-    raw_send_frame(w, 0x1, req, (size_t)n);
+    ws_frame(w, 0x1, req, (size_t)n);
+    ws_flush(w);
     for (;;) {
-        size_t len = raw_recv(w);
+        size_t len = ws_recv(w);
         if (is_reply(w->msg, len, r))
             return (double)(now_ns() - t0) / 1e3;
     }
@@ -660,10 +353,7 @@ static void bench_ab(ab_result *out) {
     wait_sem(&x.got, "first value event at /ab on client B");
 
     rawws w;
-    rawws_open(&w, "/.ws?v=5&ns=bench");
-    size_t len = raw_recv(&w); /* the hello */
-    if (!strstr(w.msg, "\"t\":\"c\""))
-        die("websocket: no hello: %.*s", (int)len, w.msg);
+    ws_open_session(&w, port, "/.ws?v=5&ns=bench");
 
     samples ab = {0}, echo = {0};
     samples_reserve(&ab, AB_ROUNDS);
@@ -686,7 +376,7 @@ static void bench_ab(ab_result *out) {
             echo_sum += t_echo;
         }
     }
-    rawws_close(&w);
+    ws_close(&w);
     hearth_db_close(x.a);
     hearth_db_close(x.b);
     sem_destroy(&x.got);
@@ -870,7 +560,7 @@ static void run_race(hearth_db_t *const *dbs, race_mode mode, const char *path,
         out->failed += r->failed;
         if (r->failed)
             out->last_error = r->last_error;
-        samples_append(&lat, &r->lat);
+        samples_add_all(&lat, r->lat.v, r->lat.n);
         free(r->lat.v);
     }
     sem_destroy(&wake);
@@ -895,10 +585,7 @@ static const char *verdict(double ratio) { return ratio <= 2.0 ? "ok" : "OVER"; 
 
 int main(void) {
     json_object_seed(0x2545F491u);
-    strcpy(data_dir, "/tmp/hearth-realtime-bench-XXXXXX");
-    if (!mkdtemp(data_dir))
-        die("mkdtemp: %s", strerror(errno));
-    atexit(remove_data_dir);
+    data_dir = bench_data_dir_create("hearth-realtime-bench");
 
     hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
                                      .data_dir = data_dir,
@@ -1027,6 +714,6 @@ int main(void) {
 
     if (hearth_server_stop(server))
         die("server stop failed");
-    remove_data_dir();
+    bench_data_dir_remove();
     return mismatch ? 1 : 0;
 }

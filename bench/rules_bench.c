@@ -52,13 +52,11 @@
  * ratios, not absolute figures.
  */
 #include "hearth.h"
+#include "bench_common.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -67,9 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,39 +124,11 @@ static const char RULES_DOC[] =
 static const char POST_TEXT[] =
     "The quick brown fox jumps over the lazy dog, again and again.";
 
-/* ---- helpers ---- */
+/* ---- helpers (the shared ones are in bench_common.c) ---- */
 
-static char data_dir[64];
+const char bench_name[] = "bench-rules";
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_data_dir(void) {
-    if (data_dir[0])
-        nftw(data_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    data_dir[0] = '\0';
-}
-
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench-rules: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1); /* atexit: the data directory goes */
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static const char *data_dir; /* bench_data_dir_create's */
 
 static double thread_cpu_s(void) {
     struct timespec ts;
@@ -175,77 +143,6 @@ static double process_cpu_s(void) {
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory");
-    return p;
-}
-
-/* Latency samples. */
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
-
-static void samples_add_all(samples *s, const double *v, size_t n) {
-    if (s->n + n > s->cap) {
-        size_t cap = (s->n + n) * 2;
-        double *nv = realloc(s->v, cap * sizeof *nv);
-        if (!nv)
-            die("out of memory");
-        s->v = nv;
-        s->cap = cap;
-    }
-    memcpy(s->v + s->n, v, n * sizeof *v);
-    s->n += n;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct summary {
-    double p50, p99, max;
-} summary;
-
-/* Nearest-rank percentiles (sorts the samples). */
-static summary summarize(samples *s) {
-    summary r = {NAN, NAN, NAN};
-    if (!s->n)
-        return r;
-    qsort(s->v, s->n, sizeof *s->v, cmp_double);
-    size_t i50 = (size_t)ceil(0.50 * (double)s->n);
-    size_t i99 = (size_t)ceil(0.99 * (double)s->n);
-    r.p50 = s->v[i50 ? i50 - 1 : 0];
-    r.p99 = s->v[i99 ? i99 - 1 : 0];
-    r.max = s->v[s->n - 1];
-    return r;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void cpu_model(char *buf, size_t size) {
-    snprintf(buf, size, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && strncmp(line, "model name", 10) == 0) {
-            colon += strspn(colon + 1, " \t") + 1;
-            colon[strcspn(colon, "\n")] = '\0';
-            snprintf(buf, size, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
-}
 
 /* base64url without padding. */
 static void b64url(const char *in, char *out) {
@@ -269,64 +166,6 @@ static void make_token(const char *uid, char *out, size_t size) {
     b64url(claims, c64);
     if ((size_t)snprintf(out, size, "%s.%s.", h64, c64) >= size)
         die("token too long");
-}
-
-static int connect_loopback(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int one = 1;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) ||
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))
-        die("connect to 127.0.0.1:%d: %s", port, strerror(errno));
-    return fd;
-}
-
-static void send_all(int fd, const void *data, size_t len) {
-    const char *p = data;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            die("send: %s", strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-/* An input buffer over a socket. */
-typedef struct inbuf {
-    int fd;
-    unsigned char *in;
-    size_t len, cap;
-} inbuf;
-
-static void read_more(inbuf *b) {
-    if (b->cap - b->len < 4096) {
-        size_t cap = b->cap ? b->cap * 2 : 65536;
-        unsigned char *in = realloc(b->in, cap);
-        if (!in)
-            die("out of memory");
-        b->in = in;
-        b->cap = cap;
-    }
-    ssize_t n;
-    do
-        n = recv(b->fd, b->in + b->len, b->cap - b->len - 1, 0);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        die("the server closed a connection");
-    b->len += (size_t)n;
-    b->in[b->len] = '\0';
-}
-
-static void consume(inbuf *b, size_t n) {
-    memmove(b->in, b->in + n, b->len - n);
-    b->len -= n;
-    if (b->cap)
-        b->in[b->len] = '\0';
 }
 
 /* ---- servers ---- */
@@ -353,200 +192,6 @@ static void server_start(server *s, const char *name, bool rules,
     if (hearth_server_start(&config, &s->srv, &err))
         die("server (%s): %s", name, err.message);
     s->port = hearth_server_port(s->srv);
-}
-
-/* ---- a minimal RFC 6455 client ---- */
-
-typedef struct rawws {
-    inbuf b;
-    char *msg; /* the message being assembled */
-    size_t msg_len, msg_cap;
-    uint64_t mask_state;
-    char *out; /* frames to send at once */
-    size_t out_len, out_cap;
-} rawws;
-
-/* Appends a masked frame (as RFC 6455 requires of clients) to w->out. */
-static void ws_frame(rawws *w, int opcode, const char *data, size_t len) {
-    size_t need = w->out_len + 14 + len;
-    if (need > w->out_cap) {
-        size_t cap = need * 2;
-        char *o = realloc(w->out, cap);
-        if (!o)
-            die("out of memory");
-        w->out = o;
-        w->out_cap = cap;
-    }
-    unsigned char *f = (unsigned char *)w->out + w->out_len;
-    size_t h = 0;
-    f[h++] = (unsigned char)(0x80 | opcode);
-    if (len < 126) {
-        f[h++] = (unsigned char)(0x80 | len);
-    } else if (len < 65536) {
-        f[h++] = 0x80 | 126;
-        f[h++] = (unsigned char)(len >> 8);
-        f[h++] = (unsigned char)len;
-    } else {
-        f[h++] = 0x80 | 127;
-        for (int i = 7; i >= 0; i--)
-            f[h++] = (unsigned char)((uint64_t)len >> (8 * i));
-    }
-    /* xorshift64 masks: unpredictability does not matter on loopback */
-    w->mask_state ^= w->mask_state << 13;
-    w->mask_state ^= w->mask_state >> 7;
-    w->mask_state ^= w->mask_state << 17;
-    unsigned char *mask = f + h;
-    memcpy(mask, &w->mask_state, 4);
-    h += 4;
-    for (size_t i = 0; i < len; i++)
-        f[h + i] = (unsigned char)data[i] ^ mask[i % 4];
-    w->out_len += h + len;
-}
-
-static void ws_flush(rawws *w) {
-    if (w->out_len)
-        send_all(w->b.fd, w->out, w->out_len);
-    w->out_len = 0;
-}
-
-/* Whether a whole frame is buffered (reading it will not block). */
-static bool ws_frame_ready(const rawws *w) {
-    const unsigned char *in = w->b.in;
-    if (w->b.len < 2)
-        return false;
-    bool masked = in[1] & 0x80;
-    uint64_t plen = in[1] & 0x7F;
-    size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
-    size_t h = 2 + ext + (masked ? 4 : 0);
-    if (w->b.len < h)
-        return false;
-    if (ext) {
-        plen = 0;
-        for (size_t i = 0; i < ext; i++)
-            plen = plen << 8 | in[2 + i];
-    }
-    return w->b.len >= h + plen;
-}
-
-/* Blocks for the next complete text message; NUL-terminated in w->msg
- * until the next call. Pings are answered; a close frame ends the run. */
-static size_t ws_recv(rawws *w) {
-    inbuf *b = &w->b;
-    w->msg_len = 0;
-    for (;;) {
-        while (b->len < 2)
-            read_more(b);
-        bool fin = b->in[0] & 0x80, masked = b->in[1] & 0x80;
-        int opcode = b->in[0] & 0x0F;
-        size_t h = 2;
-        uint64_t plen = b->in[1] & 0x7F;
-        size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
-        while (b->len < h + ext + (masked ? 4 : 0))
-            read_more(b);
-        if (ext) {
-            plen = 0;
-            for (size_t i = 0; i < ext; i++)
-                plen = plen << 8 | b->in[h + i];
-            h += ext;
-        }
-        if (plen > (64u << 20))
-            die("websocket: a frame of %llu bytes", (unsigned long long)plen);
-        unsigned char mask[4] = {0};
-        if (masked) {
-            memcpy(mask, b->in + h, 4);
-            h += 4;
-        }
-        while (b->len < h + plen)
-            read_more(b);
-        unsigned char *p = b->in + h;
-        for (size_t i = 0; masked && i < plen; i++)
-            p[i] ^= mask[i % 4];
-        if (opcode == 0x8)
-            die("websocket: the server sent a close frame");
-        if (opcode == 0x9) {
-            ws_frame(w, 0xA, (const char *)p, (size_t)plen);
-            ws_flush(w);
-        } else if (opcode == 0x1 || opcode == 0x0) {
-            if (w->msg_len + plen + 1 > w->msg_cap) {
-                size_t cap = (w->msg_len + (size_t)plen + 1) * 2;
-                char *m = realloc(w->msg, cap);
-                if (!m)
-                    die("out of memory");
-                w->msg = m;
-                w->msg_cap = cap;
-            }
-            memcpy(w->msg + w->msg_len, p, (size_t)plen);
-            w->msg_len += (size_t)plen;
-            w->msg[w->msg_len] = '\0';
-            if (fin) {
-                consume(b, h + (size_t)plen);
-                return w->msg_len;
-            }
-        } /* pongs and binary frames: ignored */
-        consume(b, h + (size_t)plen);
-    }
-}
-
-/* base64 of SHA-1(key + RFC 6455's GUID), the expected
- * Sec-WebSocket-Accept. */
-static void ws_accept_for(const char *key, char out[64]) {
-    char joined[128];
-    int n = snprintf(joined, sizeof joined,
-                     "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    if (!EVP_Digest(joined, (size_t)n, digest, &dlen, EVP_sha1(), NULL))
-        die("SHA-1 failed");
-    EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
-}
-
-static void ws_open(rawws *w, int port, const char *resource) {
-    memset(w, 0, sizeof *w);
-    w->mask_state = now_ns() | 1;
-    w->b.fd = connect_loopback(port);
-    unsigned char nonce[16];
-    for (int i = 0; i < 16; i++) {
-        w->mask_state ^= w->mask_state << 13;
-        w->mask_state ^= w->mask_state >> 7;
-        w->mask_state ^= w->mask_state << 17;
-        nonce[i] = (unsigned char)w->mask_state;
-    }
-    char key[32], want[64];
-    EVP_EncodeBlock((unsigned char *)key, nonce, 16);
-    ws_accept_for(key, want);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                     resource, port, key);
-    send_all(w->b.fd, req, (size_t)n);
-    char *end;
-    for (;;) {
-        read_more(&w->b);
-        if ((end = strstr((char *)w->b.in, "\r\n\r\n")))
-            break;
-        if (w->b.len > 16384)
-            die("websocket: no end to the handshake's headers");
-    }
-    *end = '\0';
-    const char *accept = strcasestr((char *)w->b.in, "\r\nSec-WebSocket-Accept:");
-    if (strncmp((char *)w->b.in, "HTTP/1.1 101", 12) || !accept)
-        die("websocket handshake refused: %.80s", (char *)w->b.in);
-    accept += 23;
-    accept += strspn(accept, " \t");
-    if (strncmp(accept, want, strlen(want)))
-        die("websocket: wrong Sec-WebSocket-Accept");
-    consume(&w->b, (size_t)(end + 4 - (char *)w->b.in));
-}
-
-static void ws_close(rawws *w) {
-    ws_frame(w, 0x8, "\x03\xe8", 2); /* 1000: normal closure */
-    ws_flush(w);
-    close(w->b.fd);
-    free(w->b.in);
-    free(w->msg);
-    free(w->out);
 }
 
 /* A response {"t":"d","d":{"r":R,"b":{"s":STATUS,"d":...}}}: its r and
@@ -591,6 +236,8 @@ typedef struct client {
     long next_r;
     /* REST */
     inbuf h;
+    char *req; /* the request being sent, reused */
+    size_t req_cap;
     /* one round */
     long nwrites;
     uint64_t *t0;
@@ -648,11 +295,9 @@ static void ws_request(client *c, const char *action, const char *body,
     }
 }
 
+/* Opens c's realtime session and authenticates it as c->uid. */
 static void ws_connect(client *c) {
-    ws_open(&c->w, c->srv->port, "/.ws?v=5&ns=bench");
-    size_t len = ws_recv(&c->w);
-    if (!strstr(c->w.msg, "\"t\":\"c\""))
-        die("websocket: no hello: %.*s", (int)len, c->w.msg);
+    ws_open_session(&c->w, c->srv->port, "/.ws?v=5&ns=bench");
     c->next_r = 1;
     char body[640], status[64];
     snprintf(body, sizeof body, "{\"cred\":\"%s\"}", c->token);
@@ -707,26 +352,23 @@ static void *ws_round(void *arg) {
 static int http_request(client *c, const char *method, const char *target,
                         const char *headers, const char *body,
                         size_t *body_len) {
-    static __thread char *req;
-    static __thread size_t req_cap;
     size_t blen = body ? strlen(body) : 0;
     size_t need = strlen(target) + strlen(headers) + blen + 256;
-    if (need > req_cap) {
-        free(req);
-        req = xmalloc(need);
-        req_cap = need;
+    if (need > c->req_cap) {
+        free(c->req);
+        c->req = xmalloc(need);
+        c->req_cap = need;
     }
-    int n = snprintf(req, req_cap,
+    int n = snprintf(c->req, c->req_cap,
                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s"
                      "Content-Length: %zu\r\n\r\n%s",
                      method, target, c->srv->port, headers, blen,
                      body ? body : "");
     inbuf *b = &c->h;
-    /* the previous response's body */
-    send_all(b->fd, req, (size_t)n);
+    send_all(b->fd, c->req, (size_t)n);
     char *end;
     while (!b->len || !(end = strstr((char *)b->in, "\r\n\r\n")))
-        read_more(b);
+        inbuf_read_more(b);
     int status = 0;
     if (sscanf((char *)b->in, "HTTP/1.1 %d", &status) != 1)
         die("not an HTTP response: %.80s", (char *)b->in);
@@ -737,14 +379,14 @@ static int http_request(client *c, const char *method, const char *target,
     else
         die("a response without Content-Length: %.200s", (char *)b->in);
     while (b->len < head + clen)
-        read_more(b);
-    consume(b, head); /* the body is now at the start */
+        inbuf_read_more(b);
+    inbuf_consume(b, head); /* the body is now at the start */
     *body_len = clen;
     return status;
 }
 
 static void http_done(client *c, size_t body_len) {
-    consume(&c->h, body_len);
+    inbuf_consume(&c->h, body_len);
 }
 
 /* A REST round: c->nwrites PUTs, one at a time. */
@@ -855,6 +497,15 @@ static void check_fail(const char *fmt, ...) {
     checks_ok = false;
 }
 
+/* A put (body: {"p":...,"d":...}) that the rules server must refuse;
+ * what: the check's name in the failure. */
+static void expect_denied(client *c, const char *body, const char *what) {
+    char status[64];
+    ws_request(c, "p", body, status, sizeof status);
+    if (strcmp(status, "permission_denied"))
+        check_fail("rules server: %s answered %s", what, status);
+}
+
 /* Each user's record holds its last score; the posts are all there; on the
  * rules server, what the rules forbid is refused. */
 static void check_server(client *cs) {
@@ -889,29 +540,24 @@ static void check_server(client *cs) {
 
     if (!srv->rules)
         return;
-    /* u0 may not write u1's record, nor post as u1. */
+    /* u0 may not write u1's record, nor post as u1, nor store a bad
+     * email in its own record. */
     client *c = &cs[0];
-    char status[64], body[512];
+    char body[512];
     snprintf(body, sizeof body,
              "{\"p\":\"/users/%s\",\"d\":{\"name\":\"x\",\"score\":1}}",
              cs[1].uid);
-    ws_request(c, "p", body, status, sizeof status);
-    if (strcmp(status, "permission_denied"))
-        check_fail("rules server: u0 writing /users/u1 answered %s", status);
+    expect_denied(c, body, "u0 writing /users/u1");
     snprintf(body, sizeof body,
              "{\"p\":\"/posts/forged\",\"d\":{\"author\":\"%s\",\"text\":\"x\","
              "\"at\":{\".sv\":\"timestamp\"}}}",
              cs[1].uid);
-    ws_request(c, "p", body, status, sizeof status);
-    if (strcmp(status, "permission_denied"))
-        check_fail("rules server: u0 posting as u1 answered %s", status);
+    expect_denied(c, body, "u0 posting as u1");
     snprintf(body, sizeof body,
              "{\"p\":\"/users/%s\",\"d\":{\"name\":\"x\",\"score\":1,"
              "\"email\":\"not an address\"}}",
              c->uid);
-    ws_request(c, "p", body, status, sizeof status);
-    if (strcmp(status, "permission_denied"))
-        check_fail("rules server: a bad email answered %s", status);
+    expect_denied(c, body, "a bad email");
 }
 
 /* ---- report ---- */
@@ -961,10 +607,7 @@ static void report(const char *title, config_result res[2]) {
 
 int main(void) {
     json_object_seed(0x2545F491u);
-    strcpy(data_dir, "/tmp/hearth-rules-bench-XXXXXX");
-    if (!mkdtemp(data_dir))
-        die("mkdtemp: %s", strerror(errno));
-    atexit(remove_data_dir);
+    data_dir = bench_data_dir_create("hearth-rules-bench");
 
     hearth_error_t err;
     if (hearth_rules_check(RULES_DOC, (size_t)-1, &err))
@@ -1063,6 +706,7 @@ int main(void) {
             ws_close(&cl[i][k].w);
             close(cl[i][k].h.fd);
             free(cl[i][k].h.in);
+            free(cl[i][k].req);
         }
         free(ws[i].lat.v);
         free(ws[i].round_rate);
@@ -1072,6 +716,6 @@ int main(void) {
     for (int i = 0; i < 2; i++)
         if (hearth_server_stop(srv[i].srv))
             die("server stop failed");
-    remove_data_dir();
+    bench_data_dir_remove();
     return failed || !checks_ok ? 1 : 0;
 }

@@ -51,6 +51,7 @@
  * that figures do not depend on the heap left by earlier workloads.
  */
 #include "hearth.h"
+#include "bench_common.h"
 
 #include <jansson.h>
 #include <malloc.h>
@@ -60,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_N 1000000u
 #define MIN_N 1000u
@@ -73,25 +73,9 @@
 #define BUILD_REPS 5      /* runs of the depth-5 build; the median counts */
 #define JSON_REPS 3       /* runs of serialize / parse; the median counts */
 
-/* ---- helpers ---- */
+/* ---- helpers (the shared ones are in bench_common.c) ---- */
 
-static void die(const char *what) {
-    fprintf(stderr, "bench-tree: %s\n", what);
-    exit(1);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory");
-    return p;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+const char bench_name[] = "bench-tree";
 
 /* splitmix64: small, fast, and the same sequence everywhere. */
 static uint64_t rng_state;
@@ -104,11 +88,6 @@ static uint64_t rng_next(void) {
 }
 static uint32_t rng_below(uint32_t n) { return (uint32_t)(rng_next() % n); }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Percentile p (0..100) of n samples, sorting them in place. */
 static double percentile(double *v, size_t n, double p) {
     if (n == 0)
@@ -116,11 +95,6 @@ static double percentile(double *v, size_t n, double p) {
     qsort(v, n, sizeof *v, cmp_double);
     size_t i = (size_t)ceil(p / 100.0 * (double)n);
     return v[i ? i - 1 : 0];
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Live heap bytes as glibc sees them: in-use chunks plus mmapped blocks. */
@@ -633,24 +607,6 @@ static void fmt_lat(char *buf, size_t size, double p50, double p99) {
         snprintf(buf, size, "-");
     else
         snprintf(buf, size, "%.0f / %.0f", p50, p99);
-}
-
-static void cpu_model(char *buf, size_t size) {
-    snprintf(buf, size, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            colon += 2;
-            colon[strcspn(colon, "\n")] = '\0';
-            snprintf(buf, size, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
 }
 
 static void report(const inputs *in) {

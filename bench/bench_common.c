@@ -1,0 +1,388 @@
+/*
+ * bench_common.c - helpers the benchmarks in bench/ share (see
+ * bench_common.h).
+ */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- errors and memory ---- */
+
+void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", bench_name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1); /* atexit: the data directory goes */
+}
+
+void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+/* ---- a temporary data directory ---- */
+
+static char data_dir[64];
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void bench_data_dir_remove(void) {
+    if (data_dir[0])
+        nftw(data_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    data_dir[0] = '\0';
+}
+
+const char *bench_data_dir_create(const char *prefix) {
+    if ((size_t)snprintf(data_dir, sizeof data_dir, "/tmp/%s-XXXXXX", prefix) >=
+        sizeof data_dir)
+        die("data directory prefix too long: %s", prefix);
+    if (!mkdtemp(data_dir))
+        die("mkdtemp: %s", strerror(errno));
+    atexit(bench_data_dir_remove);
+    return data_dir;
+}
+
+/* ---- time ---- */
+
+uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- latency samples ---- */
+
+void samples_reserve(samples *s, size_t cap) {
+    if (cap <= s->cap)
+        return;
+    double *v = realloc(s->v, cap * sizeof *v);
+    if (!v)
+        die("out of memory");
+    s->v = v;
+    s->cap = cap;
+}
+
+void samples_add(samples *s, double x) {
+    if (s->n == s->cap)
+        samples_reserve(s, s->cap ? s->cap * 2 : 1024);
+    s->v[s->n++] = x;
+}
+
+void samples_add_all(samples *s, const double *v, size_t n) {
+    if (!n)
+        return; /* v may be NULL then, which memcpy must not see */
+    if (s->n + n > s->cap)
+        samples_reserve(s, (s->n + n) * 2);
+    memcpy(s->v + s->n, v, n * sizeof *v);
+    s->n += n;
+}
+
+int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+summary summarize(samples *s) {
+    summary r = {NAN, NAN, NAN};
+    if (!s->n)
+        return r;
+    qsort(s->v, s->n, sizeof *s->v, cmp_double);
+    size_t i50 = (size_t)ceil(0.50 * (double)s->n);
+    size_t i99 = (size_t)ceil(0.99 * (double)s->n);
+    r.p50 = s->v[i50 ? i50 - 1 : 0];
+    r.p99 = s->v[i99 ? i99 - 1 : 0];
+    r.max = s->v[s->n - 1];
+    return r;
+}
+
+double median(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the machine ---- */
+
+void cpu_model(char *buf, size_t size) {
+    snprintf(buf, size, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (colon && strncmp(line, "model name", 10) == 0) {
+            colon += strspn(colon + 1, " \t") + 1;
+            colon[strcspn(colon, "\n")] = '\0';
+            snprintf(buf, size, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* ---- sockets to 127.0.0.1 ---- */
+
+int connect_loopback(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1;
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) ||
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))
+        die("connect to 127.0.0.1:%d: %s", port, strerror(errno));
+    return fd;
+}
+
+void send_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            die("send: %s", strerror(errno));
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+void inbuf_read_more(inbuf *b) {
+    if (b->cap - b->len < 4096) {
+        size_t cap = b->cap ? b->cap * 2 : 65536;
+        unsigned char *in = realloc(b->in, cap);
+        if (!in)
+            die("out of memory");
+        b->in = in;
+        b->cap = cap;
+    }
+    ssize_t n;
+    do /* one byte kept for the terminating NUL */
+        n = recv(b->fd, b->in + b->len, b->cap - b->len - 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        die("the server closed a connection");
+    b->len += (size_t)n;
+    b->in[b->len] = '\0';
+}
+
+void inbuf_consume(inbuf *b, size_t n) {
+    memmove(b->in, b->in + n, b->len - n);
+    b->len -= n;
+    if (b->cap)
+        b->in[b->len] = '\0';
+}
+
+/* ---- a minimal RFC 6455 client ---- */
+
+/* xorshift64, for masks and the handshake's nonce: unpredictability does
+ * not matter on loopback. */
+static uint64_t ws_next_random(rawws *w) {
+    w->mask_state ^= w->mask_state << 13;
+    w->mask_state ^= w->mask_state >> 7;
+    w->mask_state ^= w->mask_state << 17;
+    return w->mask_state;
+}
+
+/* Masked, as RFC 6455 requires of clients. */
+void ws_frame(rawws *w, int opcode, const char *data, size_t len) {
+    size_t need = w->out_len + 14 + len;
+    if (need > w->out_cap) {
+        size_t cap = need * 2;
+        char *o = realloc(w->out, cap);
+        if (!o)
+            die("out of memory");
+        w->out = o;
+        w->out_cap = cap;
+    }
+    unsigned char *f = (unsigned char *)w->out + w->out_len;
+    size_t h = 0;
+    f[h++] = (unsigned char)(0x80 | opcode);
+    if (len < 126) {
+        f[h++] = (unsigned char)(0x80 | len);
+    } else if (len < 65536) {
+        f[h++] = 0x80 | 126;
+        f[h++] = (unsigned char)(len >> 8);
+        f[h++] = (unsigned char)len;
+    } else {
+        f[h++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--)
+            f[h++] = (unsigned char)((uint64_t)len >> (8 * i));
+    }
+    uint64_t mask_bits = ws_next_random(w);
+    unsigned char *mask = f + h;
+    memcpy(mask, &mask_bits, 4);
+    h += 4;
+    for (size_t i = 0; i < len; i++)
+        f[h + i] = (unsigned char)data[i] ^ mask[i % 4];
+    w->out_len += h + len;
+}
+
+void ws_flush(rawws *w) {
+    if (w->out_len)
+        send_all(w->b.fd, w->out, w->out_len);
+    w->out_len = 0;
+}
+
+bool ws_frame_ready(const rawws *w) {
+    const unsigned char *in = w->b.in;
+    if (w->b.len < 2)
+        return false;
+    bool masked = in[1] & 0x80;
+    uint64_t plen = in[1] & 0x7F;
+    size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
+    size_t h = 2 + ext + (masked ? 4 : 0);
+    if (w->b.len < h)
+        return false;
+    if (ext) {
+        plen = 0;
+        for (size_t i = 0; i < ext; i++)
+            plen = plen << 8 | in[2 + i];
+    }
+    return w->b.len >= h + plen;
+}
+
+size_t ws_recv(rawws *w) {
+    inbuf *b = &w->b;
+    w->msg_len = 0;
+    for (;;) {
+        while (b->len < 2)
+            inbuf_read_more(b);
+        bool fin = b->in[0] & 0x80, masked = b->in[1] & 0x80;
+        int opcode = b->in[0] & 0x0F;
+        size_t h = 2;
+        uint64_t plen = b->in[1] & 0x7F;
+        size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
+        while (b->len < h + ext + (masked ? 4 : 0))
+            inbuf_read_more(b);
+        if (ext) {
+            plen = 0;
+            for (size_t i = 0; i < ext; i++)
+                plen = plen << 8 | b->in[h + i];
+            h += ext;
+        }
+        if (plen > (64u << 20))
+            die("websocket: a frame of %llu bytes", (unsigned long long)plen);
+        unsigned char mask[4] = {0};
+        if (masked) {
+            memcpy(mask, b->in + h, 4);
+            h += 4;
+        }
+        while (b->len < h + plen)
+            inbuf_read_more(b);
+        unsigned char *p = b->in + h;
+        for (size_t i = 0; masked && i < plen; i++)
+            p[i] ^= mask[i % 4];
+        if (opcode == 0x8)
+            die("websocket: the server sent a close frame");
+        if (opcode == 0x9) {
+            ws_frame(w, 0xA, (const char *)p, (size_t)plen);
+            ws_flush(w);
+        } else if (opcode == 0x1 || opcode == 0x0) {
+            if (w->msg_len + plen + 1 > w->msg_cap) {
+                size_t cap = (w->msg_len + (size_t)plen + 1) * 2;
+                char *m = realloc(w->msg, cap);
+                if (!m)
+                    die("out of memory");
+                w->msg = m;
+                w->msg_cap = cap;
+            }
+            memcpy(w->msg + w->msg_len, p, (size_t)plen);
+            w->msg_len += (size_t)plen;
+            w->msg[w->msg_len] = '\0';
+            if (fin) {
+                inbuf_consume(b, h + (size_t)plen);
+                return w->msg_len;
+            }
+        } /* pongs and binary frames: ignored */
+        inbuf_consume(b, h + (size_t)plen);
+    }
+}
+
+/* base64 of SHA-1(key + RFC 6455's GUID), the expected
+ * Sec-WebSocket-Accept. */
+static void ws_accept_for(const char *key, char out[64]) {
+    char joined[128];
+    int n = snprintf(joined, sizeof joined,
+                     "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    if (!EVP_Digest(joined, (size_t)n, digest, &dlen, EVP_sha1(), NULL))
+        die("SHA-1 failed");
+    EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
+}
+
+void ws_open(rawws *w, int port, const char *resource) {
+    memset(w, 0, sizeof *w);
+    w->mask_state = now_ns() | 1; /* xorshift's state must not be 0 */
+    w->b.fd = connect_loopback(port);
+    unsigned char nonce[16];
+    for (int i = 0; i < 16; i++)
+        nonce[i] = (unsigned char)ws_next_random(w);
+    char key[32], want[64];
+    EVP_EncodeBlock((unsigned char *)key, nonce, 16);
+    ws_accept_for(key, want);
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                     resource, port, key);
+    send_all(w->b.fd, req, (size_t)n);
+    char *end;
+    for (;;) {
+        inbuf_read_more(&w->b);
+        if ((end = strstr((char *)w->b.in, "\r\n\r\n")))
+            break;
+        if (w->b.len > 16384)
+            die("websocket: no end to the handshake's headers");
+    }
+    *end = '\0';
+    const char *accept = strcasestr((char *)w->b.in, "\r\nSec-WebSocket-Accept:");
+    if (strncmp((char *)w->b.in, "HTTP/1.1 101", 12) || !accept)
+        die("websocket handshake refused: %.80s", (char *)w->b.in);
+    accept += 23;
+    accept += strspn(accept, " \t");
+    if (strncmp(accept, want, strlen(want)))
+        die("websocket: wrong Sec-WebSocket-Accept");
+    inbuf_consume(&w->b, (size_t)(end + 4 - (char *)w->b.in));
+}
+
+void ws_open_session(rawws *w, int port, const char *resource) {
+    ws_open(w, port, resource);
+    size_t len = ws_recv(w);
+    if (!strstr(w->msg, "\"t\":\"c\""))
+        die("websocket: no hello: %.*s", (int)len, w->msg);
+}
+
+void ws_close(rawws *w) {
+    ws_frame(w, 0x8, "\x03\xe8", 2); /* 1000: normal closure */
+    ws_flush(w);
+    close(w->b.fd);
+    free(w->b.in);
+    free(w->msg);
+    free(w->out);
+}
