@@ -103,15 +103,8 @@ extension DatabaseReference {
     private func onDisconnectSetStart(_ value: Any?, priority: Any? = nil) throws(HearthError)
         -> Database.WriteStart
     {
-        var node = try NodeEncoder.node(from: value, location: "/" + path)
-        if let priority, !(priority is NSNull), !node.isNull {
-            let priorityNode = try NodeEncoder.node(
-                from: priority, allowServerValues: false, location: "/" + path + "/.priority")
-            var out: OpaquePointer?
-            try HearthError.check { hearth_node_with_priority(node.pointer, priorityNode.pointer, &out, $0) }
-            guard let out else { throw HearthError(code: .outOfMemory) }
-            node = Node(adopting: out)
-        }
+        let node = try valueNode(
+            value, priority: priority, hasPriority: priority != nil && !(priority is NSNull))
         let (db, path) = (self.database, self.path)
         return { callback, context, release, error in
             hearth_db_on_disconnect_set(db.handle, path, node.pointer, callback, context, release, error)
@@ -121,15 +114,7 @@ extension DatabaseReference {
     private func onDisconnectUpdateStart(_ values: [AnyHashable: Any]) throws(HearthError)
         -> Database.WriteStart
     {
-        let (paths, nodes) = try updateParts(values, for: "onDisconnectUpdateChildValues")
-        let (db, path) = (self.database, self.path)
-        return { callback, context, release, error in
-            Self.withCStrings(paths) { cPaths in
-                let pointers: [OpaquePointer?] = nodes.map { $0.pointer }
-                return hearth_db_on_disconnect_update(
-                    db.handle, path, cPaths.count, cPaths, pointers, callback, context, release, error)
-            }
-        }
+        try multiPathStart(values, for: "onDisconnectUpdateChildValues", onDisconnect: true)
     }
 
     private func onDisconnectCancelStart() -> Database.WriteStart {

@@ -201,18 +201,23 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         return self
     }
 
+    /// The node a set writes here: value, with priority when hasPriority
+    /// (a null value takes no priority).
+    func valueNode(_ value: Any?, priority: Any?, hasPriority: Bool) throws(HearthError) -> Node {
+        let node = try NodeEncoder.node(from: value, location: "/" + path)
+        guard hasPriority && !node.isNull else { return node }
+        let priorityNode = try NodeEncoder.node(
+            from: priority, allowServerValues: false, location: "/" + path + "/.priority")
+        var out: OpaquePointer?
+        try HearthError.check { hearth_node_with_priority(node.pointer, priorityNode.pointer, &out, $0) }
+        guard let out else { throw HearthError(code: .outOfMemory) }
+        return Node(adopting: out)
+    }
+
     private func setStart(_ value: Any?, priority: Any?, hasPriority: Bool) throws(HearthError)
         -> Database.WriteStart
     {
-        var node = try NodeEncoder.node(from: value, location: "/" + path)
-        if hasPriority && !node.isNull {
-            let priorityNode = try NodeEncoder.node(
-                from: priority, allowServerValues: false, location: "/" + path + "/.priority")
-            var out: OpaquePointer?
-            try HearthError.check { hearth_node_with_priority(node.pointer, priorityNode.pointer, &out, $0) }
-            guard let out else { throw HearthError(code: .outOfMemory) }
-            node = Node(adopting: out)
-        }
+        let node = try valueNode(value, priority: priority, hasPriority: hasPriority)
         let (db, path) = (self.db, self.path)
         return { [node] callback, context, release, error in
             hearth_db_set(db.handle, path, node.pointer, callback, context, release, error)
@@ -249,13 +254,21 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     private func updateStart(_ values: [AnyHashable: Any]) throws(HearthError) -> Database.WriteStart {
-        let (paths, nodes) = try updateParts(values, for: "updateChildValues")
+        try multiPathStart(values, for: "updateChildValues", onDisconnect: false)
+    }
+
+    /// A multi-path write of values: now, or queued for when the
+    /// connection drops (the C calls take the same arguments).
+    func multiPathStart(_ values: [AnyHashable: Any], for function: String, onDisconnect: Bool)
+        throws(HearthError) -> Database.WriteStart
+    {
+        let (paths, nodes) = try updateParts(values, for: function)
         let (db, path) = (self.db, self.path)
+        let write = onDisconnect ? hearth_db_on_disconnect_update : hearth_db_update
         return { callback, context, release, error in
             Self.withCStrings(paths) { cPaths in
                 let pointers: [OpaquePointer?] = nodes.map { $0.pointer }
-                return hearth_db_update(
-                    db.handle, path, cPaths.count, cPaths, pointers, callback, context, release, error)
+                return write(db.handle, path, cPaths.count, cPaths, pointers, callback, context, release, error)
             }
         }
     }
