@@ -13,6 +13,7 @@
  * (`in_recv`) nothing is torn down: that waits until wslay returns. */
 #include "client/ws_client.h"
 
+#include "common/ws_accept.h"
 #include "common/ws_input.h"
 
 #include "common/internal.h"
@@ -66,7 +67,7 @@ struct hearth__wsc {
 
     /* the opening handshake */
     char key[32];    /* Sec-WebSocket-Key (24 characters) */
-    char accept[32]; /* the Sec-WebSocket-Accept it calls for (28) */
+    char accept[29]; /* the Sec-WebSocket-Accept it calls for */
     hearth__buf head;
 
     /* frames */
@@ -380,22 +381,6 @@ static void ws_in(hearth__wsc *c, const char *data, size_t len) {
 
 /* ---- the opening handshake ---- */
 
-/* Base64 of SHA-1(key + GUID), as the server must answer (RFC 6455 4.2.2). */
-static int accept_for(const char *key, char out[32]) {
-    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-    char joined[64];
-    size_t klen = strlen(key);
-    memcpy(joined, key, klen);
-    memcpy(joined + klen, guid, sizeof guid - 1);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen;
-    if (!EVP_Digest(joined, klen + sizeof guid - 1, md, &mdlen, EVP_sha1(),
-                    NULL))
-        return HEARTH_ENOMEM;
-    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
-    return 0;
-}
-
 static int make_key(hearth__wsc *c) {
     unsigned char raw[16];
     if (RAND_bytes(raw, sizeof raw) != 1) {
@@ -403,7 +388,7 @@ static int make_key(hearth__wsc *c) {
         return HEARTH_EIO;
     }
     EVP_EncodeBlock((unsigned char *)c->key, raw, sizeof raw);
-    return accept_for(c->key, c->accept);
+    return hearth__ws_accept_key(c->key, c->accept);
 }
 
 static void send_upgrade(hearth__wsc *c) {

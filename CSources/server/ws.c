@@ -4,9 +4,9 @@
  * message over the size limit closes that one connection. */
 #include "server/ws.h"
 
+#include "common/ws_accept.h"
 #include "common/ws_input.h"
 
-#include <openssl/evp.h>
 #include <string.h>
 #include <wslay/wslay.h>
 
@@ -91,24 +91,6 @@ static void on_conn_closed(void *user) {
     hearth__free(ws);
 }
 
-/* Sec-WebSocket-Accept for a client's key. */
-static int accept_key(const char *key, char out[29]) {
-    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-    char joined[128];
-    size_t klen = strlen(key);
-    if (klen == 0 || klen > 64)
-        return HEARTH_EINVAL;
-    memcpy(joined, key, klen);
-    memcpy(joined + klen, guid, sizeof guid - 1);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen;
-    if (!EVP_Digest(joined, klen + sizeof guid - 1, md, &mdlen, EVP_sha1(),
-                    NULL))
-        return HEARTH_ENOMEM;
-    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
-    return 0;
-}
-
 int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
                       hearth__ws_message_cb on_message,
                       hearth__ws_close_cb on_close, void *user,
@@ -118,7 +100,7 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
     const char *version = hearth__http_get_header(req, "sec-websocket-version");
     char accept[29];
     if (!upgrade || strcasecmp(upgrade, "websocket") != 0 || !key ||
-        !version || strcmp(version, "13") != 0 || accept_key(key, accept))
+        !version || strcmp(version, "13") != 0 || hearth__ws_accept_key(key, accept))
         return HEARTH_EINVAL;
     hearth__ws *ws = hearth__calloc(1, sizeof *ws);
     if (!ws)

@@ -1,0 +1,24 @@
+/* ws_accept.c - the Sec-WebSocket-Accept value (see ws_accept.h). */
+#include "common/ws_accept.h"
+
+#include "hearth.h"
+
+#include <openssl/evp.h>
+#include <string.h>
+
+int hearth__ws_accept_key(const char *key, char out[29]) {
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    char joined[128];
+    size_t klen = strlen(key);
+    if (klen == 0 || klen > 64)
+        return HEARTH_EINVAL;
+    memcpy(joined, key, klen);
+    memcpy(joined + klen, guid, sizeof guid - 1);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen;
+    if (!EVP_Digest(joined, klen + sizeof guid - 1, md, &mdlen, EVP_sha1(),
+                    NULL))
+        return HEARTH_ENOMEM;
+    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+    return 0;
+}
