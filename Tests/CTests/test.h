@@ -69,6 +69,13 @@ typedef struct {
     const char *payload, *why;
 } claims_case;
 extern const claims_case refused_claims[];
+/* rm -rf dir (the test fails when that fails). */
+void remove_tree(const char *dir);
+/* Starts a server on 127.0.0.1 keeping its data in data_dir, fsync off,
+ * with config's other settings (port 0: a free one); the test fails, with
+ * the reason on stderr, when it cannot start. */
+hearth_server_t *start_test_server(hearth_server_config_t config,
+                                   const char *data_dir);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */

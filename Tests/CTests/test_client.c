@@ -27,19 +27,9 @@ static void make_server_dir(void) {
     }
 }
 
-/* Starts a loopback server on dir with config's other settings. */
 static hearth_server_t *start_configured(hearth_server_config_t config) {
     make_server_dir();
-    config.host = "127.0.0.1";
-    config.data_dir = dir;
-    config.fsync_mode = HEARTH_FSYNC_OFF;
-    hearth_server_t *s = NULL;
-    hearth_error_t err;
-    int rc = hearth_server_start(&config, &s, &err);
-    if (rc)
-        fprintf(stderr, "  server: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return s;
+    return start_test_server(config, dir);
 }
 
 static hearth_server_t *start_server(int port) {
@@ -48,9 +38,7 @@ static hearth_server_t *start_server(int port) {
 
 static void finish_server(hearth_server_t *s) {
     CHECK_INT(hearth_server_stop(s), 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_INT(system(cmd), 0);
+    remove_tree(dir);
     dir[0] = '\0';
 }
 
@@ -1005,20 +993,13 @@ static void test_server_killed_and_restarted(void) {
     hearth_db_close(a);
     hearth_db_close(b);
     kill_child(server);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
-    CHECK_INT(system(cmd), 0);
+    remove_tree(data);
 }
 
 /* ---- the cache on disk ---- */
 
 static void make_dir(char *tmpl) { CHECK(mkdtemp(tmpl) != NULL); }
 
-static void remove_dir(const char *dir) {
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_INT(system(cmd), 0);
-}
 
 /* A client restarted with no server shows what it had at once, from disk,
  * and reads answer from it. */
@@ -1051,8 +1032,8 @@ static void test_cache_serves_a_restart_offline(void) {
     CHECK_STR(j, "2");
     free(j);
     hearth_db_close(b);
-    remove_dir(cache);
-    remove_dir(data);
+    remove_tree(cache);
+    remove_tree(data);
 }
 
 /* A client killed (SIGKILL) with writes pending: started again offline
@@ -1094,8 +1075,8 @@ static void test_cache_keeps_pending_writes_through_kill(void) {
     hearth_db_close(third);
     hearth_db_close(other);
     kill_child(server);
-    remove_dir(cache);
-    remove_dir(data);
+    remove_tree(cache);
+    remove_tree(data);
 }
 
 static void test_cache_damaged_file_is_rebuilt(void) {
@@ -1128,7 +1109,7 @@ static void test_cache_damaged_file_is_rebuilt(void) {
     snprintf(cmd, sizeof cmd, "ls '%s' | grep -q broken", cache);
     CHECK_INT(system(cmd), 0);
     finish_server(s);
-    remove_dir(cache);
+    remove_tree(cache);
 }
 
 static void test_cache_bounds(void) {
@@ -1166,7 +1147,7 @@ static void test_cache_bounds(void) {
     CHECK(n && hearth_node_type(n) == HEARTH_TYPE_STRING);
     hearth_node_decref(n);
     hearth_db_close(a);
-    remove_dir(cache);
+    remove_tree(cache);
 }
 
 /* Server data past the bound goes least recently used first, except what
@@ -1201,7 +1182,7 @@ static void test_cache_prunes_least_recently_used(void) {
     hearth__free(c);
     hearth__free(e);
     hearth__disk_close(d);
-    remove_dir(dir);
+    remove_tree(dir);
 }
 
 /* hearth_set_logging: each message both ways, on stderr. */

@@ -61,6 +61,26 @@ const claims_case refused_claims[] = {
     {NULL, NULL},
 };
 
+void remove_tree(const char *dir) {
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+}
+
+hearth_server_t *start_test_server(hearth_server_config_t config,
+                                   const char *data_dir) {
+    config.host = "127.0.0.1";
+    config.data_dir = data_dir;
+    config.fsync_mode = HEARTH_FSYNC_OFF;
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    int rc = hearth_server_start(&config, &s, &err);
+    if (rc)
+        fprintf(stderr, "  server: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return s;
+}
+
 char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f)

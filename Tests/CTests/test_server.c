@@ -16,27 +16,20 @@ static char data_dir[64];
 
 #define OWNER "Authorization: Bearer owner\r\n"
 
-static hearth_server_t *start(void) {
+static void make_data_dir(void) {
     if (!data_dir[0]) {
         strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
         CHECK(mkdtemp(data_dir) != NULL);
     }
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
-                                     .data_dir = data_dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF};
-    hearth_server_t *s = NULL;
-    hearth_error_t err;
-    int rc = hearth_server_start(&config, &s, &err);
-    if (rc)
-        fprintf(stderr, "  start: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return s;
 }
 
-static void remove_tree(const char *dir) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_INT(system(cmd), 0);
+static hearth_server_t *start_with(hearth_server_config_t config) {
+    make_data_dir();
+    return start_test_server(config, data_dir);
+}
+
+static hearth_server_t *start(void) {
+    return start_with((hearth_server_config_t){0});
 }
 
 static void stop(hearth_server_t *s) {
@@ -365,15 +358,8 @@ static void test_rules_change_cancels_streams(void) {
 
 /* With --auth-secret, tokens must be signed with it. */
 static void test_signed_tokens(void) {
-    if (!data_dir[0]) {
-        strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
-        CHECK(mkdtemp(data_dir) != NULL);
-    }
-    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF,
-                                     .auth_secret = "s3cret"};
-    hearth_server_t *s = NULL;
-    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
+    hearth_server_t *s =
+        start_with((hearth_server_config_t){.auth_secret = "s3cret"});
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=signed", OWNER,
                "{\"rules\":{\"users\":{\"$uid\":{\".read\":\"auth.uid == $uid\"}}}}",
@@ -470,11 +456,7 @@ static void test_rules_file_reloads(void) {
     char rules[1100];
     snprintf(rules, sizeof rules, "%s.rules", data_dir);
     write_text(rules, "{\"rules\": {\".read\": true, \".write\": true}}");
-    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF,
-                                     .rules_file = rules};
-    hearth_server_t *s = NULL;
-    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
+    hearth_server_t *s = start_with((hearth_server_config_t){.rules_file = rules});
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "PUT", "/a.json", NULL, "1", 200, "1");
     write_text(rules, "// read-only now\n{\"rules\": {\".read\": true}}");

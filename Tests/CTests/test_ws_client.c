@@ -27,23 +27,12 @@ static char data_dir[64];
 static hearth_server_t *server_start(void) {
     strcpy(data_dir, "/tmp/hearth-wsc-XXXXXX");
     CHECK(mkdtemp(data_dir) != NULL);
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
-                                     .data_dir = data_dir,
-                                     .fsync_mode = HEARTH_FSYNC_OFF};
-    hearth_server_t *s = NULL;
-    hearth_error_t err;
-    int rc = hearth_server_start(&config, &s, &err);
-    if (rc)
-        fprintf(stderr, "  start: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return s;
+    return start_test_server((hearth_server_config_t){0}, data_dir);
 }
 
 static void server_stop(hearth_server_t *s) {
     CHECK_INT(hearth_server_stop(s), 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
-    CHECK_INT(system(cmd), 0);
+    remove_tree(data_dir);
 }
 
 /* ---- the loop ---- */
