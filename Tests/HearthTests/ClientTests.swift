@@ -8,11 +8,11 @@ import Testing
 @Suite("Client of a server")
 struct ClientTests {
     let server: HearthServer
-    let directory: String
+    /// The test's files: the server's data in data/, anything else beside.
+    let scratch = TemporaryDirectory("hearth-swift-client")
 
     init() throws {
-        directory = NSTemporaryDirectory() + "hearth-swift-client-\(UUID().uuidString)"
-        server = try HearthServer(.init(port: 0, dataDirectory: directory, fsync: .off))
+        server = try HearthServer(.init(port: 0, dataDirectory: scratch.path + "/data", fsync: .off))
     }
 
     /// A client of the test's server in namespace `ns`, callbacks on a
@@ -240,11 +240,11 @@ struct ClientTests {
     /// refused listen reaches the cancel block as the SDK's permission
     /// error, a token lets it through, a provider answers on connection.
     @Test func authTokensAndRules() async throws {
-        let rulesFile = directory + ".rules.json"
-        try #"{"rules": {"private": {"$uid": {".read": "auth.uid == $uid", ".write": "auth.uid == $uid"}}}}"#            .write(toFile: rulesFile, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: rulesFile) }
+        let rulesFile = scratch.path + "/rules.json"
+        try #"{"rules": {"private": {"$uid": {".read": "auth.uid == $uid", ".write": "auth.uid == $uid"}}}}"#
+            .write(toFile: rulesFile, atomically: true, encoding: .utf8)
         let secured = try HearthServer(.init(
-            port: 0, dataDirectory: directory + "-auth", fsync: .off, rulesFile: rulesFile,
+            port: 0, dataDirectory: scratch.path + "/auth", fsync: .off, rulesFile: rulesFile,
             authSecret: "s3cret"))
         defer { secured.stop() }
         let database = Database(url: "http://127.0.0.1:\(secured.port)?ns=auth")

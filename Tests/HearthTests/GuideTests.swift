@@ -10,10 +10,10 @@ import Testing
 struct GuideTests {
     let server: HearthServer
     let ref: DatabaseReference
+    let scratch = TemporaryDirectory("hearth-guide")
 
     init() throws {
-        let directory = NSTemporaryDirectory() + "hearth-guide-\(UUID().uuidString)"
-        server = try HearthServer(.init(port: 0, dataDirectory: directory, fsync: .off))
+        server = try HearthServer(.init(port: 0, dataDirectory: scratch.path + "/data", fsync: .off))
         let database = Database(url: "http://127.0.0.1:\(server.port)?ns=guide\(UUID().uuidString.prefix(8))")
         database.callbackQueue = DispatchQueue(label: "hearth.tests.guide")
         ref = database.reference()

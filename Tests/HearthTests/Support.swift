@@ -22,15 +22,36 @@ func makeDatabase(_ name: String = #function) -> Database {
 /// Whether this run checks the client against a server.
 let againstServer = ProcessInfo.processInfo.environment["HEARTH_TEST_SERVER"] == "1"
 
-/// The server of a run against a server, started on first use.
+/// The server of a run against a server, started on first use; its data
+/// goes when the test process exits.
 let sharedServer: HearthServer = {
-    let directory = NSTemporaryDirectory() + "hearth-swift-tests-\(UUID().uuidString)"
     do {
-        return try HearthServer(.init(port: 0, dataDirectory: directory, fsync: .off))
+        let server = try HearthServer(
+            .init(port: 0, dataDirectory: sharedServerDirectory.path + "/data", fsync: .off))
+        atexit { try? FileManager.default.removeItem(atPath: sharedServerDirectory.path) }
+        return server
     } catch {
         fatalError("cannot start the test server: \(error)")
     }
 }()
+private let sharedServerDirectory = TemporaryDirectory("hearth-swift-tests")
+
+/// A new directory in the temporary directory, removed with all it holds
+/// when this goes away (a test's servers keep their data inside it).
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init(_ prefix: String) {
+        path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            fatalError("cannot create \(path): \(error)")
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
 
 struct Timeout: Error, CustomStringConvertible {
     let waitingFor: Int
