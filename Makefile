@@ -129,7 +129,8 @@ test-swift: deps
 	HEARTH_STRICT=1 swift test
 	HEARTH_STRICT=1 HEARTH_TEST_SERVER=1 swift test
 
-# The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`.
+# The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
+# and the outsider's attacks on a server with rules and keys.
 PYVENV := $(BUILD)/pyvenv
 $(PYVENV)/ok:
 	python3 -m venv $(PYVENV)
@@ -143,6 +144,7 @@ test-e2e: deps $(PYVENV)/ok
 	  else echo "make: the CLI test needs tmux: sudo apt-get install tmux"; exit 1; fi; }
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
 test: test-c test-fuzz test-install test-swift test-e2e
 

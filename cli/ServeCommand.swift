@@ -59,7 +59,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The issuer a token must name (\"iss\").")
     var authIssuer: String?
 
-    @Option(help: "The admin's credential, at least 16 characters (default: \"owner\", as the emulator).")
+    @Option(help: "The admin's credential, at least 16 characters (without it: \"owner\" when no keys are configured, as the emulator; no admin over the network when they are).")
     var adminSecret: String?
 
     @Option(help: "A file holding the admin secret (trailing newline ignored).")
@@ -117,10 +117,12 @@ struct ServeCommand: ParsableCommand {
                        authKeys.map { "RS256/ES256 with the keys in \($0)" }]
                         .compactMap { $0 }.joined(separator: ", ")
                     : "unsigned ones are accepted (no --auth-secret or --auth-keys)")
-                + "; the admin is "
-                + (adminSecret == nil
-                    ? "Authorization: Bearer owner (realtime: gauth \"owner\")"
-                    : "the --admin-secret (\"owner\" is not accepted)"))
+                + "; "
+                + (adminSecret != nil
+                    ? "the admin is the --admin-secret (\"owner\" is not accepted)"
+                    : hasKeys
+                        ? "there is no admin over the network (keys are configured without --admin-secret; \"owner\" is not accepted)"
+                        : "the admin is Authorization: Bearer owner (realtime: gauth \"owner\"), as the emulator"))
         Output.line("stop with Ctrl-C")
 
         Interrupt.wait()

@@ -670,8 +670,10 @@ typedef struct hearth_server_config_s {
     const char *auth_audience;
     const char *auth_issuer;
     /* The admin's credential ("Authorization: Bearer SECRET", realtime
-     * auth/gauth with SECRET): the rules do not apply to it. NULL: "owner",
-     * as the emulator; when set, "owner" is an ordinary invalid token. */
+     * auth/gauth with SECRET): the rules do not apply to it. NULL: "owner"
+     * when no keys are configured (emulator mode, as the emulator), and no
+     * admin over the network when keys are; when set, "owner" is an
+     * ordinary invalid token. */
     const char *admin_secret;
 } hearth_server_config_t;
 

@@ -72,6 +72,10 @@ typedef struct op {
     hearth_node_t *tx_snapshot;
     int status;
     hearth_auth_provider_cb auth_provider;
+    /* OP_WRITE from hearth__db_*_as: judged by the owner's judge, as
+     * `auth` (NULL: unauthenticated), when it is applied. */
+    bool judged;
+    hearth_node_t *auth;
 } op;
 
 struct hearth_db_s {
@@ -103,6 +107,9 @@ struct hearth_db_s {
     /* embedded with rules: every call is judged as `auth` */
     hearth__ruleset *rules;
     hearth_node_t *auth;
+    /* the owner's judge of hearth__db_*_as writes (the server's rules) */
+    hearth__db_judge_fn judge;
+    void *judge_ctx;
     hearth__reg **doomed; /* removed while raising: freed after */
     size_t ndoomed, doomed_cap;
     /* remote: asked for a token on every connection */
@@ -142,6 +149,7 @@ static op *op_new(op_kind kind) {
 
 static void op_free(op *o) {
     hearth_node_decref(o->tx_snapshot);
+    hearth_node_decref(o->auth);
     for (size_t i = 0; i < o->nparts; i++) {
         hearth__free(o->parts[i].text);
         hearth_node_decref(o->parts[i].value);
@@ -256,6 +264,23 @@ static int generate(hearth_db_t *db, const hearth_node_t *old_root,
     return rc;
 }
 
+/* Whether the rules let o's write stand: judged against the data with the
+ * whole write applied (new_root), exactly as it would be stored. */
+static bool write_allowed(hearth_db_t *db, const op *o,
+                          const hearth__path *const *paths,
+                          const hearth_node_t *new_root, int64_t now) {
+    if (db->rules) {
+        hearth__access a = {db->auth, (double)now, db->root, NULL};
+        return hearth__ruleset_can_write(db->rules, paths, o->nparts, new_root,
+                                         &a);
+    }
+    if (!o->judged)
+        return true;
+    /* Fail closed: a judged write with nobody to judge it is refused. */
+    return db->judge && db->judge(db->judge_ctx, o->auth, paths, o->nparts,
+                                  db->root, new_root, (double)now);
+}
+
 /* Resolves server values and applies every part to the root as one write,
  * logs it, or changes nothing. */
 static int apply_write(hearth_db_t *db, op *o) {
@@ -282,12 +307,8 @@ static int apply_write(hearth_db_t *db, op *o) {
             rc = hearth__node_set_path(&root, &w->path, values[i], NULL);
         }
     }
-    if (!rc && db->rules) {
-        /* Judged against the data with the whole write applied. */
-        hearth__access a = {db->auth, (double)now, db->root, NULL};
-        if (!hearth__ruleset_can_write(db->rules, paths, o->nparts, root, &a))
-            rc = HEARTH_EDENIED;
-    }
+    if (!rc && !write_allowed(db, o, paths, root, now))
+        rc = HEARTH_EDENIED;
     if (!rc && db->store)
         rc = hearth__store_append(db->store, paths, (const hearth_node_t *const *)values,
                                   o->nparts);
@@ -1138,6 +1159,11 @@ void hearth__db_set_group_commit(hearth_db_t *db, bool on) {
     db->group_commit = on;
 }
 
+void hearth__db_set_judge(hearth_db_t *db, hearth__db_judge_fn fn, void *ctx) {
+    db->judge = fn;
+    db->judge_ctx = ctx;
+}
+
 const hearth_node_t *hearth__db_root(hearth_db_t *db) { return db->root; }
 
 /* ---- public operations ---- */
@@ -1220,9 +1246,24 @@ static int drop_op(op *o, int rc) {
     return rc;
 }
 
+/* Marks o to be judged as who when it is applied (who NULL: not judged). */
+static void judge_as(op *o, const hearth__db_caller *who) {
+    if (!who)
+        return;
+    o->judged = true;
+    o->auth = hearth_node_incref(who->auth);
+}
+
 int hearth_db_set(hearth_db_t *db, const char *path, const hearth_node_t *value,
                   hearth_completion_cb cb, void *ctx, hearth_free_cb ctx_free,
                   hearth_error_t *err) {
+    return hearth__db_set_as(db, NULL, path, value, cb, ctx, ctx_free, err);
+}
+
+int hearth__db_set_as(hearth_db_t *db, const hearth__db_caller *who,
+                      const char *path, const hearth_node_t *value,
+                      hearth_completion_cb cb, void *ctx,
+                      hearth_free_cb ctx_free, hearth_error_t *err) {
     if (!db)
         return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
     op *o = write_op(1, cb, ctx, ctx_free);
@@ -1236,6 +1277,7 @@ int hearth_db_set(hearth_db_t *db, const char *path, const hearth_node_t *value,
     if (rc)
         return drop_op(o, rc);
     w->value = hearth_node_incref(value);
+    judge_as(o, who);
     rc = submit(db, o);
     return rc ? hearth__error_code(err, rc) : 0;
 }
@@ -1333,8 +1375,8 @@ static int update_op(const char *path, size_t count, const char *const *paths,
     return 0;
 }
 
-int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
-                     const char *const *paths,
+static int update_as(hearth_db_t *db, const hearth__db_caller *who,
+                     const char *path, size_t count, const char *const *paths,
                      const hearth_node_t *const *values,
                      hearth_completion_cb cb, void *ctx,
                      hearth_free_cb ctx_free, hearth_error_t *err) {
@@ -1344,13 +1386,31 @@ int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
     int rc = update_op(path, count, paths, values, cb, ctx, ctx_free, &o, err);
     if (rc)
         return rc;
+    judge_as(o, who);
     rc = submit(db, o);
     return rc ? hearth__error_code(err, rc) : 0;
+}
+
+int hearth_db_update(hearth_db_t *db, const char *path, size_t count,
+                     const char *const *paths,
+                     const hearth_node_t *const *values,
+                     hearth_completion_cb cb, void *ctx,
+                     hearth_free_cb ctx_free, hearth_error_t *err) {
+    return update_as(db, NULL, path, count, paths, values, cb, ctx, ctx_free,
+                     err);
 }
 
 int hearth_db_update_json(hearth_db_t *db, const char *path, const char *json,
                           size_t len, hearth_completion_cb cb, void *ctx,
                           hearth_free_cb ctx_free, hearth_error_t *err) {
+    return hearth__db_update_json_as(db, NULL, path, json, len, cb, ctx,
+                                     ctx_free, err);
+}
+
+int hearth__db_update_json_as(hearth_db_t *db, const hearth__db_caller *who,
+                              const char *path, const char *json, size_t len,
+                              hearth_completion_cb cb, void *ctx,
+                              hearth_free_cb ctx_free, hearth_error_t *err) {
     json_t *obj;
     int rc = hearth__json_load(json, len, &obj, err);
     if (rc)
@@ -1389,9 +1449,9 @@ int hearth_db_update_json(hearth_db_t *db, const char *path, const char *json,
         paths[i++] = key;
     }
     if (!rc)
-        rc = hearth_db_update(db, path, n, paths,
-                              (const hearth_node_t *const *)values, cb, ctx,
-                              ctx_free, err);
+        rc = update_as(db, who, path, n, paths,
+                       (const hearth_node_t *const *)values, cb, ctx, ctx_free,
+                       err);
     for (size_t k = 0; values && k < n; k++)
         hearth_node_decref(values[k]);
     hearth__free(values);

@@ -15,4 +15,35 @@ void hearth__db_set_group_commit(hearth_db_t *db, bool on);
 /* The current root (borrowed; valid until the next write). Loop thread. */
 const hearth_node_t *hearth__db_root(hearth_db_t *db);
 
+/* Writes judged by the database's owner. The server's namespaces judge
+ * every write of a network caller by the namespace's rules *when it is
+ * applied*: against the data of that moment, the rules in force then, and
+ * exactly the values being stored (server values resolved). A refused
+ * write changes nothing and completes with HEARTH_EDENIED. */
+typedef struct hearth__db_caller {
+    const hearth_node_t *auth; /* the rules' auth; NULL: unauthenticated */
+} hearth__db_caller;
+
+/* The judge: whether auth may write paths (n parts), turning old_root
+ * into new_root at time now (Unix ms). Runs on the loop thread. */
+typedef bool (*hearth__db_judge_fn)(void *ctx, const hearth_node_t *auth,
+                                    const hearth__path *const *paths,
+                                    size_t n, const hearth_node_t *old_root,
+                                    const hearth_node_t *new_root,
+                                    double now);
+/* Sets the judge (loop thread; before any judged write). A judged write
+ * on a database without one is refused. */
+void hearth__db_set_judge(hearth_db_t *db, hearth__db_judge_fn fn, void *ctx);
+
+/* hearth_db_set / hearth_db_update_json judged as who (NULL: not judged,
+ * as the public calls). */
+int hearth__db_set_as(hearth_db_t *db, const hearth__db_caller *who,
+                      const char *path, const hearth_node_t *value,
+                      hearth_completion_cb cb, void *ctx,
+                      hearth_free_cb ctx_free, hearth_error_t *err);
+int hearth__db_update_json_as(hearth_db_t *db, const hearth__db_caller *who,
+                              const char *path, const char *json, size_t len,
+                              hearth_completion_cb cb, void *ctx,
+                              hearth_free_cb ctx_free, hearth_error_t *err);
+
 #endif

@@ -124,19 +124,36 @@ static int check_signature(const char *token, size_t signed_len,
     return rc;
 }
 
+/* Whether the token's aud names audience: a string, or an array of them
+ * (both are valid JWT). */
+static bool names_audience(json_t *aud, const char *audience) {
+    if (json_is_string(aud))
+        return strcmp(json_string_value(aud), audience) == 0;
+    size_t i;
+    json_t *one;
+    json_array_foreach(aud, i, one) {
+        if (json_is_string(one) && strcmp(json_string_value(one), audience) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* signed_token: a signed token must expire (the service's ID tokens always
+ * carry exp); an unsigned emulator token need not. */
 static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
-                        double now_ms, hearth_error_t *err) {
+                        bool signed_token, double now_ms, hearth_error_t *err) {
     double now = now_ms / 1000;
     json_t *exp = json_object_get(claims, "exp"), *nbf = json_object_get(claims, "nbf");
     json_t *iat = json_object_get(claims, "iat");
+    if (!exp && signed_token)
+        return bad(err, "no expiry (exp)");
     if (exp && (!json_is_number(exp) || json_number_value(exp) <= now))
         return hearth__error(err, HEARTH_EDENIED, NULL, "the token has expired");
     if (nbf && (!json_is_number(nbf) || json_number_value(nbf) > now))
         return bad(err, "not valid yet (nbf)");
     if (iat && (!json_is_number(iat) || json_number_value(iat) > now + CLOCK_SKEW_S))
         return bad(err, "issued in the future (iat)");
-    const char *aud = json_string_value(json_object_get(claims, "aud"));
-    if (keys->audience && (!aud || strcmp(aud, keys->audience)))
+    if (keys->audience && !names_audience(json_object_get(claims, "aud"), keys->audience))
         return bad(err, "wrong audience");
     const char *iss = json_string_value(json_object_get(claims, "iss"));
     if (keys->issuer && (!iss || strcmp(iss, keys->issuer)))
@@ -179,7 +196,7 @@ int hearth__jwt_verify(const char *token, size_t len,
         rc = check_signature(token, (size_t)(dot2 - token), dot2 + 1,
                              len - (size_t)(dot2 + 1 - token), keys, header, err);
     if (!rc)
-        rc = check_claims(claims, keys, now_ms, err);
+        rc = check_claims(claims, keys, strcmp(alg, "none") != 0, now_ms, err);
     if (!rc)
         rc = make_auth(claims, auth, err);
     json_decref(header);

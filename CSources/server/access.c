@@ -10,10 +10,12 @@
 #include <strings.h>
 
 /* The admin's credential: the configured secret (compared in constant
- * time), else "owner" as the emulator has it. */
+ * time). The emulator's well-known "owner" only in emulator mode (no keys
+ * configured): a server that checks signatures has no admin over the
+ * network without an admin secret. */
 static bool is_admin_credential(const hearth__server *srv, const char *token) {
     if (!srv->admin_secret)
-        return !strcmp(token, "owner");
+        return !hearth__server_has_keys(srv) && !strcmp(token, "owner");
     size_t a = strlen(token), b = strlen(srv->admin_secret);
     return a == b && CRYPTO_memcmp(token, srv->admin_secret, a) == 0;
 }
@@ -99,12 +101,22 @@ bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
     return hearth__ruleset_can_read(ns->ruleset, &parsed, &a);
 }
 
+bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
+                      const hearth__path *const *paths, size_t n,
+                      const hearth_node_t *old_root,
+                      const hearth_node_t *new_root, double now) {
+    hearth__namespace *ns = ctx;
+    hearth__access a = {auth, now, old_root, NULL};
+    return ns->ruleset &&
+           hearth__ruleset_can_write(ns->ruleset, paths, n, new_root, &a);
+}
+
 bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
                           const char *const *paths,
                           const hearth_node_t *const *values, size_t n) {
     if (p->admin)
         return true;
-    if (!ns->ruleset || n > 64)
+    if (n > 64)
         return false;
     const hearth_node_t *root = hearth__db_root(ns->db);
     hearth_node_t *after = hearth_node_incref(root);
@@ -123,8 +135,7 @@ bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
                  !hearth_node_set(&after, paths[i], resolved, NULL);
         hearth_node_decref(resolved);
     }
-    hearth__access a = {p->auth, (double)now, root, NULL};
-    ok = ok && hearth__ruleset_can_write(ns->ruleset, ptrs, n, after, &a);
+    ok = ok && hearth__ns_judge(ns, p->auth, ptrs, n, root, after, (double)now);
     hearth_node_decref(after);
     return ok;
 }
@@ -135,31 +146,31 @@ bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
         return true;
     size_t n = json_object_size(obj), k = 0;
     if (n > 64)
-        return false; /* more than a rules check takes: refused */
+        return false; /* more than a dry run takes: refused */
     char *paths[64];
     hearth_node_t *values[64];
     const char *key;
     json_t *v;
-    bool malformed = false, oom = false;
+    hearth__path parsed;
+    bool ok = true;
     json_object_foreach(obj, key, v) {
         hearth__buf b;
         hearth__buf_init(&b);
         hearth__buf_printf(&b, "%s/%s", strcmp(base, "/") ? base : "", key);
         paths[k] = hearth__buf_detach(&b, NULL);
         values[k] = NULL;
-        oom = !paths[k];
-        malformed = !oom && (hearth_validate_path(paths[k], NULL) ||
-                             hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES,
-                                                      &values[k], NULL));
-        if (oom || malformed) {
+        /* Malformed parts are refused here too: nothing unjudged passes. */
+        ok = paths[k] &&
+             !hearth__path_parse(paths[k], HEARTH__PATH_ALLOW_PRIORITY, &parsed, NULL) &&
+             !hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES, &values[k], NULL);
+        if (!ok) {
             hearth__free(paths[k]);
             break;
         }
         k++;
     }
-    bool ok = malformed ||
-              (!oom && hearth__ns_may_write(ns, p, (const char *const *)paths,
-                                            (const hearth_node_t *const *)values, k));
+    ok = ok && hearth__ns_may_write(ns, p, (const char *const *)paths,
+                                    (const hearth_node_t *const *)values, k);
     for (size_t i = 0; i < k; i++) {
         hearth__free(paths[i]);
         hearth_node_decref(values[i]);

@@ -33,16 +33,36 @@ bool hearth__principal_of_token(const hearth__server *srv, const char *token,
                                 char *why, size_t why_size);
 void hearth__principal_clear(hearth__principal *p);
 
+/* Who a principal's writes are judged as: NULL for the admin (the rules
+ * do not apply), else *buf filled with its auth. */
+static inline const hearth__db_caller *
+hearth__principal_caller(const hearth__principal *p, hearth__db_caller *buf) {
+    if (p->admin)
+        return NULL;
+    buf->auth = p->auth;
+    return buf;
+}
+
+/* The judge of every network write of a namespace (hearth__db_set_judge,
+ * ctx the namespace): its rules as they are when the write is applied. */
+bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
+                      const hearth__path *const *paths, size_t n,
+                      const hearth_node_t *old_root,
+                      const hearth_node_t *new_root, double now);
+
 bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
                          const char *path, const hearth_node_t *query);
-/* A write of n (path, value) parts as one operation; values may hold
- * server values (resolved as the write would be). */
+/* A dry run of a write of n (path, value) parts as one operation (for
+ * onDisconnect writes as they are queued; the write itself is judged
+ * again when applied); values may hold server values (resolved as the
+ * write would be). Malformed parts are refused. */
 bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
                           const char *const *paths,
                           const hearth_node_t *const *values, size_t n);
 
 /* The same for an update: obj maps paths relative to base to values (as
- * JSON). Malformed parts pass: the update itself refuses them. */
+ * JSON). Malformed parts are refused (callers validate first, to answer
+ * them as malformed). */
 struct json_t;
 bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
                            const char *base, struct json_t *obj);

@@ -255,25 +255,26 @@ static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
 
 /* ---- the rules ---- */
 
-/* Both checks pass what the operation itself refuses as malformed (a bad
- * path or value): the client then hears invalid_args, not a denial. */
+/* Requests are checked in this order: malformed ones are answered
+ * invalid_args and nothing else; then reads are checked before they start;
+ * writes are judged by the rules as they are applied (hearth__db_set_as),
+ * as the identity the session has at that moment. */
+
+/* Whether the session may read a valid path (a malformed one: never). */
 static bool may_read(session *s, const char *path, json_t *wire_q) {
-    if (hearth_validate_path(path, NULL))
-        return true;
     hearth_node_t *q = s->who.admin ? NULL : hearth__rules_query_variable(wire_q);
     bool ok = hearth__ns_may_read(s->ns, &s->who, path, q);
     hearth_node_decref(q);
     return ok;
 }
 
-/* A set (merge false) or an update of relative paths (merge true). */
+/* A dry run of a set (merge false) or an update of relative paths (merge
+ * true) of valid data, for onDisconnect writes as they are queued. */
 static bool may_write(session *s, const char *path, json_t *data, bool merge) {
-    if (s->who.admin || hearth_validate_path(path, NULL))
-        return true;
     if (!merge) {
         hearth_node_t *v = NULL;
         if (hearth_node_from_jansson(data, HEARTH_JSON_ALLOW_SERVER_VALUES, &v, NULL))
-            return true; /* refused as invalid data */
+            return false;
         bool ok = hearth__ns_may_write(s->ns, &s->who, &path,
                                        (const hearth_node_t *const *)&v, 1);
         hearth_node_decref(v);
@@ -281,6 +282,31 @@ static bool may_write(session *s, const char *path, json_t *data, bool merge) {
     }
     return hearth__ns_may_update(s->ns, &s->who, path, data);
 }
+
+/* The session's writes, judged as who it is now (the admin: not judged). */
+static int judged_set(session *s, const char *path, const hearth_node_t *value,
+                      hearth_completion_cb cb, void *ctx, hearth_free_cb ctx_free,
+                      hearth_error_t *err) {
+    hearth__db_caller caller;
+    return hearth__db_set_as(s->ns->db, hearth__principal_caller(&s->who, &caller),
+                             path, value, cb, ctx, ctx_free, err);
+}
+
+static int judged_update(session *s, const char *path, json_t *data,
+                         hearth_completion_cb cb, void *ctx,
+                         hearth_free_cb ctx_free, hearth_error_t *err) {
+    char *text = json_dumps(data, JSON_COMPACT);
+    if (!text)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    hearth__db_caller caller;
+    int rc = hearth__db_update_json_as(
+        s->ns->db, hearth__principal_caller(&s->who, &caller), path, text,
+        strlen(text), cb, ctx, ctx_free, err);
+    free(text);
+    return rc;
+}
+
+static void recheck_session(session *s);
 
 static void deny(session *s, json_int_t r) {
     reply(s, r, "permission_denied", json_string("Permission denied"));
@@ -304,21 +330,44 @@ static void do_auth(session *s, json_int_t r, json_t *b) {
     s->who = who;
     json_t *auth = who.auth ? hearth_node_to_jansson(who.auth, 0) : json_null();
     reply(s, r, "ok", json_pack("{s:o}", "auth", auth ? auth : json_null()));
+    /* A new identity reads what it may: listens it may not are revoked. */
+    recheck_session(s);
+}
+
+static void do_unauth(session *s, json_int_t r) {
+    hearth__principal_clear(&s->who);
+    s->who.admin = false;
+    reply(s, r, "ok", NULL);
+    recheck_session(s);
+}
+
+/* A listen's or get's path and query: answered (invalid_args, else
+ * permission_denied) and false unless both are valid and may be read. */
+static bool read_request(session *s, json_int_t r, json_t *b,
+                         const char **path, hearth_query_t **q) {
+    *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    *q = NULL;
+    if (!*path || wire_query(json_object_get(b, "q"), q, &err) ||
+        hearth_validate_path(*path, &err)) {
+        hearth_query_free(*q);
+        reply(s, r, "invalid_args", json_string(*path ? err.message : "p is missing"));
+        return false;
+    }
+    if (!may_read(s, *path, json_object_get(b, "q"))) {
+        hearth_query_free(*q);
+        deny(s, r);
+        return false;
+    }
+    return true;
 }
 
 static void do_listen(session *s, json_int_t r, json_t *b) {
-    const char *path = json_string_value(json_object_get(b, "p"));
+    const char *path;
+    hearth_query_t *q;
     hearth_error_t err = {0};
-    hearth_query_t *q = NULL;
-    if (!path || wire_query(json_object_get(b, "q"), &q, &err)) {
-        reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+    if (!read_request(s, r, b, &path, &q))
         return;
-    }
-    if (!may_read(s, path, json_object_get(b, "q"))) {
-        hearth_query_free(q);
-        deny(s, r);
-        return;
-    }
     listen_t *l = hearth__calloc(1, sizeof *l);
     if (l) {
         l->s = s;
@@ -385,7 +434,11 @@ typedef struct pending {
 
 static void on_written(int status, void *ctx) {
     pending *p = ctx;
-    if (p->s->ws)
+    if (!p->s->ws)
+        return;
+    if (status == HEARTH_EDENIED)
+        deny(p->s, p->r);
+    else
         reply(p->s, p->r, status ? "unavailable" : "ok",
               status ? json_string(hearth_strerror(status)) : NULL);
 }
@@ -415,45 +468,64 @@ static void write_refused(session *s, pending *p, json_int_t r,
           json_string(err->message));
 }
 
+/* A put's value, checked as the write will be: path and data both valid. */
+static int put_value(const char *path, json_t *data, hearth_node_t **out,
+                     hearth_error_t *err) {
+    hearth__path p;
+    int rc = hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, err);
+    return rc ? rc
+              : hearth__node_from_jansson_at(data, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                             path, p.n, out, err);
+}
+
+/* Compare-and-set's condition: whether the data at path still has the
+ * hash the client saw. A mismatch pushes the current data (the client
+ * reruns its transaction on it) and answers datastale. Both tell what the
+ * data is, so only a reader may ask. Answers and returns false when the
+ * write must not go on. */
+static bool hash_matches(session *s, json_int_t r, const char *path,
+                         const char *hash) {
+    if (!may_read(s, path, NULL)) {
+        deny(s, r);
+        return false;
+    }
+    const hearth_node_t *current;
+    char have[HEARTH_HASH_SIZE] = "";
+    hearth_error_t err = {0};
+    if (hearth_node_get(hearth__db_root(s->ns->db), path, &current, &err) ||
+        hearth_node_hash(current, have)) {
+        reply(s, r, "invalid_args", json_string(err.message));
+        return false;
+    }
+    if (strcmp(have, hash) == 0)
+        return true;
+    push_data(s, path, current, NULL);
+    reply(s, r, "datastale", json_string("hash mismatch"));
+    return false;
+}
+
 static void do_put(session *s, json_int_t r, json_t *b) {
     const char *path = json_string_value(json_object_get(b, "p"));
     json_t *data = json_object_get(b, "d");
-    hearth_error_t err = {0};
-    if (!path || !data) {
-        reply(s, r, "invalid_args", json_string("p and d are required"));
-        return;
-    }
-    if (!may_write(s, path, data, false)) {
-        deny(s, r);
-        return;
-    }
     json_t *hash = json_object_get(b, "h");
-    if (hash) {
-        /* Compare-and-set: atomic, since nothing else runs on the loop. */
-        const hearth_node_t *current;
-        char have[HEARTH_HASH_SIZE] = "";
-        if (hearth_node_get(hearth__db_root(s->ns->db), path, &current, &err) ||
-            hearth_node_hash(current, have) ||
-            strcmp(have, json_string_value(hash) ? json_string_value(hash) : "")) {
-            if (!err.message[0])
-                push_data(s, path, current, NULL);
-            reply(s, r, err.message[0] ? "invalid_args" : "datastale",
-                  json_string(err.message[0] ? err.message : "hash mismatch"));
-            return;
-        }
+    hearth_error_t err = {0};
+    hearth_node_t *value = NULL;
+    if (!path || !data || (hash && !json_is_string(hash))) {
+        reply(s, r, "invalid_args",
+              json_string("p and d are required; h must be a string"));
+        return;
     }
-    hearth__path p;
-    unsigned depth = hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p,
-                                        NULL) ? 0 : p.n;
-    hearth_node_t *value;
-    if (hearth__node_from_jansson_at(data, HEARTH_JSON_ALLOW_SERVER_VALUES,
-                                     path, depth, &value, &err)) {
+    if (put_value(path, data, &value, &err)) {
         reply(s, r, "invalid_args", json_string(err.message));
         return;
     }
+    /* Compare-and-set: atomic, since nothing else runs on the loop. */
+    if (hash && !hash_matches(s, r, path, json_string_value(hash))) {
+        hearth_node_decref(value);
+        return;
+    }
     pending *pd = new_pending(s, r);
-    int rc = pd ? hearth_db_set(s->ns->db, path, value, on_written, pd,
-                                pending_free, &err)
+    int rc = pd ? judged_set(s, path, value, on_written, pd, pending_free, &err)
                 : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth_node_decref(value);
     if (rc)
@@ -467,34 +539,24 @@ static void do_merge(session *s, json_int_t r, json_t *b) {
         reply(s, r, "invalid_args", json_string("p and an object d are required"));
         return;
     }
-    if (!may_write(s, path, data, true)) {
-        deny(s, r);
-        return;
-    }
-    char *text = json_dumps(data, JSON_COMPACT);
     hearth_error_t err = {0};
-    pending *pd = text ? new_pending(s, r) : NULL;
-    int rc = pd ? hearth_db_update_json(s->ns->db, path, text, (size_t)-1,
-                                        on_written, pd, pending_free, &err)
+    pending *pd = new_pending(s, r);
+    int rc = pd ? judged_update(s, path, data, on_written, pd, pending_free, &err)
                 : hearth__error_code(&err, HEARTH_ENOMEM);
-    free(text);
     if (rc)
         write_refused(s, pd, r, &err);
 }
 
 static void do_get(session *s, json_int_t r, json_t *b) {
-    const char *path = json_string_value(json_object_get(b, "p"));
+    const char *path;
+    hearth_query_t *q;
     hearth_error_t err = {0};
-    hearth_query_t *q = NULL;
     hearth_node_t *value;
-    if (path && !may_read(s, path, json_object_get(b, "q"))) {
-        deny(s, r);
+    if (!read_request(s, r, b, &path, &q))
         return;
-    }
-    if (!path || wire_query(json_object_get(b, "q"), &q, &err) ||
-        hearth_db_get(s->ns->db, path, q, &value, &err)) {
+    if (hearth_db_get(s->ns->db, path, q, &value, &err)) {
         hearth_query_free(q);
-        reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        reply(s, r, "invalid_args", json_string(err.message));
         return;
     }
     hearth_query_free(q);
@@ -508,8 +570,7 @@ static bool ondisconnect_data_valid(const char *path, bool merge, json_t *data,
                                     hearth_error_t *err) {
     hearth_node_t *value = NULL;
     if (!merge) {
-        int rc = hearth__node_from_jansson_at(
-            data, HEARTH_JSON_ALLOW_SERVER_VALUES, path, 0, &value, err);
+        int rc = put_value(path, data, &value, err);
         hearth_node_decref(value);
         return rc == 0;
     }
@@ -591,22 +652,20 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
     reply(s, r, "ok", NULL);
 }
 
-/* Runs the onDisconnect writes, in the order they were asked for. */
+/* Runs the onDisconnect writes, in the order they were asked for. Each
+ * is judged again as it runs, as the service does: against the data and
+ * rules of that moment, as the identity the session has then (a session
+ * that signed out writes as nobody). */
 static void run_ondisconnect(session *s) {
     while (s->ondisconnect) {
         od_op *op = s->ondisconnect;
         s->ondisconnect = op->next;
         if (op->merge) {
-            char *text = json_dumps(op->data, JSON_COMPACT);
-            if (text)
-                hearth_db_update_json(s->ns->db, op->path, text, (size_t)-1, NULL,
-                                      NULL, NULL, NULL);
-            free(text);
+            judged_update(s, op->path, op->data, NULL, NULL, NULL, NULL);
         } else {
             hearth_node_t *value;
-            if (!hearth__node_from_jansson_at(op->data, HEARTH_JSON_ALLOW_SERVER_VALUES,
-                                              op->path, 0, &value, NULL)) {
-                hearth_db_set(s->ns->db, op->path, value, NULL, NULL, NULL, NULL);
+            if (!put_value(op->path, op->data, &value, NULL)) {
+                judged_set(s, op->path, value, NULL, NULL, NULL, NULL);
                 hearth_node_decref(value);
             }
         }
@@ -651,11 +710,9 @@ static void handle(session *s, json_t *msg) {
         do_ondisconnect(s, r, a, b);
     else if (!strcmp(a, "auth") || !strcmp(a, "gauth"))
         do_auth(s, r, b);
-    else if (!strcmp(a, "unauth")) {
-        hearth__principal_clear(&s->who);
-        s->who.admin = false;
-        reply(s, r, "ok", NULL);
-    } else if (!strcmp(a, "s"))
+    else if (!strcmp(a, "unauth"))
+        do_unauth(s, r);
+    else if (!strcmp(a, "s"))
         reply(s, r, "ok", NULL);
     else
         reply(s, r, "invalid_args", json_string("unknown action"));

@@ -149,6 +149,9 @@ static const char *error_status_message(int code, const char *message,
     case HEARTH_ENOMEM:
         *status = 503;
         return "Server out of memory";
+    case HEARTH_EDENIED:
+        *status = 401;
+        return "Permission denied";
     case HEARTH_EIO:
         *status = 500;
         return "Storage failure: the write may not be durable";
@@ -238,11 +241,25 @@ static void etag_of(const hearth_node_t *n, char out[HEARTH_HASH_SIZE + 16]) {
         strcpy(out, "null_etag");
 }
 
-/* Applies if-match: true when the request may go on (else answered). */
+/* Whether the caller may read the data at the request's path. Whatever
+ * shows stored data (an echo, an ETag, a failed condition) needs it. */
+static bool may_read_here(const rest *r) {
+    return hearth__ns_may_read(r->ns, &r->who, r->path, NULL);
+}
+
+static void deny(const rest *r);
+
+/* Applies if-match: true when the request may go on (else answered). A
+ * condition on data is a read of it (a match or 412 tells its hash), so
+ * only callers who may read it may ask. */
 static bool check_if_match(const rest *r) {
     const char *want = hearth__http_get_header(r->req, "if-match");
     if (!want)
         return true;
+    if (!may_read_here(r)) {
+        deny(r);
+        return false;
+    }
     char etag[HEARTH_HASH_SIZE + 16];
     const hearth_node_t *current = value_at(r);
     etag_of(current, etag);
@@ -368,7 +385,9 @@ static int build_query(const rest *r, hearth_query_t **out,
 
 /* ---- the rules ---- */
 
-static void deny(rest *r) { reply_error(r->conn, 401, "Permission denied"); }
+static void deny(const rest *r) {
+    reply_error(r->conn, 401, "Permission denied");
+}
 
 /* The read rules' `query`: the request's query parameters. */
 static hearth_node_t *query_variable(const rest *r) {
@@ -406,9 +425,10 @@ static bool may_read(rest *r, hearth_node_t **query_var) {
     return ok;
 }
 
-static bool may_write_one(rest *r, const char *path, const hearth_node_t *v) {
-    return hearth__ns_may_write(r->ns, &r->who, &path, &v, 1);
-}
+/* A set judged by the rules as the caller when it is applied (the admin
+ * is not judged); a refusal completes with HEARTH_EDENIED. */
+static int judged_set(rest *r, const char *path, const hearth_node_t *value,
+                      void *reply_ctx, hearth_error_t *err);
 
 /* ---- methods ---- */
 
@@ -554,10 +574,12 @@ static void prepared(pending_reply *p) {
     release_reply(p);
 }
 
+/* The reply to a write: echo (the data now, or for callers who may not
+ * read it what they sent), and the ETag only for those who may. */
 static void prepare_reply(pending_reply *p, const rest *r,
-                          const hearth_node_t *echo) {
+                          const hearth_node_t *echo, bool readable) {
     p->body = render(r, echo, &p->len);
-    if (r->want_etag) {
+    if (r->want_etag && readable) {
         char etag[HEARTH_HASH_SIZE + 16];
         etag_of(value_at(r), etag);
         size_t n = strlen(etag) + 16;
@@ -587,27 +609,33 @@ static void do_put(rest *r) {
         reply_failure(r->conn, err.code, &err);
         return;
     }
-    if (!may_write_one(r, r->path, value)) {
-        hearth_node_decref(value);
-        deny(r);
-        return;
-    }
     if (!check_if_match(r)) {
         hearth_node_decref(value);
         return;
     }
     pending_reply *p = new_reply(r);
-    int rc = p ? hearth_db_set(r->ns->db, r->path, value, on_write_done, p,
-                               release_reply, &err)
+    int rc = p ? judged_set(r, r->path, value, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
-    hearth_node_decref(value);
     if (rc) {
+        hearth_node_decref(value);
         hearth__free(p);
         reply_failure(r->conn, rc, &err);
         return;
     }
-    /* Applied now (loop thread); answered at its commit. */
-    prepare_reply(p, r, value_at(r));
+    /* Applied (or refused) now, on the loop thread; answered at its
+     * commit. The echo is the data as stored (server values resolved),
+     * which only a reader may see. */
+    bool readable = may_read_here(r);
+    prepare_reply(p, r, readable ? value_at(r) : value, readable);
+    hearth_node_decref(value);
+}
+
+static int judged_set(rest *r, const char *path, const hearth_node_t *value,
+                      void *reply_ctx, hearth_error_t *err) {
+    hearth__db_caller caller;
+    return hearth__db_set_as(r->ns->db, hearth__principal_caller(&r->who, &caller),
+                             path, value, on_write_done, reply_ctx,
+                             release_reply, err);
 }
 
 static void do_post(rest *r) {
@@ -625,18 +653,8 @@ static void do_post(rest *r) {
     hearth__buf_init(&where);
     hearth__buf_printf(&where, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
     char *child = hearth__buf_detach(&where, NULL);
-    if (!child || !may_write_one(r, child, value)) {
-        hearth__free(child);
-        hearth_node_decref(value);
-        if (child)
-            deny(r);
-        else
-            reply_error(r->conn, 503, "Server out of memory");
-        return;
-    }
-    pending_reply *p = new_reply(r);
-    int rc = p ? hearth_db_set(r->ns->db, child, value, on_write_done, p,
-                               release_reply, &err)
+    pending_reply *p = child ? new_reply(r) : NULL;
+    int rc = p ? judged_set(r, child, value, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth__free(child);
     hearth_node_decref(value);
@@ -651,7 +669,7 @@ static void do_post(rest *r) {
         hearth_node_set_child_new(&name, "name", k, NULL);
     rest plain = *r;
     plain.json_flags &= ~HEARTH_JSON_EXPORT;
-    prepare_reply(p, &plain, name);
+    prepare_reply(p, &plain, name, false);
     hearth_node_decref(name);
 }
 
@@ -667,15 +685,12 @@ static void do_patch(rest *r) {
         reply_error(r->conn, 400, MSG_BAD_DATA);
         return;
     }
-    if (!hearth__ns_may_update(r->ns, &r->who, r->path, obj)) {
-        json_decref(obj);
-        deny(r);
-        return;
-    }
     pending_reply *p = new_reply(r);
-    int rc = p ? hearth_db_update_json(r->ns->db, r->path, r->req->body,
-                                       r->req->body_len, on_write_done, p,
-                                       release_reply, &err)
+    hearth__db_caller caller;
+    int rc = p ? hearth__db_update_json_as(
+                     r->ns->db, hearth__principal_caller(&r->who, &caller),
+                     r->path, r->req->body, r->req->body_len, on_write_done,
+                     p, release_reply, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         json_decref(obj);
@@ -683,7 +698,9 @@ static void do_patch(rest *r) {
         reply_failure(r->conn, rc, &err);
         return;
     }
-    /* Echo each updated path with what it holds now. */
+    /* Echo each updated path with what it holds now; a caller who may not
+     * read it gets back what it sent. */
+    bool readable = may_read_here(r);
     hearth__buf b;
     hearth__buf_init(&b);
     jsonp_open(r, &b);
@@ -698,7 +715,17 @@ static void do_patch(rest *r) {
             continue;
         snprintf(full, n, "%s/%s", r->path, key);
         const hearth_node_t *now;
-        if (hearth_node_get(hearth__db_root(r->ns->db), full, &now, NULL) == 0) {
+        if (!readable) {
+            if (!first)
+                hearth__buf_addc(&b, ',');
+            hearth__json_write_string(&b, key, strlen(key));
+            hearth__buf_addc(&b, ':');
+            char *sent = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            hearth__buf_adds(&b, sent ? sent : "null");
+            free(sent);
+            first = false;
+        } else if (hearth_node_get(hearth__db_root(r->ns->db), full, &now,
+                                   NULL) == 0) {
             if (!first)
                 hearth__buf_addc(&b, ',');
             hearth__json_write_string(&b, key, strlen(key));
@@ -716,23 +743,18 @@ static void do_patch(rest *r) {
 }
 
 static void do_delete(rest *r) {
-    if (!may_write_one(r, r->path, hearth__node_empty())) {
-        deny(r);
-        return;
-    }
     if (!check_if_match(r))
         return;
     hearth_error_t err;
     pending_reply *p = new_reply(r);
-    int rc = p ? hearth_db_remove(r->ns->db, r->path, on_write_done, p,
-                                  release_reply, &err)
+    int rc = p ? judged_set(r, r->path, hearth__node_empty(), p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         hearth__free(p);
         reply_failure(r->conn, rc, &err);
         return;
     }
-    prepare_reply(p, r, hearth__node_empty());
+    prepare_reply(p, r, hearth__node_empty(), may_read_here(r));
 }
 
 /* ---- rules endpoint ---- */

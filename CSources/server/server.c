@@ -1,5 +1,6 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
+#include "server/access.h"
 
 #include "rules/jwt.h"
 
@@ -229,6 +230,8 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     *kept = ns;
+    /* Network writes are judged by the rules as they are applied. */
+    hearth__db_set_judge(kept->db, hearth__ns_judge, kept);
     srv->namespaces[srv->nnamespaces++] = kept;
     *out = kept;
     return 0;

@@ -558,7 +558,8 @@ static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
     fputs(private_rules, f);
     fclose(f);
     return start_configured((hearth_server_config_t){
-        .rules_file = rules_path, .auth_secret = "s3cret"});
+        .rules_file = rules_path, .auth_secret = "s3cret",
+        .admin_secret = "0123456789abcdef-admin"});
 }
 
 /* A listen the rules refuse ends with a cancel event; a token lets it
@@ -597,7 +598,7 @@ static void test_tokens_and_cancelled_listens(void) {
 
     /* The rules change under the live listen: it is revoked. */
     CHECK_INT(http_request(port, "PUT", "/.settings/rules.json?ns=auth",
-                           "Authorization: Bearer owner\r\n",
+                           "Authorization: Bearer 0123456789abcdef-admin\r\n",
                            "{\"rules\": {\".read\": false, \".write\": false}}"),
               200);
     CHECK(wait_cancels(&w, 1, 5000));

@@ -47,19 +47,28 @@ void b64url(const void *data, size_t len, char *out) {
     free(text);
 }
 
+/* Each case is valid but for the one claim it is refused for (an expiry
+ * far ahead where that is not the point). */
+#define LATER "\"exp\":4102444800"
 const claims_case refused_claims[] = {
     {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
      "\"exp\":1600000000}", "expired"},
     {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
-     "\"nbf\":1900000000}", "nbf"},
+     "\"nbf\":1900000000," LATER "}", "nbf"},
     {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\","
-     "\"iat\":1900000000}", "iat"},
-    {"{\"sub\":\"ada\",\"aud\":\"other\",\"iss\":\"https://issuer.example\"}",
+     "\"iat\":1900000000," LATER "}", "iat"},
+    {"{\"sub\":\"ada\",\"aud\":\"other\",\"iss\":\"https://issuer.example\"," LATER "}",
      "audience"},
-    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"x\"}", "issuer"},
-    {"{\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}", "uid"},
+    {"{\"sub\":\"ada\",\"aud\":[\"other\",\"more\"],\"iss\":\"https://issuer.example\","
+     LATER "}", "audience"},
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"x\"," LATER "}", "issuer"},
+    {"{\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"," LATER "}", "uid"},
+    /* A signed token that never expires is refused. */
+    {"{\"sub\":\"ada\",\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}",
+     "no expiry"},
     {NULL, NULL},
 };
+#undef LATER
 
 void remove_tree(const char *dir) {
     char cmd[1100];

@@ -459,6 +459,17 @@ static void test_tokens(void) {
     make_token(good, NULL, token);
     CHECK_INT(verify(token, true, why), 0);
     CHECK(verify(token, false, why) != 0 && strstr(why, "unsigned"));
+    /* An array aud (valid JWT) passes when it names the audience. */
+    make_token("{\"sub\":\"ada\",\"email\":\"ada@example.com\","
+               "\"aud\":[\"elsewhere\",\"my-project\"],"
+               "\"iss\":\"https://issuer.example\",\"exp\":1900000000}",
+               "s3cret", token);
+    CHECK_INT(verify(token, false, why), 0);
+    /* An unsigned emulator token need not expire. */
+    make_token("{\"sub\":\"ada\",\"email\":\"ada@example.com\","
+               "\"aud\":\"my-project\",\"iss\":\"https://issuer.example\"}",
+               NULL, token);
+    CHECK_INT(verify(token, true, why), 0);
     for (size_t i = 0; refused_claims[i].payload; i++) {
         make_token(refused_claims[i].payload, "s3cret", token);
         if (verify(token, false, why) == 0 || !strstr(why, refused_claims[i].why)) {

@@ -15,6 +15,9 @@
 static char data_dir[64];
 
 #define OWNER "Authorization: Bearer owner\r\n"
+/* The admin of servers with keys ("owner" is the admin only without). */
+#define ADMIN_SECRET "0123456789abcdef-admin"
+#define ADMIN "Authorization: Bearer " ADMIN_SECRET "\r\n"
 
 static void make_data_dir(void) {
     if (!data_dir[0]) {
@@ -359,9 +362,10 @@ static void test_rules_change_cancels_streams(void) {
 /* With --auth-secret, tokens must be signed with it. */
 static void test_signed_tokens(void) {
     hearth_server_t *s =
-        start_with((hearth_server_config_t){.auth_secret = "s3cret"});
+        start_with((hearth_server_config_t){.auth_secret = "s3cret",
+                                             .admin_secret = ADMIN_SECRET});
     int port = hearth_server_port(s);
-    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=signed", OWNER,
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=signed", ADMIN,
                "{\"rules\":{\"users\":{\"$uid\":{\".read\":\"auth.uid == $uid\"}}}}",
                200, NULL);
     /* {"sub":"ada","exp":4102444800} signed with "s3cret". */

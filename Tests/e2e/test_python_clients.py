@@ -38,11 +38,12 @@ class Server:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.proc = None
+        self.extra_args = []  # more `hearth serve` options
 
     def start(self):
         self.proc = subprocess.Popen(
             [HEARTH, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--data", self.data_dir],
+             "--data", self.data_dir, *self.extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -550,6 +551,8 @@ class Realtime(unittest.TestCase):
         self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
         self.send(ws, 11, "unauth", {})
         self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        # Nobody may read ada's data now: her listen is revoked.
+        self.assertEqual(self.recv(ws)["d"], {"a": "c", "b": {"p": "/users/ada"}})
         self.send(ws, 12, "g", {"p": "/users/bob"})
         self.assertEqual(self.recv(ws)["d"]["b"]["s"], "permission_denied")
         ws.close()
@@ -675,10 +678,15 @@ class Realtime(unittest.TestCase):
         self.assertEqual(status, 200)
 
 
-if __name__ == "__main__":
+def run_tests(module_name):
+    """Runs a module's tests verbosely; exits 1 when any failed."""
     runner = unittest.TextTestRunner(verbosity=2)
     result = runner.run(unittest.defaultTestLoader.loadTestsFromModule(
-        sys.modules[__name__]))
+        sys.modules[module_name]))
     failed = len(result.failures) + len(result.errors)
     print(f"{result.testsRun - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    run_tests(__name__)
