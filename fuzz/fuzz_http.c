@@ -1,8 +1,14 @@
 /* fuzz_http.c - libFuzzer target for the HTTP request path of a real
  * server: each input goes over a loopback socket, either as raw bytes (odd
  * first byte) or as the query string of a GET (even first byte, so the
- * REST parameter and query parsing is reached). Whatever arrives, the
- * server must answer or close that connection, and keep serving others. */
+ * REST parameter and query parsing is reached; with bit 1 set the GET goes
+ * to /, /secret, /wo or /public (bits 2-3) of the namespace "secure").
+ * Whatever arrives, the server must answer or close that connection, and
+ * keep serving others.
+ *
+ * The namespace "secure" holds the attacker's rules and a random canary
+ * where no anonymous caller may read (fuzz_server.h), restored before each
+ * input; no answer to any input may carry it. */
 #include "hearth.h"
 
 #include "fuzz_server.h"
@@ -58,11 +64,20 @@ static size_t exchange(const uint8_t *data, size_t size, char *reply,
     return got;
 }
 
+static void check_no_leak(const char *reply, size_t len) {
+    if (fuzz_leaks(reply, len)) {
+        fprintf(stderr, "fuzz_http: the server answered %.*s\n",
+                len > 600 ? 600 : (int)len, reply);
+        abort(); /* data the rules do not let an anonymous caller read */
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     start_once();
     static char reply[1 << 16];
+    fuzz_secure_reset(port);
     if (size && (data[0] & 1)) {
-        exchange(data + 1, size - 1, reply, sizeof reply);
+        check_no_leak(reply, exchange(data + 1, size - 1, reply, sizeof reply));
     } else if (size) {
         /* Bytes a request line cannot carry are percent-encoded, so every
          * input is a well-formed request and must be answered. */
@@ -76,11 +91,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 q += (size_t)snprintf(query + q, 4, "%%%02X", c);
         }
         query[q] = '\0';
+        static const char *const secure[] = {"/.json?ns=secure&",
+                                             "/secret.json?ns=secure&",
+                                             "/wo.json?ns=secure&",
+                                             "/public.json?ns=secure&"};
+        const char *target = data[0] & 2 ? secure[(data[0] >> 2) & 3]
+                                         : "/fuzz.json?";
         char req[8192];
         int n = snprintf(req, sizeof req,
-                         "GET /fuzz.json?%s HTTP/1.1\r\nHost: x\r\n\r\n",
+                         "GET %s%s HTTP/1.1\r\nHost: x\r\n\r\n", target,
                          query);
-        exchange((const uint8_t *)req, (size_t)n, reply, sizeof reply);
+        check_no_leak(reply, exchange((const uint8_t *)req, (size_t)n, reply,
+                                      sizeof reply));
         if (strncmp(reply, "HTTP/1.1 ", 9) != 0)
             abort(); /* a complete request always gets an answer */
     }

@@ -20,6 +20,22 @@
 
 static hearth_server_t *fuzz_server;
 static char fuzz_server_dir[64];
+/* Random per process, so no input can know them: the admin's credential
+ * (the emulator's "owner" is then an ordinary invalid token), and the
+ * canary kept where no anonymous caller may read (see fuzz_secure_reset). */
+static char fuzz_admin_secret[40];
+static char fuzz_canary[40];
+
+static void fuzz_random_hex(char *out, size_t bytes, const char *prefix) {
+    unsigned char raw[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || bytes > sizeof raw || fread(raw, 1, bytes, f) != bytes)
+        abort();
+    fclose(f);
+    size_t at = (size_t)sprintf(out, "%s", prefix);
+    for (size_t i = 0; i < bytes; i++)
+        at += (size_t)sprintf(out + at, "%02x", raw[i]);
+}
 
 static void fuzz_server_stop(void) {
     hearth_server_stop(fuzz_server);
@@ -34,9 +50,12 @@ static int fuzz_server_port(const char *name) {
     if (!fuzz_server) {
         snprintf(fuzz_server_dir, sizeof fuzz_server_dir,
                  "/tmp/hearth-fuzz-%s-%d", name, (int)getpid());
+        fuzz_random_hex(fuzz_admin_secret, 12, "admin-");
+        fuzz_random_hex(fuzz_canary, 12, "canary-");
         hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
                                          .data_dir = fuzz_server_dir,
-                                         .fsync_mode = HEARTH_FSYNC_OFF};
+                                         .fsync_mode = HEARTH_FSYNC_OFF,
+                                         .admin_secret = fuzz_admin_secret};
         if (hearth_server_start(&config, &fuzz_server, NULL))
             abort();
         atexit(fuzz_server_stop);
@@ -73,6 +92,73 @@ static int fuzz_connect(int port) {
         }
     }
     return fd;
+}
+
+/* One request as the admin on a fresh connection; returns the status (0
+ * when there was no answer). */
+static int fuzz_admin_request(int port, const char *method, const char *target,
+                              const char *body) {
+    int fd = fuzz_connect(port);
+    char head[512];
+    size_t blen = strlen(body);
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     "Authorization: Bearer %s\r\nContent-Length: %zu\r\n\r\n",
+                     method, target, fuzz_admin_secret, blen);
+    int status = 0;
+    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n &&
+        send(fd, body, blen, MSG_NOSIGNAL) == (ssize_t)blen) {
+        char reply[64] = "";
+        size_t got = 0;
+        while (got < sizeof reply - 1) {
+            ssize_t k = read(fd, reply + got, sizeof reply - 1 - got);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        reply[got] = '\0';
+        if (!strncmp(reply, "HTTP/1.1 ", 9))
+            status = atoi(reply + 9);
+    }
+    close(fd);
+    return status;
+}
+
+/* The namespace "secure" holds the attacker's rules: /public open, /wo
+ * write-only, /secret closed, /counter at most 100, /users/$uid their
+ * own. Resets its data to the canary (in /secret and /wo, which no
+ * anonymous caller may read) and some public data. Aborts when the admin
+ * is refused. */
+static void fuzz_secure_reset(int port) {
+    static bool has_rules;
+    if (!has_rules) {
+        static const char rules[] =
+            "{\"rules\":{\"public\":{\".read\":true,\".write\":true},"
+            "\"wo\":{\".write\":true},"
+            "\"secret\":{\".read\":false,\".write\":false},"
+            "\"counter\":{\".read\":true,\".write\":true,"
+            "\".validate\":\"newData.isNumber() && newData.val() <= 100\"},"
+            "\"users\":{\"$uid\":{\".read\":\"auth != null && auth.uid == $uid\","
+            "\".write\":\"auth != null && auth.uid == $uid\"}}}}";
+        if (fuzz_admin_request(port, "PUT", "/.settings/rules.json?ns=secure",
+                               rules) != 200)
+            abort();
+        has_rules = true;
+    }
+    char data[512];
+    snprintf(data, sizeof data,
+             "{\"secret\":{\"launch\":\"%s\"},\"wo\":{\"hidden\":\"%s\",\"n\":7},"
+             "\"public\":{\"a\":1,\"list\":{\"x\":\"y\"}},\"counter\":5}",
+             fuzz_canary, fuzz_canary);
+    if (fuzz_admin_request(port, "PUT", "/.json?ns=secure", data) != 200)
+        abort();
+}
+
+/* Whether bytes received by an anonymous caller carry the canary. */
+static bool fuzz_leaks(const void *data, size_t len) {
+    return len && memmem(data, len, fuzz_canary, strlen(fuzz_canary)) != NULL;
 }
 
 #endif

@@ -14,6 +14,12 @@
  *         fragments), bit 2 sends the frames in writes of a few bytes, bit 3
  *         ends with a close frame.
  *
+ * With bit 6 of the first byte set, the connection goes to the namespace
+ * "secure" instead of "fuzz": the attacker's rules (fuzz_server.h), with a
+ * random canary where no anonymous caller may read. Nothing the server
+ * sends on it may carry the canary: no answer, push or error may hold data
+ * the caller may not read, whatever the input.
+ *
  * A masked ping follows the input. In raw mode the client then half-closes
  * and the server must close too; in text mode the pong must come (it may
  * overtake answers queued with it, so a second ping's pong marks the end of
@@ -47,6 +53,8 @@
 #define MAX_REPLY (64u * 1024 * 1024)
 
 static int port;
+/* The namespace of the connections an input makes ("secure": rules). */
+static const char *session_ns = "fuzz";
 
 static void start_once(void) {
     port = fuzz_server_port("ws");
@@ -162,8 +170,17 @@ static bool valid_utf8(const uint8_t *s, size_t n) {
     return true;
 }
 
+static void check_no_leak(const void *text, size_t len) {
+    if (strcmp(session_ns, "secure") == 0 && fuzz_leaks(text, len)) {
+        fprintf(stderr, "fuzz_ws: the server sent %.*s\n",
+                len > 400 ? 400 : (int)len, (const char *)text);
+        fail("an anonymous caller got data the rules do not let it read");
+    }
+}
+
 /* One whole v5 message from the server. */
 static void on_v5_message(conn_t *c, const char *text, size_t len) {
+    check_no_leak(text, len);
     json_error_t e;
     json_t *msg = json_loadb(text, len, 0, &e);
     if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "t"))) {
@@ -189,6 +206,7 @@ static void on_v5_message(conn_t *c, const char *text, size_t len) {
 
 /* A text frame: a message, a count of pieces, or a piece. */
 static void on_text(conn_t *c, const uint8_t *p, size_t n) {
+    check_no_leak(p, n);
     if (!valid_utf8(p, n))
         fail("a text frame that is not UTF-8 (a message split inside a "
              "character?)");
@@ -338,7 +356,7 @@ static void out_text(out_t *o, const char *text) {
 /* ---- a session ---- */
 
 static const char upgrade[] =
-    "GET /.ws?v=5&ns=fuzz HTTP/1.1\r\n"
+    "GET /.ws?v=5&ns=%s HTTP/1.1\r\n"
     "Host: %s\r\n"
     "Upgrade: websocket\r\n"
     "Connection: Upgrade\r\n"
@@ -351,9 +369,10 @@ static void ws_open(conn_t *c, const uint8_t *early, size_t early_len) {
     memset(c, 0, sizeof *c);
     c->fd = connect_server();
     out_t o = {0};
-    char host[32], head[sizeof upgrade + 32];
+    char host[32], head[sizeof upgrade + 64];
     snprintf(host, sizeof host, "127.0.0.1:%d", port);
-    out_add(&o, head, (size_t)snprintf(head, sizeof head, upgrade, host));
+    out_add(&o, head,
+            (size_t)snprintf(head, sizeof head, upgrade, session_ns, host));
     if (early_len)
         out_add(&o, early, early_len);
     if (!send_all(c->fd, o.data, o.len) && !early_len)
@@ -534,10 +553,15 @@ static void check_health(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     start_once();
     if (size) {
+        bool secure = data[0] & 0x40;
+        if (secure)
+            fuzz_secure_reset(port);
+        session_ns = secure ? "secure" : "fuzz";
         if (data[0] & 1)
             send_raw(data + 1, size - 1, data[0] & 2, data[0] & 4);
         else
             send_messages(data + 1, size - 1, data[0]);
+        session_ns = "fuzz";
     }
     check_health();
     return 0;
