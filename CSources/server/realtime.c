@@ -23,6 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Listens one session may hold: each costs an observer and the data it
+ * last sent (hundreds of bytes and up); past this a listen is refused with
+ * too_many_listens, which the client reports as that query's cancel. */
+#define MAX_LISTENS 10000
+
 typedef struct listen listen_t;
 typedef struct session session;
 
@@ -53,6 +58,7 @@ struct session {
     session *prev, *next;  /* the server's open sessions */
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
+    size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
     od_op *ondisconnect;
     int refs;       /* the connection, and each write awaiting its commit */
     /* a message arriving in pieces, up to what one message may hold */
@@ -101,6 +107,7 @@ static void session_release(session *s) {
 
 static void listen_free(void *ctx) {
     listen_t *l = ctx;
+    l->s->nlistens--;
     json_decref(l->wire_query);
     hearth_node_decref(l->last);
     hearth__free(l->path);
@@ -295,8 +302,16 @@ static void do_listen(session *s, json_int_t r, json_t *b) {
         deny(s, r);
         return;
     }
+    if (s->nlistens >= MAX_LISTENS) {
+        hearth_query_free(q);
+        reply(s, r, "too_many_listens",
+              json_sprintf("This connection holds %d listens, the most it may",
+                           MAX_LISTENS));
+        return;
+    }
     listen_t *l = hearth__calloc(1, sizeof *l);
     if (l) {
+        s->nlistens++; /* listen_free counts it out */
         l->s = s;
         json_t *wq = json_object_get(b, "q");
         l->wire_query = wq ? json_incref(wq) : NULL;
