@@ -731,6 +731,7 @@ static void on_close(void *user) {
         s->listens = l->next;
         hearth_db_remove_observer(s->ns->db, l->handle);
     }
+    hearth__ns_release(s->srv, s->ns); /* what is left never uses it */
     session_release(s);
 }
 
@@ -770,7 +771,9 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
         hearth__free(s);
         return;
     }
-    /* Open: rules changes check its listens. */
+    /* Open: rules changes check its listens; the namespace stays open
+     * until the connection closes. */
+    hearth__ns_hold(ns);
     s->next = srv->sessions;
     if (srv->sessions)
         srv->sessions->prev = s;

@@ -4,6 +4,8 @@
  * pipelining, server-sent events, and data surviving a restart. */
 #include "test.h"
 
+#include "server/server.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -903,6 +905,109 @@ static void test_listens_per_session_capped(void) {
     remove_tree(data_dir);
 }
 
+/* Entries of a directory, "." and ".." aside. */
+static int dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Requests nobody may make, to 500 invented namespaces, leave nothing
+ * behind: no directory, no open file; the admin still creates one. */
+static void test_junk_namespaces_create_nothing(void) {
+    make_data_dir();
+    char rules[1100];
+    snprintf(rules, sizeof rules, "%s.rules", data_dir);
+    write_text(rules, "{\"rules\": {\".read\": false, \".write\": false}}");
+    hearth_server_t *s = start_with((hearth_server_config_t){
+        .rules_file = rules, .auth_secret = "a-secret-for-tests"});
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/.json?ns=warmup", NULL, NULL, 401, NULL);
+    int fds_before = open_fds();
+    static const char *const methods[] = {"GET", "PUT", "PATCH", "DELETE"};
+    char target[64];
+    for (int i = 0; i < 500; i++) {
+        snprintf(target, sizeof target, "/x.json?ns=junk%d", i);
+        const char *m = methods[i % 4];
+        EXPECT_REQ(port, m, target, NULL, strcmp(m, "GET") ? "{\"a\":1}" : NULL,
+                   401, NULL);
+    }
+    for (int i = 0; i < 20; i++) { /* realtime sessions, closed */
+        snprintf(target, sizeof target, "ws%d", i);
+        int fd = ws_open(port, target);
+        CHECK(fd >= 0);
+        free(ws_recv(fd)); /* the hello */
+        char *got = ws_request(fd, 1, "p", "{\"p\":\"/a\",\"d\":1}");
+        CHECK(got && strstr(got, "permission_denied"));
+        free(got);
+        close(fd);
+    }
+    EXPECT_REQ(port, "GET", "/.json?ns=last", NULL, NULL, 401, NULL);
+    CHECK(open_fds() <= fds_before + 4); /* a few closing connections */
+    CHECK_INT(dir_entries(data_dir), 0);
+    /* The admin's write creates its namespace. */
+    EXPECT_REQ(port, "PUT", "/v.json?ns=legit", OWNER, "1", 200, "1");
+    EXPECT_REQ(port, "GET", "/v.json?ns=legit", OWNER, NULL, 200, "1");
+    CHECK_INT(dir_entries(data_dir), 1);
+    stop(s);
+    unlink(rules);
+    s = start_with((hearth_server_config_t){.auth_secret = "a-secret-for-tests"});
+    port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/v.json?ns=legit", OWNER, NULL, 200, "1");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* Namespaces nobody uses close (their files released) and open again with
+ * their data; one in use stays open; at most 64 unused stay open. */
+static void test_idle_namespaces_close(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    hearth__server_set_namespace_idle_ms(s, 0);
+    EXPECT_REQ(port, "GET", "/.json?ns=ghost", NULL, NULL, 200, "null");
+    CHECK_INT(dir_entries(data_dir), 0); /* a read creates nothing */
+    int fds_before = open_fds();
+    EXPECT_REQ(port, "PUT", "/v.json?ns=sleepy", NULL, "1", 200, "1");
+    for (int i = 0; i < 500 && open_fds() > fds_before; i++)
+        usleep(10000);
+    CHECK(open_fds() <= fds_before);
+    EXPECT_REQ(port, "GET", "/v.json?ns=sleepy", NULL, NULL, 200, "1");
+    /* A session's namespace stays open while others close around it: its
+     * listen (null: nothing there yet) still hears writes. */
+    int fd = ws_open(port, "held");
+    CHECK(fd >= 0);
+    free(ws_recv(fd)); /* the hello */
+    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"q\",\"b\":{\"p\":\"/\",\"h\":\"\"}}}");
+    char *push = ws_recv(fd);
+    CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/\",\"d\":null}}}");
+    free(push);
+    free(ws_recv(fd)); /* its ok */
+    EXPECT_REQ(port, "GET", "/.json?ns=other", NULL, NULL, 200, "null");
+    EXPECT_REQ(port, "PUT", "/w.json?ns=held", NULL, "2", 200, "2");
+    push = ws_recv(fd);
+    CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/\",\"d\":{\"w\":2}}}}");
+    free(push);
+    close(fd);
+    /* 100 namespaces written: the 64 used last stay open. */
+    hearth__server_set_namespace_idle_ms(s, 60000);
+    fds_before = open_fds();
+    char target[64];
+    for (int i = 0; i < 100; i++) {
+        snprintf(target, sizeof target, "/n.json?ns=many%d", i);
+        EXPECT_REQ(port, "PUT", target, NULL, "7", 200, "7");
+    }
+    CHECK(open_fds() <= fds_before + 2 * 64 + 4);
+    EXPECT_REQ(port, "GET", "/n.json?ns=many0", NULL, NULL, 200, "7");
+    stop(s);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -921,5 +1026,7 @@ const test_case server_tests[] = {
     {"server_slow_stream_is_dropped", test_slow_stream_is_dropped},
     {"server_restart_keeps_data", test_restart_keeps_data},
     {"server_listens_per_session_capped", test_listens_per_session_capped},
+    {"server_junk_namespaces_create_nothing", test_junk_namespaces_create_nothing},
+    {"server_idle_namespaces_close", test_idle_namespaces_close},
     {NULL, NULL},
 };
