@@ -5,6 +5,7 @@
 
 #include "client/disk.h"
 #include "client/ws_client.h"
+#include "common/v5.h"
 #include "tree/codec.h"
 
 #include <jansson.h>
@@ -14,7 +15,6 @@
 #include <string.h>
 
 enum {
-    MAX_PIECE = 16384,        /* v5: longer messages go in pieces */
     FIRST_DELAY_MS = 1000,    /* reconnect backoff: from 1 s */
     MAX_DELAY_MS = 30000,     /* to 30 s */
     MAX_TX_ATTEMPTS = 25,
@@ -126,9 +126,8 @@ struct hearth__remote {
     int64_t next_write;
     int64_t time_offset;   /* server clock minus ours, ms */
 
-    /* v5 pieces of a long message */
-    long pieces_left;
-    hearth__buf joined;
+    /* v5 pieces of a long message, up to what one message may hold */
+    hearth__v5_joiner pieces;
 
     listen_rec *listens;
     write_rec *writes, *writes_tail;
@@ -232,30 +231,19 @@ static char *path_text(const hearth__path *p) {
     return hearth__strndup(buf, len);
 }
 
-/* Sends one message, in v5 pieces when long (cut at character
- * boundaries: every frame must be valid UTF-8). */
+static int send_frame(void *ws, const char *frame, size_t len) {
+    return hearth__wsc_send(ws, frame, len);
+}
+
+/* Sends one message, in v5 pieces when long; HEARTH_ETOOBIG past what the
+ * server joins (it would drop the connection, and the message would be
+ * sent again on the next one). */
 static int send_text(hearth__remote *r, const char *text, size_t len) {
     if (!r->ws)
         return HEARTH_ECLOSED;
     log_message('>', text, len);
-    if (len <= MAX_PIECE)
-        return hearth__wsc_send(r->ws, text, len);
-    size_t cuts[1024], n = 0;
-    for (size_t at = 0; at < len && n < 1024;) {
-        size_t end = at + MAX_PIECE < len ? at + MAX_PIECE : len;
-        while (end < len && ((unsigned char)text[end] & 0xC0) == 0x80)
-            end--;
-        cuts[n++] = end;
-        at = end;
-    }
-    if (cuts[n - 1] != len)
-        return HEARTH_ETOOBIG;
-    char count[16];
-    int clen = snprintf(count, sizeof count, "%zu", n);
-    int rc = hearth__wsc_send(r->ws, count, (size_t)clen);
-    for (size_t i = 0, at = 0; !rc && i < n; at = cuts[i++])
-        rc = hearth__wsc_send(r->ws, text + at, cuts[i] - at);
-    return rc;
+    return hearth__v5_send(text, len, HEARTH__V5_MAX_TO_SERVER, send_frame,
+                           r->ws);
 }
 
 static int send_json(hearth__remote *r, json_t *msg) {
@@ -1377,11 +1365,9 @@ static void on_listen_revoked(hearth__remote *r, json_t *b) {
 
 static void handle(hearth__remote *r, const char *text, size_t len) {
     log_message('<', text, len);
-    json_t *msg = json_loadb(text, len, 0, NULL);
-    if (!json_is_object(msg)) {
-        json_decref(msg);
+    json_t *msg = hearth__v5_parse(text, len);
+    if (!msg)
         return; /* not a message: ignored */
-    }
     const char *t = json_string_value(json_object_get(msg, "t"));
     json_t *d = json_object_get(msg, "d");
     if (t && !strcmp(t, "c") && json_is_object(d)) {
@@ -1407,30 +1393,26 @@ static void handle(hearth__remote *r, const char *text, size_t len) {
     json_decref(msg);
 }
 
-static bool all_digits(const char *s, size_t len) {
-    for (size_t i = 0; i < len; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    return len > 0;
-}
+static void drop_connection(hearth__remote *r);
 
 static void on_message(void *user, const char *text, size_t len) {
     hearth__remote *r = user;
-    if (r->pieces_left > 0) {
-        hearth__buf_add(&r->joined, text, len);
-        if (--r->pieces_left == 0) {
-            if (!r->joined.failed)
-                handle(r, r->joined.data, r->joined.len);
-            hearth__buf_free(&r->joined);
-            hearth__buf_init(&r->joined);
-        }
+    const char *msg;
+    size_t msg_len;
+    int rc = hearth__v5_join(&r->pieces, text, len, &msg, &msg_len);
+    if (rc < 0) {
+        /* Pieces past what one message may hold (a broken or hostile
+         * server): this connection ends rather than the client growing. */
+        fprintf(stderr, "hearth: the server sent a message over %zu bytes "
+                        "(or one that did not fit in memory); reconnecting\n",
+                r->pieces.max);
+        drop_connection(r);
         return;
     }
-    if (len <= 6 && all_digits(text, len)) {
-        r->pieces_left = strtol(text, NULL, 10);
-        return;
-    }
-    handle(r, text, len);
+    if (rc == HEARTH__V5_MESSAGE)
+        handle(r, msg, msg_len);
+    if (rc == HEARTH__V5_MESSAGE && msg != text)
+        hearth__v5_joiner_reset(&r->pieces); /* its memory, at once */
 }
 
 void hearth__remote_purge(hearth__remote *r) {
@@ -1453,6 +1435,10 @@ void hearth__remote_purge(hearth__remote *r) {
     }
     raise_events(r);
     flush_finished(r);
+}
+
+void hearth__remote_set_max_message(hearth__remote *r, size_t max) {
+    r->pieces.max = max;
 }
 
 void hearth__remote_feed(hearth__remote *r, const char *text, size_t len) {
@@ -1484,9 +1470,7 @@ static void went_offline(hearth__remote *r) {
     r->connected = false;
     r->ready = false;
     r->awaiting_token = false;
-    r->pieces_left = 0;
-    hearth__buf_free(&r->joined);
-    hearth__buf_init(&r->joined);
+    hearth__v5_joiner_reset(&r->pieces);
     while (r->reqs) {
         outreq *q = r->reqs;
         r->reqs = q->next;
@@ -1524,6 +1508,17 @@ static void on_close(void *user, int status, const char *why) {
     (void)status;
     (void)why;
     r->ws = NULL;
+    went_offline(r);
+    schedule_retry(r);
+}
+
+/* Ends the connection from our side; the next one comes after the usual
+ * backoff. */
+static void drop_connection(hearth__remote *r) {
+    if (r->ws) {
+        hearth__wsc_close(r->ws);
+        r->ws = NULL;
+    }
     went_offline(r);
     schedule_retry(r);
 }
@@ -1689,7 +1684,7 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->hooks = *hooks;
     r->online = true;
     r->delay_ms = FIRST_DELAY_MS;
-    hearth__buf_init(&r->joined);
+    hearth__v5_joiner_init(&r->pieces, HEARTH__V5_MAX_TO_CLIENT);
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;
     uv_timer_init(loop, &r->get_timer);
@@ -1708,7 +1703,7 @@ static void on_timer_closed(uv_handle_t *h) {
     if (--r->open_handles)
         return;
     hearth__disk_close(r->disk);
-    hearth__buf_free(&r->joined);
+    hearth__v5_joiner_reset(&r->pieces);
     hearth__free(r->auth_token);
     hearth__free(r);
 }

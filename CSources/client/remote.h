@@ -124,6 +124,10 @@ void hearth__remote_purge(hearth__remote *r);
 /* goOffline / goOnline. */
 void hearth__remote_set_online(hearth__remote *r, bool online);
 
+/* Test hook: the most one message from the server may hold, joined
+ * (HEARTH__V5_MAX_TO_CLIENT unless set). */
+void hearth__remote_set_max_message(hearth__remote *r, size_t max);
+
 /* Handles text as one frame from the server (the fuzz target's way in). */
 void hearth__remote_feed(hearth__remote *r, const char *text, size_t len);
 

@@ -119,6 +119,8 @@ struct hearth_db_s {
 
     /* durable store (NULL in memory), loop-owned */
     hearth__store *store;
+    char *store_later;   /* in memory until a write: then a store here */
+    int store_later_fsync;
     op *unacked, *unacked_tail; /* applied, waiting for the commit */
     bool flushing;
     bool group_commit;   /* loop-thread writes commit once per iteration */
@@ -281,6 +283,29 @@ static bool write_allowed(hearth_db_t *db, const op *o,
                                   db->root, new_root, (double)now);
 }
 
+/* The first write that changes a database opened in memory with a place
+ * for its store (hearth__db_store_on_write): the store is made there now,
+ * its directory with it. Nothing else may have been stored there since. */
+static int open_store_later(hearth_db_t *db) {
+    hearth_node_t *stored = NULL;
+    hearth_error_t err;
+    int rc = hearth__store_open(db->store_later, db->store_later_fsync,
+                                &db->store, &stored, NULL, &err);
+    if (rc) /* the write fails with rc; operators see why */
+        fprintf(stderr, "hearth: %s\n", err.message);
+    if (!rc && !hearth_node_equal(stored, db->root)) {
+        hearth__store_close(db->store); /* someone else's data: keep out */
+        db->store = NULL;
+        rc = HEARTH_EIO;
+    }
+    hearth_node_decref(stored);
+    if (!rc) {
+        hearth__free(db->store_later);
+        db->store_later = NULL;
+    }
+    return rc;
+}
+
 /* Resolves server values and applies every part to the root as one write,
  * logs it, or changes nothing. */
 static int apply_write(hearth_db_t *db, op *o) {
@@ -309,6 +334,10 @@ static int apply_write(hearth_db_t *db, op *o) {
     }
     if (!rc && !write_allowed(db, o, paths, root, now))
         rc = HEARTH_EDENIED;
+    /* Only a write that stands and changes something makes the store. */
+    if (!rc && !db->store && db->store_later &&
+        !hearth_node_equal(root, db->root))
+        rc = open_store_later(db);
     if (!rc && db->store)
         rc = hearth__store_append(db->store, paths, (const hearth_node_t *const *)values,
                                   o->nparts);
@@ -1084,6 +1113,7 @@ fail_loop:
 
 static void free_db(hearth_db_t *db) {
     set_auth_provider(db, NULL, NULL, NULL);
+    hearth__free(db->store_later);
     close_rules(db);
     hearth__store_close(db->store); /* commits and syncs what is left */
     hearth__events_clear(&db->events);
@@ -1140,6 +1170,12 @@ int hearth_db_close(hearth_db_t *db) {
         free_db(db);
     } else {
         flush_acks(db);
+        if (!db->committing && !db->snapshotting) {
+            /* Nothing uses the files any more: they are released now, so
+             * that the directory may be opened again at once. */
+            hearth__store_close(db->store);
+            db->store = NULL;
+        }
         if (db->remote) {
             hearth__remote_close(db->remote);
             db->remote = NULL;
@@ -1154,6 +1190,28 @@ int hearth_db_close(hearth_db_t *db) {
 }
 
 hearth__store *hearth__db_store(hearth_db_t *db) { return db->store; }
+
+int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
+                              int fsync_mode) {
+    if (db->store || db->client)
+        return HEARTH_EINVAL;
+    char *copy = hearth__strndup(dir, strlen(dir));
+    if (!copy)
+        return HEARTH_ENOMEM;
+    hearth__free(db->store_later);
+    db->store_later = copy;
+    db->store_later_fsync = fsync_mode;
+    return 0;
+}
+
+bool hearth__db_quiet(hearth_db_t *db) {
+    uv_mutex_lock(&db->lock);
+    bool queued = db->head != NULL;
+    uv_mutex_unlock(&db->lock);
+    return !queued && !db->raising && !db->deferred && !db->unacked &&
+           !db->committing && !db->snapshotting && !db->flushing &&
+           !uv_is_active((uv_handle_t *)&db->commit_idle);
+}
 
 void hearth__db_set_group_commit(hearth_db_t *db, bool on) {
     db->group_commit = on;

@@ -12,6 +12,7 @@
 
 #include "server/access.h"
 
+#include "common/v5.h"
 #include "query/query.h"
 #include "server/changes.h"
 #include "server/ws.h"
@@ -22,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPLIT_SIZE 16384 /* longer messages travel in pieces */
+/* Listens one session may hold: each costs an observer and the data it
+ * last sent (hundreds of bytes and up); past this a listen is refused with
+ * too_many_listens, which the client reports as that query's cancel. */
+#define MAX_LISTENS 10000
 
 typedef struct listen listen_t;
 typedef struct session session;
@@ -54,47 +58,25 @@ struct session {
     session *prev, *next;  /* the server's open sessions */
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
+    size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
     od_op *ondisconnect;
     int refs;       /* the connection, and each write awaiting its commit */
-    /* a message arriving in pieces */
-    long pieces_left;
-    hearth__buf assembling;
+    /* a message arriving in pieces, up to what one message may hold */
+    hearth__v5_joiner pieces;
 };
 
 /* ---- sending ---- */
 
-/* Where the piece of text starting at `at` ends: at most SPLIT_SIZE bytes,
- * and never inside a character (each piece is a text frame of its own,
- * which must be UTF-8). */
-static size_t piece_end(const char *text, size_t len, size_t at) {
-    size_t end = len - at <= SPLIT_SIZE ? len : at + SPLIT_SIZE;
-    while (end < len && ((unsigned char)text[end] & 0xC0) == 0x80)
-        end--;
-    return end;
+static int send_frame(void *ws, const char *frame, size_t len) {
+    return hearth__ws_send_text(ws, frame, len);
 }
 
+/* Sends one message, in v5 pieces when long. */
 static void send_json(session *s, json_t *msg) {
     char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(msg);
-    if (!text || !s->ws) {
-        free(text);
-        return;
-    }
-    size_t len = strlen(text);
-    if (len <= SPLIT_SIZE) {
-        hearth__ws_send_text(s->ws, text, len);
-    } else {
-        char count[16];
-        size_t pieces = 0;
-        for (size_t at = 0; at < len; at = piece_end(text, len, at))
-            pieces++;
-        snprintf(count, sizeof count, "%zu", pieces);
-        hearth__ws_send_text(s->ws, count, strlen(count));
-        for (size_t at = 0, end; at < len; at = end) {
-            end = piece_end(text, len, at);
-            hearth__ws_send_text(s->ws, text + at, end - at);
-        }
-    }
+    if (text && s->ws)
+        hearth__v5_send(text, strlen(text), SIZE_MAX, send_frame, s->ws);
     free(text);
 }
 
@@ -119,12 +101,13 @@ static void session_release(session *s) {
     if (--s->refs > 0)
         return;
     hearth__principal_clear(&s->who);
-    hearth__buf_free(&s->assembling);
+    hearth__v5_joiner_reset(&s->pieces);
     hearth__free(s);
 }
 
 static void listen_free(void *ctx) {
     listen_t *l = ctx;
+    l->s->nlistens--;
     json_decref(l->wire_query);
     hearth_node_decref(l->last);
     hearth__free(l->path);
@@ -368,8 +351,16 @@ static void do_listen(session *s, json_int_t r, json_t *b) {
     hearth_error_t err = {0};
     if (!read_request(s, r, b, &path, &q))
         return;
+    if (s->nlistens >= MAX_LISTENS) {
+        hearth_query_free(q);
+        reply(s, r, "too_many_listens",
+              json_sprintf("This connection holds %d listens, the most it may",
+                           MAX_LISTENS));
+        return;
+    }
     listen_t *l = hearth__calloc(1, sizeof *l);
     if (l) {
+        s->nlistens++; /* listen_free counts it out */
         l->s = s;
         json_t *wq = json_object_get(b, "q");
         l->wire_query = wq ? json_incref(wq) : NULL;
@@ -718,59 +709,25 @@ static void handle(session *s, json_t *msg) {
         reply(s, r, "invalid_args", json_string("unknown action"));
 }
 
-/* A frame of 1 to 6 digits: a count of pieces, or the keep-alive "0". */
-static bool all_digits(const char *text, size_t len) {
-    if (len == 0 || len > 6)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (text[i] < '0' || text[i] > '9')
-            return false;
-    return true;
-}
-
-/* The most a message split in pieces may add up to: the frame limit. */
-#define MAX_JOINED (16u * 1024 * 1024 + 1024)
-
 static void on_message(void *user, const char *text, size_t len) {
     session *s = user;
-    /* Pieces: a frame of only digits announces how many follow. */
-    if (s->pieces_left > 0) {
-        if (s->assembling.len + len > MAX_JOINED) {
-            /* The pieces pass what one message may hold: end this one
-             * connection rather than buffer without bound. */
-            hearth__buf_free(&s->assembling);
-            hearth__buf_init(&s->assembling);
-            s->pieces_left = 0;
-            if (s->ws)
-                hearth__ws_close(s->ws);
-            return;
-        }
-        if (len) /* an empty frame's text may be NULL */
-            hearth__buf_add(&s->assembling, text, len);
-        if (--s->pieces_left > 0)
-            return;
-        if (s->assembling.failed) {
-            hearth__buf_free(&s->assembling);
-            return;
-        }
-        text = s->assembling.data;
-        len = s->assembling.len;
-    } else if (all_digits(text, len)) {
-        long n = 0;
-        for (size_t i = 0; i < len; i++)
-            n = n * 10 + (text[i] - '0');
-        if (n > 0) { /* "0" alone is the client's keep-alive */
-            s->pieces_left = n;
-            hearth__buf_free(&s->assembling);
-        }
+    const char *joined;
+    size_t joined_len;
+    int rc = hearth__v5_join(&s->pieces, text, len, &joined, &joined_len);
+    if (rc < 0) {
+        /* The pieces pass what one message may hold: end this one
+         * connection rather than buffer without bound. */
+        if (s->ws)
+            hearth__ws_close(s->ws);
         return;
     }
-    json_t *msg = json_loadb(text, len, 0, NULL);
-    if (json_is_object(msg))
+    if (rc == HEARTH__V5_MORE)
+        return;
+    json_t *msg = hearth__v5_parse(joined, joined_len);
+    hearth__v5_joiner_reset(&s->pieces); /* a joined message's memory */
+    if (msg)
         handle(s, msg);
     json_decref(msg);
-    if (text == s->assembling.data)
-        hearth__buf_free(&s->assembling);
 }
 
 static void unlink_session(session *s) {
@@ -831,6 +788,7 @@ static void on_close(void *user) {
         s->listens = l->next;
         hearth_db_remove_observer(s->ns->db, l->handle);
     }
+    hearth__ns_release(s->srv, s->ns); /* what is left never uses it */
     session_release(s);
 }
 
@@ -846,7 +804,7 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     s->srv = srv;
     s->ns = ns;
     s->refs = 1;
-    hearth__buf_init(&s->assembling);
+    hearth__v5_joiner_init(&s->pieces, HEARTH__V5_MAX_TO_SERVER);
     /* The request is gone once the connection is upgraded: keep its host
      * for the hello. */
     const char *host_header = hearth__http_get_header(req, "host");
@@ -870,7 +828,9 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
         hearth__free(s);
         return;
     }
-    /* Open: rules changes check its listens. */
+    /* Open: rules changes check its listens; the namespace stays open
+     * until the connection closes. */
+    hearth__ns_hold(ns);
     s->next = srv->sessions;
     if (srv->sessions)
         srv->sessions->prev = s;

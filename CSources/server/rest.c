@@ -10,6 +10,7 @@
 #include "server/realtime.h"
 #include "tree/json.h"
 
+#include <ctype.h>
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -785,7 +786,13 @@ static void do_rules(rest *r) {
         reply_error(r->conn, 400, err.message);
         return;
     }
-    /* Durable first: the file is replaced whole, then adopted. */
+    /* Durable first: the file is replaced whole, then adopted. The admin
+     * may set a namespace's rules before it holds any data. */
+    if (hearth__ns_make_dir(r->ns, &err)) {
+        json_decref(doc);
+        reply_error(r->conn, 500, "Storage failure: rules not saved");
+        return;
+    }
     char path[1024], tmp[1040];
     snprintf(path, sizeof path, "%s/rules.json", r->ns->dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -815,7 +822,8 @@ static void do_rules(rest *r) {
 
 /* ---- dispatch ---- */
 
-/* The namespace: ns=, else a domain name's first label, else default. */
+/* The namespace: ns=, else a domain name's first label (lower case, as
+ * host names compare), else default. */
 static const char *namespace_name(const rest *r, char *buf, size_t size) {
     const char *ns = param_get(r, "ns");
     if (ns)
@@ -830,7 +838,8 @@ static const char *namespace_name(const rest *r, char *buf, size_t size) {
         }
         size_t label = strcspn(host, ".:");
         if (has_dot && has_letter && label < size) {
-            memcpy(buf, host, label);
+            for (size_t i = 0; i < label; i++)
+                buf[i] = (char)tolower((unsigned char)host[i]);
             buf[label] = '\0';
             return buf;
         }

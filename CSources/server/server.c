@@ -16,9 +16,14 @@
 #define KEEPALIVE_MS 30000
 #define MAX_BODY (256u * 1024 * 1024) /* the service's REST write limit */
 #define MAX_BACKLOG (8u * 1024 * 1024)
-/* Each namespace holds open files; a bound keeps a client inventing names
- * from exhausting them. */
+/* Namespaces open at once, in use or not: a bound on memory, since a
+ * session or stream may hold one that exists only in memory. */
 #define MAX_NAMESPACES 1000
+/* Namespaces open with nobody using them (each holds its log and lock
+ * open): past this the least recently used close, and any unused for
+ * NAMESPACE_IDLE_MS does. */
+#define MAX_IDLE_NAMESPACES 64
+#define NAMESPACE_IDLE_MS 60000
 /* Indexes per namespace: a rule under a $wildcard can ask for one per
  * matching location; past this, queries scan. */
 #define MAX_INDEXES 256
@@ -169,11 +174,132 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
     return rc ? rc : hearth__ns_set_rules(ns, doc, err);
 }
 
+static void ns_free(hearth__namespace *ns) {
+    hearth__ns_drop_indexes(ns);
+    if (ns->db)
+        hearth_db_close(ns->db); /* commits; releases its files now if quiet */
+    json_decref(ns->rules);
+    hearth__ruleset_free(ns->ruleset);
+    hearth__free(ns->name);
+    hearth__free(ns->dir);
+    hearth__free(ns);
+}
+
+static bool ns_idle(hearth__namespace *ns) {
+    return ns->users == 0 && hearth__db_quiet(ns->db);
+}
+
+/* Closes namespaces[i]; the last one takes its place. */
+static void ns_forget(hearth__server *srv, size_t i) {
+    ns_free(srv->namespaces[i]);
+    srv->namespaces[i] = srv->namespaces[--srv->nnamespaces];
+}
+
+/* Closes the idle namespaces unused for the idle time, then the least
+ * recently used idle ones until `room` more namespaces fit both bounds. */
+static void close_idle(hearth__server *srv, size_t room) {
+    uint64_t now = uv_now(&srv->loop);
+    uint64_t idle_ms = atomic_load(&srv->namespace_idle_ms);
+    size_t idle = 0;
+    for (size_t i = 0; i < srv->nnamespaces;) {
+        hearth__namespace *ns = srv->namespaces[i];
+        if (!ns_idle(ns)) {
+            i++;
+        } else if (now - ns->last_used >= idle_ms) {
+            ns_forget(srv, i);
+        } else {
+            idle++;
+            i++;
+        }
+    }
+    while (idle && (idle + room > MAX_IDLE_NAMESPACES ||
+                    srv->nnamespaces + room > MAX_NAMESPACES)) {
+        size_t lru = srv->nnamespaces;
+        for (size_t i = 0; i < srv->nnamespaces; i++)
+            if (ns_idle(srv->namespaces[i]) &&
+                (lru == srv->nnamespaces ||
+                 srv->namespaces[i]->last_used < srv->namespaces[lru]->last_used))
+                lru = i;
+        ns_forget(srv, lru);
+        idle--;
+    }
+}
+
+void hearth__server_close_idle(hearth__server *srv) { close_idle(srv, 0); }
+
+void hearth__server_set_namespace_idle_ms(hearth_server_t *server,
+                                          uint64_t ms) {
+    atomic_store(&((hearth__server *)server)->namespace_idle_ms, ms);
+}
+
+void hearth__ns_hold(hearth__namespace *ns) { ns->users++; }
+
+void hearth__ns_release(hearth__server *srv, hearth__namespace *ns) {
+    ns->users--;
+    ns->last_used = uv_now(&srv->loop);
+}
+
+int hearth__ns_make_dir(const hearth__namespace *ns, hearth_error_t *err) {
+    if (mkdir(ns->dir, 0755) && errno != EEXIST)
+        return hearth__error(err, HEARTH_EIO, ns->dir, "cannot create %s: %s",
+                             ns->dir, strerror(errno));
+    return 0;
+}
+
+/* Opens the database of ns: from its directory when it exists, else in
+ * memory until a write changes it (reading a namespace creates nothing). */
+static int open_db(hearth__server *srv, hearth__namespace *ns,
+                   hearth_error_t *err) {
+    struct stat st;
+    bool stored = stat(ns->dir, &st) == 0 || errno != ENOENT;
+    hearth_db_config_t config = {.loop = &srv->loop,
+                                 .data_dir = stored ? ns->dir : NULL,
+                                 .fsync_mode = srv->fsync_mode};
+    int rc = hearth_db_open(&config, &ns->db, err);
+    if (!rc && !stored)
+        rc = hearth__db_store_on_write(ns->db, ns->dir, srv->fsync_mode);
+    if (rc == HEARTH_ENOMEM)
+        hearth__error_code(err, rc);
+    if (!rc) {
+        hearth__db_set_group_commit(ns->db, true);
+        /* Network writes are judged by the rules as they are applied. */
+        hearth__db_set_judge(ns->db, hearth__ns_judge, ns);
+    }
+    return rc;
+}
+
+/* A namespace opened: its database and rules. */
+static int ns_open(hearth__server *srv, const char *name,
+                   hearth__namespace **out, hearth_error_t *err) {
+    hearth__namespace *ns = hearth__calloc(1, sizeof *ns);
+    size_t dlen = strlen(srv->data_dir) + strlen(name) + 2;
+    if (ns) {
+        ns->name = hearth__strndup(name, strlen(name));
+        ns->dir = hearth__malloc(dlen);
+    }
+    if (!ns || !ns->name || !ns->dir) {
+        if (ns)
+            ns_free(ns);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    snprintf(ns->dir, dlen, "%s/%s", srv->data_dir, name);
+    int rc = open_db(srv, ns, err);
+    if (!rc)
+        rc = load_rules(srv, ns, err);
+    if (rc) {
+        ns_free(ns);
+        return rc;
+    }
+    *out = ns;
+    return 0;
+}
+
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err) {
     for (size_t i = 0; i < srv->nnamespaces; i++)
         if (strcmp(srv->namespaces[i]->name, name) == 0) {
             *out = srv->namespaces[i];
+            (*out)->last_used = uv_now(&srv->loop);
             return 0;
         }
     if (!valid_namespace(name))
@@ -181,10 +307,11 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
                              "Invalid namespace \"%.64s\": use letters, "
                              "digits, '-' and '_'",
                              name);
+    close_idle(srv, 1);
     if (srv->nnamespaces >= MAX_NAMESPACES)
         return hearth__error(err, HEARTH_ETOOBIG, NULL,
-                             "Too many namespaces: this server holds at most "
-                             "%d",
+                             "Too many namespaces in use: this server holds "
+                             "at most %d",
                              MAX_NAMESPACES);
     if (srv->nnamespaces == srv->namespaces_cap) {
         size_t cap = srv->namespaces_cap ? srv->namespaces_cap * 2 : 4;
@@ -195,45 +322,13 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
         srv->namespaces = n;
         srv->namespaces_cap = cap;
     }
-    hearth__namespace ns = {0};
-    size_t dlen = strlen(srv->data_dir) + strlen(name) + 2;
-    ns.name = hearth__strndup(name, strlen(name));
-    ns.dir = hearth__malloc(dlen);
-    if (!ns.name || !ns.dir) {
-        hearth__free(ns.name);
-        hearth__free(ns.dir);
-        return hearth__error_code(err, HEARTH_ENOMEM);
-    }
-    snprintf(ns.dir, dlen, "%s/%s", srv->data_dir, name);
-    hearth_db_config_t config = {.loop = &srv->loop, .data_dir = ns.dir,
-                                 .fsync_mode = srv->fsync_mode};
-    int rc = hearth_db_open(&config, &ns.db, err);
-    if (!rc)
-        rc = load_rules(srv, &ns, err);
-    if (rc) {
-        if (ns.db)
-            hearth_db_close(ns.db);
-        json_decref(ns.rules);
-        hearth__ruleset_free(ns.ruleset);
-        hearth__free(ns.name);
-        hearth__free(ns.dir);
+    hearth__namespace *ns;
+    int rc = ns_open(srv, name, &ns, err);
+    if (rc)
         return rc;
-    }
-    hearth__db_set_group_commit(ns.db, true);
-    hearth__namespace *kept = hearth__malloc(sizeof *kept);
-    if (!kept) {
-        hearth_db_close(ns.db);
-        hearth__ruleset_free(ns.ruleset);
-        json_decref(ns.rules);
-        hearth__free(ns.name);
-        hearth__free(ns.dir);
-        return hearth__error_code(err, HEARTH_ENOMEM);
-    }
-    *kept = ns;
-    /* Network writes are judged by the rules as they are applied. */
-    hearth__db_set_judge(kept->db, hearth__ns_judge, kept);
-    srv->namespaces[srv->nnamespaces++] = kept;
-    *out = kept;
+    ns->last_used = uv_now(&srv->loop);
+    srv->namespaces[srv->nnamespaces++] = ns;
+    *out = ns;
     return 0;
 }
 
@@ -241,10 +336,13 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
 
 static void on_keepalive(uv_timer_t *t) { hearth__sse_keepalive(t->data); }
 
+/* Each second: what expired tokens still hold ends, and namespaces
+ * nobody used for a while close. */
 static void on_expiry(uv_timer_t *t) {
     int64_t now = hearth_now_ms();
     hearth__sse_expire(t->data, now);
     hearth__realtime_expire(t->data, now);
+    hearth__server_close_idle(t->data);
 }
 
 /* The rules file changed: every namespace takes the new document, and
@@ -290,17 +388,8 @@ static void on_http_closed(void *ctx) {
     hearth__server *srv = ctx;
     /* Every connection is gone: the writes they made are applied; closing
      * each database commits and syncs the rest. */
-    for (size_t i = 0; i < srv->nnamespaces; i++) {
-        hearth__namespace *ns = srv->namespaces[i];
-        hearth__ns_drop_indexes(ns);
-        hearth_db_close(ns->db);
-        json_decref(ns->rules);
-        hearth__ruleset_free(ns->ruleset);
-        hearth__free(ns->name);
-        hearth__free(ns->dir);
-        hearth__free(ns);
-    }
-    srv->nnamespaces = 0;
+    while (srv->nnamespaces)
+        ns_forget(srv, srv->nnamespaces - 1);
     uv_close((uv_handle_t *)&srv->stop, NULL);
     uv_close((uv_handle_t *)&srv->keepalive, NULL);
     uv_close((uv_handle_t *)&srv->expiry, NULL);
@@ -382,6 +471,7 @@ int hearth_server_start(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
+    atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);
     if ((config->auth_secret &&
          !(srv->auth_secret = hearth__strndup(config->auth_secret,
                                               strlen(config->auth_secret)))) ||

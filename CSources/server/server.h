@@ -11,6 +11,7 @@
 #include "server/http.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 
 typedef struct hearth__stream hearth__stream;
 
@@ -29,6 +30,10 @@ typedef struct hearth__ns_index {
     struct hearth__index *index;
 } hearth__ns_index;
 
+/* A namespace open on the server. One whose directory does not exist is a
+ * database in memory (empty, default rules) until a write changes it: then
+ * its directory and files are made. Namespaces nobody uses close (their
+ * files released, their indexes dropped) and open again on demand. */
 typedef struct hearth__namespace {
     char *name;
     hearth_db_t *db;
@@ -37,6 +42,8 @@ typedef struct hearth__namespace {
     struct hearth__ruleset *ruleset; /* rules, compiled: what requests see */
     hearth__ns_index *indexes;
     size_t nindexes;
+    int users;          /* sessions and streams: never closed while > 0 */
+    uint64_t last_used; /* loop time of the last request or release */
 } hearth__namespace;
 
 typedef struct hearth__server {
@@ -57,9 +64,10 @@ typedef struct hearth__server {
     char *admin_secret;     /* NULL: "owner" is the admin */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
-     * pointers to theirs while the array grows. */
+     * pointers to theirs (hearth__ns_hold) while the array changes. */
     hearth__namespace **namespaces;
     size_t nnamespaces, namespaces_cap;
+    atomic_uint_fast64_t namespace_idle_ms; /* unused this long: closed */
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
     struct session *sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
@@ -69,7 +77,6 @@ typedef struct hearth__server {
     hearth_error_t start_err;
 } hearth__server;
 
-/* The namespace called name, opened (and created) on first use. */
 /* Whether tokens must be signed (a secret or public keys configured). */
 bool hearth__server_has_keys(const hearth__server *srv);
 
@@ -77,8 +84,23 @@ bool hearth__server_has_keys(const hearth__server *srv);
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
 
+/* The namespace called name, opened if it is not (creating nothing on
+ * disk). Valid while the request is handled; hold it to keep it longer.
+ * HEARTH_EINVAL for an invalid name, HEARTH_ETOOBIG when the server holds
+ * its maximum of namespaces and all are in use. */
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err);
+/* A session or stream keeps ns open until it releases it. */
+void hearth__ns_hold(hearth__namespace *ns);
+void hearth__ns_release(hearth__server *srv, hearth__namespace *ns);
+/* Makes ns's directory (the admin stores rules there before any data). */
+int hearth__ns_make_dir(const hearth__namespace *ns, hearth_error_t *err);
+/* Closes the namespaces nobody used for the idle time (server loop). */
+void hearth__server_close_idle(hearth__server *srv);
+/* Test hook: how long an unused namespace stays open (default 60 s). Any
+ * thread. */
+void hearth__server_set_namespace_idle_ms(hearth_server_t *server,
+                                          uint64_t ms);
 
 /* Handles one HTTP request (REST, streaming, rules). */
 void hearth__rest_handle(hearth__http_conn *conn,

@@ -169,6 +169,7 @@ static void stream_free(void *ctx) {
 static void on_conn_closed(void *ctx) {
     hearth__stream *st = ctx;
     st->conn = NULL;
+    hearth__ns_release(st->srv, st->ns); /* nothing uses it from now on */
     if (st->handle)
         hearth_db_remove_observer(st->db, st->handle); /* frees st */
     else
@@ -211,6 +212,7 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
         stream_free(st);
         return;
     }
+    hearth__ns_hold(ns); /* until the connection closes */
     hearth_error_t err;
     /* On the loop thread the initial value is sent before this returns. */
     if (hearth_db_observe(ns->db, path, query, HEARTH_MASK_VALUE, on_value, st,

@@ -2,10 +2,13 @@
  * hearth__error, JavaScript number formatting (hearth__format_number), UTF-8
  * validation, the byte buffer, the allocation-failure hook, and key and path
  * validation and parsing (path/path.h): forbidden characters, size and depth
- * limits, reserved names, slashes, and messages that name the culprit. */
+ * limits, reserved names, slashes, and messages that name the culprit; the
+ * v5 envelope (common/v5.h): pieces cut between characters, joined back
+ * within a bound, the keep-alive. */
 #include "test.h"
 
 #include "common/internal.h"
+#include "common/v5.h"
 #include "path/path.h"
 
 #include <math.h>
@@ -752,6 +755,123 @@ static void test_path_helpers(void) {
     CHECK(!hearth__path_is_prefix(&b, &a));
 }
 
+/* ---- the v5 envelope ---- */
+
+typedef struct frames {
+    int n;
+    hearth__buf all; /* the frames, each followed by a NUL */
+    size_t longest;
+} frames;
+
+static int collect(void *ctx, const char *frame, size_t len) {
+    frames *f = ctx;
+    f->n++;
+    hearth__buf_add(&f->all, frame, len);
+    hearth__buf_addc(&f->all, '\0');
+    if (len > f->longest)
+        f->longest = len;
+    return 0;
+}
+
+/* Feeds the collected frames to j; the number of whole messages, the last
+ * one copied to *last. */
+static int join_all(hearth__v5_joiner *j, const frames *f, char **last,
+                    int *error) {
+    int messages = 0;
+    *error = 0;
+    for (size_t at = 0; at < f->all.len;) {
+        size_t len = strlen(f->all.data + at);
+        const char *msg;
+        size_t msg_len;
+        int rc = hearth__v5_join(j, f->all.data + at, len, &msg, &msg_len);
+        if (rc < 0) {
+            *error = rc;
+            return messages;
+        }
+        if (rc == HEARTH__V5_MESSAGE) {
+            messages++;
+            free(*last);
+            *last = strndup(msg, msg_len);
+        }
+        at += len + 1;
+    }
+    return messages;
+}
+
+static void test_v5_envelope(void) {
+    /* A quote and 20,000 two-byte characters: every 16,384th byte falls
+     * inside one, where no cut may. */
+    size_t len = 40002;
+    char *text = malloc(len + 1);
+    text[0] = '"';
+    for (size_t i = 1; i + 1 < len; i += 2) {
+        text[i] = (char)0xC3;
+        text[i + 1] = (char)0xA9; /* é */
+    }
+    text[len - 1] = '"';
+    text[len] = '\0';
+    CHECK(hearth__utf8_valid(text, len));
+    frames f = {0};
+    hearth__buf_init(&f.all);
+    CHECK_INT(hearth__v5_send(text, len, len, collect, &f), 0);
+    CHECK_INT(f.n, 4); /* "3" and three pieces */
+    CHECK_STR(f.all.data, "3");
+    CHECK(f.longest <= HEARTH__V5_PIECE);
+    for (size_t at = 2; at < f.all.len; at += strlen(f.all.data + at) + 1)
+        CHECK(hearth__utf8_valid(f.all.data + at, strlen(f.all.data + at)));
+    /* Joined back whole, after a keep-alive; a short message is its own
+     * frame. */
+    hearth__v5_joiner j;
+    hearth__v5_joiner_init(&j, len);
+    char *last = NULL;
+    int error;
+    const char *msg;
+    size_t msg_len;
+    CHECK_INT(hearth__v5_join(&j, "0", 1, &msg, &msg_len), HEARTH__V5_MORE);
+    CHECK_INT(join_all(&j, &f, &last, &error), 1);
+    CHECK_INT(error, 0);
+    CHECK(last && strcmp(last, text) == 0);
+    hearth__v5_joiner_reset(&j);
+    CHECK_INT(hearth__v5_join(&j, "{\"t\":1}", 7, &msg, &msg_len),
+              HEARTH__V5_MESSAGE);
+    CHECK_INT(msg_len, 7);
+    /* One byte past the bound: refused whole, and the joiner is ready for
+     * the next connection. */
+    hearth__v5_joiner j2;
+    hearth__v5_joiner_init(&j2, len - 1);
+    CHECK_INT(join_all(&j2, &f, &last, &error), 0);
+    CHECK_INT(error, HEARTH_ETOOBIG);
+    CHECK_INT(j2.joined.len, 0);
+    CHECK_INT(j2.left, 0);
+    /* A sender refuses what its peer would not join. */
+    frames none = {0};
+    hearth__buf_init(&none.all);
+    CHECK_INT(hearth__v5_send(text, len, len - 1, collect, &none), HEARTH_ETOOBIG);
+    CHECK_INT(none.n, 0);
+    /* Pieces announced without end stop at the bound. */
+    hearth__v5_joiner_init(&j2, 100000);
+    CHECK_INT(hearth__v5_join(&j2, "999999", 6, &msg, &msg_len), HEARTH__V5_MORE);
+    int rc = HEARTH__V5_MORE;
+    int pieces = 0;
+    while (rc == HEARTH__V5_MORE && pieces < 1000) {
+        rc = hearth__v5_join(&j2, text, HEARTH__V5_PIECE, &msg, &msg_len);
+        pieces++;
+        CHECK(j2.joined.len <= 100000);
+    }
+    CHECK_INT(rc, HEARTH_ETOOBIG);
+    CHECK_INT(pieces, 7); /* 6 fit in 100,000 bytes */
+    /* Only objects are messages. */
+    json_t *o = hearth__v5_parse("{\"t\":\"d\"}", 9);
+    CHECK(json_is_object(o));
+    json_decref(o);
+    CHECK(hearth__v5_parse("[1]", 3) == NULL);
+    CHECK(hearth__v5_parse("{", 1) == NULL);
+    free(last);
+    free(text);
+    hearth__buf_free(&f.all);
+    hearth__buf_free(&none.all);
+}
+
 const test_case common_tests[] = {
     {"common_errors", test_errors},
     {"common_version", test_version},
@@ -766,5 +886,6 @@ const test_case common_tests[] = {
     {"common_path_limits", test_path_limits},
     {"common_path_helpers", test_path_helpers},
     {"common_error_text_utf8", test_error_text_utf8},
+    {"common_v5_envelope", test_v5_envelope},
     {NULL, NULL},
 };

@@ -4,6 +4,8 @@
  * pipelining, server-sent events, and data surviving a restart. */
 #include "test.h"
 
+#include "server/server.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -758,6 +760,260 @@ static void test_restart_keeps_data(void) {
     remove_tree(data_dir);
 }
 
+/* ---- the realtime protocol over a raw WebSocket ---- */
+
+/* Reads exactly n bytes; false on time out or end. */
+static bool read_exact(int fd, void *buf, size_t n) {
+    for (size_t got = 0; got < n;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0)
+            return false;
+        ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k <= 0)
+            return false;
+        got += (size_t)k;
+    }
+    return true;
+}
+
+/* Opens /.ws on namespace ns (NULL: none given); -1 when not upgraded. */
+static int ws_open(int port, const char *ns) {
+    int fd = connect_to(port);
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET /.ws?v=5%s%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     "Sec-WebSocket-Version: 13\r\n\r\n",
+                     ns ? "&ns=" : "", ns ? ns : "");
+    send_all(fd, req, (size_t)n);
+    char head[1024];
+    size_t len = 0;
+    while (len < sizeof head - 1 && read_exact(fd, head + len, 1)) {
+        head[++len] = '\0';
+        if (len >= 4 && memcmp(head + len - 4, "\r\n\r\n", 4) == 0)
+            break;
+    }
+    head[len] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Sends one text frame, masked (with a zero key) as a client must. */
+static void ws_send(int fd, const char *text) {
+    size_t len = strlen(text);
+    unsigned char head[14] = {0x81};
+    size_t at = 2;
+    if (len < 126) {
+        head[1] = (unsigned char)(0x80 | len);
+    } else if (len < 65536) {
+        head[1] = 0x80 | 126;
+        head[2] = (unsigned char)(len >> 8);
+        head[3] = (unsigned char)len;
+        at = 4;
+    } else {
+        head[1] = 0x80 | 127;
+        for (int i = 0; i < 8; i++)
+            head[2 + i] = (unsigned char)((uint64_t)len >> (8 * (7 - i)));
+        at = 10;
+    }
+    at += 4; /* the mask key: zero */
+    char *frame = malloc(at + len); /* one write: no wait for an ACK */
+    memcpy(frame, head, at);
+    memcpy(frame + at, text, len);
+    send_all(fd, frame, at + len);
+    free(frame);
+}
+
+/* The next text frame from the server (free() it); NULL when the
+ * connection ends or nothing comes within 5 s. */
+static char *ws_recv(int fd) {
+    for (;;) {
+        unsigned char h[2];
+        if (!read_exact(fd, h, 2))
+            return NULL;
+        uint64_t len = h[1] & 0x7f;
+        unsigned char ext[8];
+        if (len == 126 && read_exact(fd, ext, 2))
+            len = (uint64_t)ext[0] << 8 | ext[1];
+        else if (len == 127 && read_exact(fd, ext, 8))
+            for (int i = 0, j = (int)(len = 0); i < 8; i++, j++)
+                len = len << 8 | ext[i];
+        char *text = malloc(len + 1);
+        if (!read_exact(fd, text, len)) {
+            free(text);
+            return NULL;
+        }
+        text[len] = '\0';
+        if ((h[0] & 0x0f) == 1)
+            return text;
+        free(text);
+        if ((h[0] & 0x0f) == 8)
+            return NULL; /* closed */
+    }
+}
+
+/* Sends request r and returns its reply (pushes before it are skipped). */
+static char *ws_request(int fd, int r, const char *action, const char *body) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}",
+             r, action, body);
+    ws_send(fd, msg);
+    char want[32];
+    snprintf(want, sizeof want, "{\"r\":%d,", r);
+    char *text;
+    while ((text = ws_recv(fd)) && !strstr(text, want))
+        free(text);
+    return text;
+}
+
+#define EXPECT_WS(fd_, r_, action_, body_, reply_)                             \
+    do {                                                                       \
+        char *got_ = ws_request(fd_, r_, action_, body_);                      \
+        CHECK_STR(got_, reply_);                                               \
+        free(got_);                                                            \
+    } while (0)
+
+/* One session holds at most 10,000 listens: the next is refused (the
+ * client cancels that query), and one ended makes room again. */
+static void test_listens_per_session_capped(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    int fd = ws_open(port, "default");
+    CHECK(fd >= 0);
+    free(ws_recv(fd)); /* the hello */
+    char body[128], ok[64];
+    for (int i = 1; i <= 10000; i++) {
+        snprintf(body, sizeof body, "{\"p\":\"/l/%d\",\"h\":\"\"}", i);
+        snprintf(ok, sizeof ok, "{\"t\":\"d\",\"d\":{\"r\":%d,\"b\":{\"s\":\"ok\",\"d\":{}}}}", i);
+        char *got = ws_request(fd, i, "q", body);
+        if (!got || strcmp(got, ok)) {
+            CHECK_STR(got, ok);
+            free(got);
+            break;
+        }
+        free(got);
+    }
+    EXPECT_WS(fd, 10001, "q", "{\"p\":\"/more\",\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":10001,\"b\":{\"s\":\"too_many_listens\","
+              "\"d\":\"This connection holds 10000 listens, the most it may\"}}}");
+    EXPECT_WS(fd, 10002, "n", "{\"p\":\"/l/1\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":10002,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    EXPECT_WS(fd, 10003, "q", "{\"p\":\"/more\",\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":10003,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* Entries of a directory, "." and ".." aside. */
+static int dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Requests nobody may make, to 500 invented namespaces, leave nothing
+ * behind: no directory, no open file; the admin still creates one. */
+static void test_junk_namespaces_create_nothing(void) {
+    make_data_dir();
+    char rules[1100];
+    snprintf(rules, sizeof rules, "%s.rules", data_dir);
+    write_text(rules, "{\"rules\": {\".read\": false, \".write\": false}}");
+    hearth_server_t *s = start_with((hearth_server_config_t){
+        .rules_file = rules, .auth_secret = "a-secret-for-tests",
+        .admin_secret = ADMIN_SECRET});
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/.json?ns=warmup", NULL, NULL, 401, NULL);
+    int fds_before = open_fds();
+    static const char *const methods[] = {"GET", "PUT", "PATCH", "DELETE"};
+    char target[64];
+    for (int i = 0; i < 500; i++) {
+        snprintf(target, sizeof target, "/x.json?ns=junk%d", i);
+        const char *m = methods[i % 4];
+        EXPECT_REQ(port, m, target, NULL, strcmp(m, "GET") ? "{\"a\":1}" : NULL,
+                   401, NULL);
+    }
+    for (int i = 0; i < 20; i++) { /* realtime sessions, closed */
+        snprintf(target, sizeof target, "ws%d", i);
+        int fd = ws_open(port, target);
+        CHECK(fd >= 0);
+        free(ws_recv(fd)); /* the hello */
+        char *got = ws_request(fd, 1, "p", "{\"p\":\"/a\",\"d\":1}");
+        CHECK(got && strstr(got, "permission_denied"));
+        free(got);
+        close(fd);
+    }
+    EXPECT_REQ(port, "GET", "/.json?ns=last", NULL, NULL, 401, NULL);
+    CHECK(open_fds() <= fds_before + 4); /* a few closing connections */
+    CHECK_INT(dir_entries(data_dir), 0);
+    /* The admin's write creates its namespace. */
+    EXPECT_REQ(port, "PUT", "/v.json?ns=legit", ADMIN, "1", 200, "1");
+    EXPECT_REQ(port, "GET", "/v.json?ns=legit", ADMIN, NULL, 200, "1");
+    CHECK_INT(dir_entries(data_dir), 1);
+    stop(s);
+    unlink(rules);
+    s = start_with((hearth_server_config_t){.auth_secret = "a-secret-for-tests",
+                                            .admin_secret = ADMIN_SECRET});
+    port = hearth_server_port(s);
+    EXPECT_REQ(port, "GET", "/v.json?ns=legit", ADMIN, NULL, 200, "1");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* Namespaces nobody uses close (their files released) and open again with
+ * their data; one in use stays open; at most 64 unused stay open. */
+static void test_idle_namespaces_close(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    hearth__server_set_namespace_idle_ms(s, 0);
+    EXPECT_REQ(port, "GET", "/.json?ns=ghost", NULL, NULL, 200, "null");
+    CHECK_INT(dir_entries(data_dir), 0); /* a read creates nothing */
+    int fds_before = open_fds();
+    EXPECT_REQ(port, "PUT", "/v.json?ns=sleepy", NULL, "1", 200, "1");
+    for (int i = 0; i < 500 && open_fds() > fds_before; i++)
+        usleep(10000);
+    CHECK(open_fds() <= fds_before);
+    EXPECT_REQ(port, "GET", "/v.json?ns=sleepy", NULL, NULL, 200, "1");
+    /* A session's namespace stays open while others close around it: its
+     * listen (null: nothing there yet) still hears writes. */
+    int fd = ws_open(port, "held");
+    CHECK(fd >= 0);
+    free(ws_recv(fd)); /* the hello */
+    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"q\",\"b\":{\"p\":\"/\",\"h\":\"\"}}}");
+    char *push = ws_recv(fd);
+    CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/\",\"d\":null}}}");
+    free(push);
+    free(ws_recv(fd)); /* its ok */
+    EXPECT_REQ(port, "GET", "/.json?ns=other", NULL, NULL, 200, "null");
+    EXPECT_REQ(port, "PUT", "/w.json?ns=held", NULL, "2", 200, "2");
+    push = ws_recv(fd);
+    CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/\",\"d\":{\"w\":2}}}}");
+    free(push);
+    close(fd);
+    /* 100 namespaces written: the 64 used last stay open. */
+    hearth__server_set_namespace_idle_ms(s, 60000);
+    fds_before = open_fds();
+    char target[64];
+    for (int i = 0; i < 100; i++) {
+        snprintf(target, sizeof target, "/n.json?ns=many%d", i);
+        EXPECT_REQ(port, "PUT", target, NULL, "7", 200, "7");
+    }
+    CHECK(open_fds() <= fds_before + 2 * 64 + 4);
+    EXPECT_REQ(port, "GET", "/n.json?ns=many0", NULL, NULL, 200, "7");
+    stop(s);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -775,5 +1031,8 @@ const test_case server_tests[] = {
     {"server_server_sent_events", test_server_sent_events},
     {"server_slow_stream_is_dropped", test_slow_stream_is_dropped},
     {"server_restart_keeps_data", test_restart_keeps_data},
+    {"server_listens_per_session_capped", test_listens_per_session_capped},
+    {"server_junk_namespaces_create_nothing", test_junk_namespaces_create_nothing},
+    {"server_idle_namespaces_close", test_idle_namespaces_close},
     {NULL, NULL},
 };

@@ -6,8 +6,10 @@
  * its handshake, hangs up, or speaks TLS with a certificate made here. */
 #include "test.h"
 
+#include "client/remote.h"
 #include "client/ws_client.h"
 #include "common/internal.h"
+#include "common/v5.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -511,6 +513,8 @@ typedef struct peer {
     hearth__buf script;
     size_t chunk;
     bool hangup; /* close the connection after the script */
+    const char *resource; /* what the client must ask for ("/chat?x=1") */
+    int connections;      /* attempts, the ones not accepted included */
     /* TLS, when ssl_ctx is set */
     SSL_CTX *ssl_ctx;
     SSL *ssl;
@@ -669,7 +673,10 @@ static void peer_plain(peer *pr, const char *data, size_t len) {
         const char *k = strstr(pr->in.data, "Sec-WebSocket-Key: ");
         if (k)
             sscanf(k + 19, "%63[^\r]", key);
-        CHECK(strstr(pr->in.data, "GET /chat?x=1 HTTP/1.1\r\n") == pr->in.data);
+        char line[300];
+        snprintf(line, sizeof line, "GET %s HTTP/1.1\r\n",
+                 pr->resource ? pr->resource : "/chat?x=1");
+        CHECK(strstr(pr->in.data, line) == pr->in.data);
         CHECK(strstr(pr->in.data, "Sec-WebSocket-Version: 13\r\n") != NULL);
         CHECK_INT(strlen(key), 24);
         pr->answered = true;
@@ -712,6 +719,7 @@ static void peer_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 
 static void on_peer_connection(uv_stream_t *listener, int status) {
     peer *pr = listener->data;
+    pr->connections++;
     if (status < 0 || pr->has_conn)
         return;
     uv_tcp_init(pr->loop, &pr->conn);
@@ -1099,6 +1107,49 @@ static void test_tls_wrong_host(void) {
     peer_free(&pr);
 }
 
+/* ---- the realtime client against a hostile server ---- */
+
+static void no_raise(void *ctx) { (void)ctx; }
+static void no_drop(void *ctx, hearth__reg *reg) {
+    (void)ctx;
+    (void)reg;
+}
+static bool reconnected(void *arg) { return ((peer *)arg)->connections >= 2; }
+
+/* A server that announces 999,999 pieces and sends them without end: the
+ * client stops at its bound (1 MiB here), drops the connection rather than
+ * grow, and comes back after its backoff. */
+static void test_endless_pieces(void) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    peer pr;
+    peer_init(&pr, &loop);
+    pr.resource = "/.ws?v=5&ns=hostile";
+    text(&pr.script, "{\"t\":\"c\",\"d\":{\"t\":\"h\",\"d\":{\"ts\":1,"
+                     "\"v\":\"5\",\"h\":\"x\",\"s\":\"1\"}}}");
+    text(&pr.script, "999999");
+    char *piece = malloc(HEARTH__V5_PIECE);
+    memset(piece, 'x', HEARTH__V5_PIECE);
+    for (int i = 0; i < 256; i++) /* 4 MiB, four times the bound */
+        frame(&pr.script, true, 1, piece, HEARTH__V5_PIECE);
+    free(piece);
+    peer_listen(&pr);
+    hearth__event_queue events;
+    hearth__events_init(&events);
+    hearth__remote_url url = {"127.0.0.1", pr.port, false, "hostile"};
+    hearth__remote_hooks hooks = {no_raise, no_drop, NULL, NULL};
+    hearth__remote *r;
+    CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);
+    hearth__remote_set_max_message(r, 1 << 20);
+    run_until(&loop, reconnected, &pr);
+    CHECK(pr.closes == 1 || !pr.has_conn || uv_is_closing((uv_handle_t *)&pr.conn));
+    hearth__remote_close(r);
+    peer_stop(&pr);
+    drain(&loop);
+    hearth__events_clear(&events);
+    peer_free(&pr);
+}
+
 const test_case ws_client_tests[] = {
     {"ws_client_hello", test_hello},
     {"ws_client_localhost", test_localhost},
@@ -1121,5 +1172,6 @@ const test_case ws_client_tests[] = {
     {"ws_client_tls", test_tls},
     {"ws_client_tls_untrusted", test_tls_untrusted},
     {"ws_client_tls_wrong_host", test_tls_wrong_host},
+    {"ws_client_endless_pieces", test_endless_pieces},
     {NULL, NULL},
 };

@@ -1,0 +1,99 @@
+/* v5.c - the realtime protocol's envelope: messages in pieces and back. */
+#include "common/v5.h"
+
+#include <stdio.h>
+
+/* Where the piece starting at `at` ends: at most HEARTH__V5_PIECE bytes,
+ * never inside a character. Always past `at` for UTF-8 text; a run of
+ * continuation bytes (not UTF-8) is cut where it reaches the size. */
+static size_t piece_end(const char *text, size_t len, size_t at) {
+    if (len - at <= HEARTH__V5_PIECE)
+        return len;
+    size_t end = at + HEARTH__V5_PIECE;
+    while (end > at && ((unsigned char)text[end] & 0xC0) == 0x80)
+        end--;
+    return end > at ? end : at + HEARTH__V5_PIECE;
+}
+
+int hearth__v5_send(const char *text, size_t len, size_t max,
+                    hearth__v5_send_cb send, void *ctx) {
+    if (len > max)
+        return HEARTH_ETOOBIG;
+    if (len <= HEARTH__V5_PIECE)
+        return send(ctx, text, len);
+    size_t pieces = 0;
+    for (size_t at = 0; at < len; at = piece_end(text, len, at))
+        pieces++;
+    if (pieces > 999999)
+        return HEARTH_ETOOBIG;
+    char count[8];
+    int n = snprintf(count, sizeof count, "%zu", pieces);
+    int rc = send(ctx, count, (size_t)n);
+    for (size_t at = 0, end; !rc && at < len; at = end) {
+        end = piece_end(text, len, at);
+        rc = send(ctx, text + at, end - at);
+    }
+    return rc;
+}
+
+void hearth__v5_joiner_init(hearth__v5_joiner *j, size_t max) {
+    j->max = max;
+    j->left = 0;
+    hearth__buf_init(&j->joined);
+}
+
+void hearth__v5_joiner_reset(hearth__v5_joiner *j) {
+    j->left = 0;
+    hearth__buf_free(&j->joined);
+}
+
+/* The count of a frame of 1 to 6 digits, else -1 (a message). */
+static long count_of(const char *frame, size_t len) {
+    if (len == 0 || len > 6)
+        return -1;
+    long n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (frame[i] < '0' || frame[i] > '9')
+            return -1;
+        n = n * 10 + (frame[i] - '0');
+    }
+    return n;
+}
+
+int hearth__v5_join(hearth__v5_joiner *j, const char *frame, size_t len,
+                    const char **msg, size_t *msg_len) {
+    if (j->left == 0) {
+        long n = count_of(frame, len);
+        if (n < 0) {
+            *msg = frame;
+            *msg_len = len;
+            return HEARTH__V5_MESSAGE;
+        }
+        hearth__buf_free(&j->joined); /* the last message's */
+        j->left = n;                  /* "0" is the keep-alive */
+        return HEARTH__V5_MORE;
+    }
+    if (len > j->max - j->joined.len) {
+        hearth__v5_joiner_reset(j);
+        return HEARTH_ETOOBIG;
+    }
+    if (len) /* an empty frame's text may be NULL */
+        hearth__buf_add(&j->joined, frame, len);
+    if (j->joined.failed) {
+        hearth__v5_joiner_reset(j);
+        return HEARTH_ENOMEM;
+    }
+    if (--j->left > 0)
+        return HEARTH__V5_MORE;
+    *msg = j->joined.data ? j->joined.data : "";
+    *msg_len = j->joined.len;
+    return HEARTH__V5_MESSAGE;
+}
+
+json_t *hearth__v5_parse(const char *msg, size_t len) {
+    json_t *v = json_loadb(msg, len, 0, NULL);
+    if (json_is_object(v))
+        return v;
+    json_decref(v);
+    return NULL;
+}
