@@ -90,11 +90,12 @@ typedef enum hearth_errno {
     HEARTH_EDISCONNECTED = -25, /* the connection dropped mid-transaction */
     HEARTH_EOVERRIDDEN = -26,  /* a set replaced the transaction's value */
     HEARTH_EREMOTE = -27,      /* the server refused the request */
-    HEARTH_EDATASTALE = -28    /* compare-and-set against a stale value */
+    HEARTH_EDATASTALE = -28,   /* compare-and-set against a stale value */
+    HEARTH_ENOSPC = -29        /* the disk is full: the write changed nothing */
 } hearth_errno;
 
 /* Lowest error code in use; every code from -1 down to it has a name. */
-#define HEARTH_ERRNO_LAST HEARTH_EDATASTALE
+#define HEARTH_ERRNO_LAST HEARTH_ENOSPC
 
 /* A sentence describing err, e.g. "invalid key". Never NULL. */
 HEARTH_EXTERN const char *hearth_strerror(int err);
@@ -412,6 +413,35 @@ HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *config,
  * it on the loop's thread; the loop must then run once more to finish
  * closing its handle before db is freed. */
 HEARTH_EXTERN int hearth_db_close(hearth_db_t *db);
+
+/* What hearth_repair cut. */
+typedef struct hearth_repair_report_s {
+    bool repaired;           /* false: no log was damaged; nothing changed */
+    uint64_t log_generation; /* the damaged log: data_dir/log.<generation> */
+    uint64_t damage_offset;  /* its first bad record */
+    uint64_t cut_offset;     /* where it was cut: the start of the commit
+                                holding that record (a commit is kept whole
+                                or not at all) */
+    uint64_t bytes_cut;      /* from cut_offset to its end, and later logs */
+    uint64_t records_cut;    /* intact records found in what was cut: the
+                                writes lost besides the damaged one */
+    uint64_t logs_moved;     /* later logs moved aside whole */
+    char copy[512];          /* the damaged log as it was */
+} hearth_repair_report_t;
+
+/* Repairs a data directory that fails to open because a log is damaged
+ * (the server keeps namespace NAME in its data_dir/NAME). No process may
+ * have it open. Copies the damaged log aside, beside it, as
+ * log.<G>.damaged-<UTC time>, cuts the log at its first bad record and
+ * moves every later log aside the same way (their writes came after the
+ * lost ones); everything before the damage stays. report (may be NULL)
+ * says what was cut; nothing changes when nothing is damaged. HEARTH_EIO
+ * (err says why) when the directory is in use or cannot be read or
+ * changed, or when a cut cannot help: a missing snapshot or log, a
+ * damaged snapshot. */
+HEARTH_EXTERN int hearth_repair(const char *data_dir,
+                                hearth_repair_report_t *report,
+                                hearth_error_t *err);
 
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
 typedef void (*hearth_completion_cb)(int status, void *ctx);

@@ -35,7 +35,8 @@
     XX(EDISCONNECTED, "the connection was lost")                               \
     XX(EOVERRIDDEN, "a later set replaced the transaction's value")            \
     XX(EREMOTE, "the server refused the request")                              \
-    XX(EDATASTALE, "the value changed since it was read")
+    XX(EDATASTALE, "the value changed since it was read")                      \
+    XX(ENOSPC, "no space left on the data directory's disk")
 
 const char *hearth_strerror(int err) {
 #define XX(name, msg)                                                          \

@@ -122,6 +122,10 @@ struct hearth_db_s {
     char *store_later;   /* in memory until a write: then a store here */
     int store_later_fsync;
     op *unacked, *unacked_tail; /* applied, waiting for the commit */
+    /* The root as of the last good commit: a failed commit reverts to it,
+     * undoing every write not yet committed. */
+    hearth_node_t *durable_root;
+    hearth_node_t *batch_root; /* what the commit in flight makes durable */
     bool flushing;
     bool group_commit;   /* loop-thread writes commit once per iteration */
     uv_idle_t commit_idle;
@@ -798,6 +802,31 @@ static void ack_ops(op *o, int rc) {
     }
 }
 
+/* A failed commit changed nothing on disk: every write since the last
+ * good one is undone in memory too, and listeners see the data as it is. */
+static void revert(hearth_db_t *db) {
+    hearth__path everywhere = {0};
+    const hearth__path *paths[] = {&everywhere};
+    hearth_node_t *old_root = db->root;
+    db->root = hearth_node_incref(db->durable_root);
+    if (generate(db, old_root, paths, 1))
+        hearth__events_clear(&db->events);
+    hearth_node_decref(old_root);
+    raise_events(db);
+}
+
+/* Records a commit's outcome: root is durable, or everything after the
+ * last durable root is undone. Takes the reference to root. */
+static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
+    if (rc) {
+        hearth_node_decref(root);
+        revert(db);
+    } else {
+        hearth_node_decref(db->durable_root);
+        db->durable_root = root;
+    }
+}
+
 /* Commits the writes applied since the last commit (one fsync for all),
  * then acknowledges them, all before returning. */
 static void flush_acks(hearth_db_t *db) {
@@ -808,9 +837,11 @@ static void flush_acks(hearth_db_t *db) {
         return;
     db->flushing = true;
     while (db->unacked) {
+        hearth_node_t *committed = hearth_node_incref(db->root);
         int rc = hearth__store_commit(db->store);
         op *o = db->unacked;
         db->unacked = db->unacked_tail = NULL;
+        commit_outcome(db, committed, rc);
         ack_ops(o, rc);
     }
     db->flushing = false;
@@ -828,10 +859,17 @@ static void commit_done(uv_work_t *req, int status) {
     (void)status; /* never canceled */
     hearth_db_t *db = req->data;
     int rc = hearth__store_commit_end(db->store, &db->batch);
-    op *o = db->inflight;
+    op *o = db->inflight, *later = NULL;
     db->inflight = NULL;
     db->committing = false;
+    if (rc) { /* the writes applied since were built on the failed ones */
+        later = db->unacked;
+        db->unacked = db->unacked_tail = NULL;
+    }
+    commit_outcome(db, db->batch_root, rc);
+    db->batch_root = NULL;
     ack_ops(o, rc);
+    ack_ops(later, rc);
     if (db->closed) {
         flush_acks(db); /* the rest, now, before the store closes */
         if (--db->close_waits == 0)
@@ -851,9 +889,11 @@ static void start_commit(hearth_db_t *db) {
     int rc = hearth__store_commit_begin(db->store, &db->batch);
     db->unacked = db->unacked_tail = NULL;
     if (rc) {
+        commit_outcome(db, NULL, rc);
         ack_ops(o, rc);
         return;
     }
+    db->batch_root = hearth_node_incref(db->root);
     db->inflight = o;
     db->committing = true;
     db->commit_work.data = db;
@@ -1034,14 +1074,19 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
     if (!rc && report.torn_bytes)
         /* Data was recovered up to a crash: say so where operators look. */
         fprintf(stderr,
-                "hearth: %s: recovered up to the last complete write; cut "
-                "%llu bytes of a write torn by a crash\n",
-                config->data_dir, (unsigned long long)report.torn_bytes);
+                "hearth: %s: recovered up to the last complete commit; cut "
+                "%llu bytes of a commit torn by a crash (never acknowledged) "
+                "off log.%llu at offset %llu\n",
+                config->data_dir, (unsigned long long)report.torn_bytes,
+                (unsigned long long)report.torn_gen,
+                (unsigned long long)report.torn_offset);
     if (rc) {
         close_rules(db);
         hearth__free(db);
         return rc;
     }
+    if (db->store)
+        db->durable_root = hearth_node_incref(db->root);
     atomic_init(&db->next_handle, 1);
     atomic_init(&db->server_offset_ms, 0);
     hearth__events_init(&db->events);
@@ -1050,6 +1095,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         hearth__disk_close(disk);
         hearth__store_close(db->store);
         hearth_node_decref(db->root);
+        hearth_node_decref(db->durable_root);
         close_rules(db);
         hearth__free(db);
         return hearth__error_code(err, rc);
@@ -1059,6 +1105,7 @@ int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
         hearth__store_close(db->store);
         hearth__listeners_destroy(&db->listeners);
         hearth_node_decref(db->root);
+        hearth_node_decref(db->durable_root);
         close_rules(db);
         hearth__free(db);
         return hearth__error_code(err, HEARTH_ELOOP);
@@ -1106,6 +1153,7 @@ fail_loop:
     hearth__listeners_destroy(&db->listeners);
     hearth__store_close(db->store);
     hearth_node_decref(db->root);
+    hearth_node_decref(db->durable_root);
     close_rules(db);
     hearth__free(db);
     return hearth__error_code(err, HEARTH_ELOOP);
@@ -1120,6 +1168,7 @@ static void free_db(hearth_db_t *db) {
     hearth__listeners_destroy(&db->listeners); /* runs every ctx_free */
     hearth__free(db->doomed);
     hearth_node_decref(db->root);
+    hearth_node_decref(db->durable_root);
     uv_mutex_destroy(&db->lock);
     hearth__free(db);
 }

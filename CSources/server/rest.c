@@ -153,9 +153,13 @@ static const char *error_status_message(int code, const char *message,
     case HEARTH_EDENIED:
         *status = 401;
         return "Permission denied";
+    case HEARTH_ENOSPC: /* a failed commit changed nothing: retry later */
+        *status = 507;
+        return "Insufficient storage: the disk is full; the write changed "
+               "nothing";
     case HEARTH_EIO:
-        *status = 500;
-        return "Storage failure: the write may not be durable";
+        *status = 503;
+        return "Storage failure: the write changed nothing";
     default:
         return message;
     }

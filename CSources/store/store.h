@@ -5,18 +5,27 @@
  *   DIR/snapshot.<G>.json   the whole tree (export format) before log G
  *   DIR/log.<G>             records written after snapshot G
  *
- * A record is [u32 length][u32 crc32][payload], little endian; the payload
- * is the JSON array [[path, value], ...] of one write with server values
- * already resolved, so replay is deterministic. Recovery loads the newest
- * snapshot and replays every log from its generation on; a torn record at
- * the very end (a crash mid-append) is cut off and reported; damage
- * anywhere else stops the open with an error naming the file and offset.
+ * A record (format in logfile.h) is a checksummed header and the JSON
+ * array [[path, value], ...] of one write with server values already
+ * resolved, so replay is deterministic. Recovery loads the newest snapshot
+ * and replays every log from its generation on. The last commit of the
+ * last log, cut short by a crash (a short file or a zero-filled tail), is
+ * cut off and reported; any other damage, and any gap in the sequence of
+ * snapshot and logs, stops the open with an error naming the file and
+ * offset (or the missing file), leaving the files as they were:
+ * hearth_repair cuts a damaged log explicitly, keeping a copy. Stale
+ * snapshot .tmp files are removed at open.
+ *
+ * A failed commit (write or sync refused, e.g. a full disk) cuts the log
+ * back to its last good length and drops the records buffered since, so
+ * the caller can revert every write not yet committed; the store stays
+ * usable and the next commit tries again.
  *
  * Snapshots: the loop thread rotates to a new log (hearth__store_rotate);
  * any thread then writes the snapshot of the immutable root taken at that
  * moment (hearth__store_write_snapshot), which renames it into place and
- * only then deletes the files it supersedes. A crash at any point leaves a
- * snapshot and the logs after it.
+ * only then deletes the files it supersedes. A crash or a failure at any
+ * point leaves a snapshot and the logs after it.
  */
 #ifndef HEARTH_STORE_STORE_H
 #define HEARTH_STORE_STORE_H
@@ -30,6 +39,8 @@ typedef struct hearth__store_report {
     uint64_t snapshot_gen;     /* generation loaded (0: none) */
     uint64_t records_replayed;
     uint64_t torn_bytes;       /* cut off the end of the last log */
+    uint64_t torn_gen;         /* ... log.<torn_gen>, from torn_offset on */
+    uint64_t torn_offset;
 } hearth__store_report;
 
 /* Opens (creating if needed) the store in dir and recovers the tree into
@@ -44,8 +55,10 @@ int hearth__store_close(hearth__store *s);
 int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
                          const hearth_node_t *const *values, size_t n);
 /* Writes the buffered records and syncs them as the fsync mode says.
- * HEARTH_EIO when the disk refused: the store then refuses every later
- * append, since memory and disk may differ. */
+ * HEARTH_ENOSPC (full disk) or HEARTH_EIO when the disk refused: nothing
+ * of the commit stays in the log, and the records buffered since are
+ * dropped too (the caller reverts those writes); the next commit tries
+ * again. */
 int hearth__store_commit(hearth__store *s);
 /* The same in three steps, for a commit on a worker thread: begin and end
  * on the loop thread, write in between on any one thread. No other store
@@ -54,6 +67,7 @@ typedef struct hearth__store_batch {
     hearth__buf records;
     bool sync;
     int rc;
+    bool cut_failed; /* the failed commit's bytes are still in the log */
 } hearth__store_batch;
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch);
@@ -62,7 +76,8 @@ int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch);
 /* Whether the log has grown enough to be worth a snapshot. */
 bool hearth__store_wants_snapshot(const hearth__store *s);
 
-/* Starts a new log; returns the generation the snapshot must carry. */
+/* Starts a new log; returns the generation the snapshot must carry. Only
+ * between commits (nothing buffered). */
 int hearth__store_rotate(hearth__store *s, uint64_t *gen);
 /* Writes snapshot gen of root and removes what it supersedes. Safe on a
  * worker thread while the loop goes on appending to the new log. */

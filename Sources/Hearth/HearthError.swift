@@ -44,6 +44,7 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
         public static let overriddenBySet = Code(HEARTH_EOVERRIDDEN)
         public static let serverRefused = Code(HEARTH_EREMOTE)
         public static let dataStale = Code(HEARTH_EDATASTALE)
+        public static let noSpace = Code(HEARTH_ENOSPC)
 
         private init(_ code: hearth_errno) { self.rawValue = Int(code.rawValue) }
 

@@ -76,6 +76,15 @@ void remove_tree(const char *dir);
  * the reason on stderr, when it cannot start. */
 hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir);
+/* Mounts a tmpfs of `size` ("512k") on the existing directory dir (needs
+ * root): false, with the reason printed, when it cannot (the caller skips
+ * its test). unmount_tmpfs undoes it. */
+bool mount_tmpfs(const char *dir, const char *size);
+void unmount_tmpfs(const char *dir);
+/* Fills dir's filesystem with dir/filler until it refuses a page more;
+ * free_disk removes the filler. */
+void fill_disk(const char *dir);
+void free_disk(const char *dir);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */

@@ -5,8 +5,11 @@
 #include "common/internal.h"
 #include "rules/jwt.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +77,37 @@ void remove_tree(const char *dir) {
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_INT(system(cmd), 0);
+}
+
+bool mount_tmpfs(const char *dir, const char *size) {
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%s", size);
+    if (mount("tmpfs", dir, "tmpfs", 0, opts) == 0)
+        return true;
+    fprintf(stderr, "  SKIPPED: cannot mount a tmpfs on %s (%s); this test "
+                    "needs root\n", dir, strerror(errno));
+    return false;
+}
+
+void unmount_tmpfs(const char *dir) { CHECK_INT(umount(dir), 0); }
+
+void fill_disk(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/filler", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    CHECK(fd >= 0);
+    static char page[4096];
+    /* Down to single bytes: a partly used page of the filler is used up. */
+    for (size_t chunk = sizeof page; chunk; chunk /= 2)
+        while (write(fd, page, chunk) == (ssize_t)chunk)
+            ;
+    close(fd);
+}
+
+void free_disk(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/filler", dir);
+    CHECK_INT(unlink(path), 0);
 }
 
 hearth_server_t *start_test_server(hearth_server_config_t config,

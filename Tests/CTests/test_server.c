@@ -1014,6 +1014,40 @@ static void test_idle_namespaces_close(void) {
     remove_tree(data_dir);
 }
 
+/* Regression: after a disk-full error a namespace answered 500 to every
+ * write until restart, and a write answered 500 had been applied. Now the
+ * failed write changes nothing and is answered 507, and writes succeed
+ * again as soon as space is back. */
+static void test_disk_full_answers_507_and_heals(void) {
+    char dir[] = "/tmp/hearth-full-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    if (!mount_tmpfs(dir, "256k")) {
+        rmdir(dir);
+        return;
+    }
+    static char big[8200];
+    memset(big, 'x', sizeof big - 1);
+    big[0] = big[sizeof big - 2] = '"';
+    hearth_server_t *s = start_test_server((hearth_server_config_t){0}, dir);
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/a.json", NULL, "1", 200, "1");
+    fill_disk(dir);
+    response r = request(port, "PUT", "/big.json", NULL, big);
+    CHECK_INT(r.status, 507);
+    CHECK(strstr(r.body, "\"error\":\"Insufficient storage") != NULL);
+    free(r.body);
+    EXPECT_REQ(port, "GET", "/.json", NULL, NULL, 200, "{\"a\":1}");
+    free_disk(dir);
+    EXPECT_REQ(port, "PUT", "/b.json", NULL, "2", 200, "2");
+    stop(s);
+    s = start_test_server((hearth_server_config_t){0}, dir);
+    EXPECT_REQ(hearth_server_port(s), "GET", "/.json", NULL, NULL, 200,
+               "{\"a\":1,\"b\":2}");
+    stop(s);
+    unmount_tmpfs(dir);
+    remove_tree(dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -1034,5 +1068,7 @@ const test_case server_tests[] = {
     {"server_listens_per_session_capped", test_listens_per_session_capped},
     {"server_junk_namespaces_create_nothing", test_junk_namespaces_create_nothing},
     {"server_idle_namespaces_close", test_idle_namespaces_close},
+    {"server_disk_full_answers_507_and_heals",
+     test_disk_full_answers_507_and_heals},
     {NULL, NULL},
 };

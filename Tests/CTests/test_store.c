@@ -1,7 +1,10 @@
 /* test_store.c - the durable store: data survives close and reopen, every
- * acknowledged write survives kill -9, a torn last record is cut off and
- * reported, damage elsewhere refuses to open, snapshots replace old logs,
- * and a data directory is used by one process at a time. */
+ * acknowledged write survives kill -9, a torn last commit (short or
+ * zero-filled) is cut off and reported, damage elsewhere and gaps refuse
+ * to open and change nothing, hearth_repair cuts explicitly keeping a
+ * copy, snapshots replace old logs, a full disk fails writes without
+ * changing anything and heals by itself, and a data directory is used by
+ * one process at a time. */
 #include "test.h"
 
 #include "db/db.h"
@@ -13,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
+#include <zlib.h>
 
 static char *temp_dir(void) {
     char *dir = strdup("/tmp/hearth-store-XXXXXX");
@@ -59,12 +63,17 @@ static void fx_close(fixture *f) {
 
 static void status_cb(int status, void *ctx) { *(int *)ctx = status; }
 
-static void set(hearth_db_t *db, const char *path, const char *json) {
+/* The status a write completed with (the loop runs it synchronously). */
+static int set_status(hearth_db_t *db, const char *path, const char *json) {
     hearth_node_t *v = node_from(json);
     int status = 1;
     CHECK_INT(hearth_db_set(db, path, v, status_cb, &status, NULL, NULL), 0);
-    CHECK_INT(status, 0); /* acknowledged: logged and synced */
     hearth_node_decref(v);
+    return status;
+}
+
+static void set(hearth_db_t *db, const char *path, const char *json) {
+    CHECK_INT(set_status(db, path, json), 0); /* acknowledged: logged, synced */
 }
 
 static char *export_root(hearth_db_t *db) {
@@ -230,6 +239,511 @@ static void test_snapshots(void) {
     free(dir);
 }
 
+/* ---- damage, torn commits and gaps ---- */
+
+static size_t file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+static void write_bytes(const char *path, const char *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_INT(write(fd, data, len), (long)len);
+    close(fd);
+}
+
+static bool exists(const char *dir, const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Opening must fail with a message holding want, and change no file. */
+static void check_refused(const char *dir, const char *log, const char *want) {
+    size_t before_len = 0, after_len = 0;
+    char *before = log ? read_file(log, &before_len) : NULL;
+    hearth__store *s;
+    hearth_node_t *root;
+    hearth_error_t err = {0};
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 &err),
+              HEARTH_EIO);
+    if (!strstr(err.message, want)) {
+        fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err.message, want);
+        test_failures++;
+    }
+    if (log) {
+        char *after = read_file(log, &after_len);
+        CHECK(after && after_len == before_len &&
+              memcmp(before, after, after_len) == 0);
+        free(after);
+    }
+    free(before);
+}
+
+static void put_le32(char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+/* A version 1 log (Hearth before log format 2) of the writes a=1, b=2,
+ * c=3, one record each; offsets of the records in at. */
+static size_t v1_log(char *out, size_t at[3]) {
+    static const char *const payloads[] = {"[[\"/a\",1]]", "[[\"/b\",2]]",
+                                           "[[\"/c\",3]]"};
+    size_t len = 0;
+    memcpy(out, "HEARTH-LOG 1\n", 13);
+    len = 13;
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(payloads[i]);
+        at[i] = len;
+        put_le32(out + len, (uint32_t)n);
+        put_le32(out + len + 4,
+                 (uint32_t)crc32(0, (const Bytef *)payloads[i], (uInt)n));
+        memcpy(out + len + 8, payloads[i], n);
+        len += 8 + n;
+    }
+    return len;
+}
+
+/* Regression: one damaged length byte in a middle record of a version 1
+ * log was taken for a torn tail and every later write was cut silently. */
+static void test_v1_damaged_length_refuses_to_open(void) {
+    char *dir = temp_dir();
+    char log[512], data[256];
+    size_t at[3];
+    snprintf(log, sizeof log, "%s/log.1", dir);
+    size_t len = v1_log(data, at);
+    data[at[1] + 1] = 0x7f; /* its length now runs past the end */
+    write_bytes(log, data, len);
+    char want[600];
+    snprintf(want, sizeof want, "%s is damaged at offset %zu", log, at[1]);
+    check_refused(dir, log, want);
+    check_refused(dir, log, "hearth repair");
+    /* A version 1 last record ending exactly at the end is still torn, and
+     * appends go on in a new version 2 log. */
+    v1_log(data, at);
+    data[len - 2] = 'X';
+    write_bytes(log, data, len);
+    fixture f;
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    set(f.db, "d", "4");
+    fx_close(&f);
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    char *json = export_root(f.db);
+    CHECK_STR(json, "{\"a\":1,\"b\":2,\"d\":4}");
+    free(json);
+    fx_close(&f);
+    CHECK(exists(dir, "log.2"));
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Appends the write path = json as one record (committed by the caller). */
+static void append(hearth__store *s, const char *path, const char *json) {
+    hearth__path p;
+    CHECK_INT(hearth__path_parse(path, 0, &p, NULL), 0);
+    const hearth__path *paths[] = {&p};
+    hearth_node_t *v = node_from(json);
+    const hearth_node_t *values[] = {v};
+    CHECK_INT(hearth__store_append(s, paths, values, 1), 0);
+    hearth_node_decref(v);
+}
+
+/* log.1 holding a=1 (one commit), then b, c, d (one commit of three);
+ * *second is where the second commit starts. */
+static void two_commits(const char *dir, char *log, size_t size,
+                        size_t *second) {
+    hearth__store *s;
+    hearth_node_t *root;
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 NULL),
+              0);
+    hearth_node_decref(root);
+    append(s, "a", "1");
+    CHECK_INT(hearth__store_commit(s), 0);
+    append(s, "b", "\"a longer value for b\"");
+    append(s, "c", "\"a longer value for c\"");
+    append(s, "d", "\"a longer value for d\"");
+    CHECK_INT(hearth__store_commit(s), 0);
+    CHECK_INT(hearth__store_close(s), 0);
+    snprintf(log, size, "%s/log.1", dir);
+    *second = 13 + 16 + strlen("[[\"/a\",1]]");
+}
+
+/* Opens dir, checking what recovery replayed and cut. */
+static void check_open(const char *dir, uint64_t replayed, uint64_t torn,
+                       const char *json) {
+    hearth__store *s;
+    hearth_node_t *root;
+    hearth__store_report report;
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, &report,
+                                 NULL),
+              0);
+    CHECK_INT(report.records_replayed, replayed);
+    CHECK_INT(report.torn_bytes, torn);
+    CHECK_JSON(root, json);
+    hearth_node_decref(root);
+    CHECK_INT(hearth__store_close(s), 0);
+}
+
+/* A commit cut short by a crash is cut off whole, whether the file is
+ * short or was extended with zeros; damage in a commit that is not the
+ * last refuses to open, naming the file and offset. */
+static void test_torn_commit_is_cut_whole(void) {
+    char *dir = temp_dir();
+    char log[512];
+    size_t second;
+    two_commits(dir, log, sizeof log, &second);
+    size_t full_len;
+    char *full = read_file(log, &full_len);
+    size_t mid = second + (full_len - second) / 2; /* inside record c */
+    /* Short: the write stopped halfway. */
+    write_bytes(log, full, mid);
+    check_open(dir, 1, mid - second, "{\"a\":1}");
+    CHECK_INT(file_size(log), second);
+    /* Extended with zeros: the pages after mid never reached the disk. */
+    memset(full + mid, 0, full_len - mid);
+    write_bytes(log, full, full_len);
+    check_open(dir, 1, full_len - second, "{\"a\":1}");
+    CHECK_INT(file_size(log), second);
+    /* Damage in the first commit, the second one intact after it. */
+    free(full);
+    remove_dir(dir);
+    free(dir);
+    dir = temp_dir();
+    two_commits(dir, log, sizeof log, &second);
+    full = read_file(log, &full_len);
+    char want[600];
+    full[20] ^= 1; /* the first record's header */
+    write_bytes(log, full, full_len);
+    snprintf(want, sizeof want, "%s is damaged at offset 13", log);
+    check_refused(dir, log, want);
+    full[20] ^= 1;
+    /* A damaged length in the last commit's first record: its header
+     * checksum says damage, not a record running past the end. */
+    full[second + 1] ^= 0x40;
+    write_bytes(log, full, full_len);
+    snprintf(want, sizeof want, "%s is damaged at offset %zu", log, second);
+    check_refused(dir, log, want);
+    full[second + 1] ^= 0x40;
+    /* Damage inside the last commit, which reaches the end of the file:
+     * what a crash leaves too, so it is cut as torn (and reported). */
+    full[full_len - 30] ^= 1;
+    write_bytes(log, full, full_len);
+    check_open(dir, 1, full_len - second, "{\"a\":1}");
+    free(full);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Regression: zeros after the last record (power loss on many file
+ * systems) stopped the open; they are a torn tail, cut and reported. */
+static void test_zero_tail_is_torn(void) {
+    char *dir = temp_dir();
+    char log[512];
+    size_t second;
+    two_commits(dir, log, sizeof log, &second);
+    size_t len;
+    char *data = read_file(log, &len);
+    char *longer = calloc(1, len + 4096);
+    memcpy(longer, data, len);
+    write_bytes(log, longer, len + 4096);
+    check_open(dir, 4, 4096,
+               "{\"a\":1,\"b\":\"a longer value for b\",\"c\":\"a longer "
+               "value for c\",\"d\":\"a longer value for d\"}");
+    CHECK_INT(file_size(log), len);
+    free(data);
+    free(longer);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Writes items until a snapshot has replaced log.1; returns its gen. */
+static unsigned long long snapshotted(const char *dir) {
+    fixture f;
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    hearth__store_set_snapshot_threshold(hearth__db_store(f.db), 200);
+    char path[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(path, sizeof path, "items/i%02d", i);
+        set(f.db, path, "\"some value\"");
+        uv_run(&f.loop, UV_RUN_NOWAIT); /* lets finished snapshots land */
+    }
+    fx_close(&f);
+    unsigned long long gen = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        sscanf(e->d_name, "snapshot.%llu.json", &gen);
+    closedir(d);
+    return gen;
+}
+
+/* Regression: with its snapshot gone, the logs after it opened silently
+ * as a partial database; a gap between logs did too. */
+static void test_missing_snapshot_or_log_refuses(void) {
+    char *dir = temp_dir();
+    unsigned long long gen = snapshotted(dir);
+    CHECK(gen > 1);
+    char name[64], path[600], want[128];
+    snprintf(name, sizeof name, "snapshot.%llu.json", gen);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK_INT(unlink(path), 0);
+    snprintf(want, sizeof want, "%s is missing", name);
+    check_refused(dir, NULL, want);
+    remove_dir(dir);
+    free(dir);
+    /* A gap: log.1 and log.3, no log.2. */
+    dir = temp_dir();
+    snprintf(path, sizeof path, "%s/log.1", dir);
+    write_bytes(path, "HEARTH-LOG 2\n", 13);
+    snprintf(path, sizeof path, "%s/log.3", dir);
+    write_bytes(path, "HEARTH-LOG 2\n", 13);
+    check_refused(dir, NULL, "log.2 is missing");
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Regression: snapshot .tmp files a crash left were never removed. */
+static void test_stale_snapshot_tmp_removed(void) {
+    char *dir = temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/snapshot.7.json.tmp", dir);
+    write_bytes(path, "{\"half\":", 8);
+    fixture f;
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    CHECK(!exists(dir, "snapshot.7.json.tmp"));
+    fx_close(&f);
+    remove_dir(dir);
+    free(dir);
+}
+
+static void test_repair(void) {
+    char *dir = temp_dir();
+    char log[512];
+    size_t second;
+    two_commits(dir, log, sizeof log, &second);
+    /* A later log, whose writes came after the ones repair cuts. */
+    char later[600];
+    snprintf(later, sizeof later, "%s/log.2", dir);
+    write_bytes(later, "HEARTH-LOG 2\n", 13);
+    hearth_repair_report_t report;
+    CHECK_INT(hearth_repair(dir, &report, NULL), 0); /* nothing damaged */
+    CHECK(!report.repaired);
+    size_t len;
+    char *data = read_file(log, &len);
+    data[second + 20] ^= 1; /* record b's payload, in the first commit... */
+    write_bytes(log, data, len);
+    /* ... of a log that is not the last: damage, not a torn tail. */
+    CHECK_INT(hearth_repair(dir, &report, NULL), 0);
+    CHECK(report.repaired);
+    CHECK_INT(report.log_generation, 1);
+    CHECK_INT(report.damage_offset, second);
+    CHECK_INT(report.cut_offset, second);
+    CHECK_INT(report.bytes_cut, len - second + 13);
+    CHECK_INT(report.records_cut, 2); /* c and d; b is the damaged one */
+    CHECK_INT(report.logs_moved, 1);
+    size_t copy_len;
+    char *copy = read_file(report.copy, &copy_len);
+    CHECK(copy && copy_len == len && memcmp(copy, data, len) == 0);
+    CHECK(strstr(report.copy, "/log.1.damaged-") != NULL);
+    CHECK_INT(file_size(log), second);
+    CHECK(!exists(dir, "log.2"));
+    check_open(dir, 1, 0, "{\"a\":1}");
+    free(copy);
+    free(data);
+    /* A directory in use is left alone. */
+    fixture f;
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    hearth_error_t err;
+    CHECK_INT(hearth_repair(dir, &report, &err), HEARTH_EIO);
+    CHECK(strstr(err.message, "in use") != NULL);
+    fx_close(&f);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* ---- a full disk ---- */
+
+/* A value of about 8 KB: its record needs pages a full disk cannot give. */
+static const char *big_value(void) {
+    static char json[8200];
+    if (!json[0]) {
+        json[0] = '"';
+        memset(json + 1, 'x', sizeof json - 3);
+        json[sizeof json - 2] = '"';
+    }
+    return json;
+}
+
+/* The last value an observer of "/" saw, as JSON. */
+static void on_root_value(const hearth_event_t *ev, void *ctx) {
+    char **last = ctx;
+    if (ev->type != HEARTH_EVENT_VALUE)
+        return;
+    free(*last);
+    *last = hearth_node_to_json(ev->node, HEARTH_JSON_EXPORT, NULL);
+}
+
+/* Regression: after a disk-full error the database refused every write
+ * until restart, and the failed write stayed applied in memory. Now it
+ * changes nothing (memory, listeners, disk) and the next write, once
+ * space is back, succeeds without a restart. */
+static void test_disk_full(void) {
+    char *dir = temp_dir();
+    if (!mount_tmpfs(dir, "256k")) {
+        rmdir(dir);
+        free(dir);
+        return;
+    }
+    char db_dir[600], log[700];
+    snprintf(db_dir, sizeof db_dir, "%s/db", dir);
+    fixture f;
+    CHECK_INT(fx_open(&f, db_dir, NULL), 0);
+    char *seen = NULL;
+    hearth_observer_t obs;
+    CHECK_INT(hearth_db_observe(f.db, "/", NULL, HEARTH_MASK_VALUE,
+                                on_root_value, &seen, NULL, &obs, NULL),
+              0);
+    set(f.db, "a", "1");
+    log_path(db_dir, log, sizeof log);
+    size_t log_len = file_size(log);
+    fill_disk(dir);
+    for (int i = 0; i < 2; i++) { /* and again: not stuck, not healed */
+        CHECK_INT(set_status(f.db, "big", big_value()), HEARTH_ENOSPC);
+        char *json = export_root(f.db);
+        CHECK_STR(json, "{\"a\":1}");
+        free(json);
+        CHECK_STR(seen, "{\"a\":1}"); /* listeners saw it undone */
+        CHECK_INT(file_size(log), log_len);
+    }
+    free_disk(dir);
+    set(f.db, "b", big_value());
+    set(f.db, "c", "3");
+    fx_close(&f);
+    free(seen);
+    if (fx_open(&f, db_dir, NULL)) { /* the rest would use a closed db */
+        CHECK(!"the data directory reopens");
+        unmount_tmpfs(dir);
+        return;
+    }
+    hearth_node_t *root;
+    CHECK_INT(hearth_db_get(f.db, "/", NULL, &root, NULL), 0);
+    CHECK_INT(hearth_node_child_count(root), 3);
+    CHECK(hearth_node_is_null(hearth_node_child(root, "big")));
+    CHECK_INT(hearth_node_number_value(hearth_node_child(root, "c")), 3);
+    hearth_node_decref(root);
+    fx_close(&f);
+    unmount_tmpfs(dir);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Holds every thread of libuv's pool, so that a commit queued meanwhile
+ * waits: writes applied then must join the failed commit's fate. */
+typedef struct pool_hold {
+    uv_sem_t started, release;
+    uv_work_t work[128];
+    int n;
+} pool_hold;
+
+static void hold_work(uv_work_t *req) {
+    pool_hold *h = req->data;
+    uv_sem_post(&h->started);
+    uv_sem_wait(&h->release);
+}
+
+static void hold_done(uv_work_t *req, int status) {
+    (void)req;
+    (void)status;
+}
+
+static void hold_pool(uv_loop_t *loop, pool_hold *h) {
+    const char *env = getenv("UV_THREADPOOL_SIZE");
+    h->n = env && atoi(env) > 0 ? atoi(env) : 4;
+    CHECK(h->n <= 128);
+    uv_sem_init(&h->started, 0);
+    uv_sem_init(&h->release, 0);
+    for (int i = 0; i < h->n; i++) {
+        h->work[i].data = h;
+        CHECK_INT(uv_queue_work(loop, &h->work[i], hold_work, hold_done), 0);
+    }
+    for (int i = 0; i < h->n; i++)
+        uv_sem_wait(&h->started);
+}
+
+static void release_pool(pool_hold *h) {
+    for (int i = 0; i < h->n; i++)
+        uv_sem_post(&h->release);
+}
+
+/* With group commit (the server's), a write applied while the failing
+ * commit was on a worker thread is undone and failed with it. */
+static void test_disk_full_group_commit(void) {
+    char *dir = temp_dir();
+    if (!mount_tmpfs(dir, "256k")) {
+        rmdir(dir);
+        free(dir);
+        return;
+    }
+    char db_dir[600];
+    snprintf(db_dir, sizeof db_dir, "%s/db", dir);
+    fixture f;
+    CHECK_INT(fx_open(&f, db_dir, NULL), 0);
+    hearth__db_set_group_commit(f.db, true);
+    int first = 1, second = 1;
+    hearth_node_t *one = node_from("1");
+    CHECK_INT(hearth_db_set(f.db, "a", one, status_cb, &first, NULL, NULL), 0);
+    while (first == 1)
+        uv_run(&f.loop, UV_RUN_ONCE);
+    CHECK_INT(first, 0);
+    fill_disk(dir);
+    pool_hold hold;
+    hold_pool(&f.loop, &hold);
+    hearth_node_t *big = node_from(big_value());
+    first = 1;
+    CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
+              0);
+    uv_run(&f.loop, UV_RUN_NOWAIT); /* the commit is queued, held */
+    CHECK_INT(hearth_db_set(f.db, "a", big, status_cb, &second, NULL, NULL),
+              0);
+    char *json = export_root(f.db);
+    CHECK(strstr(json, "\"big\"") != NULL); /* applied, not yet durable */
+    free(json);
+    release_pool(&hold);
+    while (first == 1 || second == 1)
+        uv_run(&f.loop, UV_RUN_ONCE);
+    CHECK_INT(first, HEARTH_ENOSPC);
+    CHECK_INT(second, HEARTH_ENOSPC);
+    json = export_root(f.db);
+    CHECK_STR(json, "{\"a\":1}");
+    free(json);
+    free_disk(dir);
+    first = 1;
+    CHECK_INT(hearth_db_set(f.db, "b", one, status_cb, &first, NULL, NULL), 0);
+    while (first == 1)
+        uv_run(&f.loop, UV_RUN_ONCE);
+    CHECK_INT(first, 0);
+    hearth_node_decref(one);
+    hearth_node_decref(big);
+    fx_close(&f);
+    uv_sem_destroy(&hold.started);
+    uv_sem_destroy(&hold.release);
+    if (fx_open(&f, db_dir, NULL)) { /* the rest would use a closed db */
+        CHECK(!"the data directory reopens");
+        unmount_tmpfs(dir);
+        return;
+    }
+    json = export_root(f.db);
+    CHECK_STR(json, "{\"a\":1,\"b\":1}");
+    free(json);
+    fx_close(&f);
+    unmount_tmpfs(dir);
+    remove_dir(dir);
+    free(dir);
+}
+
 /* A child writes key i = i, one acknowledged write at a time, telling the
  * parent each acknowledgement through a pipe; the parent kills it with
  * SIGKILL mid-stream and checks every acknowledged write is there. */
@@ -314,5 +828,15 @@ const test_case store_tests[] = {
     {"store_damage_refuses_to_open", test_damage_refuses_to_open},
     {"store_snapshots", test_snapshots},
     {"store_kill_9", test_kill_9},
+    {"store_v1_damaged_length_refuses_to_open",
+     test_v1_damaged_length_refuses_to_open},
+    {"store_torn_commit_is_cut_whole", test_torn_commit_is_cut_whole},
+    {"store_zero_tail_is_torn", test_zero_tail_is_torn},
+    {"store_missing_snapshot_or_log_refuses",
+     test_missing_snapshot_or_log_refuses},
+    {"store_stale_snapshot_tmp_removed", test_stale_snapshot_tmp_removed},
+    {"store_repair", test_repair},
+    {"store_disk_full", test_disk_full},
+    {"store_disk_full_group_commit", test_disk_full_group_commit},
     {NULL, NULL},
 };

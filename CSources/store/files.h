@@ -1,0 +1,53 @@
+/*
+ * files.h - the store's file helpers and recovery, shared by the store
+ * (store.c), recovery (recover.c) and repair (repair.c).
+ */
+#ifndef HEARTH_STORE_FILES_H
+#define HEARTH_STORE_FILES_H
+
+#include "store/store.h"
+
+/* HEARTH_EIO with "what path: strerror(errno)". */
+int hearth__store_io_error(hearth_error_t *err, const char *what,
+                           const char *path);
+/* dir + "/" + fmt with gen ("log.%llu"); NULL without memory. */
+char *hearth__store_path(const char *dir, const char *fmt, uint64_t gen);
+int hearth__store_mkdir_p(const char *dir);
+int hearth__store_sync_dir(const char *dir);
+/* The code for a refused write or sync (errno): HEARTH_ENOSPC for a full
+ * disk, which heals by itself once space is freed, else HEARTH_EIO. */
+int hearth__store_disk_error(void);
+int hearth__store_write_all(int fd, const char *data, size_t len);
+/* The whole file, NUL-terminated; NULL when it cannot be read. */
+char *hearth__store_read_whole(const char *path, size_t *len);
+/* Generations of the files named prefix + digits + suffix, ascending. */
+int hearth__store_list_gens(const char *dir, const char *prefix,
+                            const char *suffix, uint64_t **gens, size_t *n);
+/* Opens and flock()s DIR/LOCK: one process per directory. */
+int hearth__store_lock(const char *dir, int *fd, hearth_error_t *err);
+
+/* What recovery found. */
+typedef struct hearth__recovery {
+    uint64_t append_gen; /* the log appends go to */
+    bool append_exists;  /* it exists, is version 2, ends at append_len */
+    uint64_t append_len;
+    /* With find_damage: the first damaged log and its first bad record
+     * (the end of its intact records), instead of an error. */
+    bool damaged;
+    uint64_t damaged_gen;
+    uint64_t damaged_at; /* its first bad record */
+    uint64_t intact_len; /* the whole commits before it (where to cut) */
+} hearth__recovery;
+
+/* Loads the newest snapshot into *root and replays the logs after it;
+ * the caller holds the lock. A gap in the sequence of snapshots and logs
+ * is an error naming what is missing; damage is an error naming the file
+ * and offset (or, with find_damage, is reported in rec and the data
+ * recovered up to it). Without find_damage, stale snapshot .tmp files
+ * are removed and a torn tail is cut (reported); with it, nothing on disk
+ * changes. */
+int hearth__store_recover(const char *dir, bool find_damage,
+                          hearth_node_t **root, hearth__store_report *report,
+                          hearth__recovery *rec, hearth_error_t *err);
+
+#endif
