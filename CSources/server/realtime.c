@@ -27,6 +27,11 @@
  * last sent (hundreds of bytes and up); past this a listen is refused with
  * too_many_listens, which the client reports as that query's cancel. */
 #define MAX_LISTENS 10000
+/* onDisconnect writes one session may queue, and their bytes (as JSON):
+ * held until the connection closes, so bounded like listens (an app's
+ * presence needs a handful); past either, too_big. */
+#define MAX_ONDISCONNECT 1000
+#define MAX_ONDISCONNECT_BYTES (16u * 1024 * 1024)
 
 typedef struct listen listen_t;
 typedef struct session session;
@@ -48,6 +53,7 @@ typedef struct od_op {
     bool merge;
     char *path;
     json_t *data;
+    size_t bytes; /* data as compact JSON */
     struct od_op *next;
 } od_op;
 
@@ -60,6 +66,7 @@ struct session {
     listen_t *listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
     od_op *ondisconnect;
+    size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
     int refs;       /* the connection, and each write awaiting its commit */
     /* a message arriving in pieces, up to what one message may hold */
     hearth__v5_joiner pieces;
@@ -592,6 +599,14 @@ static bool ondisconnect_data_valid(const char *path, bool merge, json_t *data,
     return true;
 }
 
+static void od_free(session *s, od_op *op) {
+    s->nondisconnect--;
+    s->ondisconnect_bytes -= op->bytes;
+    hearth__free(op->path);
+    json_decref(op->data);
+    hearth__free(op);
+}
+
 static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) {
     const char *path = json_string_value(json_object_get(b, "p"));
     if (!path || hearth_validate_path(path, NULL)) {
@@ -607,9 +622,7 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
             hearth__path_parse(op->path, HEARTH__PATH_ALLOW_PRIORITY, &at, NULL);
             if (hearth__path_is_prefix(&cancel, &at)) {
                 *p = op->next;
-                hearth__free(op->path);
-                json_decref(op->data);
-                hearth__free(op);
+                od_free(s, op);
             } else {
                 p = &op->next;
             }
@@ -627,6 +640,16 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
         deny(s, r); /* checked as queued, against the data now */
         return;
     }
+    size_t bytes = data ? json_dumpb(data, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+    if (s->nondisconnect >= MAX_ONDISCONNECT ||
+        bytes > MAX_ONDISCONNECT_BYTES - s->ondisconnect_bytes) {
+        reply(s, r, "too_big",
+              json_sprintf("This connection holds %zu onDisconnect writes "
+                           "(%zu bytes); at most %d of %u bytes in all",
+                           s->nondisconnect, s->ondisconnect_bytes,
+                           MAX_ONDISCONNECT, MAX_ONDISCONNECT_BYTES));
+        return;
+    }
     od_op *op = hearth__calloc(1, sizeof *op);
     if (!data || !op || !(op->path = hearth__strndup(path, strlen(path)))) {
         hearth__free(op);
@@ -636,6 +659,9 @@ static void do_ondisconnect(session *s, json_int_t r, const char *a, json_t *b) 
     }
     op->merge = strcmp(a, "om") == 0;
     op->data = json_incref(data);
+    op->bytes = bytes;
+    s->nondisconnect++;
+    s->ondisconnect_bytes += bytes;
     od_op **tail = &s->ondisconnect;
     while (*tail)
         tail = &(*tail)->next;
@@ -660,9 +686,7 @@ static void run_ondisconnect(session *s) {
                 hearth_node_decref(value);
             }
         }
-        hearth__free(op->path);
-        json_decref(op->data);
-        hearth__free(op);
+        od_free(s, op);
     }
 }
 

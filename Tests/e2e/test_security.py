@@ -322,6 +322,31 @@ class OnDisconnectAtRunTime(SecuredServer):
         self.assertEqual(value, "offline")
 
 
+class OnDisconnectBounded(SecuredServer):
+    """Queued onDisconnect writes are held until the connection closes: a
+    session may queue at most 1,000 of them, 16 MB in all."""
+
+    def test_count_is_bounded(self):
+        ws = self.connect()
+        for i in range(1000):
+            self.request(ws, "o", {"p": f"/public/od/{i}", "d": i})
+        last = self.request(ws, "o", {"p": "/public/od/x", "d": 1})
+        answers = [m["d"]["b"]["s"] for m in self.messages_until_reply(ws, last)]
+        self.assertEqual(answers, ["ok"] * 1000 + ["too_big"])
+        # Cancelling makes room again.
+        self.assertEqual(self.answer(ws, "oc", {"p": "/public/od/5"})[0], "ok")
+        self.assertEqual(self.answer(ws, "o", {"p": "/public/od/y", "d": 1})[0], "ok")
+        ws.close()
+
+    def test_bytes_are_bounded(self):
+        ws = self.connect()
+        big = "x" * (1024 * 1024)
+        statuses = [self.answer(ws, "o", {"p": f"/public/big/{i}", "d": big})[0]
+                    for i in range(17)]
+        self.assertEqual(statuses, ["ok"] * 15 + ["too_big"] * 2)
+        ws.close()
+
+
 class ListensFollowTheIdentity(SecuredServer):
     def listen(self, ws, path):
         status, _, pushes = self.answer(ws, "q", {"p": path, "h": ""})
