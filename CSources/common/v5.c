@@ -91,7 +91,17 @@ int hearth__v5_join(hearth__v5_joiner *j, const char *frame, size_t len,
 }
 
 json_t *hearth__v5_parse(const char *msg, size_t len) {
-    json_t *v = json_loadb(msg, len, 0, NULL);
+    json_error_t e;
+    json_t *v = json_loadb(msg, len, 0, &e);
+    if (!v && json_error_code(&e) == json_error_numeric_overflow) {
+        /* An integer past int64 (the JS SDK sends 1.111e20 as
+         * 111111111111111100000): read such numbers as doubles, as REST
+         * does, rather than drop the request unanswered. */
+        size_t wide_len;
+        char *wide = hearth__json_widen_integers(msg, len, &wide_len);
+        v = wide ? json_loadb(wide, wide_len, 0, NULL) : NULL;
+        hearth__free(wide);
+    }
     if (json_is_object(v))
         return v;
     json_decref(v);

@@ -872,7 +872,36 @@ static void test_v5_envelope(void) {
     hearth__buf_free(&none.all);
 }
 
+/* Integers past int64 become reals; nothing else changes. */
+static void test_widen_integers(void) {
+    static const char *const cases[][2] = {
+        {"{\"d\":111111111111111100000}", "{\"d\":111111111111111100000.0}"},
+        {"[9223372036854775808,-9223372036854775809]",
+         "[9223372036854775808.0,-9223372036854775809.0]"},
+        {"[1,-2,123456789012345678,3.5,1e400,12345678901234567890e2]",
+         "[1,-2,123456789012345678,3.5,1e400,12345678901234567890e2]"},
+        {"{\"s\":\"12345678901234567890\",\"e\":\"\\\"99999999999999999999\"}",
+         "{\"s\":\"12345678901234567890\",\"e\":\"\\\"99999999999999999999\"}"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        char *out = hearth__json_widen_integers(cases[i][0], strlen(cases[i][0]), &len);
+        CHECK_STR(out, cases[i][1]);
+        CHECK_INT(len, strlen(cases[i][1]));
+        hearth__free(out);
+    }
+    /* And the v5 parse reads them as doubles instead of refusing. */
+    static const char big[] = "{\"r\":3,\"d\":111111111111111100000}";
+    json_t *m = hearth__v5_parse(big, sizeof big - 1);
+    CHECK(m && json_is_integer(json_object_get(m, "r")));
+    CHECK(m && json_is_real(json_object_get(m, "d")) &&
+          json_real_value(json_object_get(m, "d")) == 1.111111111111111e20);
+    json_decref(m);
+}
+
 const test_case common_tests[] = {
+    {"common_widen_integers", test_widen_integers},
     {"common_errors", test_errors},
     {"common_version", test_version},
     {"common_error_fill", test_error_fill},

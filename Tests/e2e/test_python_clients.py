@@ -486,6 +486,25 @@ class Realtime(unittest.TestCase):
         self.assertEqual(self.recv(ws)["d"]["b"], {"s": "ok", "d": {}})
         ws.close()
 
+    def test_integers_past_int64_are_doubles(self):
+        # What the JS SDK sends for priority 1.111e20 and for 2^63: raw
+        # text, since Python's json would keep them as exact integers.
+        ws = self.connect()
+        ws.send('{"t":"d","d":{"r":1,"a":"p","b":{"p":"/big","d":'
+                '{".value":111111111111111100000,".priority":9223372036854775808}}}}')
+        self.assertEqual(self.recv(ws)["d"], {"r": 1, "b": {"s": "ok", "d": {}}})
+        self.send(ws, 2, "g", {"p": "/big"})
+        self.assertEqual(self.recv(ws)["d"]["b"]["d"],
+                         {".value": 1.111111111111111e20, ".priority": 2.0 ** 63})
+        ws.send('{"t":"d","d":{"r":3,"a":"q","b":{"p":"/big2","h":"",'
+                '"q":{"sp":9223372036854775808,"i":".value"},"t":3}}}')
+        self.assertEqual(self.recv(ws)["d"]["a"], "d")
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok")
+        ws.send('{"t":"d","d":{"r":4,"a":"q","b":{"p":"/big3","h":"",'
+                '"q":{"l":9223372036854775808},"t":4}}}')
+        self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
+        ws.close()
+
     def test_rest_and_websocket_share_writes(self):
         ws = self.connect()
         self.send(ws, 1, "q", {"p": "/shared", "h": "",
