@@ -1313,11 +1313,11 @@ static int check_value(const hearth__path *p, const hearth_node_t *value,
     if (p->priority) {
         hearth_type t = hearth_node_type(value);
         if ((t != HEARTH_TYPE_NULL && t != HEARTH_TYPE_NUMBER &&
-             t != HEARTH_TYPE_STRING) ||
+             t != HEARTH_TYPE_STRING && t != HEARTH_TYPE_SERVER_VALUE) ||
             value->priority)
             return hearth__error(err, HEARTH_EPRIORITY, text,
                                  "invalid priority at %s: must be null, a "
-                                 "number or a string",
+                                 "number, a string or a server value",
                                  text);
         return 0;
     }
@@ -1408,11 +1408,14 @@ static char *join(const char *base, const char *rel) {
 }
 
 /* Whether writing at a also writes at b: a is b, or an ancestor of b (a
- * node's ".priority" lies below the node). */
+ * node's ".priority" lies below the node; a priority covers only itself,
+ * so "x/.priority" and "x/y" may be written together). */
 static bool covers(const hearth__path *a, const hearth__path *b) {
     if (!hearth__path_is_prefix(a, b))
         return false;
-    return a->n < b->n || !a->priority || b->priority;
+    if (a->priority)
+        return b->priority && a->n == b->n;
+    return true;
 }
 
 static int check_overlaps(const write_part *parts, size_t n,
@@ -1433,6 +1436,23 @@ static int check_overlaps(const write_part *parts, size_t n,
                                  a->text, b->text);
         }
     return 0;
+}
+
+/* Moves the parts that write a priority after the others, keeping each
+ * group's order: "x/.priority" beside "x/y" of a new x gives x its
+ * priority (a priority of nothing is nothing), as the SDKs apply merges.
+ * The log keeps this order, so replay gives the same data. */
+static void priorities_last(write_part *parts, size_t n) {
+    for (size_t done = 0; done < n; done++) {
+        size_t i = done;
+        while (i < n && parts[i].path.priority)
+            i++;
+        if (i == n)
+            return; /* only priorities left */
+        write_part plain = parts[i];
+        memmove(&parts[done + 1], &parts[done], (i - done) * sizeof *parts);
+        parts[done] = plain;
+    }
 }
 
 /* A checked multi-path update of `count` parts below path, not yet
@@ -1478,6 +1498,7 @@ static int update_op(const char *path, size_t count, const char *const *paths,
         rc = check_overlaps(o->parts, count, err);
     if (rc)
         return drop_op(o, rc);
+    priorities_last(o->parts, count);
     *out = o;
     return 0;
 }

@@ -94,7 +94,9 @@ bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
     if (p->admin)
         return true;
     hearth__path parsed;
-    if (!ns->ruleset || hearth__path_parse(path, 0, &parsed, NULL))
+    /* A node's .priority is read with the node. */
+    if (!ns->ruleset ||
+        hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &parsed, NULL))
         return false;
     hearth__access a = {p->auth, (double)hearth_now_ms(),
                         hearth__db_root(ns->db), query};

@@ -42,6 +42,11 @@ static int fail(const parse_ctx *c, unsigned depth, int code,
 static int parse(const json_t *j, parse_ctx *c, unsigned depth,
                  hearth_node_t **out);
 
+static int parse_server_value(const json_t *sv, parse_ctx *c, unsigned depth,
+                              hearth_node_t **out);
+
+/* A priority: null, a number, a string, or (where server values are
+ * allowed) a server value, resolved with the write as the SDKs allow. */
 static int parse_priority(const json_t *j, parse_ctx *c, unsigned depth,
                           hearth_node_t **out) {
     *out = NULL;
@@ -49,8 +54,13 @@ static int parse_priority(const json_t *j, parse_ctx *c, unsigned depth,
         return 0;
     if (json_is_string(j) || json_is_number(j))
         return parse(j, c, depth, out);
+    const json_t *sv = json_object_get(j, ".sv");
+    if (sv && json_object_size(j) == 1 &&
+        (c->flags & HEARTH_JSON_ALLOW_SERVER_VALUES))
+        return parse_server_value(sv, c, depth, out);
     return fail(c, depth, HEARTH_EPRIORITY,
-                "invalid priority: must be null, a number or a string");
+                "invalid priority: must be null, a number, a string or a "
+                "server value");
 }
 
 static hearth_node_t *with_priority(hearth_node_t *n, hearth_node_t *prio) {

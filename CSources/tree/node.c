@@ -658,15 +658,10 @@ static int resolve_leaf(const hearth_node_t *sv, const hearth_node_t *existing,
     return 0;
 }
 
-int hearth__node_resolve_sv(const hearth_node_t *value,
+/* Resolves the children of an object holding placeholders. */
+static int resolve_children(const hearth_node_t *value,
                             const hearth_node_t *existing, int64_t now_ms,
                             hearth_node_t **out) {
-    if (!hearth__node_has_sv(value)) {
-        *out = hearth_node_incref(value);
-        return 0;
-    }
-    if (value->type == HEARTH_TYPE_SERVER_VALUE)
-        return resolve_leaf(value, existing, now_ms, out);
     hearth_node_t *result = hearth_node_incref(value);
     hearth__bt_iter it;
     hearth__bt_iter_init(&it, value->u.obj.tree, 0);
@@ -686,6 +681,46 @@ int hearth__node_resolve_sv(const hearth_node_t *value,
             hearth_node_decref(result);
             return rc;
         }
+    }
+    *out = result;
+    return 0;
+}
+
+/* Replaces *n's priority placeholder sv, resolved against the priority the
+ * node had (an increment adds to a number priority). */
+static int resolve_priority(hearth_node_t **n, const hearth_node_t *sv,
+                            const hearth_node_t *existing, int64_t now_ms) {
+    hearth_node_t *p;
+    int rc = resolve_leaf(sv, hearth__prio(existing), now_ms, &p);
+    if (rc)
+        return rc;
+    hearth__path self = {.n = 0, .priority = true};
+    rc = hearth__node_set_path(n, &self, p, NULL);
+    hearth_node_decref(p);
+    return rc;
+}
+
+int hearth__node_resolve_sv(const hearth_node_t *value,
+                            const hearth_node_t *existing, int64_t now_ms,
+                            hearth_node_t **out) {
+    if (!hearth__node_has_sv(value)) {
+        *out = hearth_node_incref(value);
+        return 0;
+    }
+    hearth_node_t *result = NULL;
+    int rc = 0;
+    if (value->type == HEARTH_TYPE_SERVER_VALUE)
+        rc = resolve_leaf(value, existing, now_ms, &result);
+    else if (value->type == HEARTH_TYPE_OBJECT)
+        rc = resolve_children(value, existing, now_ms, &result);
+    else
+        result = hearth_node_incref(value); /* only its priority is one */
+    const hearth_node_t *prio = value->priority;
+    if (!rc && prio && prio->type == HEARTH_TYPE_SERVER_VALUE)
+        rc = resolve_priority(&result, prio, existing, now_ms);
+    if (rc) {
+        hearth_node_decref(result);
+        return rc;
     }
     /* Every placeholder is gone now. */
     if (result->type == HEARTH_TYPE_OBJECT &&

@@ -3,7 +3,8 @@
  *
  * A node is a leaf (boolean, number, string, server-value placeholder), an
  * object (children in a hearth__bt), or the shared empty node (null). Any
- * non-empty node may carry a priority (a number or string leaf). Nodes are
+ * non-empty node may carry a priority (a number or string leaf; in a value
+ * about to be written, also a server value). Nodes are
  * allocated at the size their type needs.
  */
 #ifndef HEARTH_TREE_NODE_H
@@ -52,8 +53,11 @@ static inline bool hearth__node_is_leaf(const hearth_node_t *n) {
 static inline const char *hearth__node_str(const hearth_node_t *n) {
     return (const char *)(&n->u.len + 1);
 }
+/* Whether n is, holds, or has as its priority an {".sv"} placeholder
+ * (resolved when a write is applied). */
 static inline bool hearth__node_has_sv(const hearth_node_t *n) {
     return n->type == HEARTH_TYPE_SERVER_VALUE ||
+           (n->priority && n->priority->type == HEARTH_TYPE_SERVER_VALUE) ||
            (n->type == HEARTH_TYPE_OBJECT &&
             (n->flags & HEARTH__HAS_SERVER_VALUES));
 }

@@ -270,6 +270,67 @@ static void test_priorities(void) {
     free(log);
 }
 
+/* Server values in the priority position (the SDKs allow "a string,
+ * finite number, server value, or null" there): resolved with the write,
+ * an increment adding to a number priority. */
+static double priority_of(hearth_db_t *db, const char *path) {
+    hearth_node_t *n = NULL;
+    CHECK_INT(hearth_db_get(db, path, NULL, &n, NULL), 0);
+    const hearth_node_t *p = n ? hearth_node_priority(n) : NULL;
+    double v = p && hearth_node_type(p) == HEARTH_TYPE_NUMBER
+                   ? hearth_node_number_value(p)
+                   : -1;
+    hearth_node_decref(n);
+    return v;
+}
+
+static void test_server_value_priorities(void) {
+    fixture f;
+    fx_open(&f);
+    double before = (double)hearth_now_ms();
+    set_json(f.db, "a", "{\".value\":1,\".priority\":{\".sv\":\"timestamp\"}}");
+    double ts = priority_of(f.db, "a");
+    CHECK(ts >= before && ts <= (double)hearth_now_ms());
+    set_json(f.db, "b", "\"x\"");
+    set_json(f.db, "b/.priority", "{\".sv\":\"timestamp\"}");
+    CHECK(priority_of(f.db, "b") >= before);
+    set_json(f.db, "c", "{\".priority\":{\".sv\":{\"increment\":2}},\"x\":1}");
+    set_json(f.db, "c/.priority", "{\".sv\":{\"increment\":3}}");
+    check_value(f.db, "c", "{\"x\":1,\".priority\":5}");
+    set_json(f.db, "d", "{\"e\":{\".value\":1,\".priority\":{\".sv\":{\"increment\":1}}}}");
+    check_value(f.db, "d", "{\"e\":{\".value\":1,\".priority\":1}}");
+    set_json(f.db, "g", "{\".sv\":{\"increment\":4},\".priority\":{\".sv\":{\"increment\":7}}}");
+    check_value(f.db, "g", "{\".value\":4,\".priority\":7}");
+    CHECK_INT(hearth_db_update_json(f.db, "/",
+                                    "{\"c/.priority\":{\".sv\":{\"increment\":1}},"
+                                    "\"d/e/.priority\":{\".sv\":\"timestamp\"}}",
+                                    (size_t)-1, NULL, NULL, NULL, NULL),
+              0);
+    check_value(f.db, "c", "{\"x\":1,\".priority\":6}");
+    /* A priority and a child of the same node in one update. */
+    CHECK_INT(hearth_db_update_json(f.db, "c",
+                                    "{\".priority\":{\".sv\":{\"increment\":1}},"
+                                    "\"x\":2}",
+                                    (size_t)-1, NULL, NULL, NULL, NULL),
+              0);
+    check_value(f.db, "c", "{\"x\":2,\".priority\":7}");
+    /* A new node's priority, listed before its child: applied after. */
+    CHECK_INT(hearth_db_update_json(f.db, "/",
+                                    "{\"h/.priority\":2,\"h/v\":1}",
+                                    (size_t)-1, NULL, NULL, NULL, NULL),
+              0);
+    check_value(f.db, "h", "{\"v\":1,\".priority\":2}");
+    CHECK(priority_of(f.db, "d/e") >= before);
+    /* Still not an object, nor a priority of a priority. */
+    hearth_node_t *bad = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_node_from_json("{\".value\":1,\".priority\":{\"x\":1}}",
+                                    (size_t)-1, HEARTH_JSON_ALLOW_SERVER_VALUES,
+                                    &bad, &err),
+              HEARTH_EPRIORITY);
+    fx_close(&f);
+}
+
 static void test_bad_input_changes_nothing(void) {
     fixture f;
     fx_open(&f);
@@ -760,6 +821,7 @@ const test_case db_tests[] = {
     {"db_push_ids_order", test_push_ids_order},
     {"db_server_values", test_server_values},
     {"db_priorities", test_priorities},
+    {"db_server_value_priorities", test_server_value_priorities},
     {"db_bad_input_changes_nothing", test_bad_input_changes_nothing},
     {"db_transactions", test_transactions},
     {"db_transactions_threads", test_transactions_threads},

@@ -505,6 +505,32 @@ class Realtime(unittest.TestCase):
         self.assertEqual(self.recv(ws)["d"]["b"]["s"], "invalid_args")
         ws.close()
 
+    def test_server_values_as_priorities(self):
+        ws = self.connect()
+        before = time.time() * 1000 - 1
+        ts = {".sv": "timestamp"}
+        for r, action, body in (
+                (1, "p", {"p": "/sp/a", "d": {".value": 1, ".priority": ts}}),
+                (2, "p", {"p": "/sp/b", "d": {".priority": ts, "x": 1}}),
+                (3, "p", {"p": "/sp/c", "d": {"n": {".value": 1, ".priority": ts}}}),
+                (4, "p", {"p": "/sp/d/.priority", "d": ts}),
+                (5, "m", {"p": "/sp", "d": {"e/.priority": {".sv": {"increment": 2}},
+                                            "e/v": 1}})):
+            self.send(ws, r, action, body)
+            self.assertEqual(self.recv(ws)["d"]["b"]["s"], "ok", body)
+        ws.close()
+        status, value = http("GET", self.server.url("/sp", "?ns=rt&format=export"))
+        self.assertEqual(status, 200)
+        for prio in (value["a"][".priority"], value["b"][".priority"],
+                     value["c"]["n"][".priority"]):
+            self.assertGreaterEqual(prio, before)
+        self.assertEqual(value["e"][".priority"], 2)
+        status, _ = http("PUT", self.server.url("/sp/e/.priority", "?ns=rt"),
+                         {".sv": {"increment": 3}})
+        self.assertEqual(status, 200)
+        status, value = http("GET", self.server.url("/sp/e/.priority", "?ns=rt"))
+        self.assertEqual(value, 5)
+
     def test_rest_and_websocket_share_writes(self):
         ws = self.connect()
         self.send(ws, 1, "q", {"p": "/shared", "h": "",
