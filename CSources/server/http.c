@@ -201,6 +201,37 @@ static const char *reason(int status) {
     }
 }
 
+static bool value_ok(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+bool hearth__http_header_lines_ok(const char *text) {
+    while (text && *text) {
+        const char *end = strstr(text, "\r\n");
+        if (!end || end == text || *text == ' ' || *text == '\t' ||
+            !value_ok(text, (size_t)(end - text)))
+            return false;
+        text = end + 2;
+    }
+    return true;
+}
+
+/* The second line of defence against header injection: a handler that
+ * lets a control character through gets a 500 instead of a forged head. */
+static bool head_ok(const char *content_type, const char *headers) {
+    if ((!content_type || value_ok(content_type, strlen(content_type))) &&
+        hearth__http_header_lines_ok(headers))
+        return true;
+    fprintf(stderr, "hearth: refused to send a header holding a control "
+                    "character\n");
+    return false;
+}
+
 static void process(hearth__http_conn *c);
 
 static void finish_request(hearth__http_conn *c) {
@@ -219,6 +250,16 @@ void hearth__http_respond(hearth__http_conn *c, int status,
          * being made: nothing to send, and the server may be gone. */
         finish_request(c);
         return;
+    }
+    if (!head_ok(content_type, headers)) {
+        static const char refused[] = "{\"error\":\"Internal error: a "
+                                      "response header was refused\"}";
+        status = 500;
+        content_type = "application/json; charset=utf-8";
+        headers = NULL;
+        body = refused;
+        len = sizeof refused - 1;
+        c->req.keep_alive = false;
     }
     bool keep = c->req.keep_alive && !c->server->closing;
     char head[1024];
@@ -250,6 +291,10 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
     if (c->closing) { /* the client already left: no stream */
         finish_request(c);
         return HEARTH_ECLOSED;
+    }
+    if (!head_ok(content_type, headers)) {
+        hearth__http_respond(c, 500, NULL, NULL, "", 0);
+        return HEARTH_EINVAL;
     }
     char head[1024];
     int n = snprintf(head, sizeof head,
@@ -332,6 +377,10 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
     if (c->closing) {
         finish_request(c);
         return HEARTH_ECLOSED;
+    }
+    if (!head_ok(NULL, headers)) {
+        hearth__http_respond(c, 500, NULL, NULL, "", 0);
+        return HEARTH_EINVAL;
     }
     char head[1024];
     int n = snprintf(head, sizeof head,

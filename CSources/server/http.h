@@ -63,6 +63,12 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
 const char *hearth__http_get_header(const hearth__http_request *req,
                                     const char *name);
 
+/* Whether text (NULL: none) is "Name: value\r\n" lines with no other
+ * control character, no empty line and no folded one. The writers below
+ * refuse anything else (500 instead): a value that came from a request
+ * must never start a header of its own or end the head early. */
+bool hearth__http_header_lines_ok(const char *text);
+
 /* Sends a whole response. `headers` holds extra "Name: value\r\n" lines or
  * is NULL. */
 void hearth__http_respond(hearth__http_conn *conn, int status,

@@ -883,7 +883,18 @@ static bool check_params(rest *r) {
             }
         r->callback = v;
     }
-    r->download = param_get(r, "download");
+    if ((v = param_get(r, "download"))) {
+        /* It becomes a header's value: a decoded CR or LF would start
+         * headers of the client's choosing. */
+        for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+            if (*c < 0x20 || *c == 0x7f || *c == '"' || *c == '\\') {
+                reply_error(r->conn, 400, "download must be a file name "
+                                          "without control characters, "
+                                          "quotes or backslashes");
+                return false;
+            }
+        r->download = v;
+    }
     /* Accepted now, enforced with the rules engine: it must at least be
      * JSON (an object, or null for unauthenticated). */
     if ((v = param_get(r, "auth_variable_override"))) {

@@ -4,6 +4,8 @@
  * pipelining, server-sent events, and data surviving a restart. */
 #include "test.h"
 
+#include "server/http.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -754,6 +756,40 @@ static void test_restart_keeps_data(void) {
     remove_tree(data_dir);
 }
 
+/* ---- safe to expose: injection, timeouts, limits ---- */
+
+static void test_download_header_injection(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    response r = request(port, "GET",
+                         "/x.json?download=a%0D%0ASet-Cookie:%20pwned=1", NULL,
+                         NULL);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(r.head, "Set-Cookie") == NULL);
+    CHECK(strstr(r.body, "download") != NULL);
+    free(r.body);
+    r = request(port, "GET", "/x.json?download=a%0Ab", NULL, NULL);
+    CHECK_INT(r.status, 400);
+    free(r.body);
+    r = request(port, "GET", "/x.json?download=data.json", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.head, "Content-Disposition: attachment; "
+                         "filename=\"data.json\"") != NULL);
+    free(r.body);
+    stop(s);
+    remove_tree(data_dir);
+    /* The response writer's own check, whatever a handler hands it. */
+    CHECK(hearth__http_header_lines_ok(NULL));
+    CHECK(hearth__http_header_lines_ok(""));
+    CHECK(hearth__http_header_lines_ok("ETag: x\r\nA: b c\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\nSet-Cookie: y\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\ry\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\n\r\nbody"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\n y\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x"));
+    CHECK(!hearth__http_header_lines_ok("A: \x01\r\n"));
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -771,5 +807,6 @@ const test_case server_tests[] = {
     {"server_server_sent_events", test_server_sent_events},
     {"server_slow_stream_is_dropped", test_slow_stream_is_dropped},
     {"server_restart_keeps_data", test_restart_keeps_data},
+    {"server_download_header_injection", test_download_header_injection},
     {NULL, NULL},
 };
