@@ -16,9 +16,11 @@ struct hearth__http_server {
     hearth__http_handler handler;
     void *ctx;
     hearth__http_conn *conns;
+    size_t nconns;   /* open, not closing */
+    uv_timer_t sweep; /* times connections out */
     int port;
     bool closing;
-    int open_handles; /* listener + connections */
+    int open_handles; /* listener + sweep timer + connections */
     void (*done)(void *ctx);
     void *done_ctx;
 };
@@ -44,6 +46,20 @@ struct hearth__http_conn {
     bool close_when_sent;
     bool processing;
     bool reading;
+    bool in_request;   /* a request's bytes have begun to arrive */
+    bool head_done;    /* ... and its head is complete */
+    bool no_more;      /* answered for good (timeout, refusal): close */
+    /* What the connection waits for times out at `deadline` (loop ms, 0:
+     * never), answered with timeout_status (0: closed silently). */
+    uint64_t deadline;
+    int timeout_status;
+    uint64_t since;      /* when the current wait began */
+    size_t last_backlog; /* unsent bytes at the last look */
+    /* an upgraded connection: when a byte last arrived, whether on_idle
+     * was called since */
+    uint64_t last_in;
+    bool pinged;
+    void (*on_idle)(void *ctx);
     int writes_pending;
     void (*on_close)(void *ctx);
     void *on_close_ctx;
@@ -114,7 +130,18 @@ static void conn_close(hearth__http_conn *c) {
     if (c->closing)
         return;
     c->closing = true;
+    c->server->nconns--;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* ---- waiting ---- */
+
+/* What c waits for next may take timeout_ms (0: forever); past it, the
+ * sweep answers `status` (0: closes silently). */
+static void wait_for(hearth__http_conn *c, uint64_t timeout_ms, int status) {
+    c->since = uv_now(c->server->loop);
+    c->deadline = timeout_ms ? c->since + timeout_ms : 0;
+    c->timeout_status = status;
 }
 
 /* ---- writing ---- */
@@ -237,6 +264,8 @@ static void process(hearth__http_conn *c);
 static void finish_request(hearth__http_conn *c) {
     c->busy = false;
     free_request(c);
+    if (!c->streaming) /* until the next request (or while it is sent) */
+        wait_for(c, c->server->limits.idle_ms, 0);
     if (!c->closing && !c->streaming)
         process(c);
     conn_release(c); /* the request's reference */
@@ -388,6 +417,7 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
                      headers ? headers : "");
     c->streaming = true;
+    c->last_in = uv_now(c->server->loop);
     c->on_data = on_data;
     c->on_close = on_close;
     c->on_close_ctx = ctx;
@@ -406,6 +436,10 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
         }
     }
     return 0;
+}
+
+void hearth__http_on_idle(hearth__http_conn *c, void (*on_idle)(void *ctx)) {
+    c->on_idle = on_idle;
 }
 
 int hearth__http_raw_send(hearth__http_conn *c, const char *data, size_t len) {
@@ -428,6 +462,14 @@ static void reject(hearth__http_conn *c, int status, const char *message) {
     c->refs++;
     hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
                          body, (size_t)n);
+}
+
+/* Answers whatever c was sending (or nothing yet) with status, then
+ * closes: what else arrives is dropped unread. */
+static void give_up(hearth__http_conn *c, int status, const char *message) {
+    c->no_more = true;
+    c->deadline = 0;
+    reject(c, status, message);
 }
 
 /* ---- parsing ---- */
@@ -462,7 +504,12 @@ static int commit_header(hearth__http_conn *c) {
 }
 
 static int on_message_begin(http_parser *p) {
-    free_request(conn_of(p));
+    hearth__http_conn *c = conn_of(p);
+    free_request(c);
+    c->in_request = true;
+    c->head_done = false;
+    /* The whole head within the timeout, however slowly it trickles. */
+    wait_for(c, c->server->limits.header_ms, 408);
     return 0;
 }
 
@@ -490,6 +537,8 @@ static int on_headers_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
     if (commit_header(c))
         return -1;
+    c->head_done = true;
+    wait_for(c, c->server->limits.body_ms, 408);
     if ((p->flags & F_CONTENTLENGTH) &&
         p->content_length > c->server->limits.max_body) {
         c->reject_status = 413;
@@ -505,6 +554,7 @@ static int on_body(http_parser *p, const char *at, size_t len) {
         return -1;
     }
     hearth__buf_add(&c->body, at, len);
+    wait_for(c, c->server->limits.body_ms, 408); /* it moves: more time */
     return c->body.failed ? -1 : 0;
 }
 
@@ -523,6 +573,8 @@ static int on_message_complete(http_parser *p) {
         return -1;
     c->req.body_len = body_len;
     c->ready = true;
+    c->in_request = false;
+    c->deadline = 0; /* the server's turn */
     http_parser_pause(p, 1);
     return 0;
 }
@@ -532,7 +584,7 @@ static void process(hearth__http_conn *c) {
     if (c->processing)
         return;
     c->processing = true;
-    while (!c->closing && !c->busy && !c->streaming) {
+    while (!c->closing && !c->busy && !c->streaming && !c->no_more) {
         if (c->ready) {
             c->ready = false;
             c->busy = true;
@@ -564,7 +616,7 @@ static void process(hearth__http_conn *c) {
         c->in_off = c->in_len = 0;
     c->processing = false;
     /* Resume reading once the backlog of unparsed input is small again. */
-    if (!c->reading && !c->closing && !c->streaming &&
+    if (!c->reading && !c->closing && !c->streaming && !c->no_more &&
         c->in_len - c->in_off < MAX_BUFFERED_INPUT)
         start_reading(c);
 }
@@ -599,12 +651,14 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
-    if (c->streaming) { /* no more requests: a stream or an upgrade */
+    if (c->streaming || c->no_more) { /* a stream, an upgrade, or done */
+        c->last_in = uv_now(c->server->loop);
+        c->pinged = false;
         c->in_len += (size_t)nread;
         size_t len = c->in_len - c->in_off;
         const char *data = c->in + c->in_off;
         c->in_off = c->in_len = 0;
-        if (c->on_data && len)
+        if (c->on_data && len && !c->no_more)
             c->on_data(c->on_close_ctx, data, len);
         return;
     }
@@ -621,6 +675,95 @@ static void start_reading(hearth__http_conn *c) {
         c->reading = true;
 }
 
+/* ---- timeouts ---- */
+
+/* An upgraded connection silent for the idle timeout is asked to answer
+ * (a WebSocket ping, which every client answers by itself), and closed
+ * when still silent after twice the timeout. */
+static void check_upgraded(hearth__http_conn *c, uint64_t now) {
+    uint64_t idle = c->server->limits.idle_ms;
+    if (!idle || now - c->last_in < idle)
+        return;
+    if (now - c->last_in >= 2 * idle) {
+        conn_close(c);
+    } else if (!c->pinged && c->on_idle) {
+        c->pinged = true;
+        c->on_idle(c->on_close_ctx);
+    }
+}
+
+static void check_deadline(hearth__http_conn *c, uint64_t now) {
+    if (c->on_data) {
+        check_upgraded(c, now);
+        return;
+    }
+    if (!c->deadline || now < c->deadline)
+        return;
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (c->writes_pending && backlog != c->last_backlog) {
+        /* A reply still going out, but the client reads it: more time. */
+        c->last_backlog = backlog;
+        c->deadline = now + c->server->limits.idle_ms;
+    } else if (c->timeout_status && !c->busy) {
+        give_up(c, c->timeout_status, "Request timeout");
+    } else {
+        conn_close(c);
+    }
+}
+
+static void on_sweep(uv_timer_t *t) {
+    hearth__http_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    for (hearth__http_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing)
+            check_deadline(c, now);
+    }
+}
+
+/* How often deadlines are looked at: a quarter of the shortest timeout
+ * (so one is overshot by at most that), between 10 ms and 1 s. */
+static uint64_t sweep_interval(const hearth__http_limits *l) {
+    uint64_t t = 4000;
+    const uint64_t all[] = {l->header_ms, l->body_ms, l->idle_ms};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(all); i++)
+        if (all[i] && all[i] < t)
+            t = all[i];
+    t /= 4;
+    return t < 10 ? 10 : t;
+}
+
+/* ---- the connection limit ---- */
+
+/* Whether c may be closed to make room: between requests with nothing
+ * left to send (idle keep-alive or a new connection that sent nothing),
+ * or still sending its head. */
+static int eviction_rank(const hearth__http_conn *c) {
+    if (c->closing || c->busy || c->streaming || c->no_more ||
+        c->writes_pending)
+        return 0;
+    if (!c->in_request)
+        return 2;
+    return c->head_done ? 0 : 1;
+}
+
+/* At the connection limit: closes the connection that waited longest
+ * among the idle ones, else among those still sending their head. */
+static bool make_room(hearth__http_server *s) {
+    hearth__http_conn *victim = NULL;
+    int best = 0;
+    for (hearth__http_conn *c = s->conns; c; c = c->next) {
+        int rank = eviction_rank(c);
+        if (rank > best || (rank && rank == best && c->since < victim->since)) {
+            victim = c;
+            best = rank;
+        }
+    }
+    if (victim)
+        conn_close(victim);
+    return victim != NULL;
+}
+
 /* ---- listening ---- */
 
 static void on_listener_closed(uv_handle_t *h);
@@ -629,6 +772,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     hearth__http_server *s = listener->data;
     if (status < 0 || s->closing)
         return;
+    bool room = s->nconns < s->limits.max_connections || make_room(s);
     hearth__http_conn *c = hearth__calloc(1, sizeof *c);
     if (!c)
         return;
@@ -641,6 +785,7 @@ static void on_connection(uv_stream_t *listener, int status) {
         s->conns->prev = c;
     s->conns = c;
     s->open_handles++;
+    s->nconns++;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
         conn_close(c);
         return;
@@ -648,6 +793,13 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_tcp_nodelay(&c->tcp, 1);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
+    if (!room) {
+        /* Every connection is busy: say so rather than leave it hanging
+         * (the bound is below the file limit, so accepting still works). */
+        give_up(c, 503, "Server busy: too many connections");
+        return;
+    }
+    wait_for(c, s->limits.header_ms, 0);
     start_reading(c);
 }
 
@@ -684,16 +836,21 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
     s->ctx = ctx;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
-    s->open_handles = 1;
+    s->open_handles = 2;
+    uv_timer_init(loop, &s->sweep);
+    s->sweep.data = s;
+    uv_timer_start(&s->sweep, on_sweep, sweep_interval(limits),
+                   sweep_interval(limits));
     rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
     if (!rc)
         rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
     if (rc) {
         hearth__error(err, HEARTH_EIO, NULL, "cannot listen on %s:%d: %s", host,
                       port, uv_strerror(rc));
-        /* Freed by the close callback, when the loop next runs. */
+        /* Freed by the close callbacks, when the loop next runs. */
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+        uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
         return HEARTH_EIO;
     }
     struct sockaddr_storage bound;
@@ -708,6 +865,7 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
 
+/* The listener's or the sweep timer's close. */
 static void on_listener_closed(uv_handle_t *h) {
     server_handle_closed(h->data);
 }
@@ -723,6 +881,7 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
         else
             c->close_when_sent = true;
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
 }
 
 const char *hearth__http_get_header(const hearth__http_request *req,

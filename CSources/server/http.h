@@ -5,8 +5,10 @@
  * the parser pauses until the handler has answered it (now or later), so
  * pipelined requests are answered in order. Keep-alive, chunked bodies and
  * limits are handled here: a header block over the parser's limit gets 431,
- * a body over `max_body` 413, anything malformed 400 — then the connection
- * closes; the server and its other connections carry on.
+ * a body over `max_body` 413, anything malformed 400, a head or body that
+ * does not arrive in time 408 — then the connection closes; the server and
+ * its other connections carry on. Idle connections time out, and the
+ * number of connections is bounded (hearth__http_limits).
  *
  * Responses are either whole (hearth__http_respond) or a stream
  * (hearth__http_stream_*, for server-sent events). A stream whose client
@@ -46,6 +48,17 @@ typedef void (*hearth__http_handler)(hearth__http_conn *conn,
 typedef struct hearth__http_limits {
     size_t max_body;    /* bytes of request body */
     size_t max_backlog; /* unsent bytes of a stream before it is dropped */
+    /* Timeouts in ms (0: none). A request's head must arrive within
+     * header_ms of its first byte (and a new connection's first request
+     * within header_ms); a body may pause at most body_ms; a connection
+     * between requests, or a reply the client stops reading, is closed
+     * after idle_ms. An upgraded connection silent for idle_ms is asked to
+     * answer (on_idle) and closed when still silent after twice that. */
+    uint64_t header_ms, body_ms, idle_ms;
+    /* Open connections at most: at the bound a new one closes the longest
+     * idle (or the slowest still sending its head) to make room, else it
+     * is answered 503 and closed. */
+    size_t max_connections;
 } hearth__http_limits;
 
 int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
@@ -96,6 +109,9 @@ int hearth__http_upgrade(hearth__http_conn *conn, const char *headers,
                          void (*on_data)(void *ctx, const char *data,
                                          size_t len),
                          void (*on_close)(void *ctx), void *ctx);
+/* Called when an upgraded connection has been silent for the idle
+ * timeout (a WebSocket sends a ping); any byte received resets it. */
+void hearth__http_on_idle(hearth__http_conn *conn, void (*on_idle)(void *ctx));
 int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
                           size_t len);
 

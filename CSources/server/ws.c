@@ -82,6 +82,15 @@ static void on_data(void *user, const char *data, size_t len) {
         pump(ws);
 }
 
+/* Silent for the idle timeout: a ping, which every client answers by
+ * itself (its pong, or anything else, keeps the connection). */
+static void on_idle(void *user) {
+    hearth__ws *ws = user;
+    struct wslay_event_msg ping = {WSLAY_PING, NULL, 0};
+    if (!ws->dead && wslay_event_queue_msg(ws->ctx, &ping) == 0 && !ws->depth)
+        pump(ws);
+}
+
 static void on_conn_closed(void *user) {
     hearth__ws *ws = user;
     ws->conn = NULL;
@@ -126,6 +135,7 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
         *out = NULL;
         return HEARTH_ECLOSED;
     }
+    hearth__http_on_idle(conn, on_idle);
     return 0;
 }
 

@@ -11,7 +11,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char data_dir[64];
@@ -790,6 +792,180 @@ static void test_download_header_injection(void) {
     CHECK(!hearth__http_header_lines_ok("A: \x01\r\n"));
 }
 
+/* Reads from fd until the peer closes it or 3 s pass, keeping the first
+ * size - 1 bytes in buf (NUL-terminated); *len (if given) is how many.
+ * Whether it was closed. */
+static bool closed_after(int fd, char *buf, size_t size, size_t *len) {
+    size_t got = 0;
+    buf[0] = '\0';
+    struct pollfd p = {fd, POLLIN, 0};
+    bool closed = false;
+    while (!closed && poll(&p, 1, 3000) > 0) {
+        char chunk[4096];
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        closed = n <= 0;
+        size_t keep = n > 0 ? (size_t)n : 0;
+        if (keep > size - 1 - got)
+            keep = size - 1 - got;
+        memcpy(buf + got, chunk, keep);
+        got += keep;
+        buf[got] = '\0';
+    }
+    if (len)
+        *len = got;
+    return closed;
+}
+
+#define read_until_closed(fd, buf, size) closed_after(fd, buf, size, NULL)
+
+static const hearth_server_config_t fast_timeouts = {
+    .header_timeout_ms = 200, .body_timeout_ms = 200, .idle_timeout_ms = 200};
+
+static void test_slow_and_idle_connections_time_out(void) {
+    hearth_server_t *s = start_with(fast_timeouts);
+    int port = hearth_server_port(s);
+    char buf[4096];
+    /* Slowloris: a header line every 50 ms, never the end of the head. */
+    int fd = connect_to(port);
+    send_all(fd, "GET /x.json HTTP/1.1\r\n", 22);
+    bool closed = false;
+    for (int i = 0; i < 60 && !closed; i++) {
+        send_all(fd, "X-A: b\r\n", 8);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0)
+            closed = read_until_closed(fd, buf, sizeof buf);
+    }
+    CHECK(closed);
+    CHECK(strncmp(buf, "HTTP/1.1 408", 12) == 0);
+    close(fd);
+    /* A body that stops halfway. */
+    fd = connect_to(port);
+    const char *head = "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n123";
+    send_all(fd, head, strlen(head));
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 408", 12) == 0);
+    close(fd);
+    /* A connection that never sends anything, and one idle after a
+     * request: closed without a word. */
+    fd = connect_to(port);
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK_STR(buf, "");
+    close(fd);
+    fd = connect_to(port);
+    send_all(fd, "GET /x.json HTTP/1.1\r\n\r\n", 24);
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    close(fd);
+    /* The server answers as before. */
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A WebSocket silent for the idle timeout gets a ping; silent for twice
+ * the timeout, it is closed. */
+static void test_silent_websocket_is_pinged_then_closed(void) {
+    hearth_server_t *s = start_with(fast_timeouts);
+    int port = hearth_server_port(s);
+    int fd = connect_to(port);
+    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(fd, hs, strlen(hs));
+    char buf[65536];
+    size_t len;
+    CHECK(closed_after(fd, buf, sizeof buf, &len));
+    CHECK(strncmp(buf, "HTTP/1.1 101", 12) == 0);
+    /* After the head and the hello (a text frame), a ping: 0x89, 0. */
+    const char *head_end = strstr(buf, "\r\n\r\n");
+    size_t at = head_end ? (size_t)(head_end + 4 - buf) : len;
+    bool pinged = false;
+    while (at + 2 <= len) {
+        const unsigned char *f = (const unsigned char *)buf + at;
+        size_t n = f[1] & 0x7f;
+        pinged |= (f[0] & 0x0f) == 9;
+        at += n == 126 ? 4 + ((size_t)f[2] << 8 | f[3]) : 2 + n;
+    }
+    CHECK(pinged);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A server in a child process whose open-file limit is 128: 300 idle
+ * connections must not stop it from answering a real request (the bound
+ * on connections sits below the file limit, and the idlest connection
+ * makes room for a new one). */
+static void test_idle_connections_cannot_exhaust_files(void) {
+    make_data_dir();
+    int port_pipe[2], stop_pipe[2];
+    CHECK_INT(pipe(port_pipe), 0);
+    CHECK_INT(pipe(stop_pipe), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(port_pipe[0]);
+        close(stop_pipe[1]);
+        struct rlimit rl = {128, 128};
+        CHECK_INT(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        hearth_server_t *s = start_with((hearth_server_config_t){0});
+        int port = s ? hearth_server_port(s) : 0;
+        CHECK(write(port_pipe[1], &port, sizeof port) == sizeof port);
+        char c;
+        CHECK(read(stop_pipe[0], &c, 1) == 0); /* until the parent is done */
+        if (s)
+            stop(s);
+        exit(test_failures ? 1 : 0);
+    }
+    close(port_pipe[1]);
+    close(stop_pipe[0]);
+    int port = 0;
+    CHECK(read(port_pipe[0], &port, sizeof port) == sizeof port);
+    int fds[300];
+    for (int i = 0; i < 300; i++)
+        fds[i] = connect_to(port);
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "1");
+    for (int i = 0; i < 300; i++)
+        close(fds[i]);
+    close(stop_pipe[1]);
+    int status;
+    CHECK_INT(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(port_pipe[0]);
+    remove_tree(data_dir);
+}
+
+/* At the connection limit with every connection busy (streams), a new
+ * one is answered 503 at once; idle connections make room instead. */
+static void test_connection_limit_answers_503(void) {
+    hearth_server_t *s = start_with((hearth_server_config_t){.max_connections = 3});
+    int port = hearth_server_port(s);
+    int streams[3];
+    char buf[4096];
+    const char *get = "GET /x.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+    for (int i = 0; i < 3; i++) {
+        streams[i] = connect_to(port);
+        send_all(streams[i], get, strlen(get));
+        struct pollfd p = {streams[i], POLLIN, 0};
+        CHECK(poll(&p, 1, 3000) == 1); /* its head: a stream now */
+        CHECK(read(streams[i], buf, sizeof buf) > 0);
+    }
+    response r = request(port, "GET", "/x.json", NULL, NULL);
+    CHECK_INT(r.status, 503);
+    free(r.body);
+    close(streams[0]);
+    int idle[2] = {connect_to(port), connect_to(port)};
+    /* One of these waits in the kernel's queue while the other holds the
+     * free place; the request below makes room by closing the idlest. */
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "null");
+    close(idle[0]);
+    close(idle[1]);
+    close(streams[1]);
+    close(streams[2]);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -808,5 +984,12 @@ const test_case server_tests[] = {
     {"server_slow_stream_is_dropped", test_slow_stream_is_dropped},
     {"server_restart_keeps_data", test_restart_keeps_data},
     {"server_download_header_injection", test_download_header_injection},
+    {"server_slow_and_idle_connections_time_out",
+     test_slow_and_idle_connections_time_out},
+    {"server_silent_websocket_is_pinged_then_closed",
+     test_silent_websocket_is_pinged_then_closed},
+    {"server_idle_connections_cannot_exhaust_files",
+     test_idle_connections_cannot_exhaust_files},
+    {"server_connection_limit_answers_503", test_connection_limit_answers_503},
     {NULL, NULL},
 };
