@@ -690,6 +690,12 @@ typedef struct hearth_server_config_s {
      * connection closes the longest idle one (else the slowest still
      * sending its head); when all are busy it is answered 503. */
     int max_connections;
+    /* Bytes of request bodies and of WebSocket messages being assembled
+     * held at once (default 1 GiB); one client address may hold a quarter
+     * of it (with the default, one whole 256 MB body). Past either, the
+     * request is answered 503 (a WebSocket closed) rather than memory
+     * growing. */
+    int64_t max_held_bytes;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

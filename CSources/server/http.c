@@ -2,6 +2,8 @@
  * responses and streams, limits, orderly close. Loop thread only. */
 #include "server/http.h"
 
+#include "server/budget.h"
+
 #include <http_parser.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,7 @@ struct hearth__http_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     hearth__http_limits limits;
+    hearth__budget *budget; /* held bodies and messages, per peer */
     hearth__http_handler handler;
     void *ctx;
     hearth__http_conn *conns;
@@ -38,6 +41,8 @@ struct hearth__http_conn {
     size_t headers_cap;
     hearth__buf url, field, value, body;
     bool in_value;
+    hearth__peer *peer; /* its remote address's share of the budget */
+    size_t held;        /* bytes of the budget it holds (the body) */
     int reject_status; /* 413 etc. decided while parsing */
     bool ready;        /* a complete request awaits its handler */
     bool busy;         /* handed to the handler, not yet answered */
@@ -88,12 +93,15 @@ static void free_request(hearth__http_conn *c) {
     hearth__buf_free(&c->value);
     hearth__buf_free(&c->body);
     c->in_value = false;
+    hearth__http_unhold(c, c->held); /* the body is gone */
+    c->held = 0;
 }
 
 static void server_handle_closed(hearth__http_server *s) {
     if (--s->open_handles == 0 && s->closing) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
+        hearth__budget_free(s->budget);
         hearth__free(s);
         if (done)
             done(ctx);
@@ -104,6 +112,7 @@ static void conn_release(hearth__http_conn *c) {
     if (--c->refs > 0)
         return;
     free_request(c);
+    hearth__budget_peer_release(c->server->budget, c->peer);
     hearth__free(c->in);
     hearth__free(c);
 }
@@ -438,6 +447,15 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
     return 0;
 }
 
+bool hearth__http_hold(hearth__http_conn *c, size_t n) {
+    return c->peer && hearth__budget_take(c->server->budget, c->peer, n);
+}
+
+void hearth__http_unhold(hearth__http_conn *c, size_t n) {
+    if (n)
+        hearth__budget_give(c->server->budget, c->peer, n);
+}
+
 void hearth__http_on_idle(hearth__http_conn *c, void (*on_idle)(void *ctx)) {
     c->on_idle = on_idle;
 }
@@ -553,6 +571,11 @@ static int on_body(http_parser *p, const char *at, size_t len) {
         c->reject_status = 413;
         return -1;
     }
+    if (!hearth__http_hold(c, len)) {
+        c->reject_status = 503;
+        return -1;
+    }
+    c->held += len;
     hearth__buf_add(&c->body, at, len);
     wait_for(c, c->server->limits.body_ms, 408); /* it moves: more time */
     return c->body.failed ? -1 : 0;
@@ -603,6 +626,8 @@ static void process(hearth__http_conn *c) {
         } else if (e != HPE_OK) {
             if (c->reject_status == 413)
                 reject(c, 413, "Request body too large");
+            else if (c->reject_status == 503)
+                reject(c, 503, "Server busy: too much request data in flight");
             else if (e == HPE_HEADER_OVERFLOW)
                 reject(c, 431, "Request headers too large");
             else
@@ -790,6 +815,13 @@ static void on_connection(uv_stream_t *listener, int status) {
         conn_close(c);
         return;
     }
+    struct sockaddr_storage addr = {0};
+    int addr_len = sizeof addr;
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
+    if (!(c->peer = hearth__budget_peer(s->budget, &addr))) {
+        conn_close(c);
+        return;
+    }
     uv_tcp_nodelay(&c->tcp, 1);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
@@ -832,6 +864,10 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
+    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share))) {
+        hearth__free(s);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     s->handler = handler;
     s->ctx = ctx;
     uv_tcp_init(loop, &s->listener);

@@ -59,6 +59,11 @@ typedef struct hearth__http_limits {
      * idle (or the slowest still sending its head) to make room, else it
      * is answered 503 and closed. */
     size_t max_connections;
+    /* Request bodies (and what an upgraded connection assembles, through
+     * hearth__http_hold) held at once, server-wide and by one peer (remote
+     * address): past either, a body is refused 503 and its connection
+     * closed. */
+    size_t max_held, peer_share;
 } hearth__http_limits;
 
 int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
@@ -112,6 +117,12 @@ int hearth__http_upgrade(hearth__http_conn *conn, const char *headers,
 /* Called when an upgraded connection has been silent for the idle
  * timeout (a WebSocket sends a ping); any byte received resets it. */
 void hearth__http_on_idle(hearth__http_conn *conn, void (*on_idle)(void *ctx));
+/* Counts n more bytes that an upgraded connection holds (a message being
+ * assembled) against the server's budget and its peer's share; false
+ * (nothing counted) when either would be passed. */
+bool hearth__http_hold(hearth__http_conn *conn, size_t n);
+/* Gives back n bytes counted by hearth__http_hold. */
+void hearth__http_unhold(hearth__http_conn *conn, size_t n);
 int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
                           size_t len);
 

@@ -21,6 +21,10 @@
 #define HEADER_TIMEOUT_MS 20000
 #define BODY_TIMEOUT_MS 60000
 #define IDLE_TIMEOUT_MS 75000
+/* Request data held at once; one peer may hold a quarter (by default one
+ * body of the largest size). */
+#define MAX_HELD (1024u * 1024 * 1024)
+#define PEER_SHARE_DIVISOR 4
 /* Each namespace holds open files; a bound keeps a client inventing names
  * from exhausting them. */
 #define MAX_NAMESPACES 1000
@@ -306,10 +310,14 @@ static size_t connection_bound(void) {
 static int http_limits(const hearth_server_config_t *config,
                        hearth__http_limits *out, hearth_error_t *err) {
     if (config->header_timeout_ms < 0 || config->body_timeout_ms < 0 ||
-        config->idle_timeout_ms < 0 || config->max_connections < 0)
+        config->idle_timeout_ms < 0 || config->max_connections < 0 ||
+        config->max_held_bytes < 0)
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "timeouts and limits must not be negative");
     size_t bound = connection_bound();
+    size_t held = config->max_held_bytes && (uint64_t)config->max_held_bytes < SIZE_MAX
+                      ? (size_t)config->max_held_bytes
+                      : MAX_HELD;
     *out = (hearth__http_limits){
         .max_body = MAX_BODY,
         .max_backlog = MAX_BACKLOG,
@@ -323,6 +331,8 @@ static int http_limits(const hearth_server_config_t *config,
                                    (size_t)config->max_connections < bound
                                ? (size_t)config->max_connections
                                : bound,
+        .max_held = held,
+        .peer_share = held / PEER_SHARE_DIVISOR,
     };
     return 0;
 }

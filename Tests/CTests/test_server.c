@@ -953,6 +953,9 @@ static void test_connection_limit_answers_503(void) {
     response r = request(port, "GET", "/x.json", NULL, NULL);
     CHECK_INT(r.status, 503);
     free(r.body);
+    /* Once the server closed its end, the stream's place is free. */
+    shutdown(streams[0], SHUT_WR);
+    CHECK(read_until_closed(streams[0], buf, sizeof buf));
     close(streams[0]);
     int idle[2] = {connect_to(port), connect_to(port)};
     /* One of these waits in the kernel's queue while the other holds the
@@ -962,6 +965,58 @@ static void test_connection_limit_answers_503(void) {
     close(idle[1]);
     close(streams[1]);
     close(streams[2]);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A connection that sent `len` bytes of `total` declared (a PUT's body). */
+static int unfinished_body(int port, size_t total, size_t len) {
+    int fd = connect_to(port);
+    char head[128];
+    int n = snprintf(head, sizeof head,
+                     "PUT /big.json HTTP/1.1\r\nContent-Length: %zu\r\n\r\n\"",
+                     total);
+    send_all(fd, head, (size_t)n);
+    char *body = malloc(len);
+    memset(body, 'x', len);
+    send_all(fd, body, len - 1);
+    free(body);
+    return fd;
+}
+
+/* One client address may hold a quarter of the budget of unfinished
+ * bodies and WebSocket messages (here 4 MiB: 1 MiB each); past it the
+ * server answers 503 and closes rather than grow, and goes on answering. */
+static void test_held_request_data_is_bounded(void) {
+    hearth_server_t *s =
+        start_with((hearth_server_config_t){.max_held_bytes = 4 << 20});
+    int port = hearth_server_port(s);
+    int first = unfinished_body(port, 3 << 20, 700 << 10);
+    int second = unfinished_body(port, 3 << 20, 700 << 10);
+    /* Whichever the server read last is refused; the other waits on. */
+    struct pollfd p[2] = {{first, POLLIN, 0}, {second, POLLIN, 0}};
+    CHECK_INT(poll(p, 2, 3000), 1);
+    int refused = p[0].revents ? first : second;
+    char buf[4096];
+    CHECK(read_until_closed(refused, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 503", 12) == 0);
+    close(refused);
+    first = refused == first ? second : first;
+    /* A WebSocket message of 2 MiB announced in its first fragment. */
+    int ws = connect_to(port);
+    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(ws, hs, strlen(hs));
+    unsigned char frame[14] = {0x01, 0x80 | 127, 0, 0, 0, 0, 0, 0x20, 0, 0,
+                               1, 2, 3, 4}; /* text, not final, masked */
+    send_all(ws, (const char *)frame, sizeof frame);
+    send_all(ws, "abcd", 4);
+    CHECK(read_until_closed(ws, buf, sizeof buf));
+    close(ws);
+    /* Small requests still fit. */
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    close(first);
     stop(s);
     remove_tree(data_dir);
 }
@@ -991,5 +1046,6 @@ const test_case server_tests[] = {
     {"server_idle_connections_cannot_exhaust_files",
      test_idle_connections_cannot_exhaust_files},
     {"server_connection_limit_answers_503", test_connection_limit_answers_503},
+    {"server_held_request_data_is_bounded", test_held_request_data_is_bounded},
     {NULL, NULL},
 };
