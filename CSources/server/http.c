@@ -17,6 +17,7 @@ struct hearth__http_server {
     hearth__http_limits limits;
     hearth__budget *budget; /* held bodies and messages, per peer */
     hearth__http_handler handler;
+    hearth__http_head_handler on_head;
     void *ctx;
     hearth__http_conn *conns;
     size_t nconns;   /* open, not closing */
@@ -473,13 +474,20 @@ void hearth__http_stream_end(hearth__http_conn *c) {
 
 /* Answers a request the parser rejected, then closes. */
 static void reject(hearth__http_conn *c, int status, const char *message) {
-    char body[256];
-    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", message);
+    char body[320] = "{\"error\":\"";
+    size_t n = strlen(body);
+    for (const char *m = message; *m && n < sizeof body - 4; m++) {
+        if (*m == '"' || *m == '\\')
+            body[n++] = '\\';
+        body[n++] = (unsigned char)*m < 0x20 ? ' ' : *m;
+    }
+    memcpy(body + n, "\"}", 3);
+    n += 2;
     c->req.keep_alive = false;
     c->busy = true;
     c->refs++;
     hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
-                         body, (size_t)n);
+                         body, n);
 }
 
 /* Answers whatever c was sending (or nothing yet) with status, then
@@ -488,6 +496,16 @@ static void give_up(hearth__http_conn *c, int status, const char *message) {
     c->no_more = true;
     c->deadline = 0;
     reject(c, status, message);
+}
+
+/* Answers a request whose body has not arrived: the connection then drops
+ * what comes (never parsing or holding it) until the client closes or
+ * the body timeout passes. Closing at once could reset the connection
+ * before the client has read the answer. */
+static void refuse_early(hearth__http_conn *c, int status, const char *why) {
+    give_up(c, status, why);
+    c->close_when_sent = false;
+    wait_for(c, c->server->limits.body_ms ? c->server->limits.body_ms : 1000, 0);
 }
 
 /* ---- parsing ---- */
@@ -523,6 +541,8 @@ static int commit_header(hearth__http_conn *c) {
 
 static int on_message_begin(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return -1; /* nothing more is read on this connection */
     free_request(c);
     c->in_request = true;
     c->head_done = false;
@@ -551,12 +571,32 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
     return c->value.failed ? -1 : 0;
 }
 
+/* Lets the head handler refuse a large body before it is read. */
+static bool early_refusal(hearth__http_conn *c, http_parser *p) {
+    hearth__http_server *s = c->server;
+    bool large = (p->flags & F_CHUNKED) ||
+                 ((p->flags & F_CONTENTLENGTH) &&
+                  p->content_length > HEARTH__HTTP_EARLY_BODY);
+    if (!s->on_head || !large)
+        return false;
+    c->req.method = (int)p->method;
+    if (!c->req.target && !(c->req.target = hearth__buf_detach(&c->url, NULL)))
+        return false;
+    char why[256] = "";
+    int status = s->on_head(&c->req, s->ctx, why, sizeof why);
+    if (status)
+        refuse_early(c, status, why);
+    return status != 0;
+}
+
 static int on_headers_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
     if (commit_header(c))
         return -1;
     c->head_done = true;
     wait_for(c, c->server->limits.body_ms, 408);
+    if (early_refusal(c, p))
+        return 0; /* answered: the body goes unread */
     if ((p->flags & F_CONTENTLENGTH) &&
         p->content_length > c->server->limits.max_body) {
         c->reject_status = 413;
@@ -567,6 +607,8 @@ static int on_headers_complete(http_parser *p) {
 
 static int on_body(http_parser *p, const char *at, size_t len) {
     hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return 0; /* refused early: dropped */
     if (c->body.len + len > c->server->limits.max_body) {
         c->reject_status = 413;
         return -1;
@@ -585,8 +627,11 @@ static int on_message_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
     c->req.method = (int)p->method;
     c->req.keep_alive = http_should_keep_alive(p) != 0;
+    if (c->no_more)
+        return 0; /* refused early: already answered */
     size_t body_len = c->body.len;
-    c->req.target = hearth__buf_detach(&c->url, NULL);
+    if (!c->req.target) /* else taken when the head arrived */
+        c->req.target = hearth__buf_detach(&c->url, NULL);
     c->req.body = hearth__buf_detach(&c->body, NULL);
     if (!c->req.target)
         c->req.target = hearth__strndup("", 0);
@@ -620,6 +665,10 @@ static void process(hearth__http_conn *c) {
         size_t n = http_parser_execute(&c->parser, &settings, c->in + c->in_off,
                                        c->in_len - c->in_off);
         c->in_off += n;
+        if (c->no_more) { /* answered for good: the rest is dropped */
+            c->in_off = c->in_len;
+            break;
+        }
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
@@ -900,6 +949,11 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 }
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
+
+void hearth__http_set_head_handler(hearth__http_server *s,
+                                   hearth__http_head_handler on_head) {
+    s->on_head = on_head;
+}
 
 /* The listener's or the sweep timer's close. */
 static void on_listener_closed(uv_handle_t *h) {

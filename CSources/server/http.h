@@ -45,6 +45,15 @@ typedef void (*hearth__http_handler)(hearth__http_conn *conn,
                                      const hearth__http_request *req,
                                      void *ctx);
 
+/* Called when a request's head has arrived and a large body is to follow
+ * (over HEARTH__HTTP_EARLY_BODY bytes, or chunked); req has no body yet.
+ * A nonzero status answers the request at once with {"error": why}; what
+ * arrives of its body is then dropped unread, never held or parsed. */
+#define HEARTH__HTTP_EARLY_BODY (64 * 1024)
+typedef int (*hearth__http_head_handler)(const hearth__http_request *req,
+                                         void *ctx, char *why,
+                                         size_t why_size);
+
 typedef struct hearth__http_limits {
     size_t max_body;    /* bytes of request body */
     size_t max_backlog; /* unsent bytes of a stream before it is dropped */
@@ -70,6 +79,10 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
                         const hearth__http_limits *limits,
                         hearth__http_handler handler, void *ctx,
                         hearth__http_server **out, hearth_error_t *err);
+/* Asks on_head (with the handler's ctx) about large bodies before they
+ * are read. */
+void hearth__http_set_head_handler(hearth__http_server *s,
+                                   hearth__http_head_handler on_head);
 /* The port actually bound (useful with port 0). */
 int hearth__http_port(const hearth__http_server *s);
 /* Stops listening and closes every connection; `done` runs when all

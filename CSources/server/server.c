@@ -497,6 +497,7 @@ int hearth_server_start(const hearth_server_config_t *config,
         free_server(srv);
         return rc;
     }
+    hearth__http_set_head_handler(srv->http, hearth__rest_head);
     uv_async_init(&srv->loop, &srv->stop, on_stop);
     srv->stop.data = srv;
     uv_timer_init(&srv->loop, &srv->keepalive);

@@ -1021,6 +1021,57 @@ static void test_held_request_data_is_bounded(void) {
     remove_tree(data_dir);
 }
 
+/* A JSON string of n bytes of x (free() it). */
+static char *long_string(size_t n) {
+    char *s = malloc(n + 3);
+    s[0] = '"';
+    memset(s + 1, 'x', n);
+    s[n + 1] = '"';
+    s[n + 2] = '\0';
+    return s;
+}
+
+/* A write the rules refuse whatever its data is answered 401 as soon as
+ * its head arrives, before a byte of its 200 MB body; writes that the
+ * rules might allow (a grant on the way, a rule reading newData, rules
+ * under an update) are read and judged in full as before. */
+static void test_denied_write_refused_before_its_body(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", OWNER,
+               "{\"rules\": {\".read\": true, \".write\": false,"
+               " \"open\": {\".write\": \"data.val() == null || true\"},"
+               " \"num\": {\".write\": \"newData.isNumber()\"}}}",
+               200, NULL);
+    const char *heads[] = {
+        "PUT /locked.json HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "POST /locked.json HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "PUT /open.json?auth=bad HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "PUT /locked.json HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        int fd = connect_to(port);
+        send_all(fd, heads[i], strlen(heads[i]));
+        char *raw = read_responses(fd, 1);
+        CHECK(strncmp(raw, "HTTP/1.1 401", 12) == 0);
+        CHECK(strstr(raw, "Connection: close") != NULL);
+        free(raw);
+        close(fd);
+    }
+    char *big = long_string(100 * 1024);
+    EXPECT_REQ(port, "PUT", "/open.json", NULL, big, 200, NULL);
+    EXPECT_REQ(port, "PUT", "/num.json", NULL, big, 401, NULL);
+    EXPECT_REQ(port, "PUT", "/locked.json", NULL, big, 401, NULL);
+    size_t len = strlen(big) + 16;
+    char *patch = malloc(len);
+    snprintf(patch, len, "{\"open/a\":%s}", big);
+    EXPECT_REQ(port, "PATCH", "/.json", NULL, patch, 200, NULL);
+    free(patch);
+    free(big);
+    EXPECT_REQ(port, "GET", "/open/a.json?shallow=true", NULL, NULL, 200, NULL);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -1047,5 +1098,7 @@ const test_case server_tests[] = {
      test_idle_connections_cannot_exhaust_files},
     {"server_connection_limit_answers_503", test_connection_limit_answers_503},
     {"server_held_request_data_is_bounded", test_held_request_data_is_bounded},
+    {"server_denied_write_refused_before_its_body",
+     test_denied_write_refused_before_its_body},
     {NULL, NULL},
 };
