@@ -34,7 +34,8 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-fuzz test-install test-swift \
-        test-e2e bench bench-realtime bench-cache bench-rules fuzz install \
+        test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
+        fuzz install \
         clean serve
 
 all: lib cli
@@ -184,6 +185,14 @@ $(BUILD)/bench-rules: bench/rules_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
 # at most 20% slower; about 30 s).
 bench-rules: lib $(BUILD)/bench-rules
 	$(BUILD)/bench-rules
+
+$(BUILD)/bench-stall: bench/stall_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+# How long a 200 MB denied PUT and a 1,000,000-key PUT stall another
+# client's small GETs (about 5 s).
+bench-stall: lib $(BUILD)/bench-stall
+	$(BUILD)/bench-stall
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules

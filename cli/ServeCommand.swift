@@ -71,6 +71,21 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "When acknowledged writes reach the disk: always, batch (within a second) or off.")
     var fsync: HearthServer.FsyncMode = .always
 
+    @Option(help: "Seconds a request's head may take to arrive, from its first byte (default 20).")
+    var headerTimeout: Double?
+
+    @Option(help: "Seconds a request body may pause (default 60).")
+    var bodyTimeout: Double?
+
+    @Option(help: "Seconds before an idle connection closes (default 75); a silent WebSocket is pinged, then closed after twice that.")
+    var idleTimeout: Double?
+
+    @Option(help: "Open connections at most (default: the open-file limit less a quarter).")
+    var maxConnections: Int?
+
+    @Option(help: "Megabytes of request bodies and WebSocket messages held at once (default 1024); one client address may hold a quarter.")
+    var maxHeldMb: Int?
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
@@ -80,6 +95,18 @@ struct ServeCommand: ParsableCommand {
         }
         if adminSecret != nil && adminSecretFile != nil {
             throw ValidationError("give --admin-secret or --admin-secret-file, not both")
+        }
+        for (name, value) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
+                              ("--idle-timeout", idleTimeout)] {
+            if let value, !(value > 0 && value <= 86400) {
+                throw ValidationError("\(name) must be more than 0 and at most 86400 seconds")
+            }
+        }
+        if let maxConnections, maxConnections < 1 {
+            throw ValidationError("--max-connections must be at least 1")
+        }
+        if let maxHeldMb, maxHeldMb < 1 {
+            throw ValidationError("--max-held-mb must be at least 1")
         }
     }
 
@@ -101,7 +128,9 @@ struct ServeCommand: ParsableCommand {
             server = try HearthServer(.init(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
                 fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
-                authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret))
+                authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
+                headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
+                maxConnections: maxConnections, maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure

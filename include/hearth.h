@@ -705,6 +705,29 @@ typedef struct hearth_server_config_s {
      * admin over the network when keys are; when set, "owner" is an
      * ordinary invalid token. */
     const char *admin_secret;
+    /* Bounds on what a client can hold (0: the default). A request's head
+     * must arrive within header_timeout_ms of its first byte (20 s), and a
+     * new connection's first request within it too; a request body may
+     * pause at most body_timeout_ms (60 s); both are answered 408 and the
+     * connection closed. A connection idle between requests, or whose
+     * client stops reading a reply, is closed after idle_timeout_ms
+     * (75 s); a WebSocket silent that long is pinged (clients answer by
+     * themselves) and closed when still silent after twice that.
+     * Server-sent event streams have no timeout. */
+    int header_timeout_ms;
+    int body_timeout_ms;
+    int idle_timeout_ms;
+    /* Open connections at most (default and bound: the open-file limit
+     * less a quarter, kept for the namespaces' files). At the bound a new
+     * connection closes the longest idle one (else the slowest still
+     * sending its head); when all are busy it is answered 503. */
+    int max_connections;
+    /* Bytes of request bodies and of WebSocket messages being assembled
+     * held at once (default 1 GiB); one client address may hold a quarter
+     * of it (with the default, one whole 256 MB body). Past either, the
+     * request is answered 503 (a WebSocket closed) rather than memory
+     * growing. */
+    int64_t max_held_bytes;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

@@ -46,6 +46,20 @@ void hearth__expr_free(hearth__expr *e) {
     hearth__free(e);
 }
 
+bool hearth__expr_uses(const hearth__expr *e, const char *name) {
+    if (!e)
+        return false;
+    if (e->kind == E_VAR && !strcmp(e->s, name))
+        return true;
+    if (hearth__expr_uses(e->a, name) || hearth__expr_uses(e->b2, name) ||
+        hearth__expr_uses(e->c, name))
+        return true;
+    for (size_t i = 0; i < e->nitems; i++)
+        if (hearth__expr_uses(e->items[i], name))
+            return true;
+    return false;
+}
+
 /* ---- the parser ---- */
 
 typedef struct parser {

@@ -36,6 +36,9 @@ typedef struct hearth__expr_env {
     size_t nwild;
 } hearth__expr_env;
 
+/* Whether e reads the variable `name` ("newData", say) anywhere. */
+bool hearth__expr_uses(const hearth__expr *e, const char *name);
+
 /* Whether e is true in env; any error is false. */
 bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env);
 

@@ -318,3 +318,41 @@ bool hearth__ruleset_can_write(const hearth__ruleset *rs,
             return false;
     return true;
 }
+
+/* Whether any .write rule lies at or under n. */
+static bool writes_under(const rnode *n) {
+    if (n->write.set || (n->wild && writes_under(n->wild)))
+        return true;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (writes_under(n->kids[i]))
+            return true;
+    return false;
+}
+
+hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
+                                                const hearth__path *path,
+                                                bool below,
+                                                const hearth__access *a) {
+    walk w;
+    keybuf kb;
+    walk_init(&w, a, NULL);
+    const rnode *n = rs->root;
+    for (unsigned i = 0;; i++) {
+        const rule *r = &n->write;
+        if (r->set && r->expr && hearth__expr_uses(r->expr, "newData"))
+            return HEARTH__WRITE_UNDECIDED;
+        if (holds(r, &w))
+            return HEARTH__WRITE_MAY;
+        if (i == path->n)
+            break;
+        n = step(n, &w, &kb, &path->seg[i]);
+        if (!n)
+            return HEARTH__WRITE_DENIED; /* no rules further down */
+    }
+    bool under = false;
+    for (size_t i = 0; below && !under && i < n->nkids; i++)
+        under = writes_under(n->kids[i]);
+    if (below && n->wild)
+        under = under || writes_under(n->wild);
+    return under ? HEARTH__WRITE_UNDECIDED : HEARTH__WRITE_DENIED;
+}

@@ -50,4 +50,21 @@ bool hearth__ruleset_can_write(const hearth__ruleset *rs,
                                const hearth_node_t *new_root,
                                const hearth__access *a);
 
+/* A write at path judged before its data is known (to refuse a large
+ * body before reading it). The .write rules from the root to path are
+ * walked: one that reads newData leaves the question open; one that holds
+ * lets the write go on to the full check (hearth__ruleset_can_write, which
+ * also validates); when every one is false, the write is denied, unless
+ * `below` (an update or a push: writes under path) and some .write lies
+ * under path. */
+typedef enum {
+    HEARTH__WRITE_UNDECIDED,
+    HEARTH__WRITE_MAY,
+    HEARTH__WRITE_DENIED
+} hearth__early_write;
+hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
+                                                const hearth__path *path,
+                                                bool below,
+                                                const hearth__access *a);
+
 #endif

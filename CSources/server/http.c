@@ -2,6 +2,8 @@
  * responses and streams, limits, orderly close. Loop thread only. */
 #include "server/http.h"
 
+#include "server/budget.h"
+
 #include <http_parser.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,12 +15,16 @@ struct hearth__http_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     hearth__http_limits limits;
+    hearth__budget *budget; /* held bodies and messages, per peer */
     hearth__http_handler handler;
+    hearth__http_head_handler on_head;
     void *ctx;
     hearth__http_conn *conns;
+    size_t nconns;   /* open, not closing */
+    uv_timer_t sweep; /* times connections out */
     int port;
     bool closing;
-    int open_handles; /* listener + connections */
+    int open_handles; /* listener + sweep timer + connections */
     void (*done)(void *ctx);
     void *done_ctx;
 };
@@ -36,6 +42,8 @@ struct hearth__http_conn {
     size_t headers_cap;
     hearth__buf url, field, value, body;
     bool in_value;
+    hearth__peer *peer; /* its remote address's share of the budget */
+    size_t held;        /* bytes of the budget it holds (the body) */
     int reject_status; /* 413 etc. decided while parsing */
     bool ready;        /* a complete request awaits its handler */
     bool busy;         /* handed to the handler, not yet answered */
@@ -44,6 +52,20 @@ struct hearth__http_conn {
     bool close_when_sent;
     bool processing;
     bool reading;
+    bool in_request;   /* a request's bytes have begun to arrive */
+    bool head_done;    /* ... and its head is complete */
+    bool no_more;      /* answered for good (timeout, refusal): close */
+    /* What the connection waits for times out at `deadline` (loop ms, 0:
+     * never), answered with timeout_status (0: closed silently). */
+    uint64_t deadline;
+    int timeout_status;
+    uint64_t since;      /* when the current wait began */
+    size_t last_backlog; /* unsent bytes at the last look */
+    /* an upgraded connection: when a byte last arrived, whether on_idle
+     * was called since */
+    uint64_t last_in;
+    bool pinged;
+    void (*on_idle)(void *ctx);
     int writes_pending;
     void (*on_close)(void *ctx);
     void *on_close_ctx;
@@ -72,12 +94,15 @@ static void free_request(hearth__http_conn *c) {
     hearth__buf_free(&c->value);
     hearth__buf_free(&c->body);
     c->in_value = false;
+    hearth__http_unhold(c, c->held); /* the body is gone */
+    c->held = 0;
 }
 
 static void server_handle_closed(hearth__http_server *s) {
     if (--s->open_handles == 0 && s->closing) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
+        hearth__budget_free(s->budget);
         hearth__free(s);
         if (done)
             done(ctx);
@@ -88,6 +113,7 @@ static void conn_release(hearth__http_conn *c) {
     if (--c->refs > 0)
         return;
     free_request(c);
+    hearth__budget_peer_release(c->server->budget, c->peer);
     hearth__free(c->in);
     hearth__free(c);
 }
@@ -114,7 +140,18 @@ static void conn_close(hearth__http_conn *c) {
     if (c->closing)
         return;
     c->closing = true;
+    c->server->nconns--;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* ---- waiting ---- */
+
+/* What c waits for next may take timeout_ms (0: forever); past it, the
+ * sweep answers `status` (0: closes silently). */
+static void wait_for(hearth__http_conn *c, uint64_t timeout_ms, int status) {
+    c->since = uv_now(c->server->loop);
+    c->deadline = timeout_ms ? c->since + timeout_ms : 0;
+    c->timeout_status = status;
 }
 
 /* ---- writing ---- */
@@ -202,11 +239,44 @@ static const char *reason(int status) {
     }
 }
 
+static bool value_ok(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+bool hearth__http_header_lines_ok(const char *text) {
+    while (text && *text) {
+        const char *end = strstr(text, "\r\n");
+        if (!end || end == text || *text == ' ' || *text == '\t' ||
+            !value_ok(text, (size_t)(end - text)))
+            return false;
+        text = end + 2;
+    }
+    return true;
+}
+
+/* The second line of defence against header injection: a handler that
+ * lets a control character through gets a 500 instead of a forged head. */
+static bool head_ok(const char *content_type, const char *headers) {
+    if ((!content_type || value_ok(content_type, strlen(content_type))) &&
+        hearth__http_header_lines_ok(headers))
+        return true;
+    fprintf(stderr, "hearth: refused to send a header holding a control "
+                    "character\n");
+    return false;
+}
+
 static void process(hearth__http_conn *c);
 
 static void finish_request(hearth__http_conn *c) {
     c->busy = false;
     free_request(c);
+    if (!c->streaming) /* until the next request (or while it is sent) */
+        wait_for(c, c->server->limits.idle_ms, 0);
     if (!c->closing && !c->streaming)
         process(c);
     conn_release(c); /* the request's reference */
@@ -220,6 +290,16 @@ void hearth__http_respond(hearth__http_conn *c, int status,
          * being made: nothing to send, and the server may be gone. */
         finish_request(c);
         return;
+    }
+    if (!head_ok(content_type, headers)) {
+        static const char refused[] = "{\"error\":\"Internal error: a "
+                                      "response header was refused\"}";
+        status = 500;
+        content_type = "application/json; charset=utf-8";
+        headers = NULL;
+        body = refused;
+        len = sizeof refused - 1;
+        c->req.keep_alive = false;
     }
     bool keep = c->req.keep_alive && !c->server->closing;
     char head[1024];
@@ -251,6 +331,10 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
     if (c->closing) { /* the client already left: no stream */
         finish_request(c);
         return HEARTH_ECLOSED;
+    }
+    if (!head_ok(content_type, headers)) {
+        hearth__http_respond(c, 500, NULL, NULL, "", 0);
+        return HEARTH_EINVAL;
     }
     char head[1024];
     int n = snprintf(head, sizeof head,
@@ -334,12 +418,17 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
         finish_request(c);
         return HEARTH_ECLOSED;
     }
+    if (!head_ok(NULL, headers)) {
+        hearth__http_respond(c, 500, NULL, NULL, "", 0);
+        return HEARTH_EINVAL;
+    }
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 101 Switching Protocols\r\n"
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
                      headers ? headers : "");
     c->streaming = true;
+    c->last_in = uv_now(c->server->loop);
     c->on_data = on_data;
     c->on_close = on_close;
     c->on_close_ctx = ctx;
@@ -360,6 +449,19 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
     return 0;
 }
 
+bool hearth__http_hold(hearth__http_conn *c, size_t n) {
+    return c->peer && hearth__budget_take(c->server->budget, c->peer, n);
+}
+
+void hearth__http_unhold(hearth__http_conn *c, size_t n) {
+    if (n)
+        hearth__budget_give(c->server->budget, c->peer, n);
+}
+
+void hearth__http_on_idle(hearth__http_conn *c, void (*on_idle)(void *ctx)) {
+    c->on_idle = on_idle;
+}
+
 int hearth__http_raw_send(hearth__http_conn *c, const char *data, size_t len) {
     return hearth__http_stream_send(c, data, len);
 }
@@ -373,13 +475,38 @@ void hearth__http_stream_end(hearth__http_conn *c) {
 
 /* Answers a request the parser rejected, then closes. */
 static void reject(hearth__http_conn *c, int status, const char *message) {
-    char body[256];
-    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", message);
+    char body[320] = "{\"error\":\"";
+    size_t n = strlen(body);
+    for (const char *m = message; *m && n < sizeof body - 4; m++) {
+        if (*m == '"' || *m == '\\')
+            body[n++] = '\\';
+        body[n++] = (unsigned char)*m < 0x20 ? ' ' : *m;
+    }
+    memcpy(body + n, "\"}", 3);
+    n += 2;
     c->req.keep_alive = false;
     c->busy = true;
     c->refs++;
     hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
-                         body, (size_t)n);
+                         body, n);
+}
+
+/* Answers whatever c was sending (or nothing yet) with status, then
+ * closes: what else arrives is dropped unread. */
+static void give_up(hearth__http_conn *c, int status, const char *message) {
+    c->no_more = true;
+    c->deadline = 0;
+    reject(c, status, message);
+}
+
+/* Answers a request whose body has not arrived: the connection then drops
+ * what comes (never parsing or holding it) until the client closes or
+ * the body timeout passes. Closing at once could reset the connection
+ * before the client has read the answer. */
+static void refuse_early(hearth__http_conn *c, int status, const char *why) {
+    give_up(c, status, why);
+    c->close_when_sent = false;
+    wait_for(c, c->server->limits.body_ms ? c->server->limits.body_ms : 1000, 0);
 }
 
 /* ---- parsing ---- */
@@ -414,7 +541,14 @@ static int commit_header(hearth__http_conn *c) {
 }
 
 static int on_message_begin(http_parser *p) {
-    free_request(conn_of(p));
+    hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return -1; /* nothing more is read on this connection */
+    free_request(c);
+    c->in_request = true;
+    c->head_done = false;
+    /* The whole head within the timeout, however slowly it trickles. */
+    wait_for(c, c->server->limits.header_ms, 408);
     return 0;
 }
 
@@ -438,10 +572,32 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
     return c->value.failed ? -1 : 0;
 }
 
+/* Lets the head handler refuse a large body before it is read. */
+static bool early_refusal(hearth__http_conn *c, http_parser *p) {
+    hearth__http_server *s = c->server;
+    bool large = (p->flags & F_CHUNKED) ||
+                 ((p->flags & F_CONTENTLENGTH) &&
+                  p->content_length > HEARTH__HTTP_EARLY_BODY);
+    if (!s->on_head || !large)
+        return false;
+    c->req.method = (int)p->method;
+    if (!c->req.target && !(c->req.target = hearth__buf_detach(&c->url, NULL)))
+        return false;
+    char why[256] = "";
+    int status = s->on_head(&c->req, s->ctx, why, sizeof why);
+    if (status)
+        refuse_early(c, status, why);
+    return status != 0;
+}
+
 static int on_headers_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
     if (commit_header(c))
         return -1;
+    c->head_done = true;
+    wait_for(c, c->server->limits.body_ms, 408);
+    if (early_refusal(c, p))
+        return 0; /* answered: the body goes unread */
     if ((p->flags & F_CONTENTLENGTH) &&
         p->content_length > c->server->limits.max_body) {
         c->reject_status = 413;
@@ -452,11 +608,19 @@ static int on_headers_complete(http_parser *p) {
 
 static int on_body(http_parser *p, const char *at, size_t len) {
     hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return 0; /* refused early: dropped */
     if (c->body.len + len > c->server->limits.max_body) {
         c->reject_status = 413;
         return -1;
     }
+    if (!hearth__http_hold(c, len)) {
+        c->reject_status = 503;
+        return -1;
+    }
+    c->held += len;
     hearth__buf_add(&c->body, at, len);
+    wait_for(c, c->server->limits.body_ms, 408); /* it moves: more time */
     return c->body.failed ? -1 : 0;
 }
 
@@ -464,8 +628,11 @@ static int on_message_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
     c->req.method = (int)p->method;
     c->req.keep_alive = http_should_keep_alive(p) != 0;
+    if (c->no_more)
+        return 0; /* refused early: already answered */
     size_t body_len = c->body.len;
-    c->req.target = hearth__buf_detach(&c->url, NULL);
+    if (!c->req.target) /* else taken when the head arrived */
+        c->req.target = hearth__buf_detach(&c->url, NULL);
     c->req.body = hearth__buf_detach(&c->body, NULL);
     if (!c->req.target)
         c->req.target = hearth__strndup("", 0);
@@ -475,6 +642,8 @@ static int on_message_complete(http_parser *p) {
         return -1;
     c->req.body_len = body_len;
     c->ready = true;
+    c->in_request = false;
+    c->deadline = 0; /* the server's turn */
     http_parser_pause(p, 1);
     return 0;
 }
@@ -484,7 +653,7 @@ static void process(hearth__http_conn *c) {
     if (c->processing)
         return;
     c->processing = true;
-    while (!c->closing && !c->busy && !c->streaming) {
+    while (!c->closing && !c->busy && !c->streaming && !c->no_more) {
         if (c->ready) {
             c->ready = false;
             c->busy = true;
@@ -497,12 +666,18 @@ static void process(hearth__http_conn *c) {
         size_t n = http_parser_execute(&c->parser, &settings, c->in + c->in_off,
                                        c->in_len - c->in_off);
         c->in_off += n;
+        if (c->no_more) { /* answered for good: the rest is dropped */
+            c->in_off = c->in_len;
+            break;
+        }
         enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
         if (e == HPE_PAUSED) {
             http_parser_pause(&c->parser, 0);
         } else if (e != HPE_OK) {
             if (c->reject_status == 413)
                 reject(c, 413, "Request body too large");
+            else if (c->reject_status == 503)
+                reject(c, 503, "Server busy: too much request data in flight");
             else if (e == HPE_HEADER_OVERFLOW)
                 reject(c, 431, "Request headers too large");
             else
@@ -516,7 +691,7 @@ static void process(hearth__http_conn *c) {
         c->in_off = c->in_len = 0;
     c->processing = false;
     /* Resume reading once the backlog of unparsed input is small again. */
-    if (!c->reading && !c->closing && !c->streaming &&
+    if (!c->reading && !c->closing && !c->streaming && !c->no_more &&
         c->in_len - c->in_off < MAX_BUFFERED_INPUT)
         start_reading(c);
 }
@@ -551,12 +726,14 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
-    if (c->streaming) { /* no more requests: a stream or an upgrade */
+    if (c->streaming || c->no_more) { /* a stream, an upgrade, or done */
+        c->last_in = uv_now(c->server->loop);
+        c->pinged = false;
         c->in_len += (size_t)nread;
         size_t len = c->in_len - c->in_off;
         const char *data = c->in + c->in_off;
         c->in_off = c->in_len = 0;
-        if (c->on_data && len)
+        if (c->on_data && len && !c->no_more)
             c->on_data(c->on_close_ctx, data, len);
         return;
     }
@@ -573,6 +750,95 @@ static void start_reading(hearth__http_conn *c) {
         c->reading = true;
 }
 
+/* ---- timeouts ---- */
+
+/* An upgraded connection silent for the idle timeout is asked to answer
+ * (a WebSocket ping, which every client answers by itself), and closed
+ * when still silent after twice the timeout. */
+static void check_upgraded(hearth__http_conn *c, uint64_t now) {
+    uint64_t idle = c->server->limits.idle_ms;
+    if (!idle || now - c->last_in < idle)
+        return;
+    if (now - c->last_in >= 2 * idle) {
+        conn_close(c);
+    } else if (!c->pinged && c->on_idle) {
+        c->pinged = true;
+        c->on_idle(c->on_close_ctx);
+    }
+}
+
+static void check_deadline(hearth__http_conn *c, uint64_t now) {
+    if (c->on_data) {
+        check_upgraded(c, now);
+        return;
+    }
+    if (!c->deadline || now < c->deadline)
+        return;
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (c->writes_pending && backlog != c->last_backlog) {
+        /* A reply still going out, but the client reads it: more time. */
+        c->last_backlog = backlog;
+        c->deadline = now + c->server->limits.idle_ms;
+    } else if (c->timeout_status && !c->busy) {
+        give_up(c, c->timeout_status, "Request timeout");
+    } else {
+        conn_close(c);
+    }
+}
+
+static void on_sweep(uv_timer_t *t) {
+    hearth__http_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    for (hearth__http_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing)
+            check_deadline(c, now);
+    }
+}
+
+/* How often deadlines are looked at: a quarter of the shortest timeout
+ * (so one is overshot by at most that), between 10 ms and 1 s. */
+static uint64_t sweep_interval(const hearth__http_limits *l) {
+    uint64_t t = 4000;
+    const uint64_t all[] = {l->header_ms, l->body_ms, l->idle_ms};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(all); i++)
+        if (all[i] && all[i] < t)
+            t = all[i];
+    t /= 4;
+    return t < 10 ? 10 : t;
+}
+
+/* ---- the connection limit ---- */
+
+/* Whether c may be closed to make room: between requests with nothing
+ * left to send (idle keep-alive or a new connection that sent nothing),
+ * or still sending its head. */
+static int eviction_rank(const hearth__http_conn *c) {
+    if (c->closing || c->busy || c->streaming || c->no_more ||
+        c->writes_pending)
+        return 0;
+    if (!c->in_request)
+        return 2;
+    return c->head_done ? 0 : 1;
+}
+
+/* At the connection limit: closes the connection that waited longest
+ * among the idle ones, else among those still sending their head. */
+static bool make_room(hearth__http_server *s) {
+    hearth__http_conn *victim = NULL;
+    int best = 0;
+    for (hearth__http_conn *c = s->conns; c; c = c->next) {
+        int rank = eviction_rank(c);
+        if (rank > best || (rank && rank == best && c->since < victim->since)) {
+            victim = c;
+            best = rank;
+        }
+    }
+    if (victim)
+        conn_close(victim);
+    return victim != NULL;
+}
+
 /* ---- listening ---- */
 
 static void on_listener_closed(uv_handle_t *h);
@@ -581,6 +847,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     hearth__http_server *s = listener->data;
     if (status < 0 || s->closing)
         return;
+    bool room = s->nconns < s->limits.max_connections || make_room(s);
     hearth__http_conn *c = hearth__calloc(1, sizeof *c);
     if (!c)
         return;
@@ -593,13 +860,28 @@ static void on_connection(uv_stream_t *listener, int status) {
         s->conns->prev = c;
     s->conns = c;
     s->open_handles++;
+    s->nconns++;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+        conn_close(c);
+        return;
+    }
+    struct sockaddr_storage addr = {0};
+    int addr_len = sizeof addr;
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
+    if (!(c->peer = hearth__budget_peer(s->budget, &addr))) {
         conn_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
+    if (!room) {
+        /* Every connection is busy: say so rather than leave it hanging
+         * (the bound is below the file limit, so accepting still works). */
+        give_up(c, 503, "Server busy: too many connections");
+        return;
+    }
+    wait_for(c, s->limits.header_ms, 0);
     start_reading(c);
 }
 
@@ -632,20 +914,29 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
+    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share))) {
+        hearth__free(s);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     s->handler = handler;
     s->ctx = ctx;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
-    s->open_handles = 1;
+    s->open_handles = 2;
+    uv_timer_init(loop, &s->sweep);
+    s->sweep.data = s;
+    uv_timer_start(&s->sweep, on_sweep, sweep_interval(limits),
+                   sweep_interval(limits));
     rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
     if (!rc)
         rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
     if (rc) {
         hearth__error(err, HEARTH_EIO, NULL, "cannot listen on %s:%d: %s", host,
                       port, uv_strerror(rc));
-        /* Freed by the close callback, when the loop next runs. */
+        /* Freed by the close callbacks, when the loop next runs. */
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+        uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
         return HEARTH_EIO;
     }
     struct sockaddr_storage bound;
@@ -660,6 +951,12 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
 
+void hearth__http_set_head_handler(hearth__http_server *s,
+                                   hearth__http_head_handler on_head) {
+    s->on_head = on_head;
+}
+
+/* The listener's or the sweep timer's close. */
 static void on_listener_closed(uv_handle_t *h) {
     server_handle_closed(h->data);
 }
@@ -675,6 +972,7 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
         else
             c->close_when_sent = true;
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
 }
 
 const char *hearth__http_get_header(const hearth__http_request *req,

@@ -5,8 +5,10 @@
  * the parser pauses until the handler has answered it (now or later), so
  * pipelined requests are answered in order. Keep-alive, chunked bodies and
  * limits are handled here: a header block over the parser's limit gets 431,
- * a body over `max_body` 413, anything malformed 400 — then the connection
- * closes; the server and its other connections carry on.
+ * a body over `max_body` 413, anything malformed 400, a head or body that
+ * does not arrive in time 408 — then the connection closes; the server and
+ * its other connections carry on. Idle connections time out, and the
+ * number of connections is bounded (hearth__http_limits).
  *
  * Responses are either whole (hearth__http_respond) or a stream
  * (hearth__http_stream_*, for server-sent events). A stream whose client
@@ -43,15 +45,44 @@ typedef void (*hearth__http_handler)(hearth__http_conn *conn,
                                      const hearth__http_request *req,
                                      void *ctx);
 
+/* Called when a request's head has arrived and a large body is to follow
+ * (over HEARTH__HTTP_EARLY_BODY bytes, or chunked); req has no body yet.
+ * A nonzero status answers the request at once with {"error": why}; what
+ * arrives of its body is then dropped unread, never held or parsed. */
+#define HEARTH__HTTP_EARLY_BODY (64 * 1024)
+typedef int (*hearth__http_head_handler)(const hearth__http_request *req,
+                                         void *ctx, char *why,
+                                         size_t why_size);
+
 typedef struct hearth__http_limits {
     size_t max_body;    /* bytes of request body */
     size_t max_backlog; /* unsent bytes of a stream before it is dropped */
+    /* Timeouts in ms (0: none). A request's head must arrive within
+     * header_ms of its first byte (and a new connection's first request
+     * within header_ms); a body may pause at most body_ms; a connection
+     * between requests, or a reply the client stops reading, is closed
+     * after idle_ms. An upgraded connection silent for idle_ms is asked to
+     * answer (on_idle) and closed when still silent after twice that. */
+    uint64_t header_ms, body_ms, idle_ms;
+    /* Open connections at most: at the bound a new one closes the longest
+     * idle (or the slowest still sending its head) to make room, else it
+     * is answered 503 and closed. */
+    size_t max_connections;
+    /* Request bodies (and what an upgraded connection assembles, through
+     * hearth__http_hold) held at once, server-wide and by one peer (remote
+     * address): past either, a body is refused 503 and its connection
+     * closed. */
+    size_t max_held, peer_share;
 } hearth__http_limits;
 
 int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
                         const hearth__http_limits *limits,
                         hearth__http_handler handler, void *ctx,
                         hearth__http_server **out, hearth_error_t *err);
+/* Asks on_head (with the handler's ctx) about large bodies before they
+ * are read. */
+void hearth__http_set_head_handler(hearth__http_server *s,
+                                   hearth__http_head_handler on_head);
 /* The port actually bound (useful with port 0). */
 int hearth__http_port(const hearth__http_server *s);
 /* Stops listening and closes every connection; `done` runs when all
@@ -62,6 +93,12 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
 /* A header's value by lower-case name, or NULL. */
 const char *hearth__http_get_header(const hearth__http_request *req,
                                     const char *name);
+
+/* Whether text (NULL: none) is "Name: value\r\n" lines with no other
+ * control character, no empty line and no folded one. The writers below
+ * refuse anything else (500 instead): a value that came from a request
+ * must never start a header of its own or end the head early. */
+bool hearth__http_header_lines_ok(const char *text);
 
 /* Sends a whole response. `headers` holds extra "Name: value\r\n" lines or
  * is NULL. */
@@ -90,6 +127,15 @@ int hearth__http_upgrade(hearth__http_conn *conn, const char *headers,
                          void (*on_data)(void *ctx, const char *data,
                                          size_t len),
                          void (*on_close)(void *ctx), void *ctx);
+/* Called when an upgraded connection has been silent for the idle
+ * timeout (a WebSocket sends a ping); any byte received resets it. */
+void hearth__http_on_idle(hearth__http_conn *conn, void (*on_idle)(void *ctx));
+/* Counts n more bytes that an upgraded connection holds (a message being
+ * assembled) against the server's budget and its peer's share; false
+ * (nothing counted) when either would be passed. */
+bool hearth__http_hold(hearth__http_conn *conn, size_t n);
+/* Gives back n bytes counted by hearth__http_hold. */
+void hearth__http_unhold(hearth__http_conn *conn, size_t n);
 int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
                           size_t len);
 

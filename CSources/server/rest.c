@@ -869,23 +869,21 @@ static int method_of(const rest *r) {
     return -1;
 }
 
-static bool check_params(rest *r) {
+/* Reads the request's parameters into r; the problem with one (a 400),
+ * or NULL. */
+static const char *read_params(rest *r) {
     const char *v;
     if ((v = param_get(r, "print"))) {
         if (strcmp(v, "pretty") == 0)
             r->json_flags |= HEARTH_JSON_PRETTY;
         else if (strcmp(v, "silent") == 0)
             r->silent = true;
-        else {
-            reply_error(r->conn, 400, "print must be 'pretty' or 'silent'");
-            return false;
-        }
+        else
+            return "print must be 'pretty' or 'silent'";
     }
     if ((v = param_get(r, "format"))) {
-        if (strcmp(v, "export") != 0) {
-            reply_error(r->conn, 400, "format must be 'export'");
-            return false;
-        }
+        if (strcmp(v, "export") != 0)
+            return "format must be 'export'";
         r->json_flags |= HEARTH_JSON_EXPORT;
     }
     if ((v = param_get(r, "timeout"))) {
@@ -895,69 +893,144 @@ static bool check_params(rest *r) {
                     : strcmp(end, "s") == 0   ? t * 1000
                     : strcmp(end, "min") == 0 ? t * 60000
                                               : -1;
-        if (end == v || ms < 0 || ms > 15 * 60000) {
-            reply_error(r->conn, 400, "timeout must be a duration like 3ms, "
-                                      "3s or 3min, at most 15min");
-            return false;
-        }
+        if (end == v || ms < 0 || ms > 15 * 60000)
+            return "timeout must be a duration like 3ms, 3s or 3min, at "
+                   "most 15min";
     }
     if ((v = param_get(r, "writeSizeLimit")) && strcmp(v, "tiny") &&
         strcmp(v, "small") && strcmp(v, "medium") && strcmp(v, "large") &&
         strcmp(v, "unlimited")) {
-        reply_error(r->conn, 400, "writeSizeLimit must be tiny, small, "
-                                  "medium, large or unlimited");
-        return false;
+        return "writeSizeLimit must be tiny, small, medium, large or "
+               "unlimited";
     }
     if ((v = param_get(r, "callback"))) {
         for (const char *c = v; *c; c++)
             if (!((*c | 32) >= 'a' && (*c | 32) <= 'z') &&
                 !(*c >= '0' && *c <= '9') && *c != '_' && *c != '.' &&
                 *c != '$') {
-                reply_error(r->conn, 400, "callback must be a JavaScript name");
-                return false;
+                return "callback must be a JavaScript name";
             }
         r->callback = v;
     }
-    r->download = param_get(r, "download");
+    if ((v = param_get(r, "download"))) {
+        /* It becomes a header's value: a decoded CR or LF would start
+         * headers of the client's choosing. */
+        for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+            if (*c < 0x20 || *c == 0x7f || *c == '"' || *c == '\\') {
+                return "download must be a file name without control "
+                       "characters, quotes or backslashes";
+            }
+        r->download = v;
+    }
     /* Accepted now, enforced with the rules engine: it must at least be
      * JSON (an object, or null for unauthenticated). */
     if ((v = param_get(r, "auth_variable_override"))) {
         json_t *o = json_loads(v, JSON_DECODE_ANY, NULL);
         bool ok = o && (json_is_object(o) || json_is_null(o));
         json_decref(o);
-        if (!ok) {
-            reply_error(r->conn, 400, "auth_variable_override must be a JSON "
-                                      "object or null");
-            return false;
-        }
+        if (!ok)
+            return "auth_variable_override must be a JSON object or null";
     }
     const char *etag = hearth__http_get_header(r->req, "x-firebase-etag");
     r->want_etag = etag && strcmp(etag, "true") == 0;
-    return true;
+    return NULL;
+}
+
+static bool check_params(rest *r) {
+    const char *problem = read_params(r);
+    if (problem)
+        reply_error(r->conn, 400, problem);
+    return !problem;
+}
+
+/* Who is asking, into r->who; false with *why for a token that does not
+ * verify. */
+static bool who_is_asking(rest *r, char *why, size_t why_size) {
+    const char *token = param_get(r, "auth");
+    if (!token)
+        token = param_get(r, "access_token");
+    return hearth__principal_of(r->srv, r->req, token,
+                                param_get(r, "auth_variable_override"),
+                                &r->who, why, why_size);
 }
 
 /* Who is asking: 401 for a token that does not verify. */
 static bool identify(rest *r) {
-    const char *token = param_get(r, "auth");
-    if (!token)
-        token = param_get(r, "access_token");
     char why[256];
-    if (hearth__principal_of(r->srv, r->req, token,
-                             param_get(r, "auth_variable_override"),
-                             &r->who, why, sizeof why))
+    if (who_is_asking(r, why, sizeof why))
         return true;
     reply_error(r->conn, 401, why);
     return false;
 }
 
+/* Decodes the target into r->path and r->params; false when malformed. */
+static bool read_target(rest *r) {
+    const char *target = r->req->target;
+    const char *query = strchr(target, '?');
+    size_t plen = query ? (size_t)(query - target) : strlen(target);
+    r->path = url_decode(target, plen, false);
+    return r->path && !parse_params(r, query ? query + 1 : NULL);
+}
+
+/* Drops a REST path's ".json" ("/" at the root); false when it has none. */
+static bool strip_json(rest *r) {
+    size_t len = strlen(r->path);
+    if (len < 5 || strcmp(r->path + len - 5, ".json") != 0)
+        return false;
+    r->path[len - 5] = '\0';
+    if (!r->path[0]) {
+        r->path[0] = '/';
+        r->path[1] = '\0';
+    }
+    return true;
+}
+
+/* A write the rules refuse whatever its data (a .write on the way that
+ * reads no newData and is false, none that could grant): 401 before its
+ * body is read. Anything else goes on to be read and checked in full. */
+static int refuse_write_early(rest *r, char *why, size_t why_size) {
+    r->method = method_of(r);
+    if (r->method != HTTP_PUT && r->method != HTTP_POST &&
+        r->method != HTTP_PATCH)
+        return 0;
+    char nsbuf[130];
+    hearth_error_t err;
+    hearth__path path;
+    if (read_params(r) || strcmp(r->path, "/.settings/rules") == 0 ||
+        hearth_validate_path(r->path, NULL) ||
+        hearth__path_parse(r->path, 0, &path, NULL) ||
+        hearth__server_namespace(r->srv, namespace_name(r, nsbuf, sizeof nsbuf),
+                                 &r->ns, &err))
+        return 0; /* the full handler answers these */
+    if (!who_is_asking(r, why, why_size))
+        return 401;
+    if (r->who.admin || !r->ns->ruleset)
+        return 0;
+    hearth__access a = {r->who.auth, (double)hearth_now_ms(),
+                        hearth__db_root(r->ns->db), NULL};
+    /* A push or an update writes below the path. */
+    bool below = r->method != HTTP_PUT;
+    if (hearth__ruleset_write_early(r->ns->ruleset, &path, below, &a) !=
+        HEARTH__WRITE_DENIED)
+        return 0;
+    snprintf(why, why_size, "Permission denied");
+    return 401;
+}
+
+int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,
+                      size_t why_size) {
+    rest r = {.srv = ctx, .req = req};
+    int status = read_target(&r) && strip_json(&r)
+                     ? refuse_write_early(&r, why, why_size)
+                     : 0;
+    rest_free(&r);
+    return status;
+}
+
 void hearth__rest_handle(hearth__http_conn *conn,
                          const hearth__http_request *req, void *ctx) {
     rest r = {.srv = ctx, .conn = conn, .req = req};
-    const char *target = req->target;
-    const char *query = strchr(target, '?');
-    size_t plen = query ? (size_t)(query - target) : strlen(target);
-    r.path = url_decode(target, plen, false);
-    if (!r.path || parse_params(&r, query ? query + 1 : NULL)) {
+    if (!read_target(&r)) {
         reply_error(conn, 400, MSG_BAD_PATH);
         rest_free(&r);
         return;
@@ -990,16 +1063,10 @@ void hearth__rest_handle(hearth__http_conn *conn,
         rest_free(&r);
         return;
     }
-    size_t len = strlen(r.path);
-    if (len < 5 || strcmp(r.path + len - 5, ".json") != 0) {
+    if (!strip_json(&r)) {
         reply_error(conn, 404, "Not found: REST paths end in .json");
         rest_free(&r);
         return;
-    }
-    r.path[len - 5] = '\0';
-    if (!r.path[0]) {
-        r.path[0] = '/';
-        r.path[1] = '\0';
     }
     char nsbuf[130];
     hearth_error_t err;

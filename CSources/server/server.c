@@ -11,11 +11,21 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define KEEPALIVE_MS 30000
 #define MAX_BODY (256u * 1024 * 1024) /* the service's REST write limit */
 #define MAX_BACKLOG (8u * 1024 * 1024)
+/* Timeouts (as nginx's and the service's: a head within 20 s, a body never
+ * silent for a minute, keep-alive 75 s). */
+#define HEADER_TIMEOUT_MS 20000
+#define BODY_TIMEOUT_MS 60000
+#define IDLE_TIMEOUT_MS 75000
+/* Request data held at once; one peer may hold a quarter (by default one
+ * body of the largest size). */
+#define MAX_HELD (1024u * 1024 * 1024)
+#define PEER_SHARE_DIVISOR 4
 /* Namespaces open at once, in use or not: a bound on memory, since a
  * session or stream may hold one that exists only in memory. */
 #define MAX_NAMESPACES 1000
@@ -384,6 +394,50 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
     fprintf(stderr, "hearth: rules reloaded from %s\n", srv->rules_file);
 }
 
+/* The most connections the open-file limit allows while keeping a
+ * quarter of it (at least 32) for the namespaces' logs and snapshots, so
+ * that accepting a connection never takes the last file. */
+static size_t connection_bound(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur > (1u << 20))
+        return 1u << 18;
+    size_t files = (size_t)rl.rlim_cur;
+    size_t reserve = files / 4 > 32 ? files / 4 : 32;
+    return files > reserve + 8 ? files - reserve : 8;
+}
+
+/* The HTTP limits of config, defaults where it says 0. */
+static int http_limits(const hearth_server_config_t *config,
+                       hearth__http_limits *out, hearth_error_t *err) {
+    if (config->header_timeout_ms < 0 || config->body_timeout_ms < 0 ||
+        config->idle_timeout_ms < 0 || config->max_connections < 0 ||
+        config->max_held_bytes < 0)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "timeouts and limits must not be negative");
+    size_t bound = connection_bound();
+    size_t held = config->max_held_bytes && (uint64_t)config->max_held_bytes < SIZE_MAX
+                      ? (size_t)config->max_held_bytes
+                      : MAX_HELD;
+    *out = (hearth__http_limits){
+        .max_body = MAX_BODY,
+        .max_backlog = MAX_BACKLOG,
+        .header_ms = config->header_timeout_ms ? (uint64_t)config->header_timeout_ms
+                                               : HEADER_TIMEOUT_MS,
+        .body_ms = config->body_timeout_ms ? (uint64_t)config->body_timeout_ms
+                                           : BODY_TIMEOUT_MS,
+        .idle_ms = config->idle_timeout_ms ? (uint64_t)config->idle_timeout_ms
+                                           : IDLE_TIMEOUT_MS,
+        .max_connections = config->max_connections &&
+                                   (size_t)config->max_connections < bound
+                               ? (size_t)config->max_connections
+                               : bound,
+        .max_held = held,
+        .peer_share = held / PEER_SHARE_DIVISOR,
+    };
+    return 0;
+}
+
 static void on_http_closed(void *ctx) {
     hearth__server *srv = ctx;
     /* Every connection is gone: the writes they made are applied; closing
@@ -452,6 +506,9 @@ int hearth_server_start(const hearth_server_config_t *config,
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
+    hearth__http_limits limits;
+    if (http_limits(config, &limits, err))
+        return HEARTH_EINVAL;
     /* A client that goes away before its reply would otherwise kill the
      * whole process with SIGPIPE on the next write: failed writes must be
      * errors. Left alone if the program chose a disposition itself. */
@@ -525,7 +582,6 @@ int hearth_server_start(const hearth_server_config_t *config,
         free_server(srv);
         return hearth__error_code(err, HEARTH_ELOOP);
     }
-    hearth__http_limits limits = {MAX_BODY, MAX_BACKLOG};
     int rc = hearth__http_listen(&srv->loop, host, config->port, &limits,
                                  hearth__rest_handle, srv, &srv->http, err);
     if (rc) {
@@ -534,6 +590,7 @@ int hearth_server_start(const hearth_server_config_t *config,
         free_server(srv);
         return rc;
     }
+    hearth__http_set_head_handler(srv->http, hearth__rest_head);
     uv_async_init(&srv->loop, &srv->stop, on_stop);
     srv->stop.data = srv;
     uv_timer_init(&srv->loop, &srv->keepalive);

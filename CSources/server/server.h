@@ -106,6 +106,12 @@ void hearth__server_set_namespace_idle_ms(hearth_server_t *server,
 void hearth__rest_handle(hearth__http_conn *conn,
                          const hearth__http_request *req, void *srv);
 
+/* Before a large body is read (http.h's head handler): 401 for a write
+ * the rules refuse whatever its data, or a token that does not verify;
+ * else 0. */
+int hearth__rest_head(const hearth__http_request *req, void *srv, char *why,
+                      size_t why_size);
+
 /* Server-sent events (sse.c). who and query_var (the read rules' query)
  * are kept to check the stream again when the rules change. */
 struct hearth__principal;

@@ -22,6 +22,8 @@ struct hearth__ws {
     void *user;
     int depth; /* > 0 inside wslay calls: free later */
     bool dead;
+    size_t held;    /* bytes of the message being assembled, budgeted */
+    bool over;      /* the budget refused a frame: the connection goes */
 };
 
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
@@ -43,10 +45,34 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data,
     return (ssize_t)len;
 }
 
+/* Each data frame's payload counts against the server's budget until its
+ * message is complete: unfinished fragments cannot pile up. */
+static void ws_frame_start(wslay_event_context_ptr ctx,
+                           const struct wslay_event_on_frame_recv_start_arg *arg,
+                           void *user) {
+    (void)ctx;
+    hearth__ws *ws = user;
+    if ((arg->opcode & 0x8) || ws->over || !ws->conn)
+        return; /* control frames are small, and not assembled */
+    if (arg->payload_length > SIZE_MAX - ws->held ||
+        !hearth__http_hold(ws->conn, (size_t)arg->payload_length))
+        ws->over = true;
+    else
+        ws->held += (size_t)arg->payload_length;
+}
+
+static void give_back(hearth__ws *ws) {
+    if (ws->conn)
+        hearth__http_unhold(ws->conn, ws->held);
+    ws->held = 0;
+}
+
 static void ws_message(wslay_event_context_ptr ctx,
                        const struct wslay_event_on_msg_recv_arg *arg,
                        void *user) {
     hearth__ws *ws = user;
+    if (!(arg->opcode & 0x8))
+        give_back(ws); /* assembled: handed over below, then freed */
     /* wslay echoes a close frame's reason, and checks that it is UTF-8 only
      * when the frame arrives in one piece: a reason that is not fails the
      * connection (RFC 6455 8.1) rather than going back to the client. */
@@ -76,14 +102,24 @@ static void on_data(void *user, const char *data, size_t len) {
     int rc = wslay_event_recv(ws->ctx);
     ws->depth--;
     ws->in_len = 0;
-    if (rc != 0 && ws->conn)
+    if ((rc != 0 || ws->over) && ws->conn)
         hearth__http_stream_end(ws->conn); /* bad frames: this one goes */
     else
         pump(ws);
 }
 
+/* Silent for the idle timeout: a ping, which every client answers by
+ * itself (its pong, or anything else, keeps the connection). */
+static void on_idle(void *user) {
+    hearth__ws *ws = user;
+    struct wslay_event_msg ping = {WSLAY_PING, NULL, 0};
+    if (!ws->dead && wslay_event_queue_msg(ws->ctx, &ping) == 0 && !ws->depth)
+        pump(ws);
+}
+
 static void on_conn_closed(void *user) {
     hearth__ws *ws = user;
+    give_back(ws);
     ws->conn = NULL;
     if (ws->on_close)
         ws->on_close(ws->user);
@@ -105,8 +141,9 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
     hearth__ws *ws = hearth__calloc(1, sizeof *ws);
     if (!ws)
         return HEARTH_ENOMEM;
-    struct wslay_event_callbacks callbacks = {ws_recv, ws_send, NULL, NULL,
-                                              NULL, NULL, ws_message};
+    struct wslay_event_callbacks callbacks = {ws_recv, ws_send, NULL,
+                                              ws_frame_start, NULL, NULL,
+                                              ws_message};
     if (wslay_event_context_server_init(&ws->ctx, &callbacks, ws) != 0) {
         hearth__free(ws);
         return HEARTH_ENOMEM;
@@ -126,6 +163,7 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
         *out = NULL;
         return HEARTH_ECLOSED;
     }
+    hearth__http_on_idle(conn, on_idle);
     return 0;
 }
 

@@ -52,6 +52,22 @@ public final class HearthServer: @unchecked Sendable {
         /// The admin's credential (at least 16 characters); nil: "owner",
         /// as the emulator has it.
         public var adminSecret: String?
+        /// A request's head must arrive within this many seconds of its
+        /// first byte (nil: 20 s), else 408.
+        public var headerTimeout: TimeInterval?
+        /// The longest pause inside a request body (nil: 60 s), else 408.
+        public var bodyTimeout: TimeInterval?
+        /// A connection idle between requests is closed after this (nil:
+        /// 75 s); a WebSocket silent this long is pinged, and closed when
+        /// still silent after twice as long.
+        public var idleTimeout: TimeInterval?
+        /// Open connections at most (nil, and the bound: the open-file
+        /// limit less a quarter). At the bound the idlest connection makes
+        /// room; when every one is busy a new one is answered 503.
+        public var maxConnections: Int?
+        /// Bytes of request bodies and WebSocket messages held at once
+        /// (nil: 1 GiB); one client address may hold a quarter of them.
+        public var maxHeldBytes: Int64?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -59,7 +75,9 @@ public final class HearthServer: @unchecked Sendable {
                     fsync: FsyncMode = .always, rulesFile: String? = nil,
                     authSecret: String? = nil, authKeysFile: String? = nil,
                     authAudience: String? = nil, authIssuer: String? = nil,
-                    adminSecret: String? = nil) {
+                    adminSecret: String? = nil, headerTimeout: TimeInterval? = nil,
+                    bodyTimeout: TimeInterval? = nil, idleTimeout: TimeInterval? = nil,
+                    maxConnections: Int? = nil, maxHeldBytes: Int64? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -71,6 +89,11 @@ public final class HearthServer: @unchecked Sendable {
             self.authAudience = authAudience
             self.authIssuer = authIssuer
             self.adminSecret = adminSecret
+            self.headerTimeout = headerTimeout
+            self.bodyTimeout = bodyTimeout
+            self.idleTimeout = idleTimeout
+            self.maxConnections = maxConnections
+            self.maxHeldBytes = maxHeldBytes
         }
     }
 
@@ -107,12 +130,24 @@ public final class HearthServer: @unchecked Sendable {
         config.auth_issuer = UnsafePointer(strings[8])
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
+        config.header_timeout_ms = Self.milliseconds(configuration.headerTimeout)
+        config.body_timeout_ms = Self.milliseconds(configuration.bodyTimeout)
+        config.idle_timeout_ms = Self.milliseconds(configuration.idleTimeout)
+        config.max_connections = Int32(clamping: configuration.maxConnections ?? 0)
+        config.max_held_bytes = configuration.maxHeldBytes ?? 0
         let status = hearth_server_start(&config, &server, &err)
         guard status == 0, let server else {
             throw HearthError(status: status, details: err)
         }
         handle = server
         port = Int(hearth_server_port(server))
+    }
+
+    /// Seconds as the C configuration's milliseconds (0: the default; at
+    /// least 1 ms when given).
+    private static func milliseconds(_ seconds: TimeInterval?) -> Int32 {
+        guard let seconds else { return 0 }
+        return Int32(clamping: max(1, Int((seconds * 1000).rounded())))
     }
 
     /// A user token (a JWT) for this server's rules: `uid` becomes

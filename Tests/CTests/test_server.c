@@ -4,6 +4,7 @@
  * pipelining, server-sent events, and data surviving a restart. */
 #include "test.h"
 
+#include "server/http.h"
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -11,7 +12,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char data_dir[64];
@@ -1048,6 +1051,320 @@ static void test_disk_full_answers_507_and_heals(void) {
     remove_tree(dir);
 }
 
+/* ---- safe to expose: injection, timeouts, limits ---- */
+
+static void test_download_header_injection(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    response r = request(port, "GET",
+                         "/x.json?download=a%0D%0ASet-Cookie:%20pwned=1", NULL,
+                         NULL);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(r.head, "Set-Cookie") == NULL);
+    CHECK(strstr(r.body, "download") != NULL);
+    free(r.body);
+    r = request(port, "GET", "/x.json?download=a%0Ab", NULL, NULL);
+    CHECK_INT(r.status, 400);
+    free(r.body);
+    r = request(port, "GET", "/x.json?download=data.json", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.head, "Content-Disposition: attachment; "
+                         "filename=\"data.json\"") != NULL);
+    free(r.body);
+    stop(s);
+    remove_tree(data_dir);
+    /* The response writer's own check, whatever a handler hands it. */
+    CHECK(hearth__http_header_lines_ok(NULL));
+    CHECK(hearth__http_header_lines_ok(""));
+    CHECK(hearth__http_header_lines_ok("ETag: x\r\nA: b c\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\nSet-Cookie: y\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\ry\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\n\r\nbody"));
+    CHECK(!hearth__http_header_lines_ok("A: x\r\n y\r\n"));
+    CHECK(!hearth__http_header_lines_ok("A: x"));
+    CHECK(!hearth__http_header_lines_ok("A: \x01\r\n"));
+}
+
+/* Reads from fd until the peer closes it or 3 s pass, keeping the first
+ * size - 1 bytes in buf (NUL-terminated); *len (if given) is how many.
+ * Whether it was closed. */
+static bool closed_after(int fd, char *buf, size_t size, size_t *len) {
+    size_t got = 0;
+    buf[0] = '\0';
+    struct pollfd p = {fd, POLLIN, 0};
+    bool closed = false;
+    while (!closed && poll(&p, 1, 3000) > 0) {
+        char chunk[4096];
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        closed = n <= 0;
+        size_t keep = n > 0 ? (size_t)n : 0;
+        if (keep > size - 1 - got)
+            keep = size - 1 - got;
+        memcpy(buf + got, chunk, keep);
+        got += keep;
+        buf[got] = '\0';
+    }
+    if (len)
+        *len = got;
+    return closed;
+}
+
+#define read_until_closed(fd, buf, size) closed_after(fd, buf, size, NULL)
+
+static const hearth_server_config_t fast_timeouts = {
+    .header_timeout_ms = 200, .body_timeout_ms = 200, .idle_timeout_ms = 200};
+
+static void test_slow_and_idle_connections_time_out(void) {
+    hearth_server_t *s = start_with(fast_timeouts);
+    int port = hearth_server_port(s);
+    char buf[4096];
+    /* Slowloris: a header line every 50 ms, never the end of the head. */
+    int fd = connect_to(port);
+    send_all(fd, "GET /x.json HTTP/1.1\r\n", 22);
+    bool closed = false;
+    for (int i = 0; i < 60 && !closed; i++) {
+        send_all(fd, "X-A: b\r\n", 8);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0)
+            closed = read_until_closed(fd, buf, sizeof buf);
+    }
+    CHECK(closed);
+    CHECK(strncmp(buf, "HTTP/1.1 408", 12) == 0);
+    close(fd);
+    /* A body that stops halfway. */
+    fd = connect_to(port);
+    const char *head = "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n123";
+    send_all(fd, head, strlen(head));
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 408", 12) == 0);
+    close(fd);
+    /* A connection that never sends anything, and one idle after a
+     * request: closed without a word. */
+    fd = connect_to(port);
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK_STR(buf, "");
+    close(fd);
+    fd = connect_to(port);
+    send_all(fd, "GET /x.json HTTP/1.1\r\n\r\n", 24);
+    CHECK(read_until_closed(fd, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    close(fd);
+    /* The server answers as before. */
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A WebSocket silent for the idle timeout gets a ping; silent for twice
+ * the timeout, it is closed. */
+static void test_silent_websocket_is_pinged_then_closed(void) {
+    hearth_server_t *s = start_with(fast_timeouts);
+    int port = hearth_server_port(s);
+    int fd = connect_to(port);
+    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(fd, hs, strlen(hs));
+    char buf[65536];
+    size_t len;
+    CHECK(closed_after(fd, buf, sizeof buf, &len));
+    CHECK(strncmp(buf, "HTTP/1.1 101", 12) == 0);
+    /* After the head and the hello (a text frame), a ping: 0x89, 0. */
+    const char *head_end = strstr(buf, "\r\n\r\n");
+    size_t at = head_end ? (size_t)(head_end + 4 - buf) : len;
+    bool pinged = false;
+    while (at + 2 <= len) {
+        const unsigned char *f = (const unsigned char *)buf + at;
+        size_t n = f[1] & 0x7f;
+        pinged |= (f[0] & 0x0f) == 9;
+        at += n == 126 ? 4 + ((size_t)f[2] << 8 | f[3]) : 2 + n;
+    }
+    CHECK(pinged);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A server in a child process whose open-file limit is 128: 300 idle
+ * connections must not stop it from answering a real request (the bound
+ * on connections sits below the file limit, and the idlest connection
+ * makes room for a new one). */
+static void test_idle_connections_cannot_exhaust_files(void) {
+    make_data_dir();
+    int port_pipe[2], stop_pipe[2];
+    CHECK_INT(pipe(port_pipe), 0);
+    CHECK_INT(pipe(stop_pipe), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(port_pipe[0]);
+        close(stop_pipe[1]);
+        struct rlimit rl = {128, 128};
+        CHECK_INT(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        hearth_server_t *s = start_with((hearth_server_config_t){0});
+        int port = s ? hearth_server_port(s) : 0;
+        CHECK(write(port_pipe[1], &port, sizeof port) == sizeof port);
+        char c;
+        CHECK(read(stop_pipe[0], &c, 1) == 0); /* until the parent is done */
+        if (s)
+            stop(s);
+        exit(test_failures ? 1 : 0);
+    }
+    close(port_pipe[1]);
+    close(stop_pipe[0]);
+    int port = 0;
+    CHECK(read(port_pipe[0], &port, sizeof port) == sizeof port);
+    int fds[300];
+    for (int i = 0; i < 300; i++)
+        fds[i] = connect_to(port);
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "1");
+    for (int i = 0; i < 300; i++)
+        close(fds[i]);
+    close(stop_pipe[1]);
+    int status;
+    CHECK_INT(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(port_pipe[0]);
+    remove_tree(data_dir);
+}
+
+/* At the connection limit with every connection busy (streams), a new
+ * one is answered 503 at once; idle connections make room instead. */
+static void test_connection_limit_answers_503(void) {
+    hearth_server_t *s = start_with((hearth_server_config_t){.max_connections = 3});
+    int port = hearth_server_port(s);
+    int streams[3];
+    char buf[4096];
+    const char *get = "GET /x.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+    for (int i = 0; i < 3; i++) {
+        streams[i] = connect_to(port);
+        send_all(streams[i], get, strlen(get));
+        struct pollfd p = {streams[i], POLLIN, 0};
+        CHECK(poll(&p, 1, 3000) == 1); /* its head: a stream now */
+        CHECK(read(streams[i], buf, sizeof buf) > 0);
+    }
+    response r = request(port, "GET", "/x.json", NULL, NULL);
+    CHECK_INT(r.status, 503);
+    free(r.body);
+    /* Once the server closed its end, the stream's place is free. */
+    shutdown(streams[0], SHUT_WR);
+    CHECK(read_until_closed(streams[0], buf, sizeof buf));
+    close(streams[0]);
+    int idle[2] = {connect_to(port), connect_to(port)};
+    /* One of these waits in the kernel's queue while the other holds the
+     * free place; the request below makes room by closing the idlest. */
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "null");
+    close(idle[0]);
+    close(idle[1]);
+    close(streams[1]);
+    close(streams[2]);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A connection that sent `len` bytes of `total` declared (a PUT's body). */
+static int unfinished_body(int port, size_t total, size_t len) {
+    int fd = connect_to(port);
+    char head[128];
+    int n = snprintf(head, sizeof head,
+                     "PUT /big.json HTTP/1.1\r\nContent-Length: %zu\r\n\r\n\"",
+                     total);
+    send_all(fd, head, (size_t)n);
+    char *body = malloc(len);
+    memset(body, 'x', len);
+    send_all(fd, body, len - 1);
+    free(body);
+    return fd;
+}
+
+/* One client address may hold a quarter of the budget of unfinished
+ * bodies and WebSocket messages (here 4 MiB: 1 MiB each); past it the
+ * server answers 503 and closes rather than grow, and goes on answering. */
+static void test_held_request_data_is_bounded(void) {
+    hearth_server_t *s =
+        start_with((hearth_server_config_t){.max_held_bytes = 4 << 20});
+    int port = hearth_server_port(s);
+    int first = unfinished_body(port, 3 << 20, 700 << 10);
+    int second = unfinished_body(port, 3 << 20, 700 << 10);
+    /* Whichever the server read last is refused; the other waits on. */
+    struct pollfd p[2] = {{first, POLLIN, 0}, {second, POLLIN, 0}};
+    CHECK_INT(poll(p, 2, 3000), 1);
+    int refused = p[0].revents ? first : second;
+    char buf[4096];
+    CHECK(read_until_closed(refused, buf, sizeof buf));
+    CHECK(strncmp(buf, "HTTP/1.1 503", 12) == 0);
+    close(refused);
+    first = refused == first ? second : first;
+    /* A WebSocket message of 2 MiB announced in its first fragment. */
+    int ws = connect_to(port);
+    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(ws, hs, strlen(hs));
+    unsigned char frame[14] = {0x01, 0x80 | 127, 0, 0, 0, 0, 0, 0x20, 0, 0,
+                               1, 2, 3, 4}; /* text, not final, masked */
+    send_all(ws, (const char *)frame, sizeof frame);
+    send_all(ws, "abcd", 4);
+    CHECK(read_until_closed(ws, buf, sizeof buf));
+    close(ws);
+    /* Small requests still fit. */
+    EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
+    close(first);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A JSON string of n bytes of x (free() it). */
+static char *long_string(size_t n) {
+    char *s = malloc(n + 3);
+    s[0] = '"';
+    memset(s + 1, 'x', n);
+    s[n + 1] = '"';
+    s[n + 2] = '\0';
+    return s;
+}
+
+/* A write the rules refuse whatever its data is answered 401 as soon as
+ * its head arrives, before a byte of its 200 MB body; writes that the
+ * rules might allow (a grant on the way, a rule reading newData, rules
+ * under an update) are read and judged in full as before. */
+static void test_denied_write_refused_before_its_body(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json", OWNER,
+               "{\"rules\": {\".read\": true, \".write\": false,"
+               " \"open\": {\".write\": \"data.val() == null || true\"},"
+               " \"num\": {\".write\": \"newData.isNumber()\"}}}",
+               200, NULL);
+    const char *heads[] = {
+        "PUT /locked.json HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "POST /locked.json HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "PUT /open.json?auth=bad HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
+        "PUT /locked.json HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        int fd = connect_to(port);
+        send_all(fd, heads[i], strlen(heads[i]));
+        char *raw = read_responses(fd, 1);
+        CHECK(strncmp(raw, "HTTP/1.1 401", 12) == 0);
+        CHECK(strstr(raw, "Connection: close") != NULL);
+        free(raw);
+        close(fd);
+    }
+    char *big = long_string(100 * 1024);
+    EXPECT_REQ(port, "PUT", "/open.json", NULL, big, 200, NULL);
+    EXPECT_REQ(port, "PUT", "/num.json", NULL, big, 401, NULL);
+    EXPECT_REQ(port, "PUT", "/locked.json", NULL, big, 401, NULL);
+    size_t len = strlen(big) + 16;
+    char *patch = malloc(len);
+    snprintf(patch, len, "{\"open/a\":%s}", big);
+    EXPECT_REQ(port, "PATCH", "/.json", NULL, patch, 200, NULL);
+    free(patch);
+    free(big);
+    EXPECT_REQ(port, "GET", "/open/a.json?shallow=true", NULL, NULL, 200, NULL);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -1070,5 +1387,16 @@ const test_case server_tests[] = {
     {"server_idle_namespaces_close", test_idle_namespaces_close},
     {"server_disk_full_answers_507_and_heals",
      test_disk_full_answers_507_and_heals},
+    {"server_download_header_injection", test_download_header_injection},
+    {"server_slow_and_idle_connections_time_out",
+     test_slow_and_idle_connections_time_out},
+    {"server_silent_websocket_is_pinged_then_closed",
+     test_silent_websocket_is_pinged_then_closed},
+    {"server_idle_connections_cannot_exhaust_files",
+     test_idle_connections_cannot_exhaust_files},
+    {"server_connection_limit_answers_503", test_connection_limit_answers_503},
+    {"server_held_request_data_is_bounded", test_held_request_data_is_bounded},
+    {"server_denied_write_refused_before_its_body",
+     test_denied_write_refused_before_its_body},
     {NULL, NULL},
 };
