@@ -1291,8 +1291,11 @@ static void become_ready(hearth__remote *r) {
 /* The hello: the connection is usable once the credential is known. */
 static void on_hello(hearth__remote *r, json_t *d) {
     json_t *ts = json_object_get(d, "ts");
-    if (json_is_number(ts))
-        r->time_offset = (int64_t)json_number_value(ts) - hearth_now_ms();
+    double t = json_number_value(ts); /* 0 when not a number */
+    /* A time in ms since 1970 that a double holds exactly; anything else
+     * (a hostile server's 1e300) is ignored rather than overflowed. */
+    if (t > 0 && t < 9007199254740992.0)
+        r->time_offset = (int64_t)t - hearth_now_ms();
     r->connected = true;
     r->delay_ms = FIRST_DELAY_MS;
     r->next_r = 0;
