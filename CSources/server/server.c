@@ -332,7 +332,7 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
         srv->namespaces = n;
         srv->namespaces_cap = cap;
     }
-    hearth__namespace *ns;
+    hearth__namespace *ns = NULL;
     int rc = ns_open(srv, name, &ns, err);
     if (rc)
         return rc;
