@@ -1395,9 +1395,12 @@ int hearth_db_remove(hearth_db_t *db, const char *path, hearth_completion_cb cb,
                          err);
 }
 
-/* Joins base and a relative path into one owned string. */
+/* Joins base and a relative path into one owned string ("/" and "a" make
+ * "/a", not "//a": the text names the path in messages). */
 static char *join(const char *base, const char *rel) {
     size_t bl = strlen(base), rl = strlen(rel);
+    while (bl && base[bl - 1] == '/')
+        bl--;
     char *s = hearth__malloc(bl + rl + 2);
     if (s) {
         memcpy(s, base, bl);
@@ -1418,24 +1421,46 @@ static bool covers(const hearth__path *a, const hearth__path *b) {
     return true;
 }
 
+/* A total order of paths in which a path comes right before the paths it
+ * covers: segments compared as bytes, a prefix first, and a node before
+ * its own ".priority". */
+static int path_order(const void *pa, const void *pb) {
+    const hearth__path *a = &(*(const write_part *const *)pa)->path;
+    const hearth__path *b = &(*(const write_part *const *)pb)->path;
+    for (unsigned i = 0; i < a->n && i < b->n; i++) {
+        size_t la = a->seg[i].len, lb = b->seg[i].len;
+        int c = memcmp(a->seg[i].s, b->seg[i].s, la < lb ? la : lb);
+        if (c || la != lb)
+            return c ? c : la < lb ? -1 : 1;
+    }
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    return (int)a->priority - (int)b->priority;
+}
+
+/* No part may cover another. In path order everything between a path and
+ * one it covers is covered by it too, so neighbours tell: O(n log n),
+ * where comparing every pair would let one large update hold the loop. */
 static int check_overlaps(const write_part *parts, size_t n,
                           hearth_error_t *err) {
+    if (n < 2)
+        return 0;
+    const write_part **sorted = hearth__malloc(n * sizeof *sorted);
+    if (!sorted)
+        return hearth__error_code(err, HEARTH_ENOMEM);
     for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++) {
-            const write_part *a = &parts[i], *b = &parts[j];
-            if (covers(&b->path, &a->path)) {
-                const write_part *t = a;
-                a = b;
-                b = t;
-            } else if (!covers(&a->path, &b->path)) {
-                continue;
-            }
-            return hearth__error(err, HEARTH_EUPDATE, b->text,
-                                 "update paths overlap: \"%s\" contains "
-                                 "\"%s\"",
-                                 a->text, b->text);
-        }
-    return 0;
+        sorted[i] = &parts[i];
+    qsort(sorted, n, sizeof *sorted, path_order);
+    int rc = 0;
+    for (size_t i = 1; !rc && i < n; i++) {
+        const write_part *a = sorted[i - 1], *b = sorted[i];
+        if (covers(&a->path, &b->path))
+            rc = hearth__error(err, HEARTH_EUPDATE, b->text,
+                               "update paths overlap: \"%s\" contains \"%s\"",
+                               a->text, b->text);
+    }
+    hearth__free(sorted);
+    return rc;
 }
 
 /* Moves the parts that write a priority after the others, keeping each
@@ -1539,53 +1564,72 @@ int hearth__db_update_json_as(hearth_db_t *db, const hearth__db_caller *who,
                               const char *path, const char *json, size_t len,
                               hearth_completion_cb cb, void *ctx,
                               hearth_free_cb ctx_free, hearth_error_t *err) {
-    json_t *obj;
-    int rc = hearth__json_load(json, len, &obj, err);
+    hearth__update_parts u;
+    int rc = hearth__update_parts_parse(path, json, len, &u, err);
+    if (!rc)
+        rc = hearth__db_update_parts_as(db, who, path, &u, cb, ctx, ctx_free,
+                                        err);
+    hearth__update_parts_free(&u);
+    return rc;
+}
+
+int hearth__update_parts_parse(const char *path, const char *json, size_t len,
+                               hearth__update_parts *out,
+                               hearth_error_t *err) {
+    memset(out, 0, sizeof *out);
+    int rc = hearth__json_load(json, len, &out->obj, err);
     if (rc)
         return rc;
-    if (!json_is_object(obj)) {
-        json_decref(obj);
+    if (!json_is_object(out->obj))
         return hearth__error(err, HEARTH_EVALUE, path,
                              "an update must be a JSON object of paths to "
                              "values");
-    }
-    size_t n = json_object_size(obj);
-    const char **paths = hearth__calloc(n ? n : 1, sizeof *paths);
-    hearth_node_t **values = hearth__calloc(n ? n : 1, sizeof *values);
-    rc = paths && values ? 0 : hearth__error_code(err, HEARTH_ENOMEM);
-    size_t i = 0;
+    size_t n = json_object_size(out->obj);
+    out->paths = hearth__calloc(n ? n : 1, sizeof *out->paths);
+    out->values = hearth__calloc(n ? n : 1, sizeof *out->values);
+    if (!out->paths || !out->values)
+        return hearth__error_code(err, HEARTH_ENOMEM);
     const char *key;
     json_t *value;
-    json_object_foreach(obj, key, value) {
-        if (rc)
-            break;
+    json_object_foreach(out->obj, key, value) {
         char *full = join(path ? path : "", key);
-        if (!full) {
-            rc = hearth__error_code(err, HEARTH_ENOMEM);
-            break;
-        }
+        if (!full)
+            return hearth__error_code(err, HEARTH_ENOMEM);
+        /* Depth from the path when it parses (the update refuses it later
+         * with a message naming it otherwise). */
         hearth__path p;
-        hearth_error_t perr;
         unsigned depth = hearth__path_parse(full, HEARTH__PATH_ALLOW_PRIORITY |
                                                       HEARTH__PATH_ALLOW_INFO,
-                                            &p, &perr)
+                                            &p, NULL)
                              ? 0
                              : p.n;
         rc = hearth__node_from_jansson_at(value, HEARTH_JSON_ALLOW_SERVER_VALUES,
-                                          full, depth, &values[i], err);
+                                          full, depth, &out->values[out->n],
+                                          err);
         hearth__free(full);
-        paths[i++] = key;
+        if (rc)
+            return rc;
+        out->paths[out->n++] = key;
     }
-    if (!rc)
-        rc = update_as(db, who, path, n, paths,
-                       (const hearth_node_t *const *)values, cb, ctx, ctx_free,
-                       err);
-    for (size_t k = 0; values && k < n; k++)
-        hearth_node_decref(values[k]);
-    hearth__free(values);
-    hearth__free(paths);
-    json_decref(obj);
-    return rc;
+    return 0;
+}
+
+void hearth__update_parts_free(hearth__update_parts *u) {
+    for (size_t i = 0; i < u->n; i++)
+        hearth_node_decref(u->values[i]);
+    hearth__free(u->values);
+    hearth__free(u->paths);
+    json_decref(u->obj);
+    memset(u, 0, sizeof *u);
+}
+
+int hearth__db_update_parts_as(hearth_db_t *db, const hearth__db_caller *who,
+                               const char *path, const hearth__update_parts *u,
+                               hearth_completion_cb cb, void *ctx,
+                               hearth_free_cb ctx_free, hearth_error_t *err) {
+    return update_as(db, who, path, u->n, u->paths,
+                     (const hearth_node_t *const *)u->values, cb, ctx,
+                     ctx_free, err);
 }
 
 int hearth_db_push(hearth_db_t *db, const char *path, const hearth_node_t *value,

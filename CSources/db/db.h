@@ -59,4 +59,25 @@ int hearth__db_update_json_as(hearth_db_t *db, const hearth__db_caller *who,
                               hearth_completion_cb cb, void *ctx,
                               hearth_free_cb ctx_free, hearth_error_t *err);
 
+/* A multi-path update parsed from a JSON object whose keys are paths
+ * relative to path: what hearth_db_update_json does before it queues,
+ * split out so that a large one can be parsed on any thread (the server
+ * parses big bodies off its loop). On failure *out is still to be freed. */
+struct json_t;
+typedef struct hearth__update_parts {
+    size_t n;
+    const char **paths;     /* the object's keys (borrowed from obj) */
+    hearth_node_t **values; /* server values not yet resolved */
+    struct json_t *obj;     /* the object as sent */
+} hearth__update_parts;
+int hearth__update_parts_parse(const char *path, const char *json, size_t len,
+                               hearth__update_parts *out,
+                               hearth_error_t *err);
+void hearth__update_parts_free(hearth__update_parts *u);
+/* Queues a parsed update, judged as who (NULL: not judged). */
+int hearth__db_update_parts_as(hearth_db_t *db, const hearth__db_caller *who,
+                               const char *path, const hearth__update_parts *u,
+                               hearth_completion_cb cb, void *ctx,
+                               hearth_free_cb ctx_free, hearth_error_t *err);
+
 #endif

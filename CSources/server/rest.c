@@ -607,32 +607,24 @@ static int parse_body(const rest *r, const char *base, hearth_node_t **out,
                                      depth, out, err);
 }
 
-static void do_put(rest *r) {
+/* A PUT's value, parsed: answered when the condition fails; else set,
+ * applied (or refused) now, on the loop thread, and answered at its
+ * commit. The echo is the data as stored (server values resolved), which
+ * only a reader may see. */
+static void put_value(rest *r, const hearth_node_t *value) {
+    if (!check_if_match(r))
+        return;
     hearth_error_t err;
-    hearth_node_t *value;
-    if (parse_body(r, r->path, &value, &err)) {
-        reply_failure(r->conn, err.code, &err);
-        return;
-    }
-    if (!check_if_match(r)) {
-        hearth_node_decref(value);
-        return;
-    }
     pending_reply *p = new_reply(r);
     int rc = p ? judged_set(r, r->path, value, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
-        hearth_node_decref(value);
         hearth__free(p);
         reply_failure(r->conn, rc, &err);
         return;
     }
-    /* Applied (or refused) now, on the loop thread; answered at its
-     * commit. The echo is the data as stored (server values resolved),
-     * which only a reader may see. */
     bool readable = may_read_here(r);
     prepare_reply(p, r, readable ? value_at(r) : value, readable);
-    hearth_node_decref(value);
 }
 
 static int judged_set(rest *r, const char *path, const hearth_node_t *value,
@@ -643,14 +635,10 @@ static int judged_set(rest *r, const char *path, const hearth_node_t *value,
                              release_reply, err);
 }
 
-static void do_post(rest *r) {
+/* A POST's value under a new push ID (made first: the rules see the write
+ * at its own location); the answer names the key. */
+static void post_value(rest *r, const hearth_node_t *value) {
     hearth_error_t err;
-    hearth_node_t *value;
-    if (parse_body(r, r->path, &value, &err)) {
-        reply_failure(r->conn, err.code, &err);
-        return;
-    }
-    /* The key first: the rules see the write at its own location. */
     static hearth_push_id_state_t ids; /* the server's loop thread only */
     char key[HEARTH_PUSH_ID_SIZE];
     hearth_push_id(&ids, hearth_now_ms(), key);
@@ -662,7 +650,6 @@ static void do_post(rest *r) {
     int rc = p ? judged_set(r, child, value, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth__free(child);
-    hearth_node_decref(value);
     if (rc) {
         hearth__free(p);
         reply_failure(r->conn, rc, &err);
@@ -678,73 +665,152 @@ static void do_post(rest *r) {
     hearth_node_decref(name);
 }
 
-static void do_patch(rest *r) {
+/* A PATCH's parts, applied as one write; the echo gives each updated path
+ * with what it holds now, or to a caller who may not read it what it
+ * sent. */
+static void patch_parts(rest *r, const hearth__update_parts *u) {
     hearth_error_t err;
-    json_t *obj;
-    if (hearth__json_load(r->req->body, r->req->body_len, &obj, &err)) {
-        reply_failure(r->conn, err.code, &err);
-        return;
-    }
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        reply_error(r->conn, 400, MSG_BAD_DATA);
-        return;
-    }
     pending_reply *p = new_reply(r);
     hearth__db_caller caller;
-    int rc = p ? hearth__db_update_json_as(
+    int rc = p ? hearth__db_update_parts_as(
                      r->ns->db, hearth__principal_caller(&r->who, &caller),
-                     r->path, r->req->body, r->req->body_len, on_write_done,
-                     p, release_reply, &err)
+                     r->path, u, on_write_done, p, release_reply, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
-        json_decref(obj);
         hearth__free(p);
         reply_failure(r->conn, rc, &err);
         return;
     }
-    /* Echo each updated path with what it holds now; a caller who may not
-     * read it gets back what it sent. */
     bool readable = may_read_here(r);
     hearth__buf b;
     hearth__buf_init(&b);
     jsonp_open(r, &b);
     hearth__buf_addc(&b, '{');
-    const char *key;
-    json_t *v;
     bool first = true;
-    json_object_foreach(obj, key, v) {
-        size_t n = strlen(r->path) + strlen(key) + 2;
-        char *full = hearth__malloc(n);
-        if (!full)
-            continue;
-        snprintf(full, n, "%s/%s", r->path, key);
-        const hearth_node_t *now;
-        if (!readable) {
-            if (!first)
-                hearth__buf_addc(&b, ',');
-            hearth__json_write_string(&b, key, strlen(key));
-            hearth__buf_addc(&b, ':');
-            char *sent = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    for (size_t i = 0; i < u->n; i++) {
+        const char *key = u->paths[i];
+        const hearth_node_t *now = NULL;
+        if (readable) {
+            hearth__buf full;
+            hearth__buf_init(&full);
+            hearth__buf_printf(&full, "%s/%s", r->path, key);
+            char *at = hearth__buf_detach(&full, NULL);
+            if (!at || hearth_node_get(hearth__db_root(r->ns->db), at, &now, NULL))
+                now = NULL;
+            hearth__free(at);
+            if (!now)
+                continue;
+        }
+        if (!first)
+            hearth__buf_addc(&b, ',');
+        first = false;
+        hearth__json_write_string(&b, key, strlen(key));
+        hearth__buf_addc(&b, ':');
+        if (now) {
+            hearth__node_write_json(&b, now, r->json_flags & ~HEARTH_JSON_PRETTY);
+        } else {
+            char *sent = json_dumps(json_object_get(u->obj, key),
+                                    JSON_COMPACT | JSON_ENCODE_ANY);
             hearth__buf_adds(&b, sent ? sent : "null");
             free(sent);
-            first = false;
-        } else if (hearth_node_get(hearth__db_root(r->ns->db), full, &now,
-                                   NULL) == 0) {
-            if (!first)
-                hearth__buf_addc(&b, ',');
-            hearth__json_write_string(&b, key, strlen(key));
-            hearth__buf_addc(&b, ':');
-            hearth__node_write_json(&b, now, r->json_flags & ~HEARTH_JSON_PRETTY);
-            first = false;
         }
-        hearth__free(full);
     }
     hearth__buf_addc(&b, '}');
     jsonp_close(r, &b);
     p->body = hearth__buf_detach(&b, &p->len);
-    json_decref(obj);
     prepared(p);
+}
+
+/* ---- bodies: parsed on the loop when small, on a worker when large ---- */
+
+/* Bodies from this size on are parsed on a worker thread (jansson, then
+ * the nodes: pure work on the request alone), so that one large write
+ * never holds every other client: parsing 1,000,000 keys takes about a
+ * second. What must see the data in order (rules, apply, log) stays on
+ * the loop. */
+#define OFF_LOOP_BODY (256 * 1024)
+
+/* A write's body, parsed: the value (PUT, POST) or the update's parts. */
+typedef struct parsed_body {
+    int rc;
+    hearth_error_t err;
+    hearth_node_t *value;
+    hearth__update_parts parts;
+} parsed_body;
+
+/* Any thread: reads only the request. */
+static void parse_request_body(const rest *r, parsed_body *b) {
+    memset(b, 0, sizeof *b);
+    if (r->method == HTTP_PATCH)
+        b->rc = hearth__update_parts_parse(r->path, r->req->body,
+                                           r->req->body_len, &b->parts, &b->err);
+    else
+        b->rc = parse_body(r, r->path, &b->value, &b->err);
+}
+
+/* Loop thread: answers a body that did not parse, else writes it. */
+static void write_parsed(rest *r, parsed_body *b) {
+    if (b->rc && r->method == HTTP_PATCH && b->parts.obj &&
+        !json_is_object(b->parts.obj))
+        reply_error(r->conn, 400, MSG_BAD_DATA);
+    else if (b->rc)
+        reply_failure(r->conn, b->rc, &b->err);
+    else if (r->method == HTTP_PATCH)
+        patch_parts(r, &b->parts);
+    else if (r->method == HTTP_POST)
+        post_value(r, b->value);
+    else
+        put_value(r, b->value);
+    hearth_node_decref(b->value);
+    hearth__update_parts_free(&b->parts);
+}
+
+typedef struct body_job {
+    uv_work_t work;
+    rest r; /* the request, moved here (valid until answered) */
+    parsed_body body;
+} body_job;
+
+static void parse_on_worker(uv_work_t *w) {
+    body_job *j = w->data;
+    parse_request_body(&j->r, &j->body);
+}
+
+static void parsed_on_loop(uv_work_t *w, int status) {
+    body_job *j = w->data;
+    if (status) { /* canceled: the server is stopping */
+        j->body.rc = hearth__error(&j->body.err, HEARTH_ECANCELED, NULL,
+                                   "the server is stopping");
+    }
+    write_parsed(&j->r, &j->body);
+    hearth__ns_release(j->r.srv, j->r.ns);
+    rest_free(&j->r);
+    hearth__free(j);
+}
+
+/* PUT, POST and PATCH. A large body moves the request to a job (r is
+ * left empty) whose answer comes when the worker is done; the namespace
+ * is held open until then. */
+static void do_write(rest *r) {
+    if (r->req->body_len >= OFF_LOOP_BODY) {
+        body_job *j = hearth__calloc(1, sizeof *j);
+        if (j) {
+            j->r = *r;
+            j->work.data = j;
+            hearth__ns_hold(r->ns);
+            if (uv_queue_work(&r->srv->loop, &j->work, parse_on_worker,
+                              parsed_on_loop) == 0) {
+                memset(r, 0, sizeof *r);
+                return;
+            }
+            hearth__ns_release(r->srv, r->ns);
+            hearth__free(j);
+        }
+        /* No memory or no worker: parse here, as small bodies are. */
+    }
+    parsed_body b;
+    parse_request_body(r, &b);
+    write_parsed(r, &b);
 }
 
 static void do_delete(rest *r) {
@@ -1099,13 +1165,9 @@ void hearth__rest_handle(hearth__http_conn *conn,
         do_get(&r);
         break;
     case HTTP_PUT:
-        do_put(&r);
-        break;
     case HTTP_POST:
-        do_post(&r);
-        break;
     case HTTP_PATCH:
-        do_patch(&r);
+        do_write(&r);
         break;
     case HTTP_DELETE:
         do_delete(&r);

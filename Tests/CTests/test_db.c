@@ -4,7 +4,10 @@
  * callbacks, both loop modes, and bad input changing nothing. */
 #include "test.h"
 
+#include "common/internal.h"
+
 #include <pthread.h>
+#include <time.h>
 #include <uv.h>
 
 /* ---- an event log: each event as one line of text ---- */
@@ -328,6 +331,37 @@ static void test_server_value_priorities(void) {
                                     (size_t)-1, HEARTH_JSON_ALLOW_SERVER_VALUES,
                                     &bad, &err),
               HEARTH_EPRIORITY);
+    fx_close(&f);
+}
+
+/* Regression: overlapping paths were found by comparing every pair, so
+ * one update of 100,000 paths held the loop for about a minute. */
+static void test_large_update_checked_quickly(void) {
+    fixture f;
+    fx_open(&f);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_addc(&b, '{');
+    for (int i = 0; i < 100000; i++)
+        hearth__buf_printf(&b, "%s\"u/%d/n\":%d", i ? "," : "", i, i);
+    hearth__buf_addc(&b, '}');
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_INT(hearth_db_update_json(f.db, "/", b.data, b.len, NULL, NULL, NULL,
+                                    NULL),
+              0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(s < 5); /* about 0.3 s under the sanitizers */
+    check_value(f.db, "u/99999/n", "99999");
+    /* An overlap among them is still found, whichever pair it is. */
+    hearth_error_t err;
+    CHECK_INT(hearth_db_update_json(f.db, "/",
+                                    "{\"a/b/c\":1,\"z\":2,\"a/b\":3,\"a/bc\":4}",
+                                    (size_t)-1, NULL, NULL, NULL, &err),
+              HEARTH_EUPDATE);
+    CHECK(strstr(err.message, "\"/a/b\" contains \"/a/b/c\"") != NULL);
+    hearth__buf_free(&b);
     fx_close(&f);
 }
 
@@ -822,6 +856,7 @@ const test_case db_tests[] = {
     {"db_server_values", test_server_values},
     {"db_priorities", test_priorities},
     {"db_server_value_priorities", test_server_value_priorities},
+    {"db_large_update_checked_quickly", test_large_update_checked_quickly},
     {"db_bad_input_changes_nothing", test_bad_input_changes_nothing},
     {"db_transactions", test_transactions},
     {"db_transactions_threads", test_transactions_threads},
