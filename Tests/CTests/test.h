@@ -85,6 +85,12 @@ void unmount_tmpfs(const char *dir);
  * free_disk removes the filler. */
 void fill_disk(const char *dir);
 void free_disk(const char *dir);
+/* Holds every thread of libuv's pool (shared by every loop of the
+ * process) until pool_hold_end, so that work queued meanwhile (a commit,
+ * a body being parsed) waits. */
+typedef struct pool_hold pool_hold;
+pool_hold *pool_hold_start(void);
+void pool_hold_end(pool_hold *h);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* Path of a file in ../shared (or $HEARTH_SHARED). */

@@ -2,6 +2,8 @@
  * limit; prints "N passed, M failed" last. `ctest NAME...` runs the tests
  * whose names contain one of the words. */
 #include "test.h"
+
+#include <uv.h>
 #include "common/internal.h"
 #include "rules/jwt.h"
 
@@ -122,6 +124,51 @@ hearth_server_t *start_test_server(hearth_server_config_t config,
         fprintf(stderr, "  server: %s\n", err.message);
     CHECK_INT(rc, 0);
     return s;
+}
+
+struct pool_hold {
+    uv_loop_t loop;
+    uv_work_t jobs[128];
+    uv_sem_t started, release;
+    int n;
+};
+
+static void hold_job(uv_work_t *w) {
+    pool_hold *h = w->data;
+    uv_sem_post(&h->started);
+    uv_sem_wait(&h->release);
+}
+
+static void hold_done(uv_work_t *w, int status) {
+    (void)w;
+    (void)status;
+}
+
+pool_hold *pool_hold_start(void) {
+    pool_hold *h = calloc(1, sizeof *h);
+    const char *size = getenv("UV_THREADPOOL_SIZE");
+    h->n = size && atoi(size) > 0 ? atoi(size) : 4;
+    CHECK(h->n <= 128);
+    CHECK_INT(uv_loop_init(&h->loop), 0);
+    uv_sem_init(&h->started, 0);
+    uv_sem_init(&h->release, 0);
+    for (int i = 0; i < h->n; i++) {
+        h->jobs[i].data = h;
+        CHECK_INT(uv_queue_work(&h->loop, &h->jobs[i], hold_job, hold_done), 0);
+    }
+    for (int i = 0; i < h->n; i++)
+        uv_sem_wait(&h->started); /* every thread is held now */
+    return h;
+}
+
+void pool_hold_end(pool_hold *h) {
+    for (int i = 0; i < h->n; i++)
+        uv_sem_post(&h->release);
+    CHECK_INT(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+    CHECK_INT(uv_loop_close(&h->loop), 0);
+    uv_sem_destroy(&h->started);
+    uv_sem_destroy(&h->release);
+    free(h);
 }
 
 char *read_file(const char *path, size_t *len) {

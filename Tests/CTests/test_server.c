@@ -1365,50 +1365,6 @@ static void test_denied_write_refused_before_its_body(void) {
     remove_tree(data_dir);
 }
 
-/* Holds every thread of libuv's pool (shared by every loop of the
- * process) until released, so that work queued meanwhile waits. */
-typedef struct pool_hold {
-    uv_loop_t loop;
-    uv_work_t jobs[64];
-    uv_sem_t started, release;
-    int n;
-} pool_hold;
-
-static void hold_job(uv_work_t *w) {
-    pool_hold *h = w->data;
-    uv_sem_post(&h->started);
-    uv_sem_wait(&h->release);
-}
-
-static void hold_done(uv_work_t *w, int status) {
-    (void)w;
-    (void)status;
-}
-
-static void pool_hold_start(pool_hold *h) {
-    const char *size = getenv("UV_THREADPOOL_SIZE");
-    h->n = size ? atoi(size) : 4;
-    CHECK(h->n > 0 && h->n <= 64);
-    CHECK_INT(uv_loop_init(&h->loop), 0);
-    uv_sem_init(&h->started, 0);
-    uv_sem_init(&h->release, 0);
-    for (int i = 0; i < h->n; i++) {
-        h->jobs[i].data = h;
-        CHECK_INT(uv_queue_work(&h->loop, &h->jobs[i], hold_job, hold_done), 0);
-    }
-    for (int i = 0; i < h->n; i++)
-        uv_sem_wait(&h->started); /* every thread is held now */
-}
-
-static void pool_hold_end(pool_hold *h) {
-    for (int i = 0; i < h->n; i++)
-        uv_sem_post(&h->release);
-    CHECK_INT(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
-    CHECK_INT(uv_loop_close(&h->loop), 0);
-    uv_sem_destroy(&h->started);
-    uv_sem_destroy(&h->release);
-}
-
 /* Regression: a large allowed write was parsed on the loop thread and
  * held every other client (a 1,000,000-key PUT for over a second). Large
  * bodies are parsed on a worker now: with every worker held, the PUT
@@ -1426,8 +1382,7 @@ static void test_large_bodies_parsed_off_the_loop(void) {
     CHECK(body.len > 256 * 1024);
     for (int m = 0; m < 2; m++) {
         const char *method = m ? "PATCH" : "PUT";
-        pool_hold hold;
-        pool_hold_start(&hold);
+        pool_hold *hold = pool_hold_start();
         int fd = connect_to(port);
         char head[256];
         snprintf(head, sizeof head,
@@ -1442,7 +1397,7 @@ static void test_large_bodies_parsed_off_the_loop(void) {
         char target[64];
         snprintf(target, sizeof target, "/big%d/k1.json", m);
         EXPECT_REQ(port, "GET", target, NULL, NULL, 200, "null");
-        pool_hold_end(&hold);
+        pool_hold_end(hold);
         char *reply = read_responses(fd, 1);
         CHECK(strncmp(reply, "HTTP/1.1 200", 12) == 0);
         free(reply);

@@ -640,44 +640,6 @@ static void test_disk_full(void) {
     free(dir);
 }
 
-/* Holds every thread of libuv's pool, so that a commit queued meanwhile
- * waits: writes applied then must join the failed commit's fate. */
-typedef struct pool_hold {
-    uv_sem_t started, release;
-    uv_work_t work[128];
-    int n;
-} pool_hold;
-
-static void hold_work(uv_work_t *req) {
-    pool_hold *h = req->data;
-    uv_sem_post(&h->started);
-    uv_sem_wait(&h->release);
-}
-
-static void hold_done(uv_work_t *req, int status) {
-    (void)req;
-    (void)status;
-}
-
-static void hold_pool(uv_loop_t *loop, pool_hold *h) {
-    const char *env = getenv("UV_THREADPOOL_SIZE");
-    h->n = env && atoi(env) > 0 ? atoi(env) : 4;
-    CHECK(h->n <= 128);
-    uv_sem_init(&h->started, 0);
-    uv_sem_init(&h->release, 0);
-    for (int i = 0; i < h->n; i++) {
-        h->work[i].data = h;
-        CHECK_INT(uv_queue_work(loop, &h->work[i], hold_work, hold_done), 0);
-    }
-    for (int i = 0; i < h->n; i++)
-        uv_sem_wait(&h->started);
-}
-
-static void release_pool(pool_hold *h) {
-    for (int i = 0; i < h->n; i++)
-        uv_sem_post(&h->release);
-}
-
 /* With group commit (the server's), a write applied while the failing
  * commit was on a worker thread is undone and failed with it. */
 static void test_disk_full_group_commit(void) {
@@ -699,8 +661,9 @@ static void test_disk_full_group_commit(void) {
         uv_run(&f.loop, UV_RUN_ONCE);
     CHECK_INT(first, 0);
     fill_disk(dir);
-    pool_hold hold;
-    hold_pool(&f.loop, &hold);
+    /* A commit queued now waits: writes applied meanwhile must join the
+     * failed commit's fate. */
+    pool_hold *hold = pool_hold_start();
     hearth_node_t *big = node_from(big_value());
     first = 1;
     CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
@@ -711,7 +674,7 @@ static void test_disk_full_group_commit(void) {
     char *json = export_root(f.db);
     CHECK(strstr(json, "\"big\"") != NULL); /* applied, not yet durable */
     free(json);
-    release_pool(&hold);
+    pool_hold_end(hold);
     while (first == 1 || second == 1)
         uv_run(&f.loop, UV_RUN_ONCE);
     CHECK_INT(first, HEARTH_ENOSPC);
@@ -728,8 +691,6 @@ static void test_disk_full_group_commit(void) {
     hearth_node_decref(one);
     hearth_node_decref(big);
     fx_close(&f);
-    uv_sem_destroy(&hold.started);
-    uv_sem_destroy(&hold.release);
     if (fx_open(&f, db_dir, NULL)) { /* the rest would use a closed db */
         CHECK(!"the data directory reopens");
         unmount_tmpfs(dir);
