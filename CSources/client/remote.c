@@ -4,6 +4,7 @@
 #include "client/remote.h"
 
 #include "client/disk.h"
+#include "client/ondisconnect.h"
 #include "client/ws_client.h"
 #include "common/v5.h"
 #include "tree/codec.h"
@@ -137,6 +138,8 @@ struct hearth__remote {
     tx *finished, *finished_tail; /* their completions still to run */
     batch *batches;
     hearth_observer_t next_handle; /* internal registrations */
+    hearth__od_list on_disconnect; /* what the server will write when the
+                                      connection ends */
 };
 
 /* ---- logging ---- */
@@ -598,6 +601,11 @@ static void write_answered(hearth__remote *r, write_rec *w, int status) {
     unlink_write(r, w);
     drop_requests_for(r, w);
     forget_write(r, w);
+    if (w->action[0] == 'o' && status == 0 &&
+        hearth__od_accepted(&r->on_disconnect, w->action, w->body) &&
+        logging)
+        fprintf(stderr, "hearth: an onDisconnect write will not show locally "
+                        "(out of memory)\n");
     if (w->id >= 0) {
         hearth__sync_ack(&r->sync, w->id, status != 0);
         raise_events(r);
@@ -1462,6 +1470,28 @@ static void schedule_retry(hearth__remote *r) {
     uv_timer_start(&r->retry, on_retry, delay, 0);
 }
 
+/* The server runs the accepted onDisconnect writes as the connection
+ * ends: the client shows them at once, as server data (the server's own
+ * data follows on the next connection), server values estimated as for
+ * its own writes. The server forgets them then, so the client does too. */
+static void run_on_disconnect(hearth__remote *r) {
+    hearth__od_list ops = r->on_disconnect;
+    memset(&r->on_disconnect, 0, sizeof r->on_disconnect);
+    for (size_t i = 0; i < ops.n; i++) {
+        hearth__path p;
+        if (hearth__path_parse(ops.e[i].path, HEARTH__PATH_ALLOW_PRIORITY, &p,
+                               NULL))
+            continue;
+        hearth_node_t *local = estimate(r, &p, ops.e[i].value);
+        if (local)
+            hearth__sync_server_set(&r->sync, &p, local, 0);
+        hearth_node_decref(local);
+    }
+    if (ops.n)
+        schedule_save(r);
+    hearth__od_clear(&ops);
+}
+
 /* The line dropped: requests in flight are lost. Listens and plain writes
  * are sent again after the next hello; a compare-and-set is not (its
  * guess may be stale by then): its transaction ends with "disconnected". */
@@ -1496,6 +1526,7 @@ static void went_offline(hearth__remote *r) {
         uv_timer_start(&r->get_timer, on_get_timer, GET_CONNECT_MS, 0);
     if (was) {
         set_info(r, "connected", hearth_node_boolean(false));
+        run_on_disconnect(r);
         raise_events(r);
     }
     flush_finished(r);
@@ -1754,6 +1785,7 @@ void hearth__remote_close(hearth__remote *r) {
         r->listens = l->next;
         listen_free(l);
     }
+    hearth__od_clear(&r->on_disconnect);
     hearth__sync_destroy(&r->sync);
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);
     uv_close((uv_handle_t *)&r->get_timer, on_timer_closed);

@@ -776,6 +776,31 @@ static void test_purge_outstanding_writes(void) {
     finish_server(s);
 }
 
+/* a is "online" at /status/a and "offline" once it disconnects, when it
+ * also stamps /seen/a with the server's time and removes /rooms/r1/a; a
+ * set of /status/b is asked for and then canceled. Five completions. */
+static void arrange_presence(hearth_db_t *a, done *d) {
+    set_json(a, "/status/a", "\"online\"", d);
+    hearth_node_t *off = node_from("\"offline\"");
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/a", off, on_done, d,
+                                          NULL, NULL),
+              0);
+    const char *paths[] = {"seen/a", "rooms/r1/a"};
+    hearth_node_t *when = hearth_node_server_timestamp();
+    const hearth_node_t *values[] = {when, hearth__node_empty()};
+    CHECK_INT(hearth_db_on_disconnect_update(a, "/", 2, paths, values, on_done,
+                                             d, NULL, NULL),
+              0);
+    hearth_node_decref(when);
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/b", off, on_done, d,
+                                          NULL, NULL),
+              0);
+    CHECK_INT(hearth_db_on_disconnect_cancel(a, "/status/b", on_done, d, NULL,
+                                             NULL),
+              0);
+    hearth_node_decref(off);
+}
+
 static void test_on_disconnect(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
@@ -784,27 +809,8 @@ static void test_on_disconnect(void) {
     watch_init(&w);
     observe(b, "/status/a", NULL, &w);
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-    set_json(a, "/status/a", "\"online\"", &d);
-    hearth_node_t *off = node_from("\"offline\"");
-    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/a", off, on_done, &d,
-                                          NULL, NULL),
-              0);
-    /* An update with a server value, and a set that is then canceled. */
-    const char *paths[] = {"seen/a", "rooms/r1/a"};
-    hearth_node_t *when = hearth_node_server_timestamp();
-    const hearth_node_t *values[] = {when, hearth__node_empty()};
-    CHECK_INT(hearth_db_on_disconnect_update(a, "/", 2, paths, values, on_done,
-                                             &d, NULL, NULL),
-              0);
-    hearth_node_decref(when);
-    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/b", off, on_done, &d,
-                                          NULL, NULL),
-              0);
-    CHECK_INT(hearth_db_on_disconnect_cancel(a, "/status/b", on_done, &d, NULL,
-                                             NULL),
-              0);
+    arrange_presence(a, &d);
     set_json(b, "/rooms/r1/a", "true", NULL);
-    hearth_node_decref(off);
     CHECK(wait_count(&d, 5, 5000));
     CHECK_INT(d.errors, 0);
     CHECK(wait_value(&w, "\"online\"", 5000));
@@ -824,6 +830,54 @@ static void test_on_disconnect(void) {
           hearth_node_number_value(seen) > 1.6e12);
     hearth_node_decref(seen);
     hearth_db_close(b);
+    finish_server(s);
+}
+
+/* The connection drops: the client shows its accepted onDisconnect writes
+ * at once, as the server will write them (server values estimated), and
+ * not the canceled ones; online again, the server's data follows. */
+static void test_on_disconnect_shown_locally(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "presence-local");
+    watch status, kept, seen;
+    watch_init(&status);
+    watch_init(&kept);
+    watch_init(&seen);
+    observe(a, "/status/a", NULL, &status);
+    observe(a, "/status/b", NULL, &kept);
+    observe(a, "/seen", NULL, &seen);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/status/b", "\"here\"", &d);
+    arrange_presence(a, &d);
+    CHECK(wait_count(&d, 6, 5000));
+    CHECK_INT(d.errors, 0);
+    CHECK(wait_value(&status, "\"online\"", 5000));
+    CHECK(wait_value(&seen, "null", 5000));
+    CHECK(wait_value(&kept, "\"here\"", 5000));
+    pthread_mutex_lock(&kept.lock);
+    int kept_values = kept.values;
+    pthread_mutex_unlock(&kept.lock);
+    int64_t before = (int64_t)time(NULL) * 1000 - 1000;
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    /* Offline: nothing but the client itself can say so. */
+    CHECK(wait_value(&status, "\"offline\"", 5000));
+    pthread_mutex_lock(&seen.lock);
+    long long at = 0;
+    CHECK(sscanf(seen.last, "{\"a\":%lld}", &at) == 1 && at >= before);
+    pthread_mutex_unlock(&seen.lock);
+    /* The same pass applied everything: the canceled one did not show. */
+    pthread_mutex_lock(&kept.lock);
+    CHECK_STR(kept.last, "\"here\"");
+    CHECK_INT(kept.values, kept_values);
+    pthread_mutex_unlock(&kept.lock);
+    /* Online again: the server ran them too. */
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    hearth_db_t *b = client(hearth_server_port(s), "presence-local");
+    char *j = get_json(b, "/status");
+    CHECK_STR(j, "{\"a\":\"offline\",\"b\":\"here\"}");
+    free(j);
+    hearth_db_close(b);
+    hearth_db_close(a);
     finish_server(s);
 }
 
@@ -1262,6 +1316,7 @@ const test_case client_tests[] = {
     {"client_offline_writes_and_info", test_offline_writes_and_info},
     {"client_purge_outstanding_writes", test_purge_outstanding_writes},
     {"client_on_disconnect", test_on_disconnect},
+    {"client_on_disconnect_shown_locally", test_on_disconnect_shown_locally},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},
