@@ -349,20 +349,133 @@ static void schedule_save(hearth__remote *r) {
         uv_timer_start(&r->save_timer, on_save_timer, SAVE_DELAY_MS, 0);
 }
 
-/* Stored data a new view starts from (new reference), or NULL. */
-static hearth_node_t *stored_view(hearth__remote *r, const char *path,
-                                  const hearth_query_t *q) {
-    if (!r->disk)
-        return NULL;
-    char *key = view_key(path, q);
+/* The data stored under a view's name (new reference), or NULL. */
+static hearth_node_t *stored_data(hearth__remote *r, const char *key) {
     size_t len = 0;
     void *data = key ? hearth__disk_get(r->disk, key, &len) : NULL;
     hearth_node_t *node = NULL;
     if (data && hearth__node_decode(data, len, &node))
         node = NULL; /* damaged: as if nothing were stored */
     hearth__free(data);
+    return node;
+}
+
+/* Stored data a new view starts from (new reference), or NULL. */
+static hearth_node_t *stored_view(hearth__remote *r, const char *path,
+                                  const hearth_query_t *q) {
+    if (!r->disk)
+        return NULL;
+    char *key = view_key(path, q);
+    hearth_node_t *node = stored_data(r, key);
     hearth__free(key);
     return node;
+}
+
+static bool is_stored(hearth__remote *r, const char *key) {
+    size_t n = 0;
+    char **keys = hearth__disk_views(r->disk, key, &n);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        found = found || !strcmp(keys[i], key);
+        hearth__free(keys[i]);
+    }
+    hearth__free(keys);
+    return found;
+}
+
+/* The data at path from a default view stored at path or above it (new
+ * reference), or NULL. */
+static hearth_node_t *stored_above(hearth__remote *r, const char *text,
+                                   const hearth__path *path) {
+    hearth__spath sp;
+    hearth__spath_from(&sp, path);
+    size_t end = 1; /* text[0, end) names the first i keys ("/": none) */
+    for (unsigned i = 0; i <= sp.n; i++) {
+        char *above = hearth__strndup(text, end);
+        hearth_node_t *node = above ? stored_view(r, above, NULL) : NULL;
+        hearth__free(above);
+        if (node) {
+            hearth_node_t *out =
+                hearth_node_incref(hearth__sync_get(node, sp.seg + i, sp.n - i));
+            hearth_node_decref(node);
+            return out;
+        }
+        if (i < sp.n) {
+            const char *slash = strchr(text + end + (i ? 1 : 0), '/');
+            end = slash ? (size_t)(slash - text) : strlen(text);
+        }
+    }
+    return NULL;
+}
+
+/* out with the children stored views hold whole at text: the windows of
+ * views there ("TEXT|QUERY") and the data of default views just below
+ * ("TEXT/KEY|default"). New reference; NULL when out of memory. */
+static hearth_node_t *stored_children(hearth__remote *r, const char *text,
+                                      hearth_node_t *out) {
+    static const char dflt[] = "|default";
+    for (int below = 0; below < 2 && out; below++) {
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_adds(&b, strcmp(text, "/") ? text : "");
+        hearth__buf_addc(&b, below ? '/' : '|');
+        char *prefix = hearth__buf_detach(&b, NULL);
+        size_t n = 0, plen = prefix ? strlen(prefix) : 0;
+        char **keys = prefix ? hearth__disk_views(r->disk, prefix, &n) : NULL;
+        for (size_t i = 0; i < n; i++) {
+            const char *rest = keys[i] + plen;
+            size_t rlen = strlen(rest), klen = rlen - (sizeof dflt - 1);
+            bool child = below && rlen > sizeof dflt - 1 &&
+                         !strcmp(rest + klen, dflt) && !memchr(rest, '/', klen);
+            bool here = !below && (!strcmp(rest, "default") || rest[0] == '{');
+            hearth_node_t *node = out && (child || here) ? stored_data(r, keys[i])
+                                                         : NULL;
+            hearth_node_t *with = NULL;
+            if (node && child) {
+                hearth__name name;
+                hearth__name_init(&name, rest, klen);
+                with = !hearth__node_is_empty(hearth__sync_get(out, &name, 1))
+                           ? hearth_node_incref(out)
+                           : hearth__sync_update(out, &name, 1, node);
+            } else if (node) {
+                with = hearth__sync_add_children(out, node);
+            }
+            if (node) {
+                hearth_node_decref(out);
+                out = with;
+            }
+            hearth_node_decref(node);
+            hearth__free(keys[i]);
+        }
+        hearth__free(keys);
+        hearth__free(prefix);
+    }
+    return out;
+}
+
+/* The sync tree's question for a new view with nothing complete in
+ * memory: what the cache on disk knows at path. A view stored under the
+ * same name is applied whole by hearth__remote_observe; else a default
+ * view at or above path has it all; else the children stored views hold
+ * whole (the view shows them, its value waits for the server). */
+static hearth_node_t *stored_for_view(void *ctx, const hearth__path *path,
+                                      const hearth_query_t *q,
+                                      bool *complete) {
+    hearth__remote *r = ctx;
+    if (!r->disk || path->info || path->priority)
+        return NULL;
+    char *text = path_text(path);
+    char *exact = text ? view_key(text, q) : NULL;
+    hearth_node_t *out = NULL;
+    if (exact && !is_stored(r, exact)) {
+        out = stored_above(r, text, path);
+        *complete = out != NULL;
+        if (!out)
+            out = stored_children(r, text, hearth_node_null());
+    }
+    hearth__free(exact);
+    hearth__free(text);
+    return out;
 }
 
 /* ---- listens ---- */
@@ -1691,6 +1804,8 @@ static void replay_write(int64_t id, const char *action, const char *body,
 
 int hearth__remote_use_disk(hearth__remote *r, hearth__disk *disk) {
     r->disk = disk;
+    r->sync.stored = stored_for_view;
+    r->sync.stored_ctx = r;
     hearth__disk_writes(disk, replay_write, r);
     raise_events(r);
     return 0;

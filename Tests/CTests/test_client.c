@@ -881,6 +881,124 @@ static void test_on_disconnect_shown_locally(void) {
     finish_server(s);
 }
 
+/* ---- new queries offline ---- */
+
+static hearth_query_t *last(int n) {
+    hearth_query_t *q;
+    CHECK_INT(hearth_query_new(&q), 0);
+    CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
+    return q;
+}
+
+static void loop_reached(void *ctx);
+
+/* Waits until the loop has run everything asked of it before. */
+static void barrier(hearth_db_t *db) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
+    CHECK(wait_count(&d, 1, 5000));
+}
+
+static void check_events(watch *w, const char *want) {
+    pthread_mutex_lock(&w->lock);
+    CHECK_STR(w->log, want);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static const char eight[] =
+    "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8}";
+
+/* /list holds eight children on the server (the write settled, so that
+ * nothing local covers it) and q4, limitToLast(4), shows the last four. */
+static void load_last_four(hearth_db_t *db, const hearth_query_t *q4,
+                           watch *four) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(db, "/list", eight, &d);
+    CHECK(wait_count(&d, 1, 5000));
+    watch_init(four);
+    observe(db, "/list", q4, four);
+    CHECK(wait_value(four, "{\"e\":5,\"f\":6,\"g\":7,\"h\":8}", 5000));
+}
+
+/* Observes limitToLast(2) and (6) of /list, offline, where the last four
+ * children are known: each shows what it knows of its window at once, and
+ * no value (the server has not said what else there is). */
+static void observe_windows_offline(hearth_db_t *db, watch *two, watch *six,
+                                    hearth_query_t *q2, hearth_query_t *q6) {
+    watch_init(two);
+    watch_init(six);
+    observe(db, "/list", q2, two);
+    observe(db, "/list", q6, six);
+    barrier(db);
+    check_events(two, "0 g;0 h;");
+    check_events(six, "0 e;0 f;0 g;0 h;");
+}
+
+/* A new query started offline shows the children that other queries
+ * loaded; back online, the server completes it: the missing children and
+ * the value, no duplicates. */
+static void test_new_query_offline_uses_known_children(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "windows");
+    hearth_query_t *q2 = last(2), *q4 = last(4), *q6 = last(6);
+    watch four, two, six;
+    load_last_four(a, q4, &four);
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    observe_windows_offline(a, &two, &six, q2, q6);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    CHECK(wait_value(&six, "{\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8}",
+                     5000));
+    CHECK(wait_value(&two, "{\"g\":7,\"h\":8}", 5000));
+    barrier(a);
+    check_events(&two, "0 g;0 h;4 ;");
+    check_events(&six, "0 e;0 f;0 g;0 h;0 c;0 d;4 ;");
+    hearth_query_free(q2);
+    hearth_query_free(q4);
+    hearth_query_free(q6);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* The same from the cache on disk: a client started again with no server
+ * seeds new queries from what an earlier query stored. */
+static void test_new_query_offline_uses_the_disk_cache(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    CHECK(mkdtemp(cache) != NULL);
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = cached_client(port, "windows", cache, 0);
+    hearth_query_t *q2 = last(2), *q4 = last(4), *q6 = last(6);
+    watch four, two, six;
+    load_last_four(a, q4, &four);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/profile", "{\"name\":\"ada\"}", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    watch profile;
+    watch_init(&profile);
+    observe(a, "/profile", NULL, &profile);
+    CHECK(wait_value(&profile, "{\"name\":\"ada\"}", 5000));
+    hearth_db_close(a); /* stores the views' data */
+    finish_server(s);
+
+    hearth_db_t *b = cached_client(port, "windows", cache, 0);
+    CHECK_INT(hearth_db_set_online(b, false), 0);
+    observe_windows_offline(b, &two, &six, q2, q6);
+    pthread_mutex_lock(&six.lock);
+    CHECK_INT(six.values + two.values, 0);
+    pthread_mutex_unlock(&six.lock);
+    /* Below a location stored whole, the data is complete. */
+    watch name;
+    watch_init(&name);
+    observe(b, "/profile/name", NULL, &name);
+    barrier(b);
+    CHECK_STR(name.last, "\"ada\"");
+    hearth_query_free(q2);
+    hearth_query_free(q4);
+    hearth_query_free(q6);
+    hearth_db_close(b);
+    remove_tree(cache);
+}
+
 /* ---- a client process killed outright ---- */
 
 /* In a helper process: a server on PORT keeping its data in DIR. */
@@ -1317,6 +1435,10 @@ const test_case client_tests[] = {
     {"client_purge_outstanding_writes", test_purge_outstanding_writes},
     {"client_on_disconnect", test_on_disconnect},
     {"client_on_disconnect_shown_locally", test_on_disconnect_shown_locally},
+    {"client_new_query_offline_uses_known_children",
+     test_new_query_offline_uses_known_children},
+    {"client_new_query_offline_uses_the_disk_cache",
+     test_new_query_offline_uses_the_disk_cache},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},
