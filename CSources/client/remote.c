@@ -875,6 +875,81 @@ int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
 
 /* ---- gets ---- */
 
+/* One value of a query's wire parameters as Foundation describes it. */
+static void describe_value(hearth__buf *b, const json_t *v) {
+    if (json_is_string(v)) {
+        const char *t = json_string_value(v);
+        bool plain = *t != '\0';
+        for (const char *c = t; *c && plain; c++)
+            plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    (*c >= '0' && *c <= '9') || *c == '_';
+        hearth__buf_adds(b, plain ? "" : "\"");
+        hearth__buf_adds(b, t);
+        hearth__buf_adds(b, plain ? "" : "\"");
+    } else if (json_is_boolean(v)) {
+        hearth__buf_adds(b, json_is_true(v) ? "1" : "0");
+    } else if (json_is_null(v)) {
+        hearth__buf_adds(b, "<null>");
+    } else {
+        char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        hearth__buf_adds(b, t ? t : "?");
+        free(t);
+    }
+}
+
+static int compare_keys(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The iOS SDK's description of a query: "FQuerySpec (path: /a, params:
+ * {})", the parameters as Foundation prints a dictionary (keys sorted,
+ * one "    key = value;" line each). */
+static void describe_query(hearth__buf *b, const hearth__path *path,
+                           const hearth_query_t *q) {
+    char *p = path_text(path);
+    hearth__buf_adds(b, "FQuerySpec (path: ");
+    hearth__buf_adds(b, p ? p : "/");
+    hearth__buf_adds(b, ", params: {");
+    hearth__free(p);
+    char *text = q ? hearth_query_to_json(q) : NULL;
+    json_t *params = text ? json_loads(text, 0, NULL) : NULL;
+    hearth__free(text);
+    size_t n = json_object_size(params), k = 0;
+    const char **keys = n ? hearth__malloc(n * sizeof *keys) : NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(params, key, v) {
+        if (keys)
+            keys[k++] = key;
+    }
+    if (keys)
+        qsort(keys, k, sizeof *keys, compare_keys);
+    for (size_t i = 0; i < k; i++) {
+        hearth__buf_adds(b, "\n    ");
+        hearth__buf_adds(b, keys[i]);
+        hearth__buf_adds(b, " = ");
+        describe_value(b, json_object_get(params, keys[i]));
+        hearth__buf_adds(b, ";");
+    }
+    hearth__buf_adds(b, k ? "\n})" : "})");
+    hearth__free(keys);
+    json_decref(params);
+}
+
+int hearth__remote_offline_error(hearth_error_t *err, const hearth__path *path,
+                                 const hearth_query_t *q) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    describe_query(&b, path, q);
+    char *spec = hearth__buf_detach(&b, NULL);
+    int rc = hearth__error(err, HEARTH_EOFFLINE, NULL,
+                           "Unable to get latest value for query %s, %s",
+                           spec ? spec : "?", hearth_strerror(HEARTH_EOFFLINE));
+    hearth__free(spec);
+    return rc;
+}
+
+
 static void get_free(get_rec *g) {
     json_decref(g->body);
     hearth__free(g->path);

@@ -999,6 +999,34 @@ static void test_new_query_offline_uses_the_disk_cache(void) {
     remove_tree(cache);
 }
 
+/* A read offline with nothing cached fails in the SDK's words, naming the
+ * query as the iOS SDK does. */
+static void test_get_offline_uncached_message(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "uncached");
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    hearth_node_t *n = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_db_get(a, "never/cached", NULL, &n, &err), HEARTH_EOFFLINE);
+    CHECK_STR(err.message,
+              "Unable to get latest value for query FQuerySpec (path: "
+              "/never/cached, params: {}), client offline with no active "
+              "listeners and no matching disk cache entries");
+    hearth_query_t *q = last(2);
+    CHECK_INT(hearth_db_get(a, "/never/cached", q, &n, &err), HEARTH_EOFFLINE);
+    CHECK_STR(err.message,
+              "Unable to get latest value for query FQuerySpec (path: "
+              "/never/cached, params: {\n    l = 2;\n    vf = r;\n}), client "
+              "offline with no active listeners and no matching disk cache "
+              "entries");
+    CHECK_STR(hearth_strerror(HEARTH_EOFFLINE),
+              "client offline with no active listeners and no matching disk "
+              "cache entries");
+    hearth_query_free(q);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
 /* ---- a client process killed outright ---- */
 
 /* In a helper process: a server on PORT keeping its data in DIR. */
@@ -1439,6 +1467,7 @@ const test_case client_tests[] = {
      test_new_query_offline_uses_known_children},
     {"client_new_query_offline_uses_the_disk_cache",
      test_new_query_offline_uses_the_disk_cache},
+    {"client_get_offline_uncached_message", test_get_offline_uncached_message},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},
