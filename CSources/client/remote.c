@@ -1487,8 +1487,10 @@ static void become_ready(hearth__remote *r) {
 /* The hello: the connection is usable once the credential is known. */
 static void on_hello(hearth__remote *r, json_t *d) {
     json_t *ts = json_object_get(d, "ts");
-    if (json_is_number(ts))
-        r->time_offset = (int64_t)json_number_value(ts) - hearth_now_ms();
+    double when = json_number_value(ts);
+    /* A clock past any real time is ignored: its offset would overflow. */
+    if (json_is_number(ts) && when > -4e18 && when < 4e18)
+        r->time_offset = (int64_t)when - hearth_now_ms();
     r->connected = true;
     r->delay_ms = FIRST_DELAY_MS;
     r->next_r = 0;

@@ -1027,6 +1027,36 @@ static void test_get_offline_uncached_message(void) {
     finish_server(s);
 }
 
+/* ---- hostile hellos ---- */
+
+static void events_dropped(void *ctx) {
+    hearth__events_clear(ctx); /* nothing observes */
+}
+
+/* A hello whose clock is past any real time leaves the offset alone
+ * instead of overflowing it. */
+static void test_hello_with_absurd_clock(void) {
+    uv_loop_t loop;
+    CHECK_INT(uv_loop_init(&loop), 0);
+    hearth__event_queue events;
+    hearth__events_init(&events);
+    hearth__remote_url url = {"127.0.0.1", 9, false, "clock"};
+    hearth__remote_hooks hooks = {events_dropped, NULL, NULL, &events};
+    hearth__remote *r;
+    CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);
+    hearth__remote_set_online(r, false);
+    static const char hello[] =
+        "{\"t\":\"c\",\"d\":{\"t\":\"h\",\"d\":{\"ts\":-9.3e18,"
+        "\"v\":\"5\",\"h\":\"x\",\"s\":\"1\"}}}";
+    hearth__remote_feed(r, hello, strlen(hello));
+    int64_t now = hearth__remote_server_now(r);
+    CHECK(now > 1600000000000 && now < 4000000000000);
+    hearth__remote_close(r);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    hearth__events_clear(&events);
+}
+
 /* ---- a client process killed outright ---- */
 
 /* In a helper process: a server on PORT keeping its data in DIR. */
@@ -1468,6 +1498,7 @@ const test_case client_tests[] = {
     {"client_new_query_offline_uses_the_disk_cache",
      test_new_query_offline_uses_the_disk_cache},
     {"client_get_offline_uncached_message", test_get_offline_uncached_message},
+    {"client_hello_with_absurd_clock", test_hello_with_absurd_clock},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},
