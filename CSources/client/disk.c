@@ -335,6 +335,46 @@ void *hearth__disk_get(hearth__disk *d, const char *view, size_t *len) {
     return out;
 }
 
+char **hearth__disk_views(hearth__disk *d, const char *prefix, size_t *n) {
+    *n = 0;
+    size_t len = strlen(prefix);
+    if (!len || (unsigned char)prefix[len - 1] >= 0x7f)
+        return NULL;
+    /* Keys from prefix up to (not including) prefix with its last
+     * character one higher: the keys starting with prefix. */
+    char *end = hearth__strndup(prefix, len);
+    sqlite3_stmt *s = NULL;
+    if (!end || sqlite3_prepare_v2(d->db,
+                                   "SELECT view FROM views WHERE view >= ?1 "
+                                   "AND view < ?2 ORDER BY view",
+                                   -1, &s, NULL) != SQLITE_OK) {
+        hearth__free(end);
+        return NULL;
+    }
+    end[len - 1]++;
+    sqlite3_bind_text(s, 1, prefix, (int)len, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, end, (int)len, SQLITE_STATIC);
+    char **out = NULL;
+    size_t cap = 0;
+    bool ok = true;
+    while (ok && sqlite3_step(s) == SQLITE_ROW) {
+        const char *view = (const char *)sqlite3_column_text(s, 0);
+        if (!view)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **grown = hearth__realloc(out, cap * sizeof *grown);
+            ok = grown != NULL;
+            out = grown ? grown : out;
+        }
+        if (ok && (out[*n] = hearth__strndup(view, strlen(view))))
+            ++*n;
+    }
+    sqlite3_finalize(s);
+    hearth__free(end);
+    return out;
+}
+
 void hearth__disk_prune(hearth__disk *d, const char *const *keep, size_t n) {
     if (d->data_bytes <= d->bound)
         return;

@@ -52,6 +52,10 @@ int hearth__disk_put(hearth__disk *d, const char *view, const void *data,
                      size_t len);
 /* The stored bytes (hearth__free them) and their length, or NULL. */
 void *hearth__disk_get(hearth__disk *d, const char *view, size_t *len);
+/* The views whose names start with prefix (its last character ASCII), in
+ * name order: an array of *n strings, each and the array to hearth__free;
+ * NULL when none (or out of memory). */
+char **hearth__disk_views(hearth__disk *d, const char *prefix, size_t *n);
 /* Drops the least recently used views not in keep until the stored data
  * fits the bound. */
 void hearth__disk_prune(hearth__disk *d, const char *const *keep, size_t n);

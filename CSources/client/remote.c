@@ -4,6 +4,7 @@
 #include "client/remote.h"
 
 #include "client/disk.h"
+#include "client/ondisconnect.h"
 #include "client/ws_client.h"
 #include "common/v5.h"
 #include "tree/codec.h"
@@ -137,6 +138,8 @@ struct hearth__remote {
     tx *finished, *finished_tail; /* their completions still to run */
     batch *batches;
     hearth_observer_t next_handle; /* internal registrations */
+    hearth__od_list on_disconnect; /* what the server will write when the
+                                      connection ends */
 };
 
 /* ---- logging ---- */
@@ -346,20 +349,133 @@ static void schedule_save(hearth__remote *r) {
         uv_timer_start(&r->save_timer, on_save_timer, SAVE_DELAY_MS, 0);
 }
 
-/* Stored data a new view starts from (new reference), or NULL. */
-static hearth_node_t *stored_view(hearth__remote *r, const char *path,
-                                  const hearth_query_t *q) {
-    if (!r->disk)
-        return NULL;
-    char *key = view_key(path, q);
+/* The data stored under a view's name (new reference), or NULL. */
+static hearth_node_t *stored_data(hearth__remote *r, const char *key) {
     size_t len = 0;
     void *data = key ? hearth__disk_get(r->disk, key, &len) : NULL;
     hearth_node_t *node = NULL;
     if (data && hearth__node_decode(data, len, &node))
         node = NULL; /* damaged: as if nothing were stored */
     hearth__free(data);
+    return node;
+}
+
+/* Stored data a new view starts from (new reference), or NULL. */
+static hearth_node_t *stored_view(hearth__remote *r, const char *path,
+                                  const hearth_query_t *q) {
+    if (!r->disk)
+        return NULL;
+    char *key = view_key(path, q);
+    hearth_node_t *node = stored_data(r, key);
     hearth__free(key);
     return node;
+}
+
+static bool is_stored(hearth__remote *r, const char *key) {
+    size_t n = 0;
+    char **keys = hearth__disk_views(r->disk, key, &n);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        found = found || !strcmp(keys[i], key);
+        hearth__free(keys[i]);
+    }
+    hearth__free(keys);
+    return found;
+}
+
+/* The data at path from a default view stored at path or above it (new
+ * reference), or NULL. */
+static hearth_node_t *stored_above(hearth__remote *r, const char *text,
+                                   const hearth__path *path) {
+    hearth__spath sp;
+    hearth__spath_from(&sp, path);
+    size_t end = 1; /* text[0, end) names the first i keys ("/": none) */
+    for (unsigned i = 0; i <= sp.n; i++) {
+        char *above = hearth__strndup(text, end);
+        hearth_node_t *node = above ? stored_view(r, above, NULL) : NULL;
+        hearth__free(above);
+        if (node) {
+            hearth_node_t *out =
+                hearth_node_incref(hearth__sync_get(node, sp.seg + i, sp.n - i));
+            hearth_node_decref(node);
+            return out;
+        }
+        if (i < sp.n) {
+            const char *slash = strchr(text + end + (i ? 1 : 0), '/');
+            end = slash ? (size_t)(slash - text) : strlen(text);
+        }
+    }
+    return NULL;
+}
+
+/* out with the children stored views hold whole at text: the windows of
+ * views there ("TEXT|QUERY") and the data of default views just below
+ * ("TEXT/KEY|default"). New reference; NULL when out of memory. */
+static hearth_node_t *stored_children(hearth__remote *r, const char *text,
+                                      hearth_node_t *out) {
+    static const char dflt[] = "|default";
+    for (int below = 0; below < 2 && out; below++) {
+        hearth__buf b;
+        hearth__buf_init(&b);
+        hearth__buf_adds(&b, strcmp(text, "/") ? text : "");
+        hearth__buf_addc(&b, below ? '/' : '|');
+        char *prefix = hearth__buf_detach(&b, NULL);
+        size_t n = 0, plen = prefix ? strlen(prefix) : 0;
+        char **keys = prefix ? hearth__disk_views(r->disk, prefix, &n) : NULL;
+        for (size_t i = 0; i < n; i++) {
+            const char *rest = keys[i] + plen;
+            size_t rlen = strlen(rest), klen = rlen - (sizeof dflt - 1);
+            bool child = below && rlen > sizeof dflt - 1 &&
+                         !strcmp(rest + klen, dflt) && !memchr(rest, '/', klen);
+            bool here = !below && (!strcmp(rest, "default") || rest[0] == '{');
+            hearth_node_t *node = out && (child || here) ? stored_data(r, keys[i])
+                                                         : NULL;
+            hearth_node_t *with = NULL;
+            if (node && child) {
+                hearth__name name;
+                hearth__name_init(&name, rest, klen);
+                with = !hearth__node_is_empty(hearth__sync_get(out, &name, 1))
+                           ? hearth_node_incref(out)
+                           : hearth__sync_update(out, &name, 1, node);
+            } else if (node) {
+                with = hearth__sync_add_children(out, node);
+            }
+            if (node) {
+                hearth_node_decref(out);
+                out = with;
+            }
+            hearth_node_decref(node);
+            hearth__free(keys[i]);
+        }
+        hearth__free(keys);
+        hearth__free(prefix);
+    }
+    return out;
+}
+
+/* The sync tree's question for a new view with nothing complete in
+ * memory: what the cache on disk knows at path. A view stored under the
+ * same name is applied whole by hearth__remote_observe; else a default
+ * view at or above path has it all; else the children stored views hold
+ * whole (the view shows them, its value waits for the server). */
+static hearth_node_t *stored_for_view(void *ctx, const hearth__path *path,
+                                      const hearth_query_t *q,
+                                      bool *complete) {
+    hearth__remote *r = ctx;
+    if (!r->disk || path->info || path->priority)
+        return NULL;
+    char *text = path_text(path);
+    char *exact = text ? view_key(text, q) : NULL;
+    hearth_node_t *out = NULL;
+    if (exact && !is_stored(r, exact)) {
+        out = stored_above(r, text, path);
+        *complete = out != NULL;
+        if (!out)
+            out = stored_children(r, text, hearth_node_null());
+    }
+    hearth__free(exact);
+    hearth__free(text);
+    return out;
 }
 
 /* ---- listens ---- */
@@ -598,6 +714,11 @@ static void write_answered(hearth__remote *r, write_rec *w, int status) {
     unlink_write(r, w);
     drop_requests_for(r, w);
     forget_write(r, w);
+    if (w->action[0] == 'o' && status == 0 &&
+        hearth__od_accepted(&r->on_disconnect, w->action, w->body) &&
+        logging)
+        fprintf(stderr, "hearth: an onDisconnect write will not show locally "
+                        "(out of memory)\n");
     if (w->id >= 0) {
         hearth__sync_ack(&r->sync, w->id, status != 0);
         raise_events(r);
@@ -753,6 +874,81 @@ int hearth__remote_on_disconnect(hearth__remote *r, const char *action,
 }
 
 /* ---- gets ---- */
+
+/* One value of a query's wire parameters as Foundation describes it. */
+static void describe_value(hearth__buf *b, const json_t *v) {
+    if (json_is_string(v)) {
+        const char *t = json_string_value(v);
+        bool plain = *t != '\0';
+        for (const char *c = t; *c && plain; c++)
+            plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    (*c >= '0' && *c <= '9') || *c == '_';
+        hearth__buf_adds(b, plain ? "" : "\"");
+        hearth__buf_adds(b, t);
+        hearth__buf_adds(b, plain ? "" : "\"");
+    } else if (json_is_boolean(v)) {
+        hearth__buf_adds(b, json_is_true(v) ? "1" : "0");
+    } else if (json_is_null(v)) {
+        hearth__buf_adds(b, "<null>");
+    } else {
+        char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        hearth__buf_adds(b, t ? t : "?");
+        free(t);
+    }
+}
+
+static int compare_keys(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The iOS SDK's description of a query: "FQuerySpec (path: /a, params:
+ * {})", the parameters as Foundation prints a dictionary (keys sorted,
+ * one "    key = value;" line each). */
+static void describe_query(hearth__buf *b, const hearth__path *path,
+                           const hearth_query_t *q) {
+    char *p = path_text(path);
+    hearth__buf_adds(b, "FQuerySpec (path: ");
+    hearth__buf_adds(b, p ? p : "/");
+    hearth__buf_adds(b, ", params: {");
+    hearth__free(p);
+    char *text = q ? hearth_query_to_json(q) : NULL;
+    json_t *params = text ? json_loads(text, 0, NULL) : NULL;
+    hearth__free(text);
+    size_t n = json_object_size(params), k = 0;
+    const char **keys = n ? hearth__malloc(n * sizeof *keys) : NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(params, key, v) {
+        if (keys)
+            keys[k++] = key;
+    }
+    if (keys)
+        qsort(keys, k, sizeof *keys, compare_keys);
+    for (size_t i = 0; i < k; i++) {
+        hearth__buf_adds(b, "\n    ");
+        hearth__buf_adds(b, keys[i]);
+        hearth__buf_adds(b, " = ");
+        describe_value(b, json_object_get(params, keys[i]));
+        hearth__buf_adds(b, ";");
+    }
+    hearth__buf_adds(b, k ? "\n})" : "})");
+    hearth__free(keys);
+    json_decref(params);
+}
+
+int hearth__remote_offline_error(hearth_error_t *err, const hearth__path *path,
+                                 const hearth_query_t *q) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    describe_query(&b, path, q);
+    char *spec = hearth__buf_detach(&b, NULL);
+    int rc = hearth__error(err, HEARTH_EOFFLINE, NULL,
+                           "Unable to get latest value for query %s, %s",
+                           spec ? spec : "?", hearth_strerror(HEARTH_EOFFLINE));
+    hearth__free(spec);
+    return rc;
+}
+
 
 static void get_free(get_rec *g) {
     json_decref(g->body);
@@ -1465,6 +1661,28 @@ static void schedule_retry(hearth__remote *r) {
     uv_timer_start(&r->retry, on_retry, delay, 0);
 }
 
+/* The server runs the accepted onDisconnect writes as the connection
+ * ends: the client shows them at once, as server data (the server's own
+ * data follows on the next connection), server values estimated as for
+ * its own writes. The server forgets them then, so the client does too. */
+static void run_on_disconnect(hearth__remote *r) {
+    hearth__od_list ops = r->on_disconnect;
+    memset(&r->on_disconnect, 0, sizeof r->on_disconnect);
+    for (size_t i = 0; i < ops.n; i++) {
+        hearth__path p;
+        if (hearth__path_parse(ops.e[i].path, HEARTH__PATH_ALLOW_PRIORITY, &p,
+                               NULL))
+            continue;
+        hearth_node_t *local = estimate(r, &p, ops.e[i].value);
+        if (local)
+            hearth__sync_server_set(&r->sync, &p, local, 0);
+        hearth_node_decref(local);
+    }
+    if (ops.n)
+        schedule_save(r);
+    hearth__od_clear(&ops);
+}
+
 /* The line dropped: requests in flight are lost. Listens and plain writes
  * are sent again after the next hello; a compare-and-set is not (its
  * guess may be stale by then): its transaction ends with "disconnected". */
@@ -1499,6 +1717,7 @@ static void went_offline(hearth__remote *r) {
         uv_timer_start(&r->get_timer, on_get_timer, GET_CONNECT_MS, 0);
     if (was) {
         set_info(r, "connected", hearth_node_boolean(false));
+        run_on_disconnect(r);
         raise_events(r);
     }
     flush_finished(r);
@@ -1663,6 +1882,8 @@ static void replay_write(int64_t id, const char *action, const char *body,
 
 int hearth__remote_use_disk(hearth__remote *r, hearth__disk *disk) {
     r->disk = disk;
+    r->sync.stored = stored_for_view;
+    r->sync.stored_ctx = r;
     hearth__disk_writes(disk, replay_write, r);
     raise_events(r);
     return 0;
@@ -1757,6 +1978,7 @@ void hearth__remote_close(hearth__remote *r) {
         r->listens = l->next;
         listen_free(l);
     }
+    hearth__od_clear(&r->on_disconnect);
     hearth__sync_destroy(&r->sync);
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);
     uv_close((uv_handle_t *)&r->get_timer, on_timer_closed);

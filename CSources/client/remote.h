@@ -95,6 +95,12 @@ typedef void (*hearth__remote_get_done)(int status, const hearth_node_t *value,
 int hearth__remote_get(hearth__remote *r, const hearth__path *path,
                        const hearth_query_t *q, hearth__remote_get_done done,
                        void *arg);
+/* Fills err with the SDK's words for a read offline with nothing cached
+ * ("Unable to get latest value for query FQuerySpec (path: /a, params:
+ * {}), client offline with no active listeners and no matching disk cache
+ * entries", as the iOS SDK says it); returns HEARTH_EOFFLINE. */
+int hearth__remote_offline_error(hearth_error_t *err, const hearth__path *path,
+                                 const hearth_query_t *q);
 /* The cached value at path when complete (new reference), else NULL. */
 hearth_node_t *hearth__remote_cached(hearth__remote *r, const hearth__path *path,
                                      const hearth_query_t *q);

@@ -30,7 +30,7 @@
     XX(ELOOP, "event loop error")                                              \
     XX(EUNSUPPORTED, "not supported")                                          \
     XX(EDENIED, "permission denied")                                           \
-    XX(EOFFLINE, "the client is offline and the data is not cached")          \
+    XX(EOFFLINE, "client offline with no active listeners and no matching disk cache entries") \
     XX(EMAXRETRY, "transaction retried too many times")                        \
     XX(EDISCONNECTED, "the connection was lost")                               \
     XX(EOVERRIDDEN, "a later set replaced the transaction's value")            \

@@ -1702,12 +1702,10 @@ int hearth_db_get(hearth_db_t *db, const char *path,
         if (db->remote) {
             /* The loop cannot wait for the server: only the cache. */
             *out = hearth__remote_cached(db->remote, &o->path, o->query);
+            rc = *out ? 0
+                      : hearth__remote_offline_error(err, &o->path, o->query);
             op_free(o);
-            return *out ? 0
-                        : hearth__error(err, HEARTH_EOFFLINE, NULL,
-                                        "no complete cached data here; read "
-                                        "from another thread to ask the "
-                                        "server");
+            return rc;
         }
         rc = may_read(db, &o->path, o->query)
                  ? hearth__query_view_node(o->query,
@@ -1731,6 +1729,10 @@ int hearth_db_get(hearth_db_t *db, const char *path,
         rc = result;
     }
     uv_sem_destroy(&sem);
+    hearth__path at;
+    if (rc == HEARTH_EOFFLINE && db->remote &&
+        !hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &at, NULL))
+        return hearth__remote_offline_error(err, &at, query);
     return rc ? hearth__error_code(err, rc) : 0;
 }
 

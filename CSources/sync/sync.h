@@ -57,6 +57,10 @@ hearth_node_t *hearth__sync_update(const hearth_node_t *node,
                                    const hearth_node_t *value);
 const hearth_node_t *hearth__sync_get(const hearth_node_t *node,
                                       const hearth__name *seg, unsigned n);
+/* node with the children of `from` that it lacks (new reference; NULL
+ * when out of memory). */
+hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
+                                         const hearth_node_t *from);
 
 /* ---- path trees ---- */
 
@@ -341,13 +345,23 @@ struct hearth__sync {
     hearth__event_queue own_events;
     hearth__event_queue *events; /* raised by the owner; own_events unless
                                     the owner points it elsewhere */
+    /* What the owner keeps elsewhere (its cache on disk) at path, asked
+     * for a new view when the views know nothing complete there: the data
+     * (*complete set), or the children it knows whole, or NULL. May be
+     * NULL. */
+    hearth_node_t *(*stored)(void *ctx, const hearth__path *path,
+                             const hearth_query_t *q, bool *complete);
+    void *stored_ctx;
 };
 
 int hearth__sync_init(hearth__sync *s);
 void hearth__sync_destroy(hearth__sync *s);
 
 /* Registers reg at path for q (NULL: default), creating the view with its
- * caches from what is known, and queues reg's initial events. *tag gets
+ * caches from what is known (complete data at or above path, else every
+ * child some view or the store knows whole: the view then shows those at
+ * once, and its value waits for the server), and queues reg's initial
+ * events. *tag gets
  * the view's tag (0 when it loads all data); *created whether the view is
  * new. */
 int hearth__sync_listen(hearth__sync *s, const hearth__path *path,

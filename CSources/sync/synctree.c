@@ -69,9 +69,52 @@ static const hearth_node_t *point_complete(const hearth__tnode *t,
     return NULL;
 }
 
+hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
+                                        const hearth_node_t *from) {
+    hearth_node_t *out = hearth_node_incref(node);
+    size_t count = hearth__node_is_obj(from) ? hearth_node_child_count(from) : 0;
+    for (size_t i = 0; out && i < count; i++) {
+        const char *k;
+        const hearth_node_t *c = hearth_node_child_at(from, i, &k);
+        hearth__name name;
+        hearth__name_init(&name, k, strlen(k));
+        if (!hearth__node_is_empty(hearth__sync_get(out, &name, 1)))
+            continue;
+        hearth_node_t *with = hearth__sync_update(out, &name, 1, c);
+        hearth_node_decref(out);
+        out = with;
+    }
+    return out;
+}
+
+/* The children the server's complete data at trie node t shows whole:
+ * those of its complete views (a window's children are whole too) and
+ * the complete data of views just below it. */
+static hearth_node_t *known_children(const hearth__tnode *t) {
+    hearth_node_t *out = hearth_node_null();
+    for (const hearth__view *v = t ? t->views : NULL; out && v; v = v->next) {
+        const hearth__sview *sv = v->sync;
+        if (!sv || !sv->ready || !sv->server.complete)
+            continue;
+        hearth_node_t *with = hearth__sync_add_children(out, sv->server.node);
+        hearth_node_decref(out);
+        out = with;
+    }
+    for (size_t i = 0; t && out && i < t->nkids; i++) {
+        const hearth_node_t *c = point_complete(t->kids[i], NULL, 0);
+        if (!c)
+            continue;
+        hearth__name name = hearth__key_name(t->kids[i]->key);
+        hearth_node_t *with = hearth__sync_update(out, &name, 1, c);
+        hearth_node_decref(out);
+        out = with;
+    }
+    return out;
+}
+
 /* What the server is known to have at path, for a new view there: the
- * complete data from a view at or above it, else the complete children
- * from views just below it. */
+ * complete data from a view at or above it, else the children known whole
+ * (known_children). */
 static hearth_node_t *known_server(hearth__sync *s, const hearth__spath *p,
                                    bool *complete) {
     const hearth__tnode *t = &s->listeners.root;
@@ -86,16 +129,26 @@ static hearth_node_t *known_server(hearth__sync *s, const hearth__spath *p,
         t = hearth__tnode_kid(t, &p->seg[i]);
     }
     *complete = false;
-    hearth_node_t *out = hearth_node_null();
-    for (size_t i = 0; t && out && i < t->nkids; i++) {
-        const hearth_node_t *c = point_complete(t->kids[i], NULL, 0);
-        if (!c)
-            continue;
-        hearth__name name = hearth__key_name(t->kids[i]->key);
-        hearth_node_t *with = hearth__sync_update(out, &name, 1, c);
-        hearth_node_decref(out);
-        out = with;
-    }
+    return known_children(t);
+}
+
+/* A new view's server cache: what the views know (known_server), else
+ * what the owner's store knows, else the children both know whole. */
+static hearth_node_t *start_server(hearth__sync *s, const hearth__path *path,
+                                   const hearth__spath *p,
+                                   const hearth_query_t *q, bool *complete) {
+    hearth_node_t *server = known_server(s, p, complete);
+    if (*complete || !server || !s->stored)
+        return server;
+    bool stored_complete = false;
+    hearth_node_t *stored = s->stored(s->stored_ctx, path, q, &stored_complete);
+    if (!stored)
+        return server;
+    hearth_node_t *out = stored_complete ? hearth_node_incref(stored)
+                                         : hearth__sync_add_children(server, stored);
+    *complete = stored_complete;
+    hearth_node_decref(stored);
+    hearth_node_decref(server);
     return out;
 }
 
@@ -113,7 +166,8 @@ static int add_tag(hearth__sync *s, hearth__view *v, int64_t tag) {
 }
 
 /* Fills a new view's caches from what the server and the writes say. */
-static int view_start(hearth__sync *s, hearth__view *v, const hearth__spath *p) {
+static int view_start(hearth__sync *s, hearth__view *v,
+                      const hearth__path *path, const hearth__spath *p) {
     hearth__sview *sv = hearth__calloc(1, sizeof *sv);
     if (!sv)
         return HEARTH_ENOMEM;
@@ -127,7 +181,7 @@ static int view_start(hearth__sync *s, hearth__view *v, const hearth__spath *p) 
     v->sync = sv;
     v->sync_free = sview_free;
     bool complete;
-    hearth_node_t *server = known_server(s, p, &complete);
+    hearth_node_t *server = start_server(s, path, p, v->query, &complete);
     hearth__wref w = {&s->writes, p->seg, p->n};
     hearth_node_t *event = NULL;
     bool event_complete = false;
@@ -171,7 +225,7 @@ int hearth__sync_listen(hearth__sync *s, const hearth__path *path,
     if (!v->sync) {
         hearth__spath p;
         hearth__spath_from(&p, path);
-        rc = view_start(s, v, &p);
+        rc = view_start(s, v, path, &p);
         if (rc) {
             bool gone;
             hearth__sync_unlisten(s, reg, &gone);

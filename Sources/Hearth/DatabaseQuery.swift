@@ -212,8 +212,11 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     private func read(_ completion: @escaping @Sendable (Result<DataSnapshot, HearthError>) -> Void) {
         let ref = self.ref
         let params = self.params
+        let path = self.path
         db.read(path: path, query: params) { result in
-            completion(result.map { DataSnapshot(node: $0, ref: ref, query: params) })
+            completion(
+                result.map { DataSnapshot(node: $0, ref: ref, query: params) }
+                    .mapError { $0.reading(path: path, query: params) })
         }
     }
 

@@ -64,6 +64,10 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
     /// an `NSError` in this domain with the SDK's codes (see ``bridged``).
     public static let sdkErrorDomain = "com.firebase"
 
+    /// The domain of the SDK's own client-side failures: `getData()`
+    /// offline with nothing cached is code 1 there.
+    public static let sdkCoreErrorDomain = "com.firebase.core"
+
     /// The `userInfo` keys of the bridged `NSError`.
     public static let nameKey = "HearthErrorName"
     public static let pathKey = "HearthErrorPath"
@@ -107,15 +111,21 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
 
     /// What completion blocks and `async` callers receive: for the
     /// outcomes the SDK reports itself, an `NSError` in its domain with its
-    /// code and text (permission denied 1, unavailable 2, write canceled 3,
-    /// the rest 9999 with the protocol's status word, as the SDK does); the
+    /// code and text (permission denied 1, write canceled 3, the rest 9999
+    /// with the protocol's status word, as the SDK does; a read offline with
+    /// nothing cached is code 1 of ``sdkCoreErrorDomain``, its message the
+    /// SDK's sentence naming the query, see `reading(path:query:)`); the
     /// Hearth code's name and details stay in `userInfo`. Other errors
     /// (bad data, bad paths) stay `HearthError`s: the SDK raises those.
     public var bridged: any Error {
         let sdk: (code: Int, text: String)
         switch code {
+        case .offline:
+            // As the iOS SDK fails getData: the sentence names the query.
+            var info = errorUserInfo
+            info[NSLocalizedFailureReasonErrorKey] = "Client is offline."
+            return NSError(domain: Self.sdkCoreErrorDomain, code: 1, userInfo: info)
         case .permissionDenied: sdk = (1, "Permission Denied")
-        case .offline: sdk = (2, "Service is unavailable")
         case .canceled: sdk = (3, "Write cancelled by user")
         case .maxRetries: sdk = (9999, "maxretry")
         case .disconnected: sdk = (9999, "disconnect")
@@ -133,6 +143,64 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
 }
 
 extension HearthError {
+    /// A read's failure at `path` (normalized, "" for the root) for
+    /// `query`, in the words the C core's `hearth_db_get` uses: offline
+    /// with nothing cached, "Unable to get latest value for query
+    /// FQuerySpec (path: /a, params: {}), client offline with no active
+    /// listeners and no matching disk cache entries", the query described
+    /// as the iOS SDK describes it.
+    func reading(path: String, query: QueryParams) -> HearthError {
+        guard code == .offline else { return self }
+        let spec = "FQuerySpec (path: /\(path), params: \(Self.describe(query)))"
+        return HearthError(
+            code: code, message: "Unable to get latest value for query \(spec), \(code.summary)",
+            path: "/" + path)
+    }
+
+    /// A query's wire parameters as Foundation prints a dictionary: keys
+    /// sorted, one "    key = value;" line each, "{}" when there are none.
+    private static func describe(_ query: QueryParams) -> String {
+        let params = try? JSONDecoder().decode(
+            [String: WireValue].self, from: Data(query.identifier.utf8))
+        guard let params, !params.isEmpty else { return "{}" }
+        let lines = params.keys.sorted().map { "\n    \($0) = \(params[$0]!.text);" }
+        return "{" + lines.joined() + "\n}"
+    }
+
+    /// One wire parameter, printed as Foundation prints its object.
+    private enum WireValue: Decodable {
+        case null, flag(Bool), integer(Int64), number(Double), string(String)
+
+        init(from decoder: any Decoder) throws {
+            let value = try decoder.singleValueContainer()
+            if value.decodeNil() {
+                self = .null
+            } else if let flag = try? value.decode(Bool.self) {
+                self = .flag(flag)
+            } else if let integer = try? value.decode(Int64.self) {
+                self = .integer(integer)
+            } else if let number = try? value.decode(Double.self) {
+                self = .number(number)
+            } else {
+                self = .string(try value.decode(String.self))
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .null: return "<null>"
+            case .flag(let flag): return flag ? "1" : "0"
+            case .integer(let integer): return String(integer)
+            case .number(let number): return String(number)
+            case .string(let string):
+                let plain = !string.isEmpty && string.unicodeScalars.allSatisfy {
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_")
+                }
+                return plain ? string : "\"\(string)\""
+            }
+        }
+    }
+
     /// An error from a C return code and, when the call filled one, its
     /// error details.
     init(status: Int32, details: hearth_error_t? = nil) {

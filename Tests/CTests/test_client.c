@@ -776,6 +776,31 @@ static void test_purge_outstanding_writes(void) {
     finish_server(s);
 }
 
+/* a is "online" at /status/a and "offline" once it disconnects, when it
+ * also stamps /seen/a with the server's time and removes /rooms/r1/a; a
+ * set of /status/b is asked for and then canceled. Five completions. */
+static void arrange_presence(hearth_db_t *a, done *d) {
+    set_json(a, "/status/a", "\"online\"", d);
+    hearth_node_t *off = node_from("\"offline\"");
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/a", off, on_done, d,
+                                          NULL, NULL),
+              0);
+    const char *paths[] = {"seen/a", "rooms/r1/a"};
+    hearth_node_t *when = hearth_node_server_timestamp();
+    const hearth_node_t *values[] = {when, hearth__node_empty()};
+    CHECK_INT(hearth_db_on_disconnect_update(a, "/", 2, paths, values, on_done,
+                                             d, NULL, NULL),
+              0);
+    hearth_node_decref(when);
+    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/b", off, on_done, d,
+                                          NULL, NULL),
+              0);
+    CHECK_INT(hearth_db_on_disconnect_cancel(a, "/status/b", on_done, d, NULL,
+                                             NULL),
+              0);
+    hearth_node_decref(off);
+}
+
 static void test_on_disconnect(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
@@ -784,27 +809,8 @@ static void test_on_disconnect(void) {
     watch_init(&w);
     observe(b, "/status/a", NULL, &w);
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-    set_json(a, "/status/a", "\"online\"", &d);
-    hearth_node_t *off = node_from("\"offline\"");
-    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/a", off, on_done, &d,
-                                          NULL, NULL),
-              0);
-    /* An update with a server value, and a set that is then canceled. */
-    const char *paths[] = {"seen/a", "rooms/r1/a"};
-    hearth_node_t *when = hearth_node_server_timestamp();
-    const hearth_node_t *values[] = {when, hearth__node_empty()};
-    CHECK_INT(hearth_db_on_disconnect_update(a, "/", 2, paths, values, on_done,
-                                             &d, NULL, NULL),
-              0);
-    hearth_node_decref(when);
-    CHECK_INT(hearth_db_on_disconnect_set(a, "/status/b", off, on_done, &d,
-                                          NULL, NULL),
-              0);
-    CHECK_INT(hearth_db_on_disconnect_cancel(a, "/status/b", on_done, &d, NULL,
-                                             NULL),
-              0);
+    arrange_presence(a, &d);
     set_json(b, "/rooms/r1/a", "true", NULL);
-    hearth_node_decref(off);
     CHECK(wait_count(&d, 5, 5000));
     CHECK_INT(d.errors, 0);
     CHECK(wait_value(&w, "\"online\"", 5000));
@@ -825,6 +831,230 @@ static void test_on_disconnect(void) {
     hearth_node_decref(seen);
     hearth_db_close(b);
     finish_server(s);
+}
+
+/* The connection drops: the client shows its accepted onDisconnect writes
+ * at once, as the server will write them (server values estimated), and
+ * not the canceled ones; online again, the server's data follows. */
+static void test_on_disconnect_shown_locally(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "presence-local");
+    watch status, kept, seen;
+    watch_init(&status);
+    watch_init(&kept);
+    watch_init(&seen);
+    observe(a, "/status/a", NULL, &status);
+    observe(a, "/status/b", NULL, &kept);
+    observe(a, "/seen", NULL, &seen);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/status/b", "\"here\"", &d);
+    arrange_presence(a, &d);
+    CHECK(wait_count(&d, 6, 5000));
+    CHECK_INT(d.errors, 0);
+    CHECK(wait_value(&status, "\"online\"", 5000));
+    CHECK(wait_value(&seen, "null", 5000));
+    CHECK(wait_value(&kept, "\"here\"", 5000));
+    pthread_mutex_lock(&kept.lock);
+    int kept_values = kept.values;
+    pthread_mutex_unlock(&kept.lock);
+    int64_t before = (int64_t)time(NULL) * 1000 - 1000;
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    /* Offline: nothing but the client itself can say so. */
+    CHECK(wait_value(&status, "\"offline\"", 5000));
+    pthread_mutex_lock(&seen.lock);
+    long long at = 0;
+    CHECK(sscanf(seen.last, "{\"a\":%lld}", &at) == 1 && at >= before);
+    pthread_mutex_unlock(&seen.lock);
+    /* The same pass applied everything: the canceled one did not show. */
+    pthread_mutex_lock(&kept.lock);
+    CHECK_STR(kept.last, "\"here\"");
+    CHECK_INT(kept.values, kept_values);
+    pthread_mutex_unlock(&kept.lock);
+    /* Online again: the server ran them too. */
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    hearth_db_t *b = client(hearth_server_port(s), "presence-local");
+    char *j = get_json(b, "/status");
+    CHECK_STR(j, "{\"a\":\"offline\",\"b\":\"here\"}");
+    free(j);
+    hearth_db_close(b);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* ---- new queries offline ---- */
+
+static hearth_query_t *last(int n) {
+    hearth_query_t *q;
+    CHECK_INT(hearth_query_new(&q), 0);
+    CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
+    return q;
+}
+
+static void loop_reached(void *ctx);
+
+/* Waits until the loop has run everything asked of it before. */
+static void barrier(hearth_db_t *db) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
+    CHECK(wait_count(&d, 1, 5000));
+}
+
+static void check_events(watch *w, const char *want) {
+    pthread_mutex_lock(&w->lock);
+    CHECK_STR(w->log, want);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static const char eight[] =
+    "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8}";
+
+/* /list holds eight children on the server (the write settled, so that
+ * nothing local covers it) and q4, limitToLast(4), shows the last four. */
+static void load_last_four(hearth_db_t *db, const hearth_query_t *q4,
+                           watch *four) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(db, "/list", eight, &d);
+    CHECK(wait_count(&d, 1, 5000));
+    watch_init(four);
+    observe(db, "/list", q4, four);
+    CHECK(wait_value(four, "{\"e\":5,\"f\":6,\"g\":7,\"h\":8}", 5000));
+}
+
+/* Observes limitToLast(2) and (6) of /list, offline, where the last four
+ * children are known: each shows what it knows of its window at once, and
+ * no value (the server has not said what else there is). */
+static void observe_windows_offline(hearth_db_t *db, watch *two, watch *six,
+                                    hearth_query_t *q2, hearth_query_t *q6) {
+    watch_init(two);
+    watch_init(six);
+    observe(db, "/list", q2, two);
+    observe(db, "/list", q6, six);
+    barrier(db);
+    check_events(two, "0 g;0 h;");
+    check_events(six, "0 e;0 f;0 g;0 h;");
+}
+
+/* A new query started offline shows the children that other queries
+ * loaded; back online, the server completes it: the missing children and
+ * the value, no duplicates. */
+static void test_new_query_offline_uses_known_children(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "windows");
+    hearth_query_t *q2 = last(2), *q4 = last(4), *q6 = last(6);
+    watch four, two, six;
+    load_last_four(a, q4, &four);
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    observe_windows_offline(a, &two, &six, q2, q6);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    CHECK(wait_value(&six, "{\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8}",
+                     5000));
+    CHECK(wait_value(&two, "{\"g\":7,\"h\":8}", 5000));
+    barrier(a);
+    check_events(&two, "0 g;0 h;4 ;");
+    check_events(&six, "0 e;0 f;0 g;0 h;0 c;0 d;4 ;");
+    hearth_query_free(q2);
+    hearth_query_free(q4);
+    hearth_query_free(q6);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* The same from the cache on disk: a client started again with no server
+ * seeds new queries from what an earlier query stored. */
+static void test_new_query_offline_uses_the_disk_cache(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    CHECK(mkdtemp(cache) != NULL);
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = cached_client(port, "windows", cache, 0);
+    hearth_query_t *q2 = last(2), *q4 = last(4), *q6 = last(6);
+    watch four, two, six;
+    load_last_four(a, q4, &four);
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/profile", "{\"name\":\"ada\"}", &d);
+    CHECK(wait_count(&d, 1, 5000));
+    watch profile;
+    watch_init(&profile);
+    observe(a, "/profile", NULL, &profile);
+    CHECK(wait_value(&profile, "{\"name\":\"ada\"}", 5000));
+    hearth_db_close(a); /* stores the views' data */
+    finish_server(s);
+
+    hearth_db_t *b = cached_client(port, "windows", cache, 0);
+    CHECK_INT(hearth_db_set_online(b, false), 0);
+    observe_windows_offline(b, &two, &six, q2, q6);
+    pthread_mutex_lock(&six.lock);
+    CHECK_INT(six.values + two.values, 0);
+    pthread_mutex_unlock(&six.lock);
+    /* Below a location stored whole, the data is complete. */
+    watch name;
+    watch_init(&name);
+    observe(b, "/profile/name", NULL, &name);
+    barrier(b);
+    CHECK_STR(name.last, "\"ada\"");
+    hearth_query_free(q2);
+    hearth_query_free(q4);
+    hearth_query_free(q6);
+    hearth_db_close(b);
+    remove_tree(cache);
+}
+
+/* A read offline with nothing cached fails in the SDK's words, naming the
+ * query as the iOS SDK does. */
+static void test_get_offline_uncached_message(void) {
+    hearth_server_t *s = start_server(0);
+    hearth_db_t *a = client(hearth_server_port(s), "uncached");
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    hearth_node_t *n = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_db_get(a, "never/cached", NULL, &n, &err), HEARTH_EOFFLINE);
+    CHECK_STR(err.message,
+              "Unable to get latest value for query FQuerySpec (path: "
+              "/never/cached, params: {}), client offline with no active "
+              "listeners and no matching disk cache entries");
+    hearth_query_t *q = last(2);
+    CHECK_INT(hearth_db_get(a, "/never/cached", q, &n, &err), HEARTH_EOFFLINE);
+    CHECK_STR(err.message,
+              "Unable to get latest value for query FQuerySpec (path: "
+              "/never/cached, params: {\n    l = 2;\n    vf = r;\n}), client "
+              "offline with no active listeners and no matching disk cache "
+              "entries");
+    CHECK_STR(hearth_strerror(HEARTH_EOFFLINE),
+              "client offline with no active listeners and no matching disk "
+              "cache entries");
+    hearth_query_free(q);
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* ---- hostile hellos ---- */
+
+static void events_dropped(void *ctx) {
+    hearth__events_clear(ctx); /* nothing observes */
+}
+
+/* A hello whose clock is past any real time leaves the offset alone
+ * instead of overflowing it. */
+static void test_hello_with_absurd_clock(void) {
+    uv_loop_t loop;
+    CHECK_INT(uv_loop_init(&loop), 0);
+    hearth__event_queue events;
+    hearth__events_init(&events);
+    hearth__remote_url url = {"127.0.0.1", 9, false, "clock"};
+    hearth__remote_hooks hooks = {events_dropped, NULL, NULL, &events};
+    hearth__remote *r;
+    CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);
+    hearth__remote_set_online(r, false);
+    static const char hello[] =
+        "{\"t\":\"c\",\"d\":{\"t\":\"h\",\"d\":{\"ts\":-9.3e18,"
+        "\"v\":\"5\",\"h\":\"x\",\"s\":\"1\"}}}";
+    hearth__remote_feed(r, hello, strlen(hello));
+    int64_t now = hearth__remote_server_now(r);
+    CHECK(now > 1600000000000 && now < 4000000000000);
+    hearth__remote_close(r);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    hearth__events_clear(&events);
 }
 
 /* ---- a client process killed outright ---- */
@@ -1262,6 +1492,13 @@ const test_case client_tests[] = {
     {"client_offline_writes_and_info", test_offline_writes_and_info},
     {"client_purge_outstanding_writes", test_purge_outstanding_writes},
     {"client_on_disconnect", test_on_disconnect},
+    {"client_on_disconnect_shown_locally", test_on_disconnect_shown_locally},
+    {"client_new_query_offline_uses_known_children",
+     test_new_query_offline_uses_known_children},
+    {"client_new_query_offline_uses_the_disk_cache",
+     test_new_query_offline_uses_the_disk_cache},
+    {"client_get_offline_uncached_message", test_get_offline_uncached_message},
+    {"client_hello_with_absurd_clock", test_hello_with_absurd_clock},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},

@@ -153,13 +153,28 @@ struct ClientTests {
         database.purgeOutstandingWrites()
         // As the SDK reports it: its domain, "write canceled".
         #expect(try await failed.wait(for: 1) == ["com.firebase 3 Write cancelled by user"])
-        // Offline with nothing cached: "unavailable".
+        // Offline with nothing cached: the iOS SDK's error, word for word.
         do {
             _ = try await database.reference(withPath: "never/cached").getData()
             Issue.record("getData answered offline without a cache")
         } catch let error as NSError {
-            #expect(error.domain == "com.firebase" && error.code == 2)
+            #expect(error.domain == "com.firebase.core" && error.code == 1)
+            #expect(
+                error.localizedDescription
+                    == "Unable to get latest value for query FQuerySpec (path: /never/cached, "
+                    + "params: {}), client offline with no active listeners and no matching "
+                    + "disk cache entries")
         }
+        let limited = Recorder<String>()
+        database.reference(withPath: "never/cached").queryLimited(toLast: 2).getData { error, _ in
+            limited.append((error as NSError?)?.localizedDescription ?? "no error")
+        }
+        #expect(
+            try await limited.wait(for: 1) == [
+                "Unable to get latest value for query FQuerySpec (path: /never/cached, "
+                    + "params: {\n    l = 2;\n    vf = r;\n}), client offline with no active "
+                    + "listeners and no matching disk cache entries"
+            ])
         #expect(try await values.wait(for: 3) == ["none", "unsent", "none"])
         server.stop()
     }
