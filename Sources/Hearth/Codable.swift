@@ -2,12 +2,23 @@ internal import CHearth
 import Foundation
 
 // Codable support, with the shapes of FirebaseDatabase's Codable extension
-// (`Database.Encoder`, `Database.Decoder`, `setValue(from:)`,
-// `data(as:)`). Values travel as JSON text: Foundation's JSONEncoder writes
-// it and the C core parses and validates it (`hearth_node_from_json`), the
-// same path `setValue(_:)` takes; reading, the C core writes a node as JSON
-// text (`hearth_node_to_json`, with the array rule of `DataSnapshot.value`)
-// and JSONDecoder reads it.
+// (`Database.Encoder`, `Database.Decoder`, their strategies,
+// `setValue(from:)`, `data(as:)`). Values become a tree of Foundation values
+// (TreeEncoder) that goes where `setValue(_:)`'s values go: NodeEncoder
+// writes it as JSON text and the C core parses and validates it. Reading,
+// TreeDecoder reads the Foundation values `DataSnapshot.value` holds.
+
+/// Says which types an encoder leaves as they are, and a decoder hands out
+/// as they are found, as FirebaseSharedSwift's protocol of this name: for
+/// values an app converts itself. None by default.
+public protocol StructureCodingPassthroughTypeResolver {
+    static func isPassthroughType<T>(_ t: T) -> Bool
+}
+
+/// The default resolver: no type passes through.
+private enum NoPassthroughTypes: StructureCodingPassthroughTypeResolver {
+    static func isPassthroughType<T>(_ t: T) -> Bool { false }
+}
 
 extension Database {
     /// Turns `Encodable` values into database data, as `Database.Encoder`
@@ -16,19 +27,49 @@ extension Database {
     /// - `Date`: `.deferredToDate`, as the SDK: a date is stored as the
     ///   number of seconds since 1 January 2001 (`timeIntervalSinceReferenceDate`).
     ///   Choose `.secondsSince1970`, `.millisecondsSince1970` or `.iso8601`
-    ///   for data shared with other clients.
-    /// - `Data`: `.base64` strings.
+    ///   for data shared with other clients (or `@ServerTimestamp`).
+    /// - `Data`: `.base64` strings (`.blob` leaves `Data` in the tree, for
+    ///   an app's own use: the database cannot store it).
     /// - Non-finite numbers: `.throw`.
     /// - Keys: `.useDefaultKeys`.
     ///
     /// `nil` optionals are left out (no key is written), and the database
     /// keeps no empty arrays or objects: decode such properties as
-    /// optionals. The strategy types are Foundation's `JSONEncoder` ones.
+    /// optionals.
     public final class Encoder {
-        public typealias DateEncodingStrategy = JSONEncoder.DateEncodingStrategy
-        public typealias DataEncodingStrategy = JSONEncoder.DataEncodingStrategy
-        public typealias NonConformingFloatEncodingStrategy = JSONEncoder.NonConformingFloatEncodingStrategy
-        public typealias KeyEncodingStrategy = JSONEncoder.KeyEncodingStrategy
+        public enum DateEncodingStrategy {
+            /// `Date`'s own encoding: seconds since 1 January 2001.
+            case deferredToDate
+            case secondsSince1970
+            case millisecondsSince1970
+            /// ISO 8601 text.
+            case iso8601
+            case formatted(DateFormatter)
+            /// The closure encodes the date; encoding nothing stores an empty object.
+            case custom((Date, any Swift.Encoder) throws -> Void)
+        }
+
+        public enum DataEncodingStrategy {
+            /// `Data`'s own encoding: an array of bytes.
+            case deferredToData
+            case base64
+            /// The `Data` itself, in the tree `encode(_:)` returns.
+            case blob
+            case custom((Data, any Swift.Encoder) throws -> Void)
+        }
+
+        public enum NonConformingFloatEncodingStrategy {
+            case `throw`
+            case convertToString(positiveInfinity: String, negativeInfinity: String, nan: String)
+        }
+
+        public enum KeyEncodingStrategy {
+            case useDefaultKeys
+            /// "roomName" is stored as "room_name".
+            case convertToSnakeCase
+            /// The closure gets the coding path, the key last.
+            case custom((_ codingPath: [any CodingKey]) -> any CodingKey)
+        }
 
         /// How dates are written; `.deferredToDate` by default, as the SDK.
         public var dateEncodingStrategy: DateEncodingStrategy = .deferredToDate
@@ -38,32 +79,41 @@ extension Database {
         public var nonConformingFloatEncodingStrategy: NonConformingFloatEncodingStrategy = .throw
         /// How coding keys become database keys; `.useDefaultKeys` by default.
         public var keyEncodingStrategy: KeyEncodingStrategy = .useDefaultKeys
+        /// The types left as they are; none by default.
+        public var passthroughTypeResolver: any StructureCodingPassthroughTypeResolver.Type =
+            NoPassthroughTypes.self
         /// Contextual information for the values' `encode(to:)`.
-        public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+        public var userInfo: [CodingUserInfoKey: Any] = [:]
 
         public init() {}
 
-        /// `value` as the Foundation values `DataSnapshot.value` would hold
-        /// once it is stored (`NSDictionary`, `NSArray`, `NSNumber`,
-        /// `String`, `NSNull`), for `setValue(_:)`, `updateChildValues(_:)`
-        /// or `MutableData.value`. Throws an `EncodingError`, or a
-        /// `HearthError` for data the database cannot store (a key with
-        /// `.`, `#`, `$`, `[`, `]` or `/`, too deep).
+        /// `value` as Foundation values (`[String: Any]`, `[Any]`,
+        /// `NSNumber`, `String`, `NSNull`), for `setValue(_:)`,
+        /// `updateChildValues(_:)` or `MutableData.value`. Throws an
+        /// `EncodingError`, or a `HearthError` for data the database cannot
+        /// store (a key with `.`, `#`, `$`, `[`, `]` or `/`, too deep) unless
+        /// the tree may hold other values (`.blob`, a passthrough resolver),
+        /// which `setValue(_:)` judges instead.
         public func encode<T: Encodable>(_ value: T) throws -> Any {
-            let node = try node(for: value)
-            return withExtendedLifetime(node) { NodeDecoder.value(of: node.pointer) }
+            let tree = try self.tree(for: value)
+            if case .blob = dataEncodingStrategy { return tree }
+            if passthroughTypeResolver != NoPassthroughTypes.self { return tree }
+            _ = try NodeEncoder.node(from: tree)
+            return tree
         }
 
         /// `value` as a node, validated by the C core.
         func node<T: Encodable>(for value: T) throws -> Node {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = dateEncodingStrategy
-            encoder.dataEncodingStrategy = dataEncodingStrategy
-            encoder.nonConformingFloatEncodingStrategy = nonConformingFloatEncodingStrategy
-            encoder.keyEncodingStrategy = keyEncodingStrategy
-            encoder.userInfo = userInfo
-            let text = try encoder.encode(value)
-            return try NodeEncoder.node(fromJSON: [UInt8](text), allowServerValues: true)
+            try NodeEncoder.node(from: tree(for: value), allowServerValues: true)
+        }
+
+        private func tree<T: Encodable>(for value: T) throws -> Any {
+            let options = TreeEncoder.Options(
+                date: dateEncodingStrategy, data: dataEncodingStrategy,
+                nonConformingFloat: nonConformingFloatEncodingStrategy, key: keyEncodingStrategy,
+                passthrough: passthroughTypeResolver, userInfo: userInfo)
+            let encoder = TreeEncoder(options: options)
+            return TreeEncoder.finish(try encoder.part(value, at: []))
         }
     }
 
@@ -71,13 +121,36 @@ extension Database {
     /// (`FirebaseDataDecoder`) in FirebaseDatabase, with the defaults that
     /// match ``Database/Encoder``: dates `.deferredToDate` (seconds since
     /// 1 January 2001), data `.base64`, non-finite numbers `.throw`, keys
-    /// `.useDefaultKeys`. The strategy types are Foundation's `JSONDecoder`
-    /// ones.
+    /// `.useDefaultKeys`, no passthrough types.
     public final class Decoder {
-        public typealias DateDecodingStrategy = JSONDecoder.DateDecodingStrategy
-        public typealias DataDecodingStrategy = JSONDecoder.DataDecodingStrategy
-        public typealias NonConformingFloatDecodingStrategy = JSONDecoder.NonConformingFloatDecodingStrategy
-        public typealias KeyDecodingStrategy = JSONDecoder.KeyDecodingStrategy
+        public enum DateDecodingStrategy {
+            case deferredToDate
+            case secondsSince1970
+            case millisecondsSince1970
+            case iso8601
+            case formatted(DateFormatter)
+            case custom((_ decoder: any Swift.Decoder) throws -> Date)
+        }
+
+        public enum DataDecodingStrategy {
+            case deferredToData
+            case base64
+            /// The value is a `Data` itself (as `.blob` encoding leaves it).
+            case blob
+            case custom((_ decoder: any Swift.Decoder) throws -> Data)
+        }
+
+        public enum NonConformingFloatDecodingStrategy {
+            case `throw`
+            case convertFromString(positiveInfinity: String, negativeInfinity: String, nan: String)
+        }
+
+        public enum KeyDecodingStrategy {
+            case useDefaultKeys
+            /// "room_name" is read as "roomName".
+            case convertFromSnakeCase
+            case custom((_ codingPath: [any CodingKey]) -> any CodingKey)
+        }
 
         /// How dates are read; `.deferredToDate` by default, as the SDK.
         public var dateDecodingStrategy: DateDecodingStrategy = .deferredToDate
@@ -87,35 +160,35 @@ extension Database {
         public var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy = .throw
         /// How database keys become coding keys; `.useDefaultKeys` by default.
         public var keyDecodingStrategy: KeyDecodingStrategy = .useDefaultKeys
+        /// The types handed out as they are found; none by default.
+        public var passthroughTypeResolver: any StructureCodingPassthroughTypeResolver.Type =
+            NoPassthroughTypes.self
         /// Contextual information for the values' `init(from:)`.
-        public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+        public var userInfo: [CodingUserInfoKey: Any] = [:]
 
         public init() {}
 
         /// A `T` from Foundation values such as `DataSnapshot.value`. Throws
         /// a `DecodingError` when the data does not fit `T`
-        /// (`.valueNotFound` for no data unless `T` is an `Optional`), or a
-        /// `HearthError` when `value` is not database data.
+        /// (`.valueNotFound` for no data unless `T` is an `Optional`).
         public func decode<T: Decodable>(_ type: T.Type, from value: Any) throws -> T {
-            try decode(type, from: NodeEncoder.node(from: value), path: "")
+            try decode(type, from: value, path: "")
         }
 
-        /// A `T` from a node; `path` names its location in messages.
-        func decode<T: Decodable>(_ type: T.Type, from node: Node, path: String) throws -> T {
-            if node.isNull, !(T.self is any ExpressibleByNilLiteral.Type) {
+        /// A `T` from a tree; `path` names its location in messages.
+        func decode<T: Decodable>(_ type: T.Type, from value: Any, path: String) throws -> T {
+            if value is NSNull, !(T.self is any ExpressibleByNilLiteral.Type) {
                 throw DecodingError.valueNotFound(
                     T.self,
                     DecodingError.Context(
                         codingPath: [],
                         debugDescription: "There is no data at /\(path) to decode \(T.self) from."))
             }
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = dateDecodingStrategy
-            decoder.dataDecodingStrategy = dataDecodingStrategy
-            decoder.nonConformingFloatDecodingStrategy = nonConformingFloatDecodingStrategy
-            decoder.keyDecodingStrategy = keyDecodingStrategy
-            decoder.userInfo = userInfo
-            return try decoder.decode(T.self, from: Data(node.json().utf8))
+            let options = TreeDecoder.Options(
+                date: dateDecodingStrategy, data: dataDecodingStrategy,
+                nonConformingFloat: nonConformingFloatDecodingStrategy, key: keyDecodingStrategy,
+                passthrough: passthroughTypeResolver, userInfo: userInfo)
+            return try TreeDecoder(options: options, value: value).decode(T.self, from: value, at: [])
         }
     }
 }
@@ -158,6 +231,6 @@ extension DataSnapshot {
     /// an `Optional`, and other `DecodingError`s when the data does not
     /// fit `T`.
     public func data<T: Decodable>(as type: T.Type, decoder: Database.Decoder = .init()) throws -> T {
-        try decoder.decode(type, from: node, path: ref.path)
+        try decoder.decode(type, from: NodeDecoder.value(of: node.pointer), path: ref.path)
     }
 }

@@ -56,6 +56,8 @@ public final class Database: @unchecked Sendable {
     var handle: OpaquePointer { open().handle }
     /// The URL this instance was created for.
     let url: String
+    /// The name of the `FirebaseApp` this instance belongs to.
+    let appName: String
 
     private struct State {
         var callbackQueue: DispatchQueue = .main
@@ -66,20 +68,23 @@ public final class Database: @unchecked Sendable {
     }
     private let state = Locked(State())
 
+    /// The instances, by app name and URL.
     private static let instances = Locked<[String: Database]>([:])
-    /// `Database.database()`'s URL: HEARTH_DATABASE_URL, else a local
-    /// `hearth serve` (or emulator) on its default port.
-    private static var defaultURL: String {
+    /// The URL of a database whose app names none: HEARTH_DATABASE_URL, else
+    /// a local `hearth serve` (or emulator) on its default port.
+    static var defaultURL: String {
         ProcessInfo.processInfo.environment["HEARTH_DATABASE_URL"] ?? "http://127.0.0.1:9000"
     }
     private static let networkSchemes = ["http://", "https://", "ws://", "wss://"]
 
     // MARK: Instances
 
-    /// The shared default database: the one for HEARTH_DATABASE_URL, else
-    /// for `http://127.0.0.1:9000` (a local `hearth serve`).
+    /// The shared default database: the default app's (`FirebaseApp`)
+    /// when one is configured with a `databaseURL`, else the one for
+    /// HEARTH_DATABASE_URL, else for `http://127.0.0.1:9000` (a local
+    /// `hearth serve`).
     public static func database() -> Database {
-        database(url: defaultURL)
+        database(url: FirebaseApp.app()?.options.databaseURL ?? defaultURL)
     }
 
     /// The database for `url`, the same instance for every call with that
@@ -91,6 +96,11 @@ public final class Database: @unchecked Sendable {
     /// a client of that server. Any other URL stops with a precondition
     /// failure, as the SDK raises for an invalid URL.
     public static func database(url: String) -> Database {
+        instance(url: url, appName: FirebaseApp.defaultName)
+    }
+
+    /// The one instance for `url` within the app named `appName`.
+    static func instance(url: String, appName: String) -> Database {
         guard
             url.hasPrefix("memory:") || url.hasPrefix("file://")
                 || networkSchemes.contains(where: { url.hasPrefix($0) })
@@ -100,15 +110,17 @@ public final class Database: @unchecked Sendable {
                     + "\"file:///DIR\" or a server's http(s):// or ws(s):// URL")
         }
         return instances.withLock { instances in
-            if let database = instances[url] { return database }
-            let database = Database(url: url)
-            instances[url] = database
+            let key = appName + "\n" + url
+            if let database = instances[key] { return database }
+            let database = Database(url: url, appName: appName)
+            instances[key] = database
             return database
         }
     }
 
-    init(url: String) {
+    init(url: String, appName: String = FirebaseApp.defaultName) {
         self.url = url
+        self.appName = appName
     }
 
     /// Points this instance at a server (a `hearth serve` or the emulator)

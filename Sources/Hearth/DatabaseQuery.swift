@@ -9,10 +9,12 @@ import Foundation
 /// invalid combination of builders is a precondition failure with the
 /// SDK's message, where the SDK raises an exception (a programming error,
 /// as in the SDK).
-public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
+///
+/// Open, as the SDK's class is, so that apps can subclass it for test
+/// doubles. Equal queries read the same data: see ``==(_:_:)``.
+open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable {
     // @unchecked Sendable: every stored property is immutable and Sendable;
-    // subclasses add no state. (Not final: DatabaseReference inherits from
-    // it, as in the SDK.)
+    // Hearth's subclass adds no state (an app's subclass answers for its own).
 
     /// The database (exposed publicly as `DatabaseReference.database`).
     let db: Database
@@ -28,17 +30,37 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The root of the default database with no constraints, as the SDK's
-    /// plain initializer gives (for tests and placeholders).
-    public convenience init() {
-        self.init(database: Database.database(), normalizedPath: "", params: .default)
+    /// plain initializer gives (for test doubles and placeholders).
+    public init() {
+        db = Database.database()
+        path = ""
+        params = .default
+    }
+
+    /// Whether two queries read the same data: the same database instance,
+    /// the same location and the same parameters (order, bounds, limit).
+    /// A value equality, where the SDK's NSObject default is identity:
+    /// apps use references and queries as dictionary keys and in sets, and
+    /// two references built separately to one location (`ref.child("a")`
+    /// twice, `snapshot.ref`) then find the same entry, as two equal paths
+    /// should. A reference equals a plain query of its location, since both
+    /// read exactly the same data.
+    public static func == (lhs: DatabaseQuery, rhs: DatabaseQuery) -> Bool {
+        lhs.db === rhs.db && lhs.path == rhs.path && lhs.params.identifier == rhs.params.identifier
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(db))
+        hasher.combine(path)
+        hasher.combine(params.identifier)
     }
 
     /// A reference to the query's location.
-    public var ref: DatabaseReference {
+    open var ref: DatabaseReference {
         DatabaseReference(database: db, normalizedPath: path)
     }
 
-    public var description: String {
+    open var description: String {
         params.isDefault ? "/\(path)" : "/\(path) \(params.identifier)"
     }
 
@@ -47,7 +69,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     /// Calls `block` on the database's `callbackQueue` for each event of
     /// `eventType`: at once for the current data, then on every change.
     @discardableResult
-    public func observe(_ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void)
+    open func observe(_ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void)
         -> DatabaseHandle
     {
         observe(eventType, with: block, withCancel: nil)
@@ -56,7 +78,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     /// The same; `cancelBlock` is called if the observer cannot be
     /// registered (or, later, when the server revokes it).
     @discardableResult
-    public func observe(
+    open func observe(
         _ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void,
         withCancel cancelBlock: ((any Error) -> Void)?
     ) -> DatabaseHandle {
@@ -66,7 +88,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     /// Like `observe(_:with:)`, also passing the key of the previous child
     /// in the query's order (nil for the first child and for value events).
     @discardableResult
-    public func observe(
+    open func observe(
         _ eventType: DataEventType,
         andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void
     ) -> DatabaseHandle {
@@ -74,7 +96,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     }
 
     @discardableResult
-    public func observe(
+    open func observe(
         _ eventType: DataEventType,
         andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
         withCancel cancelBlock: ((any Error) -> Void)?
@@ -83,27 +105,27 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Calls `block` once, for the first event of `eventType`, then stops.
-    public func observeSingleEvent(
+    open func observeSingleEvent(
         of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void
     ) {
         observeSingleEvent(of: eventType, with: block, withCancel: nil)
     }
 
-    public func observeSingleEvent(
+    open func observeSingleEvent(
         of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void,
         withCancel cancelBlock: ((any Error) -> Void)?
     ) {
         addObserver(eventType, once: true, cancel: cancelBlock) { snapshot, _ in block(snapshot) }
     }
 
-    public func observeSingleEvent(
+    open func observeSingleEvent(
         of eventType: DataEventType,
         andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void
     ) {
         observeSingleEvent(of: eventType, andPreviousSiblingKeyWith: block, withCancel: nil)
     }
 
-    public func observeSingleEvent(
+    open func observeSingleEvent(
         of eventType: DataEventType,
         andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
         withCancel cancelBlock: ((any Error) -> Void)?
@@ -111,28 +133,51 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
         addObserver(eventType, once: true, cancel: cancelBlock, block)
     }
 
-    /// The first event of `eventType` (the SDK's generated async form of
-    /// `observeSingleEvent(of:with:withCancel:)`); throws when the
-    /// observation is canceled.
-    nonisolated(nonsending) public func observeSingleEvent(of eventType: DataEventType) async throws
+    /// The first event of `eventType`, as the SDK's async form of
+    /// `observeSingleEvent(of:with:)`. It does not throw, as in the SDK: if
+    /// the observation is canceled (the rules refuse the read) the error is
+    /// logged and the call never returns, as the SDK's block is never
+    /// called then. ``firstEvent(_:)`` throws instead.
+    nonisolated(nonsending) open func observeSingleEvent(of eventType: DataEventType) async
         -> DataSnapshot
     {
-        try await observeSingleEventAndPreviousSiblingKey(of: eventType).0
+        await observeSingleEventAndPreviousSiblingKey(of: eventType).0
     }
 
     /// The first event of `eventType` with the key of the child before it
-    /// (nil for value events and the first child).
-    nonisolated(nonsending) public func observeSingleEventAndPreviousSiblingKey(
+    /// (nil for value events and the first child), as the SDK's async form
+    /// of `observeSingleEvent(of:andPreviousSiblingKeyWith:)`. Like
+    /// ``observeSingleEvent(of:)`` it does not throw and, if the
+    /// observation is canceled, logs the error and never returns.
+    nonisolated(nonsending) open func observeSingleEventAndPreviousSiblingKey(
         of eventType: DataEventType
-    ) async throws -> (DataSnapshot, String?) {
-        let answer = UncheckedSendable(Locked<CheckedContinuation<(DataSnapshot, String?), any Error>?>(nil))
+    ) async -> (DataSnapshot, String?) {
+        do {
+            let event = try await firstEvent(eventType)
+            return (event.snapshot, event.previousSiblingKey)
+        } catch {
+            Database.log(
+                "observeSingleEvent(of:) at \(self) was canceled and will never return "
+                    + "(use firstEvent(_:) to get the error): \(error.localizedDescription)")
+            // Suspends this task for good, as the SDK's async form does
+            // when its block is never called.
+            return await withUnsafeContinuation { _ in }
+        }
+    }
+
+    /// The first event of `eventType` (a Swift extra): throws the error
+    /// that cancels the observation (the rules refuse the read, the
+    /// database closes), where the SDK's async forms never return.
+    nonisolated(nonsending) open func firstEvent(_ eventType: DataEventType) async throws -> DataEvent {
+        let answer = UncheckedSendable(Locked<CheckedContinuation<DataEvent, any Error>?>(nil))
         return try await withCheckedThrowingContinuation { continuation in
             answer.value.withLock { $0 = continuation }
             addObserver(
                 eventType, once: true, delivery: .direct,
                 cancel: { error in answer.value.withLock { $0.take() }?.resume(throwing: error) }
             ) { snapshot, previous in
-                answer.value.withLock { $0.take() }?.resume(returning: (snapshot, previous))
+                answer.value.withLock { $0.take() }?.resume(
+                    returning: DataEvent(type: eventType, snapshot: snapshot, previousSiblingKey: previous))
             }
         }
     }
@@ -140,20 +185,20 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     /// Removes one observer (registered through any reference or query of
     /// this database). No event reaches it once this returns, on the
     /// callback queue.
-    public func removeObserver(withHandle handle: DatabaseHandle) {
+    open func removeObserver(withHandle handle: DatabaseHandle) {
         db.removeObserver(withHandle: handle)
     }
 
     /// Removes every observer of this query; on a reference, every observer
     /// at exactly this location (not those of child locations).
-    public func removeAllObservers() {
+    open func removeAllObservers() {
         db.removeObservers(at: path, queryIdentifier: params.isDefault ? nil : params.identifier)
     }
 
     /// Keeps this query's data synchronized (and so cached) even with no
     /// observer, for a client of a server; an embedded database holds all
     /// its data anyway.
-    public func keepSynced(_ keepSynced: Bool) {
+    open func keepSynced(_ keepSynced: Bool) {
         db.keepSynced(self, keepSynced)
     }
 
@@ -188,7 +233,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
 
     /// The current data for the query, after the writes made before.
     /// `completion` runs on the callback queue.
-    public func getData(completion: @escaping (_ error: (any Error)?, _ snapshot: DataSnapshot?) -> Void) {
+    open func getData(completion: @escaping (_ error: (any Error)?, _ snapshot: DataSnapshot?) -> Void) {
         // @unchecked: the block is only called on the callback queue.
         let block = UncheckedSendable(completion)
         let queue = db.callbackQueue
@@ -203,7 +248,7 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The current data for the query, after the writes made before.
-    nonisolated(nonsending) public func getData() async throws -> DataSnapshot {
+    nonisolated(nonsending) open func getData() async throws -> DataSnapshot {
         try await withCheckedThrowingContinuation { continuation in
             read { result in continuation.resume(with: result.mapError { $0.bridged }) }
         }
@@ -223,93 +268,93 @@ public class DatabaseQuery: @unchecked Sendable, CustomStringConvertible {
     // MARK: Building queries
 
     /// Orders children by key.
-    public func queryOrderedByKey() -> DatabaseQuery {
+    open func queryOrderedByKey() -> DatabaseQuery {
         building("queryOrderedByKey") { hearth_query_order_by_key($0, $1) }
     }
 
     /// Orders children by their value (null < false < true < numbers <
     /// strings < objects; ties by key).
-    public func queryOrderedByValue() -> DatabaseQuery {
+    open func queryOrderedByValue() -> DatabaseQuery {
         building("queryOrderedByValue") { hearth_query_order_by_value($0, $1) }
     }
 
     /// Orders children by priority (the default order, made explicit).
-    public func queryOrderedByPriority() -> DatabaseQuery {
+    open func queryOrderedByPriority() -> DatabaseQuery {
         building("queryOrderedByPriority") { hearth_query_order_by_priority($0, $1) }
     }
 
     /// Orders children by the value at `key` (a key or a path) below each.
-    public func queryOrdered(byChild key: String) -> DatabaseQuery {
+    open func queryOrdered(byChild key: String) -> DatabaseQuery {
         building("queryOrderedByChild:") { query, error in
             hearth_query_order_by_child(query, key, error)
         }
     }
 
     /// Keeps at most the first `limit` children in the query's order.
-    public func queryLimited(toFirst limit: UInt) -> DatabaseQuery {
+    open func queryLimited(toFirst limit: UInt) -> DatabaseQuery {
         let limit = Self.limit(limit, function: "queryLimitedToFirst:")
         return building("queryLimitedToFirst:") { hearth_query_limit_to_first($0, limit, $1) }
     }
 
     /// Keeps at most the last `limit` children in the query's order.
-    public func queryLimited(toLast limit: UInt) -> DatabaseQuery {
+    open func queryLimited(toLast limit: UInt) -> DatabaseQuery {
         let limit = Self.limit(limit, function: "queryLimitedToLast:")
         return building("queryLimitedToLast:") { hearth_query_limit_to_last($0, limit, $1) }
     }
 
     /// Starts at children whose sort value is `startValue` or greater.
-    public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
+    open func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
         queryStarting(atValue: startValue, childKey: nil)
     }
 
     /// The same; among children equal to `startValue`, from the key
     /// `childKey` on.
-    public func queryStarting(atValue startValue: Any?, childKey: String?) -> DatabaseQuery {
+    open func queryStarting(atValue startValue: Any?, childKey: String?) -> DatabaseQuery {
         bounding("queryStartingAtValue:", startValue, childKey) { hearth_query_start_at($0, $1, $2, $3) }
     }
 
     /// Starts after the children whose sort value is `startValue`.
-    public func queryStarting(afterValue startAfterValue: Any?) -> DatabaseQuery {
+    open func queryStarting(afterValue startAfterValue: Any?) -> DatabaseQuery {
         queryStarting(afterValue: startAfterValue, childKey: nil)
     }
 
     /// The same; among children equal to the value, after the key
     /// `childKey`.
-    public func queryStarting(afterValue startAfterValue: Any?, childKey: String?) -> DatabaseQuery {
+    open func queryStarting(afterValue startAfterValue: Any?, childKey: String?) -> DatabaseQuery {
         bounding("queryStartingAfterValue:", startAfterValue, childKey) {
             hearth_query_start_after($0, $1, $2, $3)
         }
     }
 
     /// Ends at children whose sort value is `endValue` or less.
-    public func queryEnding(atValue endValue: Any?) -> DatabaseQuery {
+    open func queryEnding(atValue endValue: Any?) -> DatabaseQuery {
         queryEnding(atValue: endValue, childKey: nil)
     }
 
     /// The same; among children equal to `endValue`, up to the key
     /// `childKey`.
-    public func queryEnding(atValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+    open func queryEnding(atValue endValue: Any?, childKey: String?) -> DatabaseQuery {
         bounding("queryEndingAtValue:", endValue, childKey) { hearth_query_end_at($0, $1, $2, $3) }
     }
 
     /// Ends before the children whose sort value is `endValue`.
-    public func queryEnding(beforeValue endValue: Any?) -> DatabaseQuery {
+    open func queryEnding(beforeValue endValue: Any?) -> DatabaseQuery {
         queryEnding(beforeValue: endValue, childKey: nil)
     }
 
     /// The same; among children equal to the value, before the key
     /// `childKey`.
-    public func queryEnding(beforeValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+    open func queryEnding(beforeValue endValue: Any?, childKey: String?) -> DatabaseQuery {
         bounding("queryEndingBeforeValue:", endValue, childKey) { hearth_query_end_before($0, $1, $2, $3) }
     }
 
     /// Keeps the children whose sort value is `value`.
-    public func queryEqual(toValue value: Any?) -> DatabaseQuery {
+    open func queryEqual(toValue value: Any?) -> DatabaseQuery {
         queryEqual(toValue: value, childKey: nil)
     }
 
     /// Keeps the child whose sort value is `value` and key is `childKey`.
-    public func queryEqual(toValue value: Any?, childKey: String?) -> DatabaseQuery {
+    open func queryEqual(toValue value: Any?, childKey: String?) -> DatabaseQuery {
         bounding("queryEqualToValue:", value, childKey) { hearth_query_equal_to($0, $1, $2, $3) }
     }
 

@@ -51,7 +51,7 @@ extension DatabaseReference {
     }
 
     public func onDisconnectRemoveValue(
-        withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
+        completionBlock block: @escaping (Error?, DatabaseReference) -> Void
     ) {
         onDisconnectSetValue(nil, withCompletionBlock: block)
     }
@@ -82,11 +82,11 @@ extension DatabaseReference {
     }
 
     public func cancelDisconnectOperations() {
-        cancelDisconnectOperations(withCompletionBlock: nil)
+        cancelDisconnectOperations(completionBlock: nil)
     }
 
     public func cancelDisconnectOperations(
-        withCompletionBlock block: ((Error?, DatabaseReference) -> Void)?
+        completionBlock block: ((Error?, DatabaseReference) -> Void)?
     ) {
         write("cancelDisconnectOperations", completion: block.map { callback($0) }) {
             onDisconnectCancelStart()

@@ -10,52 +10,59 @@ import Foundation
 /// invalid keys, too deep, non-finite numbers) complete with a
 /// `HearthError` instead of raising (without a completion block the error
 /// is logged). An invalid path given to `child(_:)` is a precondition
-/// failure, as the SDK raises.
-public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
+/// failure, as the SDK raises. Open, as the SDK's class is, for test
+/// doubles.
+open class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     // @unchecked Sendable: no state beyond DatabaseQuery's immutable one.
 
     init(database: Database, normalizedPath path: String) {
         super.init(database: database, normalizedPath: path, params: .default)
     }
 
+    /// The root of the default database, as the SDK's plain initializer
+    /// gives (for test doubles and placeholders).
+    public override init() {
+        super.init()
+    }
+
     // MARK: Navigation
 
     /// The database this reference belongs to.
-    public var database: Database { db }
+    open var database: Database { db }
 
     /// The location's URL, as the SDK's `description()` gives it.
-    public func description() -> String { url }
+    open func description() -> String { url }
 
     /// The location's URL: the database URL and the path.
-    public var url: String { db.locationURL(path) }
+    open var url: String { db.locationURL(path) }
 
     /// Disconnects every database instance (as `Database.goOffline()` on
     /// each).
-    public class func goOffline() {
+    open class func goOffline() {
         Database.allInstances.forEach { $0.goOffline() }
     }
 
     /// Reconnects every database instance.
-    public class func goOnline() {
+    open class func goOnline() {
         Database.allInstances.forEach { $0.goOnline() }
     }
 
     /// The last key of the location; nil at the root.
-    public var key: String? { DatabasePath.lastKey(of: path) }
+    open var key: String? { DatabasePath.lastKey(of: path) }
 
     /// The reference to the parent location; nil at the root.
-    public var parent: DatabaseReference? {
+    open var parent: DatabaseReference? {
         DatabasePath.parent(of: path).map { DatabaseReference(database: db, normalizedPath: $0) }
     }
 
     /// The reference to the root of the database.
-    public var root: DatabaseReference {
+    open var root: DatabaseReference {
         DatabaseReference(database: db, normalizedPath: "")
     }
 
     /// The reference to `pathString` below this location: a key or a
     /// slash-separated path ("a/b/c").
-    public func child(_ pathString: String) -> DatabaseReference {
+    open func child(_ pathString: String) -> DatabaseReference {
         precondition(!DatabasePath.normalize(pathString).isEmpty, "(child:) Must be a non-empty path")
         do {
             try DatabasePath.validate(pathString)
@@ -68,18 +75,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// A child reference with a new push ID as its key: IDs from one
     /// database are strictly increasing, so children created this way sort
     /// in creation order. Nothing is written.
-    public func childByAutoId() -> DatabaseReference {
+    open func childByAutoId() -> DatabaseReference {
         DatabaseReference(database: db, normalizedPath: DatabasePath.join(path, db.nextPushID()))
     }
 
     // MARK: Writing
 
     /// Replaces the data here with `value` (nil or `NSNull` deletes).
-    public func setValue(_ value: Any?) {
+    open func setValue(_ value: Any?) {
         write("setValue", completion: nil) { try self.setStart(value, priority: nil, hasPriority: false) }
     }
 
-    public func setValue(
+    open func setValue(
         _ value: Any?, withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
     ) {
         write("setValue", completion: callback(block)) {
@@ -89,17 +96,17 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     /// Replaces the data here with `value`; returns once it is applied.
     @discardableResult
-    nonisolated(nonsending) public func setValue(_ value: Any?) async throws -> DatabaseReference {
+    nonisolated(nonsending) open func setValue(_ value: Any?) async throws -> DatabaseReference {
         try await writing("setValue") { try self.setStart(value, priority: nil, hasPriority: false) }
     }
 
     /// Replaces the data here with `value` carrying `priority` (nil, a
     /// number or a string).
-    public func setValue(_ value: Any?, andPriority priority: Any?) {
+    open func setValue(_ value: Any?, andPriority priority: Any?) {
         write("setValue", completion: nil) { try self.setStart(value, priority: priority, hasPriority: true) }
     }
 
-    public func setValue(
+    open func setValue(
         _ value: Any?, andPriority priority: Any?,
         withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
     ) {
@@ -109,59 +116,59 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     @discardableResult
-    nonisolated(nonsending) public func setValue(_ value: Any?, andPriority priority: Any?) async throws
+    nonisolated(nonsending) open func setValue(_ value: Any?, andPriority priority: Any?) async throws
         -> DatabaseReference
     {
         try await writing("setValue") { try self.setStart(value, priority: priority, hasPriority: true) }
     }
 
     /// Sets the priority of the data here (nil removes it).
-    public func setPriority(_ priority: Any?) {
+    open func setPriority(_ priority: Any?) {
         write("setPriority", completion: nil) { try self.priorityStart(priority) }
     }
 
-    public func setPriority(
+    open func setPriority(
         _ priority: Any?, withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
     ) {
         write("setPriority", completion: callback(block)) { try self.priorityStart(priority) }
     }
 
     @discardableResult
-    nonisolated(nonsending) public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
+    nonisolated(nonsending) open func setPriority(_ priority: Any?) async throws -> DatabaseReference {
         try await writing("setPriority") { try self.priorityStart(priority) }
     }
 
     /// Writes several locations below this one as one write: keys are
     /// relative paths ("a", "a/b"), nil/`NSNull` deletes; a key that is an
     /// ancestor of another fails the whole update.
-    public func updateChildValues(_ values: [AnyHashable: Any]) {
+    open func updateChildValues(_ values: [AnyHashable: Any]) {
         write("updateChildValues", completion: nil) { try self.updateStart(values) }
     }
 
-    public func updateChildValues(
+    open func updateChildValues(
         _ values: [AnyHashable: Any], withCompletionBlock block: @escaping (Error?, DatabaseReference) -> Void
     ) {
         write("updateChildValues", completion: callback(block)) { try self.updateStart(values) }
     }
 
     @discardableResult
-    nonisolated(nonsending) public func updateChildValues(_ values: [AnyHashable: Any]) async throws
+    nonisolated(nonsending) open func updateChildValues(_ values: [AnyHashable: Any]) async throws
         -> DatabaseReference
     {
         try await writing("updateChildValues") { try self.updateStart(values) }
     }
 
     /// Deletes the data here.
-    public func removeValue() {
+    open func removeValue() {
         write("removeValue", completion: nil) { self.removeStart() }
     }
 
-    public func removeValue(completionBlock block: @escaping (Error?, DatabaseReference) -> Void) {
+    open func removeValue(completionBlock block: @escaping (Error?, DatabaseReference) -> Void) {
         write("removeValue", completion: callback(block)) { self.removeStart() }
     }
 
     @discardableResult
-    nonisolated(nonsending) public func removeValue() async throws -> DatabaseReference {
+    nonisolated(nonsending) open func removeValue() async throws -> DatabaseReference {
         try await writing("removeValue") { self.removeStart() }
     }
 

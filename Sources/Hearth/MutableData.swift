@@ -17,8 +17,9 @@ import Foundation
 /// exception (nothing here traps). Reading converts as `DataSnapshot` does.
 ///
 /// Not thread-safe, as in the SDK: use it only within the transaction
-/// block, on the thread that runs it.
-public final class MutableData {
+/// block, on the thread that runs it. Open, as the SDK's class is, for test
+/// doubles.
+open class MutableData {
     /// The tree shared by a transaction's `MutableData` views.
     final class Storage {
         /// One owned reference to the whole tree (`hearth_node_t *`); writes
@@ -84,8 +85,9 @@ public final class MutableData {
     }
 
     /// An empty `MutableData` of its own (no data), as the SDK allows.
-    public convenience init() {
-        self.init(node: .null)
+    public init() {
+        storage = Storage(node: Node.null.pointer, location: "")
+        path = ""
     }
 
     /// The node this view shows now (borrowed: valid until the next write).
@@ -96,7 +98,7 @@ public final class MutableData {
     /// Setting it replaces the data here (and its priority); nil or `NSNull`
     /// deletes it. A dictionary may carry `.value` and `.priority`, and
     /// server values (`ServerValue.timestamp()`) are resolved on commit.
-    public var value: Any? {
+    open var value: Any? {
         get { NodeDecoder.value(of: nodePointer) }
         set {
             do {
@@ -109,7 +111,7 @@ public final class MutableData {
 
     /// The priority here: an `NSNumber`, a `String`, or `NSNull` when none.
     /// Setting it to nil removes it; a location without data keeps none.
-    public var priority: Any? {
+    open var priority: Any? {
         get { NodeDecoder.priority(of: nodePointer) ?? NSNull() }
         set {
             do {
@@ -124,23 +126,23 @@ public final class MutableData {
 
     /// The last key of this view's path: nil for the data the transaction
     /// block received, as in the SDK.
-    public var key: String? {
+    open var key: String? {
         DatabasePath.lastKey(of: path)
     }
 
     /// The number of children.
-    public var childrenCount: UInt {
+    open var childrenCount: UInt {
         UInt(hearth_node_child_count(nodePointer))
     }
 
     /// Whether there are children.
-    public func hasChildren() -> Bool {
+    open func hasChildren() -> Bool {
         hearth_node_child_count(nodePointer) > 0
     }
 
     /// Whether there is data at the relative `path`. An invalid path is a
     /// precondition failure, as the SDK raises.
-    public func hasChild(atPath path: String) -> Bool {
+    open func hasChild(atPath path: String) -> Bool {
         Self.validate(path, function: "hasChild(atPath:)")
         return !hearth_node_is_null(storage.node(at: DatabasePath.join(self.path, path)))
     }
@@ -148,7 +150,7 @@ public final class MutableData {
     /// The data at the relative `path` (which may have several keys), as a
     /// view that writes through to this data. An invalid path is a
     /// precondition failure, as the SDK raises.
-    public func childData(byAppendingPath path: String) -> MutableData {
+    open func childData(byAppendingPath path: String) -> MutableData {
         Self.validate(path, function: "childData(byAppendingPath:)")
         return MutableData(storage: storage, path: DatabasePath.join(self.path, path))
     }
@@ -156,7 +158,7 @@ public final class MutableData {
     /// A `MutableData` for each child, in priority order (ties by key), as
     /// the SDK enumerates. Iterate with
     /// `for case let child as MutableData in data.children`.
-    public var children: NSEnumerator {
+    open var children: NSEnumerator {
         var keys: [String] = []
         QueryParams.default.forEachChild(of: nodePointer) { key, _ in keys.append(key) }
         let views = keys.map { MutableData(storage: storage, path: DatabasePath.join(path, $0)) }
@@ -192,8 +194,8 @@ extension MutableData: CustomStringConvertible {
 
 /// What a transaction block decides, as `TransactionResult` in
 /// FirebaseDatabase: commit a value (``success(withValue:)``) or change
-/// nothing (``abort()``).
-public final class TransactionResult {
+/// nothing (``abort()``). Open, as the SDK's class is, for test doubles.
+open class TransactionResult {
     /// The data to commit; nil to abort.
     let update: MutableData?
 
@@ -202,8 +204,8 @@ public final class TransactionResult {
     }
 
     /// A result that aborts the transaction, as `abort()`.
-    public convenience init() {
-        self.init(update: nil)
+    public init() {
+        update = nil
     }
 
     /// Commits the data of `value` at the transaction's location. `value` is

@@ -3,14 +3,20 @@ import Hearth
 
 /// Compile-time check (never run): the FirebaseDatabase Swift API surface,
 /// names, labels and types, as an app spells them. A missing or renamed
-/// member breaks the build of the tests.
+/// member breaks the build of the tests. Spelled as the SDK's own API test
+/// (FirebaseDatabase/Tests/Unit/Swift/DatabaseAPITests.swift) spells it:
+/// `try` only where the SDK throws, every label written out once.
 final class APISurface {
     /// The async forms, as an async context sees them.
     func asyncCalls(_ query: DatabaseQuery, _ ref: DatabaseReference) async throws {
         var ref = ref
         let values: [AnyHashable: Any] = ["a": 1]
         let _: DataSnapshot = try await query.getData()
-        let _: (DataSnapshot, String?) = try await query.observeSingleEventAndPreviousSiblingKey(of: .value)
+        let _: (DataSnapshot, String?) = await query.observeSingleEventAndPreviousSiblingKey(of: .value)
+        let _: DataSnapshot = await query.observeSingleEvent(of: .value)
+        let _: DataEvent = try await query.firstEvent(.value)
+        let _: DataSnapshot = try await DatabaseQuery().getData()
+        ref = try await DatabaseReference().setValue(1)
         ref = try await ref.setValue(1)
         ref = try await ref.setValue(1, andPriority: 2)
         ref = try await ref.removeValue()
@@ -25,8 +31,22 @@ final class APISurface {
     }
 
     func everyCall() {
+        FirebaseApp.configure()
+        FirebaseApp.configure(options: FirebaseOptions(googleAppID: "id", gcmSenderID: "sender"))
+        FirebaseApp.configure(name: "other", options: FirebaseOptions(contentsOfFile: "x.plist")!)
         var database = Database.database()
         database = Database.database(url: "http://127.0.0.1:9000?ns=x")
+        if let app = FirebaseApp.app() {
+            database = Database.database(app: app, url: "http://127.0.0.1:9000?ns=x")
+            database = Database.database(app: app)
+            let _: FirebaseOptions = app.options
+            let _: String? = app.options.databaseURL
+            app.delete { (_: Bool) in }
+        }
+        let _: FirebaseApp? = database.app
+        let _: FirebaseApp? = FirebaseApp.app(name: "other")
+        let _: Bool = database.isPersistenceEnabled
+        let _: UInt = database.persistenceCacheSizeBytes
         var ref: DatabaseReference = database.reference()
         ref = database.reference(withPath: "a")
         ref = database.reference(fromURL: "http://127.0.0.1:9000/a")
@@ -42,6 +62,17 @@ final class APISurface {
         var query: DatabaseQuery = DatabaseQuery()
         handle = query.observe(.value) { (_: DataSnapshot) in }
         handle = query.observe(.childAdded) { (_: DataSnapshot, _: String?) in }
+        handle = query.observe(.value, with: { (_: DataSnapshot) in })
+        handle = query.observe(.childAdded, andPreviousSiblingKeyWith: { (_: DataSnapshot, _: String?) in })
+        handle = query.observe(.value, with: { (_: DataSnapshot) in }, withCancel: { (_: Error) in })
+        handle = query.observe(
+            .childAdded, andPreviousSiblingKeyWith: { (_: DataSnapshot, _: String?) in },
+            withCancel: { (_: Error) in })
+        query.observeSingleEvent(of: .value, with: { (_: DataSnapshot) in }, withCancel: { (_: Error) in })
+        query.observeSingleEvent(
+            of: .childAdded, andPreviousSiblingKeyWith: { (_: DataSnapshot, _: String?) in },
+            withCancel: { (_: Error) in })
+        query.getData(completion: { (_: Error?, _: DataSnapshot?) in })
         handle = query.observe(.value) { (_: DataSnapshot) in } withCancel: { (_: Error) in }
         handle = query.observe(.childAdded) { (_: DataSnapshot, _: String?) in } withCancel: { (_: Error) in }
         query.getData { (_: Error?, _: DataSnapshot?) in }
@@ -92,6 +123,17 @@ final class APISurface {
         ref.onDisconnectUpdateChildValues(values) { (_: Error?, _: DatabaseReference) in }
         ref.cancelDisconnectOperations()
         ref.cancelDisconnectOperations { (_: Error?, _: DatabaseReference) in }
+        ref.setValue(1, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.setValue(1, andPriority: 2, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.removeValue(completionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.setPriority(1, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.updateChildValues(values, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.onDisconnectSetValue(1, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.onDisconnectSetValue(1, andPriority: 2, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.onDisconnectRemoveValue(completionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.onDisconnectUpdateChildValues(values, withCompletionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.cancelDisconnectOperations(completionBlock: { (_: Error?, _: DatabaseReference) in })
+        ref.cancelDisconnectOperations(completionBlock: nil)
         var result = TransactionResult()
         ref.runTransactionBlock { (_: MutableData) in result }
         ref.runTransactionBlock { (_: MutableData) in result } andCompletionBlock: { (_: Error?, _: Bool, _: DataSnapshot?) in }
@@ -109,6 +151,10 @@ final class APISurface {
         switch kind {
         case .childAdded, .childRemoved, .childChanged, .childMoved, .value, .none, .some: break
         }
+
+        ref = DatabaseReference()
+        let _: Set<DatabaseQuery> = [query, ref]
+        let _: [DatabaseReference: Int] = [ref: 1]
 
         var snapshot = DataSnapshot()
         snapshot = snapshot.childSnapshot(forPath: "a")
@@ -138,3 +184,44 @@ final class APISurface {
         result = TransactionResult.abort()
     }
 }
+
+// Test doubles as apps write them against the SDK: subclasses overriding its
+// members (this file imports Hearth without @testable, so they need `open`).
+// PortingTests uses them.
+
+final class FakeSnapshot: DataSnapshot, @unchecked Sendable {
+    let fakeValue: Any?
+    init(value: Any?) {
+        fakeValue = value
+        super.init()
+    }
+    override var value: Any? { fakeValue }
+    override var key: String { "fake" }
+    override func exists() -> Bool { fakeValue != nil }
+}
+
+final class FakeReference: DatabaseReference, @unchecked Sendable {
+    private(set) var written: [Any?] = []
+    override func setValue(_ value: Any?) { written.append(value) }
+    override func child(_ pathString: String) -> DatabaseReference { self }
+    override var key: String? { "fake" }
+    override func observe(_ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void)
+        -> DatabaseHandle
+    {
+        block(FakeSnapshot(value: written.last ?? nil))
+        return 1
+    }
+}
+
+final class FakeQuery: DatabaseQuery, @unchecked Sendable {
+    override func queryLimited(toFirst limit: UInt) -> DatabaseQuery { self }
+}
+
+final class FakeMutableData: MutableData {
+    override var value: Any? {
+        get { "fake" }
+        set {}
+    }
+}
+
+final class FakeTransactionResult: TransactionResult {}

@@ -183,9 +183,9 @@ struct ClientTests {
         let ns = "single-\(UUID().uuidString.prefix(8))"
         let database = client(ns), watcher = client(ns)
         try await database.reference(withPath: "list").setValue(["a": 1, "b": 2])
-        let value = try await database.reference(withPath: "list").observeSingleEvent(of: .value)
+        let value = await database.reference(withPath: "list").observeSingleEvent(of: .value)
         #expect(value.childrenCount == 2)
-        let (child, previous) = try await database.reference(withPath: "list")
+        let (child, previous) = await database.reference(withPath: "list")
             .queryOrderedByKey().queryStarting(atValue: "b")
             .observeSingleEventAndPreviousSiblingKey(of: .childAdded)
         #expect(child.key == "b" && previous == nil)

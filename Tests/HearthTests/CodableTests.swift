@@ -198,4 +198,93 @@ struct CodableTests {
         #expect(Set(tally.voters) == ["a", "b", "c", "d", "e"])
         #expect(tally.voters.count == 5)
     }
+
+    /// @ServerTimestamp: nil is written as the server-time placeholder and
+    /// read back as the time of the write; a date as milliseconds since
+    /// 1970; no key at all reads as nil.
+    @Test func serverTimestamp() async throws {
+        struct Message: Codable, Equatable {
+            var text: String
+            @ServerTimestamp var sentAt: Date?
+        }
+        let ref = database.reference().child("messages/1")
+        let before = Date()
+        try ref.setValue(from: Message(text: "hi", sentAt: nil))
+        let snapshot = try await ref.getData()
+        let stored = try #require(snapshot.childSnapshot(forPath: "sentAt").value as? Double)
+        let sent = try #require(try snapshot.data(as: Message.self).sentAt)
+        #expect(sent.timeIntervalSince1970 == stored / 1000)
+        #expect(abs(sent.timeIntervalSince(before)) < 60)
+
+        let fixed = Message(text: "later", sentAt: Date(timeIntervalSince1970: 1_700_000_000.25))
+        try await ref.setValue(Database.Encoder().encode(fixed))
+        let again = try await ref.getData()
+        #expect(again.childSnapshot(forPath: "sentAt").json == "1700000000250")
+        #expect(try again.data(as: Message.self) == fixed)
+        try await ref.child("sentAt").removeValue()
+        #expect(try await ref.getData().data(as: Message.self) == Message(text: "later", sentAt: nil))
+    }
+
+    /// `.blob` keeps `Data` in the tree (which the database then refuses to
+    /// store) and reads it back; a passthrough resolver leaves its types as
+    /// they are, both ways; userInfo holds any value.
+    @Test func blobPassthroughAndUserInfo() async throws {
+        final class Handle: Codable {
+            func encode(to encoder: any Swift.Encoder) throws {
+                Issue.record("a passthrough value was encoded")
+            }
+            init() {}
+            init(from decoder: any Swift.Decoder) throws {
+                Issue.record("a passthrough value was decoded")
+            }
+        }
+        enum Handles: StructureCodingPassthroughTypeResolver {
+            static func isPassthroughType<T>(_ t: T) -> Bool { t is Handle }
+        }
+        struct Attachment: Codable {
+            var bytes: Data
+            var handle: Handle
+        }
+        let handle = Handle()
+        let encoder = Database.Encoder()
+        encoder.dataEncodingStrategy = .blob
+        encoder.passthroughTypeResolver = Handles.self
+        let tree = try #require(try encoder.encode(Attachment(bytes: Data([1, 2, 3]), handle: handle)) as? [String: Any])
+        #expect(tree["bytes"] as? Data == Data([1, 2, 3]) && tree["handle"] as? Handle === handle)
+
+        let decoder = Database.Decoder()
+        decoder.dataDecodingStrategy = .blob
+        decoder.passthroughTypeResolver = Handles.self
+        let decoded = try decoder.decode(Attachment.self, from: tree)
+        #expect(decoded.bytes == Data([1, 2, 3]) && decoded.handle === handle)
+        #expect(throws: HearthError.self) {
+            try self.database.reference().child("blob").setValue(from: ["b": Data([1])], encoder: encoder)
+        }
+
+        // userInfo: [CodingUserInfoKey: Any], as the SDK's, takes values that
+        // are not Sendable.
+        final class Unit { let factor: Double; init(_ factor: Double) { self.factor = factor } }
+        struct Measured: Codable {
+            static let unit = CodingUserInfoKey(rawValue: "unit")!
+            var value: Double
+            init(value: Double) { self.value = value }
+            func encode(to encoder: any Swift.Encoder) throws {
+                var container = encoder.singleValueContainer()
+                try container.encode(value * (encoder.userInfo[Self.unit] as! Unit).factor)
+            }
+            init(from decoder: any Swift.Decoder) throws {
+                value = try decoder.singleValueContainer().decode(Double.self)
+                    / (decoder.userInfo[Self.unit] as! Unit).factor
+            }
+        }
+        let plain = Database.Encoder()
+        plain.userInfo = [Measured.unit: Unit(100)]
+        let ref = database.reference().child("measured")
+        try ref.setValue(from: Measured(value: 1.5), encoder: plain)
+        let snapshot = try await ref.getData()
+        #expect(snapshot.json == "150")
+        let reader = Database.Decoder()
+        reader.userInfo = [Measured.unit: Unit(100)]
+        #expect(try snapshot.data(as: Measured.self, decoder: reader).value == 1.5)
+    }
 }
