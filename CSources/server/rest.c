@@ -948,9 +948,16 @@ static const char *read_params(rest *r) {
             return "print must be 'pretty' or 'silent'";
     }
     if ((v = param_get(r, "format"))) {
-        if (strcmp(v, "export") != 0)
+        /* Data: "export" adds priorities. The rules: "strict" asks for
+         * plain JSON (the Admin SDKs read them so); Hearth answers plain
+         * JSON either way. */
+        bool rules = strcmp(r->path, "/.settings/rules") == 0;
+        if (rules && strcmp(v, "strict") != 0)
+            return "format must be 'strict'";
+        if (!rules && strcmp(v, "export") != 0)
             return "format must be 'export'";
-        r->json_flags |= HEARTH_JSON_EXPORT;
+        if (!rules)
+            r->json_flags |= HEARTH_JSON_EXPORT;
     }
     if ((v = param_get(r, "timeout"))) {
         char *end;

@@ -7,6 +7,8 @@
 #include "server/http.h"
 #include "server/server.h"
 
+#include <jansson.h>
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -244,6 +246,17 @@ static void test_queries_and_rules(void) {
     response r = request(port, "GET", "/.settings/rules.json", OWNER, NULL);
     CHECK(strstr(r.body, "\".indexOn\"") != NULL);
     free(r.body);
+    /* As the Admin SDKs read them (db.reference().get_rules()). */
+    r = request(port, "GET", "/.settings/rules.json?format=strict", OWNER, NULL);
+    CHECK_INT(r.status, 200);
+    json_t *doc = json_loads(r.body, 0, NULL);
+    CHECK(json_is_object(json_object_get(doc, "rules")));
+    json_decref(doc);
+    free(r.body);
+    EXPECT_REQ(port, "GET", "/.settings/rules.json?format=export", OWNER, NULL,
+               400, "{\"error\":\"format must be 'strict'\"}");
+    EXPECT_REQ(port, "GET", "/users.json?format=strict", NULL, NULL, 400,
+               "{\"error\":\"format must be 'export'\"}");
     EXPECT_REQ(port, "PUT", "/.settings/rules.json", OWNER, "{\"rules\":", 400,
                NULL);
     stop(s);
