@@ -83,6 +83,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Open connections at most (default: the open-file limit less a quarter).")
     var maxConnections: Int?
 
+    @Option(help: "Connections one client address may hold (default: a quarter of --max-connections).")
+    var maxConnectionsPerAddress: Int?
+
     @Option(help: "Megabytes of request bodies and WebSocket messages held at once (default 1024); one client address may hold a quarter.")
     var maxHeldMb: Int?
 
@@ -104,6 +107,9 @@ struct ServeCommand: ParsableCommand {
         }
         if let maxConnections, maxConnections < 1 {
             throw ValidationError("--max-connections must be at least 1")
+        }
+        if let maxConnectionsPerAddress, maxConnectionsPerAddress < 1 {
+            throw ValidationError("--max-connections-per-address must be at least 1")
         }
         if let maxHeldMb, maxHeldMb < 1 {
             throw ValidationError("--max-held-mb must be at least 1")
@@ -130,7 +136,8 @@ struct ServeCommand: ParsableCommand {
                 fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
                 authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
                 headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
-                maxConnections: maxConnections, maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }))
+                maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
+                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure

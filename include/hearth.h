@@ -722,6 +722,11 @@ typedef struct hearth_server_config_s {
      * connection closes the longest idle one (else the slowest still
      * sending its head); when all are busy it is answered 503. */
     int max_connections;
+    /* Of those, one client address may hold at most this many (default: a
+     * quarter of max_connections). Past it, a new connection from that
+     * address closes that address's longest idle one, else it is answered
+     * 503: one peer cannot take every connection with live streams. */
+    int max_connections_per_address;
     /* Bytes of request bodies and of WebSocket messages being assembled
      * held at once (default 1 GiB); one client address may hold a quarter
      * of it (with the default, one whole 256 MB body). Past either, the

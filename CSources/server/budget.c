@@ -85,6 +85,10 @@ void hearth__budget_peer_release(hearth__budget *b, hearth__peer *p) {
     hearth__free(p);
 }
 
+size_t hearth__budget_peer_connections(const hearth__peer *p) {
+    return p->refs;
+}
+
 bool hearth__budget_take(hearth__budget *b, hearth__peer *p, size_t n) {
     if (n > b->total - b->used || n > b->peer_share - p->held)
         return false;

@@ -25,6 +25,8 @@ void hearth__budget_free(hearth__budget *b);
 hearth__peer *hearth__budget_peer(hearth__budget *b,
                                   const struct sockaddr_storage *addr);
 void hearth__budget_peer_release(hearth__budget *b, hearth__peer *p);
+/* How many connections hold p now. */
+size_t hearth__budget_peer_connections(const hearth__peer *p);
 
 /* Counts n more bytes held for p; false (and nothing counted) when that
  * would pass the budget or p's share. */

@@ -822,12 +822,16 @@ static int eviction_rank(const hearth__http_conn *c) {
     return c->head_done ? 0 : 1;
 }
 
-/* At the connection limit: closes the connection that waited longest
- * among the idle ones, else among those still sending their head. */
-static bool make_room(hearth__http_server *s) {
+/* At a connection limit: closes the connection that waited longest among
+ * the idle ones, else among those still sending their head; of one peer
+ * only when peer is not NULL, and never `keep`. */
+static bool make_room(hearth__http_server *s, const hearth__peer *peer,
+                      const hearth__http_conn *keep) {
     hearth__http_conn *victim = NULL;
     int best = 0;
     for (hearth__http_conn *c = s->conns; c; c = c->next) {
+        if (c == keep || (peer && c->peer != peer))
+            continue;
         int rank = eviction_rank(c);
         if (rank > best || (rank && rank == best && c->since < victim->since)) {
             victim = c;
@@ -847,7 +851,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     hearth__http_server *s = listener->data;
     if (status < 0 || s->closing)
         return;
-    bool room = s->nconns < s->limits.max_connections || make_room(s);
+    bool room = s->nconns < s->limits.max_connections || make_room(s, NULL, NULL);
     hearth__http_conn *c = hearth__calloc(1, sizeof *c);
     if (!c)
         return;
@@ -875,6 +879,13 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_tcp_nodelay(&c->tcp, 1);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
+    /* One address may not take every connection: past its share it makes
+     * room among its own. */
+    if (room && hearth__budget_peer_connections(c->peer) > s->limits.max_peer_connections &&
+        !make_room(s, c->peer, c)) {
+        give_up(c, 503, "Server busy: too many connections from this address");
+        return;
+    }
     if (!room) {
         /* Every connection is busy: say so rather than leave it hanging
          * (the bound is below the file limit, so accepting still works). */

@@ -68,6 +68,10 @@ typedef struct hearth__http_limits {
      * idle (or the slowest still sending its head) to make room, else it
      * is answered 503 and closed. */
     size_t max_connections;
+    /* Of which one peer (remote address) may hold at most this many: past
+     * it, a new connection of that peer closes the peer's own longest
+     * idle one, else it is answered 503. */
+    size_t max_peer_connections;
     /* Request bodies (and what an upgraded connection assembles, through
      * hearth__http_hold) held at once, server-wide and by one peer (remote
      * address): past either, a body is refused 503 and its connection

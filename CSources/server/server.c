@@ -412,7 +412,7 @@ static int http_limits(const hearth_server_config_t *config,
                        hearth__http_limits *out, hearth_error_t *err) {
     if (config->header_timeout_ms < 0 || config->body_timeout_ms < 0 ||
         config->idle_timeout_ms < 0 || config->max_connections < 0 ||
-        config->max_held_bytes < 0)
+        config->max_connections_per_address < 0 || config->max_held_bytes < 0)
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "timeouts and limits must not be negative");
     size_t bound = connection_bound();
@@ -435,6 +435,11 @@ static int http_limits(const hearth_server_config_t *config,
         .max_held = held,
         .peer_share = held / PEER_SHARE_DIVISOR,
     };
+    size_t share = out->max_connections / PEER_SHARE_DIVISOR;
+    out->max_peer_connections =
+        config->max_connections_per_address
+            ? (size_t)config->max_connections_per_address
+            : share > 0 ? share : 1;
     return 0;
 }
 

@@ -65,6 +65,10 @@ public final class HearthServer: @unchecked Sendable {
         /// limit less a quarter). At the bound the idlest connection makes
         /// room; when every one is busy a new one is answered 503.
         public var maxConnections: Int?
+        /// Of those, one client address may hold at most this many (nil:
+        /// a quarter); past it, that address's idlest connection makes
+        /// room, else the new one is answered 503.
+        public var maxConnectionsPerAddress: Int?
         /// Bytes of request bodies and WebSocket messages held at once
         /// (nil: 1 GiB); one client address may hold a quarter of them.
         public var maxHeldBytes: Int64?
@@ -77,7 +81,8 @@ public final class HearthServer: @unchecked Sendable {
                     authAudience: String? = nil, authIssuer: String? = nil,
                     adminSecret: String? = nil, headerTimeout: TimeInterval? = nil,
                     bodyTimeout: TimeInterval? = nil, idleTimeout: TimeInterval? = nil,
-                    maxConnections: Int? = nil, maxHeldBytes: Int64? = nil) {
+                    maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil,
+                    maxHeldBytes: Int64? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -93,6 +98,7 @@ public final class HearthServer: @unchecked Sendable {
             self.bodyTimeout = bodyTimeout
             self.idleTimeout = idleTimeout
             self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.maxHeldBytes = maxHeldBytes
         }
     }
@@ -134,6 +140,8 @@ public final class HearthServer: @unchecked Sendable {
         config.body_timeout_ms = Self.milliseconds(configuration.bodyTimeout)
         config.idle_timeout_ms = Self.milliseconds(configuration.idleTimeout)
         config.max_connections = Int32(clamping: configuration.maxConnections ?? 0)
+        config.max_connections_per_address =
+            Int32(clamping: configuration.maxConnectionsPerAddress ?? 0)
         config.max_held_bytes = configuration.maxHeldBytes ?? 0
         let status = hearth_server_start(&config, &server, &err)
         guard status == 0, let server else {

@@ -1275,6 +1275,69 @@ static void test_connection_limit_answers_503(void) {
     remove_tree(data_dir);
 }
 
+/* A connection to port from another loopback address (127.0.0.x). */
+static int connect_from(int port, const char *source) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    inet_pton(AF_INET, source, &from.sin_addr);
+    CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* The status of one request sent on fd. */
+static int status_on(int fd, const char *req) {
+    send_all(fd, req, strlen(req));
+    char *reply = read_responses(fd, 1);
+    int status = strncmp(reply, "HTTP/1.1 ", 9) == 0 ? atoi(reply + 9) : 0;
+    free(reply);
+    return status;
+}
+
+/* Regression: one address could fill every connection with live streams
+ * (only idle ones made room). Now it holds its share at most: past it,
+ * its own idlest connection makes room, else it is answered 503, while
+ * other addresses are still served. */
+static void test_connections_per_address_bounded(void) {
+    hearth_server_t *s = start_with((hearth_server_config_t){
+        .max_connections = 16, .max_connections_per_address = 2});
+    int port = hearth_server_port(s);
+    const char *stream = "GET /x.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+    const char *get = "GET /x.json HTTP/1.1\r\n\r\n";
+    int streams[2];
+    char buf[4096];
+    for (int i = 0; i < 2; i++) {
+        streams[i] = connect_to(port);
+        send_all(streams[i], stream, strlen(stream));
+        struct pollfd p = {streams[i], POLLIN, 0};
+        CHECK(poll(&p, 1, 3000) == 1);
+        CHECK(read(streams[i], buf, sizeof buf) > 0 && strstr(buf, "200 OK"));
+    }
+    int third = connect_to(port);
+    CHECK_INT(status_on(third, get), 503);
+    close(third);
+    int other = connect_from(port, "127.0.0.2");
+    CHECK_INT(status_on(other, get), 200);
+    close(other);
+    /* Once the server closed a stream's end its place is free; then an
+     * idle connection of the same address makes room for a new one. */
+    shutdown(streams[1], SHUT_WR);
+    CHECK(read_until_closed(streams[1], buf, sizeof buf));
+    close(streams[1]);
+    int idle = connect_to(port);
+    CHECK_INT(status_on(idle, get), 200); /* now idle between requests */
+    int fresh = connect_to(port);
+    CHECK_INT(status_on(fresh, get), 200);
+    CHECK(read_until_closed(idle, buf, sizeof buf)); /* it made room */
+    close(idle);
+    close(fresh);
+    close(streams[0]);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 /* A connection that sent `len` bytes of `total` declared (a PUT's body). */
 static int unfinished_body(int port, size_t total, size_t len) {
     int fd = connect_to(port);
@@ -1456,6 +1519,8 @@ const test_case server_tests[] = {
     {"server_held_request_data_is_bounded", test_held_request_data_is_bounded},
     {"server_denied_write_refused_before_its_body",
      test_denied_write_refused_before_its_body},
+    {"server_connections_per_address_bounded",
+     test_connections_per_address_bounded},
     {"server_large_bodies_parsed_off_the_loop",
      test_large_bodies_parsed_off_the_loop},
     {NULL, NULL},
