@@ -26,7 +26,7 @@ struct hearth__store {
     uint64_t log_bytes; /* in the current log */
     uint64_t snapshot_threshold;
     int64_t last_sync_ms;
-    hearth__buf pending;
+    hearth__records pending; /* appended since the last commit began */
     /* A failed commit could not cut its bytes off the log: cut them (back
      * to log_bytes) before the next commit writes. */
     bool must_cut;
@@ -34,58 +34,17 @@ struct hearth__store {
 
 /* ---- records ---- */
 
-static void write_path(hearth__buf *b, const hearth__path *p) {
-    hearth__buf buf;
-    hearth__buf_init(&buf);
-    for (unsigned i = 0; i < p->n; i++) {
-        hearth__buf_addc(&buf, '/');
-        hearth__buf_add(&buf, p->seg[i].s, p->seg[i].len);
-    }
-    if (p->priority)
-        hearth__buf_adds(&buf, "/.priority");
-    if (!buf.len)
-        hearth__buf_addc(&buf, '/');
-    if (buf.failed)
-        b->failed = true;
-    else
-        hearth__json_write_string(b, buf.data, buf.len);
-    hearth__buf_free(&buf);
-}
-
 int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
                          const hearth_node_t *const *values, size_t n) {
-    hearth__buf *b = &s->pending;
-    size_t start = b->len;
-    char header[HEARTH__LOG_RECORD_HEADER] = {0};
-    hearth__buf_add(b, header, sizeof header);
-    hearth__buf_addc(b, '[');
-    for (size_t i = 0; i < n; i++) {
-        hearth__buf_add(b, i ? ",[" : "[", i ? 2 : 1);
-        write_path(b, paths[i]);
-        hearth__buf_addc(b, ',');
-        hearth__node_write_json(b, values[i], HEARTH_JSON_EXPORT);
-        hearth__buf_addc(b, ']');
-    }
-    hearth__buf_addc(b, ']');
-    if (b->failed) {
-        /* Keep what was buffered before this record. */
-        b->failed = false;
-        b->len = start;
-        return HEARTH_ENOMEM;
-    }
-    size_t len = b->len - start - sizeof header;
-    if (len > UINT32_MAX) {
-        b->len = start;
-        return HEARTH_ETOOBIG;
-    }
-    hearth__log_seal_record(b->data + start, len);
-    return 0;
+    return hearth__records_add(&s->pending, paths, values, n);
 }
 
-/* A commit in three steps, so that the write and sync can run on a worker
- * thread while the loop goes on: begin (loop) takes the buffered records,
- * write (any thread, one at a time) writes and syncs them, end (loop)
- * records the outcome. A failed commit leaves the log as it was before. */
+/* A commit in three steps, so that making the bytes, the write and the
+ * sync can run on a worker thread while the loop goes on: begin (loop)
+ * takes the buffered records, write (any thread, one at a time) makes
+ * their bytes, writes and syncs them, end (loop) records the outcome and
+ * drops the records' references. A failed commit leaves the log as it was
+ * before. */
 static int cut_back(hearth__store *s) {
     return ftruncate(s->log_fd, (off_t)s->log_bytes) ? HEARTH_EIO : 0;
 }
@@ -93,12 +52,13 @@ static int cut_back(hearth__store *s) {
 /* A commit failed: the records buffered since belong to writes built on
  * the failed ones, which the caller reverts too. */
 static int drop_pending(hearth__store *s, int rc) {
-    s->pending.len = 0;
+    hearth__records_clear(&s->pending);
     return rc;
 }
 
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
-    hearth__buf_init(&batch->records);
+    hearth__records_init(&batch->records);
+    batch->bytes = 0;
     batch->sync = false;
     batch->rc = 0;
     batch->cut_failed = false;
@@ -108,8 +68,7 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
         s->must_cut = false;
     }
     batch->records = s->pending;
-    hearth__buf_init(&s->pending);
-    hearth__log_seal_batch(batch->records.data, batch->records.len);
+    hearth__records_init(&s->pending);
     int64_t now = hearth_now_ms();
     batch->sync = s->fsync_mode == HEARTH_FSYNC_ALWAYS ||
                   (s->fsync_mode == HEARTH_FSYNC_BATCH &&
@@ -120,14 +79,23 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
 }
 
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
-    if (!batch->records.len)
+    if (hearth__records_empty(&batch->records))
         return;
-    batch->rc = hearth__store_write_all(s->log_fd, batch->records.data, batch->records.len);
-    if (!batch->rc && batch->sync && fdatasync(s->log_fd))
-        batch->rc = hearth__store_disk_error();
-    /* Nothing of a failed commit may stay: a restart would replay it. */
-    if (batch->rc && cut_back(s))
-        batch->cut_failed = true;
+    hearth__buf bytes;
+    hearth__buf_init(&bytes);
+    /* A record that cannot be made fails the commit before any byte of it
+     * reaches the log. */
+    batch->rc = hearth__records_write(&batch->records, &bytes);
+    if (!batch->rc) {
+        batch->rc = hearth__store_write_all(s->log_fd, bytes.data, bytes.len);
+        if (!batch->rc && batch->sync && fdatasync(s->log_fd))
+            batch->rc = hearth__store_disk_error();
+        /* Nothing of a failed commit may stay: a restart would replay it. */
+        if (batch->rc && cut_back(s))
+            batch->cut_failed = true;
+    }
+    batch->bytes = bytes.len;
+    hearth__buf_free(&bytes);
 }
 
 int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch) {
@@ -136,9 +104,9 @@ int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch) {
         s->must_cut = batch->cut_failed;
         drop_pending(s, rc);
     } else {
-        s->log_bytes += batch->records.len;
+        s->log_bytes += batch->bytes;
     }
-    hearth__buf_free(&batch->records);
+    hearth__records_clear(&batch->records);
     return rc;
 }
 
@@ -209,7 +177,7 @@ int hearth__store_open(const char *dir, int fsync_mode, hearth__store **out,
     s->fsync_mode = fsync_mode;
     s->log_fd = -1;
     s->snapshot_threshold = DEFAULT_SNAPSHOT_BYTES;
-    hearth__buf_init(&s->pending);
+    hearth__records_init(&s->pending);
     int rc = hearth__store_lock(dir, &s->lock_fd, err);
     *root = hearth_node_null();
     if (!rc)
@@ -238,7 +206,7 @@ int hearth__store_close(hearth__store *s) {
         close(s->log_fd);
     }
     close(s->lock_fd); /* releases the lock */
-    hearth__buf_free(&s->pending);
+    hearth__records_clear(&s->pending);
     hearth__free(s->dir);
     hearth__free(s);
     return rc;
@@ -257,7 +225,7 @@ const char *hearth__store_dir(const hearth__store *s) { return s->dir; }
 /* ---- snapshots ---- */
 
 int hearth__store_rotate(hearth__store *s, uint64_t *gen) {
-    if (s->pending.len || s->must_cut)
+    if (!hearth__records_empty(&s->pending) || s->must_cut)
         return HEARTH_EIO; /* only between commits, after a good one */
     if (s->fsync_mode != HEARTH_FSYNC_OFF && fdatasync(s->log_fd))
         return HEARTH_EIO;

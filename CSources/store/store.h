@@ -30,8 +30,7 @@
 #ifndef HEARTH_STORE_STORE_H
 #define HEARTH_STORE_STORE_H
 
-#include "path/path.h"
-#include "tree/node.h"
+#include "store/records.h"
 
 typedef struct hearth__store hearth__store;
 
@@ -51,20 +50,26 @@ int hearth__store_open(const char *dir, int fsync_mode, hearth__store **out,
 /* Commits what is buffered, then closes. */
 int hearth__store_close(hearth__store *s);
 
-/* Buffers the record of one write (paths may end in .priority). */
+/* Buffers the record of one write (paths may end in .priority) as
+ * references to its values: a cost in parts, not in bytes (records.h). The
+ * bytes are made by the commit that writes them. HEARTH_ENOMEM: nothing
+ * was buffered. */
 int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
                          const hearth_node_t *const *values, size_t n);
 /* Writes the buffered records and syncs them as the fsync mode says.
- * HEARTH_ENOSPC (full disk) or HEARTH_EIO when the disk refused: nothing
- * of the commit stays in the log, and the records buffered since are
- * dropped too (the caller reverts those writes); the next commit tries
- * again. */
+ * HEARTH_ENOSPC (full disk) or HEARTH_EIO when the disk refused, or
+ * HEARTH_ENOMEM / HEARTH_ETOOBIG (a record past 4 GB) when the records
+ * could not be made into bytes: nothing of the commit stays in the log,
+ * and the records buffered since are dropped too (the caller reverts
+ * those writes); the next commit tries again. */
 int hearth__store_commit(hearth__store *s);
 /* The same in three steps, for a commit on a worker thread: begin and end
- * on the loop thread, write in between on any one thread. No other store
- * call may run between begin and end except appends. */
+ * on the loop thread, write in between on any one thread (it serializes
+ * the records and writes them). No other store call may run between begin
+ * and end except appends. */
 typedef struct hearth__store_batch {
-    hearth__buf records;
+    hearth__records records; /* taken at begin, dropped at end */
+    uint64_t bytes;          /* what the write added to the log */
     bool sync;
     int rc;
     bool cut_failed; /* the failed commit's bytes are still in the log */

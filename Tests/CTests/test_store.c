@@ -2,9 +2,9 @@
  * acknowledged write survives kill -9, a torn last commit (short or
  * zero-filled) is cut off and reported, damage elsewhere and gaps refuse
  * to open and change nothing, hearth_repair cuts explicitly keeping a
- * copy, snapshots replace old logs, a full disk fails writes without
- * changing anything and heals by itself, and a data directory is used by
- * one process at a time. */
+ * copy, snapshots replace old logs, a full disk (or a record the commit
+ * cannot make into bytes) fails writes without changing anything and heals
+ * by itself, and a data directory is used by one process at a time. */
 #include "test.h"
 
 #include "db/db.h"
@@ -586,6 +586,17 @@ static void on_root_value(const hearth_event_t *ev, void *ctx) {
     *last = hearth_node_to_json(ev->node, HEARTH_JSON_EXPORT, NULL);
 }
 
+/* The status a write completed with, running the loop until it has: group
+ * commit acknowledges from a later turn of the loop. */
+static int set_acked(fixture *f, const char *path, hearth_node_t *v) {
+    int status = 1;
+    CHECK_INT(hearth_db_set(f->db, path, v, status_cb, &status, NULL, NULL),
+              0);
+    while (status == 1)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    return status;
+}
+
 /* Regression: after a disk-full error the database refused every write
  * until restart, and the failed write stayed applied in memory. Now it
  * changes nothing (memory, listeners, disk) and the next write, once
@@ -656,10 +667,7 @@ static void test_disk_full_group_commit(void) {
     hearth__db_set_group_commit(f.db, true);
     int first = 1, second = 1;
     hearth_node_t *one = node_from("1");
-    CHECK_INT(hearth_db_set(f.db, "a", one, status_cb, &first, NULL, NULL), 0);
-    while (first == 1)
-        uv_run(&f.loop, UV_RUN_ONCE);
-    CHECK_INT(first, 0);
+    CHECK_INT(set_acked(&f, "a", one), 0);
     fill_disk(dir);
     /* A commit queued now waits: writes applied meanwhile must join the
      * failed commit's fate. */
@@ -683,11 +691,7 @@ static void test_disk_full_group_commit(void) {
     CHECK_STR(json, "{\"a\":1}");
     free(json);
     free_disk(dir);
-    first = 1;
-    CHECK_INT(hearth_db_set(f.db, "b", one, status_cb, &first, NULL, NULL), 0);
-    while (first == 1)
-        uv_run(&f.loop, UV_RUN_ONCE);
-    CHECK_INT(first, 0);
+    CHECK_INT(set_acked(&f, "b", one), 0);
     hearth_node_decref(one);
     hearth_node_decref(big);
     fx_close(&f);
@@ -701,6 +705,112 @@ static void test_disk_full_group_commit(void) {
     free(json);
     fx_close(&f);
     unmount_tmpfs(dir);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* ---- records made into bytes by the commit ---- */
+
+static void check_root(hearth_db_t *db, const char *want) {
+    char *json = export_root(db);
+    CHECK_STR(json, want);
+    free(json);
+}
+
+/* An object of n keys, as JSON. */
+static char *object_json(int n) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_addc(&b, '{');
+    for (int i = 0; i < n; i++)
+        hearth__buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+    hearth__buf_addc(&b, '}');
+    return hearth__buf_detach(&b, NULL);
+}
+
+/* Regression: an append serialized its record on the caller's (the
+ * loop's) thread. Now the commit makes the bytes, so a record it cannot
+ * make fails that commit: nothing reaches the log, the records are
+ * dropped, and the store goes on. */
+static void test_record_made_by_commit(void) {
+    char *dir = temp_dir();
+    hearth__store *s;
+    hearth_node_t *root;
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 NULL),
+              0);
+    hearth_node_decref(root);
+    char log[600];
+    log_path(dir, log, sizeof log);
+    size_t log_len = file_size(log);
+    char *json = object_json(100);
+    append(s, "big", json);
+    hearth__alloc_fail_after(0); /* appended: only the commit allocates */
+    int rc = hearth__store_commit(s);
+    hearth__alloc_fail_after(-1);
+    CHECK_INT(rc, HEARTH_ENOMEM);
+    CHECK_INT(file_size(log), log_len);
+    CHECK_INT(hearth__store_commit(s), 0); /* the failed record is gone */
+    CHECK_INT(file_size(log), log_len);
+    append(s, "b", "2");
+    CHECK_INT(hearth__store_close(s), 0);
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 NULL),
+              0);
+    char *got = hearth_node_to_json(root, HEARTH_JSON_EXPORT, NULL);
+    CHECK_STR(got, "{\"b\":2}");
+    free(got);
+    hearth_node_decref(root);
+    CHECK_INT(hearth__store_close(s), 0);
+    hearth__free(json);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* With group commit the worker thread makes the records' bytes: when it
+ * cannot (no memory), the commit fails like one the disk refused. The
+ * write it carried and the write applied while it ran fail, memory goes
+ * back to the last durable root, and the log stays as it was. */
+static void test_unserializable_group_commit(void) {
+    char *dir = temp_dir();
+    fixture f;
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    hearth__db_set_group_commit(f.db, true);
+    int first = 1, second = 1;
+    hearth_node_t *one = node_from("1");
+    CHECK_INT(set_acked(&f, "a", one), 0);
+    char log[600];
+    log_path(dir, log, sizeof log);
+    size_t log_len = file_size(log);
+    char *json = object_json(1000);
+    hearth_node_t *big = node_from(json);
+    pool_hold hold;
+    hold_pool(&f.loop, &hold);
+    CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
+              0);
+    uv_run(&f.loop, UV_RUN_NOWAIT); /* the commit is begun, queued, held */
+    CHECK_INT(hearth_db_set(f.db, "a", big, status_cb, &second, NULL, NULL),
+              0);
+    /* From here every allocation fails: the first is the worker's. */
+    hearth__alloc_fail_after(0);
+    release_pool(&hold);
+    while (first == 1 || second == 1)
+        uv_run(&f.loop, UV_RUN_ONCE);
+    hearth__alloc_fail_after(-1);
+    CHECK_INT(first, HEARTH_ENOMEM);
+    CHECK_INT(second, HEARTH_ENOMEM);
+    check_root(f.db, "{\"a\":1}");
+    CHECK_INT(file_size(log), log_len);
+    CHECK_INT(set_acked(&f, "b", one), 0);
+    hearth_node_decref(one);
+    hearth_node_decref(big);
+    hearth__free(json);
+    fx_close(&f);
+    uv_sem_destroy(&hold.started);
+    uv_sem_destroy(&hold.release);
+    CHECK_INT(fx_open(&f, dir, NULL), 0);
+    check_root(f.db, "{\"a\":1,\"b\":1}");
+    fx_close(&f);
     remove_dir(dir);
     free(dir);
 }
@@ -799,5 +909,7 @@ const test_case store_tests[] = {
     {"store_repair", test_repair},
     {"store_disk_full", test_disk_full},
     {"store_disk_full_group_commit", test_disk_full_group_commit},
+    {"store_record_made_by_commit", test_record_made_by_commit},
+    {"store_unserializable_group_commit", test_unserializable_group_commit},
     {NULL, NULL},
 };

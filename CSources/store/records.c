@@ -1,0 +1,136 @@
+/* records.c - writes waiting for their commit, as references; their
+ * bytes are made where they are written. */
+#include "store/records.h"
+#include "store/logfile.h"
+#include "tree/json.h"
+
+#include <string.h>
+
+struct hearth__record_part {
+    size_t path, path_len; /* in the list's paths */
+    hearth_node_t *value;  /* a reference of the list's own */
+};
+
+void hearth__records_init(hearth__records *r) {
+    memset(r, 0, sizeof *r);
+    hearth__buf_init(&r->paths);
+}
+
+void hearth__records_clear(hearth__records *r) {
+    for (size_t i = 0; i < r->nparts; i++)
+        hearth_node_decref(r->parts[i].value);
+    hearth__buf_free(&r->paths);
+    hearth__free(r->parts);
+    hearth__free(r->ends);
+    hearth__records_init(r);
+}
+
+bool hearth__records_empty(const hearth__records *r) {
+    return r->nrecords == 0;
+}
+
+/* Makes room for `more` elements of `size` bytes after `used`. */
+static bool grow(void **items, size_t *cap, size_t used, size_t more,
+                 size_t size) {
+    if (more <= *cap - used)
+        return true;
+    size_t want = *cap ? *cap : 16;
+    while (want - used < more) {
+        if (want > SIZE_MAX / 2 / size)
+            return false;
+        want *= 2;
+    }
+    void *bigger = hearth__realloc(*items, want * size);
+    if (!bigger)
+        return false;
+    *items = bigger;
+    *cap = want;
+    return true;
+}
+
+/* Appends p as the JSON string the record holds ("/a/b", "/" for the
+ * root); paths borrow their caller's text, so the list keeps this copy. */
+static void add_path(hearth__buf *b, const hearth__path *p) {
+    hearth__buf text;
+    hearth__buf_init(&text);
+    for (unsigned i = 0; i < p->n; i++) {
+        hearth__buf_addc(&text, '/');
+        hearth__buf_add(&text, p->seg[i].s, p->seg[i].len);
+    }
+    if (p->priority)
+        hearth__buf_adds(&text, "/.priority");
+    if (!text.len)
+        hearth__buf_addc(&text, '/');
+    if (text.failed)
+        b->failed = true;
+    else
+        hearth__json_write_string(b, text.data, text.len);
+    hearth__buf_free(&text);
+}
+
+int hearth__records_add(hearth__records *r, const hearth__path *const *paths,
+                        const hearth_node_t *const *values, size_t n) {
+    if (!grow((void **)&r->parts, &r->parts_cap, r->nparts, n,
+              sizeof *r->parts) ||
+        !grow((void **)&r->ends, &r->records_cap, r->nrecords, 1,
+              sizeof *r->ends))
+        return HEARTH_ENOMEM;
+    size_t paths_len = r->paths.len;
+    for (size_t i = 0; i < n; i++) {
+        hearth__record_part *part = &r->parts[r->nparts + i];
+        part->path = r->paths.len;
+        add_path(&r->paths, paths[i]);
+        part->path_len = r->paths.len - part->path;
+    }
+    if (r->paths.failed) { /* keep the records before this one */
+        r->paths.failed = false;
+        r->paths.len = paths_len;
+        return HEARTH_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        r->parts[r->nparts + i].value = hearth_node_incref(values[i]);
+    r->nparts += n;
+    r->ends[r->nrecords++] = r->nparts;
+    return 0;
+}
+
+/* Appends the record of parts[from, to) (payload [[path, value], ...]). */
+static int write_record(const hearth__records *r, size_t from, size_t to,
+                        hearth__buf *out) {
+    size_t start = out->len;
+    char header[HEARTH__LOG_RECORD_HEADER] = {0};
+    hearth__buf_add(out, header, sizeof header);
+    hearth__buf_addc(out, '[');
+    for (size_t i = from; i < to; i++) {
+        const hearth__record_part *part = &r->parts[i];
+        hearth__buf_add(out, i > from ? ",[" : "[", i > from ? 2 : 1);
+        hearth__buf_add(out, r->paths.data + part->path, part->path_len);
+        hearth__buf_addc(out, ',');
+        hearth__node_write_json(out, part->value, HEARTH_JSON_EXPORT);
+        hearth__buf_addc(out, ']');
+    }
+    hearth__buf_addc(out, ']');
+    if (out->failed)
+        return HEARTH_ENOMEM;
+    size_t len = out->len - start - sizeof header;
+    if (len > UINT32_MAX) /* the header's length field */
+        return HEARTH_ETOOBIG;
+    hearth__log_seal_record(out->data + start, len);
+    return 0;
+}
+
+int hearth__records_write(const hearth__records *r, hearth__buf *out) {
+    size_t start = out->len, from = 0;
+    for (size_t i = 0; i < r->nrecords; i++) {
+        int rc = write_record(r, from, r->ends[i], out);
+        if (rc) {
+            out->failed = false;
+            out->len = start;
+            return rc;
+        }
+        from = r->ends[i];
+    }
+    if (out->len > start)
+        hearth__log_seal_batch(out->data + start, out->len - start);
+    return 0;
+}
