@@ -784,8 +784,7 @@ static void test_unserializable_group_commit(void) {
     size_t log_len = file_size(log);
     char *json = object_json(1000);
     hearth_node_t *big = node_from(json);
-    pool_hold hold;
-    hold_pool(&f.loop, &hold);
+    pool_hold *hold = pool_hold_start();
     CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
               0);
     uv_run(&f.loop, UV_RUN_NOWAIT); /* the commit is begun, queued, held */
@@ -793,7 +792,7 @@ static void test_unserializable_group_commit(void) {
               0);
     /* From here every allocation fails: the first is the worker's. */
     hearth__alloc_fail_after(0);
-    release_pool(&hold);
+    pool_hold_end(hold);
     while (first == 1 || second == 1)
         uv_run(&f.loop, UV_RUN_ONCE);
     hearth__alloc_fail_after(-1);
@@ -806,8 +805,6 @@ static void test_unserializable_group_commit(void) {
     hearth_node_decref(big);
     hearth__free(json);
     fx_close(&f);
-    uv_sem_destroy(&hold.started);
-    uv_sem_destroy(&hold.release);
     CHECK_INT(fx_open(&f, dir, NULL), 0);
     check_root(f.db, "{\"a\":1,\"b\":1}");
     fx_close(&f);
