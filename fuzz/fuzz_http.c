@@ -74,6 +74,7 @@ static void check_no_leak(const char *reply, size_t len) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     start_once();
+    fuzz_input_has_canary = fuzz_has_canary(data, size);
     static char reply[1 << 16];
     fuzz_secure_reset(port);
     if (size && (data[0] & 1)) {

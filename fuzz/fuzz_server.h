@@ -156,9 +156,29 @@ static void fuzz_secure_reset(int port) {
         abort();
 }
 
+/* Whether text holds the canary. A plain loop, not memmem: libFuzzer
+ * learns the operands of the comparisons it intercepts, and an input that
+ * carries the canary itself makes any echo of it look like a leak. */
+static bool fuzz_has_canary(const void *text, size_t len) {
+    const char *t = text;
+    size_t n = strlen(fuzz_canary);
+    for (size_t i = 0; n && i + n <= len; i++) {
+        size_t k = 0;
+        while (k < n && t[i + k] == fuzz_canary[k])
+            k++;
+        if (k == n)
+            return true;
+    }
+    return false;
+}
+
+/* Set per input: the input names the canary itself (then an echo of it,
+ * such as an error quoting a bad namespace name, is no leak). */
+static bool fuzz_input_has_canary;
+
 /* Whether bytes received by an anonymous caller carry the canary. */
 static bool fuzz_leaks(const void *data, size_t len) {
-    return len && memmem(data, len, fuzz_canary, strlen(fuzz_canary)) != NULL;
+    return !fuzz_input_has_canary && fuzz_has_canary(data, len);
 }
 
 #endif

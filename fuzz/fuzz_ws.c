@@ -552,6 +552,7 @@ static void check_health(void) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     start_once();
+    fuzz_input_has_canary = fuzz_has_canary(data, size);
     if (size) {
         bool secure = data[0] & 0x40;
         if (secure)
