@@ -41,7 +41,7 @@ void hearth__realtime_reply(session *s, json_int_t r, const char *status, json_t
 }
 
 void hearth__realtime_push_data(session *s, const char *path, const hearth_node_t *value,
-                      json_t *tag) {
+                                json_t *tag) {
     json_t *body = json_pack("{s:s,s:o}", "p", path,
                              "d", hearth_node_to_jansson(value, HEARTH_JSON_EXPORT));
     if (body && tag)

@@ -10,16 +10,16 @@
 
 /* The session's writes, judged as who it is now (the admin: not judged). */
 int hearth__realtime_judged_set(session *s, const char *path, const hearth_node_t *value,
-                      hearth_completion_cb cb, void *ctx, hearth_free_cb ctx_free,
-                      hearth_error_t *err) {
+                                hearth_completion_cb cb, void *ctx, hearth_free_cb ctx_free,
+                                hearth_error_t *err) {
     hearth__db_caller caller;
     return hearth__db_set_as(s->ns->db, hearth__principal_caller(&s->who, &caller),
                              path, value, cb, ctx, ctx_free, err);
 }
 
 int hearth__realtime_judged_update(session *s, const char *path, json_t *data,
-                         hearth_completion_cb cb, void *ctx,
-                         hearth_free_cb ctx_free, hearth_error_t *err) {
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free, hearth_error_t *err) {
     char *text = json_dumps(data, JSON_COMPACT);
     if (!text)
         return hearth__error_code(err, HEARTH_ENOMEM);
@@ -76,7 +76,7 @@ static void write_refused(session *s, pending *p, json_int_t r,
 
 /* A put's value, checked as the write will be: path and data both valid. */
 int hearth__realtime_put_value(const char *path, json_t *data, hearth_node_t **out,
-                     hearth_error_t *err) {
+                               hearth_error_t *err) {
     hearth__path p;
     int rc = hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, err);
     return rc ? rc

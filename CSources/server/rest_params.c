@@ -127,7 +127,7 @@ static int parse_limit(const char *text, uint32_t *out) {
 
 /* Builds the query of the request's parameters into *out (NULL: none). */
 int hearth__rest_build_query(const rest *r, hearth_query_t **out,
-                       hearth_error_t *err) {
+                             hearth_error_t *err) {
     *out = NULL;
     if (!has_query(r))
         return 0;

@@ -11,7 +11,7 @@
 /* ---- replies ---- */
 
 void hearth__rest_reply_error(hearth__http_conn *conn, int status,
-                        const char *message) {
+                              const char *message) {
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__buf_adds(&b, "{\"error\":");
@@ -49,7 +49,7 @@ static const char *error_status_message(int code, const char *message,
 }
 
 void hearth__rest_reply_failure(hearth__http_conn *conn, int code,
-                          const hearth_error_t *err) {
+                                const hearth_error_t *err) {
     int status;
     const char *msg =
         error_status_message(code, err ? err->message : hearth_strerror(code),
@@ -103,7 +103,7 @@ static void reply_text(const rest *r, int status, const char *body,
 }
 
 void hearth__rest_reply_value(const rest *r, int status, const hearth_node_t *value,
-                        const char *etag) {
+                              const char *etag) {
     size_t len;
     char *body = hearth__rest_render(r, value, &len);
     if (!body) {
