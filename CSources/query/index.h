@@ -12,6 +12,14 @@
  * describes; bringing it up to date diffs that version against the current
  * one, skipping every page they share, so a write costs the index
  * O(changes log n).
+ *
+ * Why in query/ while only the server builds indexes today (server.c keeps
+ * them per namespace, server/rest_read.c serves GETs from them): an index
+ * is the query's order made into bytes (hearth__query_index_value, the
+ * query's ranks and bounds), and its one contract is to answer exactly as
+ * hearth__query_view_node does, which test_query.c checks side by side.
+ * Any backend that serves queries (the embedded database, a cluster node)
+ * can use it without reaching into server/.
  */
 #ifndef HEARTH_QUERY_INDEX_H
 #define HEARTH_QUERY_INDEX_H

@@ -11,6 +11,12 @@
  * Decoding checks everything (lengths, UTF-8, keys, depth, types) and
  * rejects what Hearth would not store: bad input is an error, never a
  * crash. Server-value placeholders are not encoded.
+ *
+ * Why in tree/ while only the client's disk cache uses it today
+ * (client/remote_cache.c): it reads and builds nodes from the inside
+ * (type, priority, children in key order, without re-sorting) as only
+ * tree/ may, and it is a form of the node as JSON is (tree/json.c), not of
+ * the cache; a store snapshot or a cluster's log could carry it too.
  */
 #ifndef HEARTH_TREE_CODEC_H
 #define HEARTH_TREE_CODEC_H

@@ -1,0 +1,102 @@
+/* realtime_internal.h - what the realtime protocol's files share (internal
+ * to server/): the session and its listens and onDisconnect writes, sending,
+ * the rules' checks, and the request handlers the dispatch calls. */
+#ifndef HEARTH_SERVER_REALTIME_INTERNAL_H
+#define HEARTH_SERVER_REALTIME_INTERNAL_H
+
+#include "server/realtime.h"
+
+#include "common/v5.h"
+#include "server/access.h"
+#include "server/ws.h"
+
+/* Listens one session may hold: each costs an observer and the data it
+ * last sent (hundreds of bytes and up); past this a listen is refused with
+ * too_many_listens, which the client reports as that query's cancel. */
+#define MAX_LISTENS 10000
+/* onDisconnect writes one session may queue, and their bytes (as JSON):
+ * held until the connection closes, so bounded like listens (an app's
+ * presence needs a handful); past either, too_big. */
+#define MAX_ONDISCONNECT 1000
+#define MAX_ONDISCONNECT_BYTES (16u * 1024 * 1024)
+
+typedef struct listen listen_t;
+typedef struct session session;
+
+struct listen {
+    session *s;
+    char *path;
+    char *identity; /* the query's identity: "default" or its wire form */
+    json_t *tag;    /* NULL for untagged */
+    bool filtered;  /* a query with bounds or a limit: whole values */
+    hearth_node_t *last; /* what the client holds now */
+    hearth_observer_t handle;
+    json_t *wire_query;  /* as asked: checked again when the rules change */
+    listen_t *next;
+};
+
+/* An onDisconnect write: set (d) or merge (m) at path. */
+typedef struct od_op {
+    bool merge;
+    char *path;
+    json_t *data;
+    size_t bytes; /* data as compact JSON */
+    struct od_op *next;
+} od_op;
+
+struct session {
+    hearth__server *srv;
+    hearth__namespace *ns;
+    hearth__principal who; /* set by auth / gauth, cleared by unauth */
+    session *prev, *next;  /* the server's open sessions */
+    hearth__ws *ws; /* NULL once the connection closed */
+    listen_t *listens;
+    size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
+    od_op *ondisconnect;
+    size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
+    int refs;       /* the connection, and each write awaiting its commit */
+    /* a message arriving in pieces, up to what one message may hold */
+    hearth__v5_joiner pieces;
+};
+
+/* ---- sending and the session (realtime.c) ---- */
+
+/* Sends one message, in v5 pieces when long. */
+void hearth__realtime_send_json(session *s, json_t *msg);
+void hearth__realtime_reply(session *s, json_int_t r, const char *status,
+                            json_t *data);
+void hearth__realtime_push_data(session *s, const char *path,
+                                const hearth_node_t *value, json_t *tag);
+void hearth__realtime_session_release(session *s);
+void hearth__realtime_deny(session *s, json_int_t r);
+
+/* ---- the rules ---- */
+
+/* Whether the session may read a valid path (a malformed one: never). */
+bool hearth__realtime_may_read(session *s, const char *path, json_t *wire_q);
+/* The session's writes, judged as who it is now (the admin: not judged). */
+int hearth__realtime_judged_set(session *s, const char *path,
+                                const hearth_node_t *value,
+                                hearth_completion_cb cb, void *ctx,
+                                hearth_free_cb ctx_free, hearth_error_t *err);
+int hearth__realtime_judged_update(session *s, const char *path, json_t *data,
+                                   hearth_completion_cb cb, void *ctx,
+                                   hearth_free_cb ctx_free,
+                                   hearth_error_t *err);
+/* A put's value, checked as the write will be: path and data both valid. */
+int hearth__realtime_put_value(const char *path, json_t *data,
+                               hearth_node_t **out, hearth_error_t *err);
+
+/* ---- the requests (realtime_listen.c, _write.c, _ondisconnect.c) ---- */
+
+void hearth__realtime_listen(session *s, json_int_t r, json_t *b);
+void hearth__realtime_unlisten(session *s, json_int_t r, json_t *b);
+void hearth__realtime_get(session *s, json_int_t r, json_t *b);
+void hearth__realtime_put(session *s, json_int_t r, json_t *b);
+void hearth__realtime_merge(session *s, json_int_t r, json_t *b);
+void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a,
+                                   json_t *b);
+/* Runs the onDisconnect writes, in the order they were asked for. */
+void hearth__realtime_run_ondisconnect(session *s);
+
+#endif

@@ -1,0 +1,262 @@
+/* realtime_listen.c - a realtime session's reads: listens (value observers
+ * whose changes go out as the smallest `d` or `m` push), unlistens, gets,
+ * the wire query object, and the read rules that admit them. */
+#include "server/realtime_internal.h"
+
+#include "query/query.h"
+#include "server/changes.h"
+#include "tree/json.h"
+
+#include <string.h>
+
+static void listen_free(void *ctx) {
+    listen_t *l = ctx;
+    l->s->nlistens--;
+    json_decref(l->wire_query);
+    hearth_node_decref(l->last);
+    hearth__free(l->path);
+    hearth__free(l->identity);
+    json_decref(l->tag);
+    hearth__realtime_session_release(l->s);
+    hearth__free(l);
+}
+
+/* listen path + relative change path ("/" means the listen path). */
+static char *join_path(const char *base, const char *rel) {
+    size_t blen = strlen(base);
+    while (blen > 1 && base[blen - 1] == '/')
+        blen--;
+    if (strcmp(rel, "/") == 0)
+        return hearth__strndup(base, blen);
+    size_t rlen = strlen(rel);
+    char *p = hearth__malloc(blen + rlen + 1);
+    if (p) {
+        size_t skip = blen == 1 && base[0] == '/'; /* "/" + "/a" is "/a" */
+        memcpy(p, base, blen - skip);
+        memcpy(p + blen - skip, rel, rlen + 1);
+    }
+    return p;
+}
+
+/* The smallest push that brings the client from l->last to now: a `d` at
+ * the deepest changed location, or an `m` of several changed children.
+ * Filtered (tagged) queries get whole values: their windows move. */
+static void push_change(listen_t *l, const hearth_node_t *now) {
+    session *s = l->s;
+    if (!l->last || l->filtered) {
+        hearth__realtime_push_data(s, l->path, now, l->tag);
+        return;
+    }
+    hearth__buf scratch;
+    hearth__buf_init(&scratch);
+    hearth__change c;
+    if (hearth__smallest_change(l->last, now, HEARTH_JSON_EXPORT, &scratch, &c)) {
+        char *path = join_path(l->path, c.path);
+        if (!path) {
+            hearth__realtime_push_data(s, l->path, now, l->tag);
+        } else if (!c.nkeys) {
+            hearth__realtime_push_data(s, path, c.node, l->tag);
+        } else {
+            json_t *merge = json_object();
+            for (size_t i = 0; merge && i < c.nkeys; i++) {
+                hearth__name name = hearth__key_name(c.keys[i]);
+                json_object_set_new(merge, c.keys[i]->s,
+                                    hearth_node_to_jansson(
+                                        hearth__node_child(c.node, &name),
+                                        HEARTH_JSON_EXPORT));
+            }
+            json_t *body = json_pack("{s:s,s:o}", "p", path, "d", merge);
+            hearth__realtime_send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "m",
+                                   "b", body));
+        }
+        hearth__free(path);
+    }
+    hearth__buf_free(&scratch);
+}
+
+static void on_value(const hearth_event_t *ev, void *ctx) {
+    listen_t *l = ctx;
+    if (l->s->ws)
+        push_change(l, ev->node);
+    hearth_node_decref(l->last);
+    l->last = hearth_node_incref(ev->node);
+}
+
+/* The query of a wire query object (see wire-v5.md); NULL for none. */
+static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
+    *out = NULL;
+    if (!qo || json_is_null(qo) || (json_is_object(qo) && !json_object_size(qo)))
+        return 0;
+    if (!json_is_object(qo))
+        return hearth__error(err, HEARTH_EQUERY, NULL, "q must be an object");
+    hearth_query_t *q;
+    int rc = hearth_query_new(&q);
+    json_t *i = json_object_get(qo, "i");
+    if (!rc && json_is_string(i)) {
+        const char *by = json_string_value(i);
+        rc = strcmp(by, ".key") == 0     ? hearth_query_order_by_key(q, err)
+             : strcmp(by, ".value") == 0 ? hearth_query_order_by_value(q, err)
+             : strcmp(by, ".priority") == 0
+                 ? hearth_query_order_by_priority(q, err)
+                 : hearth_query_order_by_child(q, by, err);
+    }
+    static const char *const ends[2][3] = {{"sp", "sn", "sin"},
+                                           {"ep", "en", "ein"}};
+    for (int e = 0; !rc && e < 2; e++) {
+        json_t *v = json_object_get(qo, ends[e][0]);
+        if (!v)
+            continue;
+        json_t *name = json_object_get(qo, ends[e][1]);
+        const char *key = json_string_value(name);
+        if (key && (strcmp(key, "[MIN_NAME]") == 0 || strcmp(key, "[MAX_NAME]") == 0))
+            key = NULL; /* the sentinel the builder picks itself */
+        json_t *inc = json_object_get(qo, ends[e][2]);
+        bool inclusive = !inc || json_is_true(inc);
+        hearth_node_t *value;
+        rc = hearth_node_from_jansson(v, 0, &value, err);
+        if (rc)
+            break;
+        rc = e == 0 ? (inclusive ? hearth_query_start_at : hearth_query_start_after)(
+                          q, value, key, err)
+                    : (inclusive ? hearth_query_end_at : hearth_query_end_before)(
+                          q, value, key, err);
+        hearth_node_decref(value);
+    }
+    json_t *l = json_object_get(qo, "l");
+    if (!rc && l) {
+        json_t *vf = json_object_get(qo, "vf");
+        bool last = json_is_string(vf) && strcmp(json_string_value(vf), "r") == 0;
+        rc = !json_is_integer(l) || json_integer_value(l) <= 0 ||
+                     json_integer_value(l) > UINT32_MAX
+                 ? hearth__error(err, HEARTH_EQUERY, NULL, "l must be a positive integer")
+             : last ? hearth_query_limit_to_last(q, (uint32_t)json_integer_value(l), err)
+                    : hearth_query_limit_to_first(q, (uint32_t)json_integer_value(l), err);
+    }
+    if (rc) {
+        hearth_query_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+
+/* Whether the session may read a valid path (a malformed one: never). */
+bool hearth__realtime_may_read(session *s, const char *path, json_t *wire_q) {
+    hearth_node_t *q = s->who.admin ? NULL : hearth__rules_query_variable(wire_q);
+    bool ok = hearth__ns_may_read(s->ns, &s->who, path, q);
+    hearth_node_decref(q);
+    return ok;
+}
+
+
+/* A listen's or get's path and query: answered (invalid_args, else
+ * permission_denied) and false unless both are valid and may be read. */
+static bool read_request(session *s, json_int_t r, json_t *b,
+                         const char **path, hearth_query_t **q) {
+    *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    *q = NULL;
+    if (!*path || wire_query(json_object_get(b, "q"), q, &err) ||
+        hearth_validate_path(*path, &err)) {
+        hearth_query_free(*q);
+        hearth__realtime_reply(s, r, "invalid_args", json_string(*path ? err.message : "p is missing"));
+        return false;
+    }
+    if (!hearth__realtime_may_read(s, *path, json_object_get(b, "q"))) {
+        hearth_query_free(*q);
+        hearth__realtime_deny(s, r);
+        return false;
+    }
+    return true;
+}
+
+void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
+    const char *path;
+    hearth_query_t *q;
+    hearth_error_t err = {0};
+    if (!read_request(s, r, b, &path, &q))
+        return;
+    if (s->nlistens >= MAX_LISTENS) {
+        hearth_query_free(q);
+        hearth__realtime_reply(s, r, "too_many_listens",
+              json_sprintf("This connection holds %d listens, the most it may",
+                           MAX_LISTENS));
+        return;
+    }
+    listen_t *l = hearth__calloc(1, sizeof *l);
+    if (l) {
+        s->nlistens++; /* listen_free counts it out */
+        l->s = s;
+        json_t *wq = json_object_get(b, "q");
+        l->wire_query = wq ? json_incref(wq) : NULL;
+        l->path = hearth__strndup(path, strlen(path));
+        l->identity = hearth__query_identity(q);
+        json_t *tag = json_object_get(b, "t");
+        l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
+        l->filtered = !hearth__query_loads_all(q);
+    }
+    if (!l || !l->path || !l->identity) {
+        if (l) {
+            s->refs++; /* listen_free releases one */
+            listen_free(l);
+        }
+        hearth_query_free(q);
+        hearth__realtime_reply(s, r, "unavailable", json_string("out of memory"));
+        return;
+    }
+    s->refs++;
+    /* The data goes out (raised now, on the loop) before the ok. */
+    int rc = hearth_db_observe(s->ns->db, path, q, HEARTH_MASK_VALUE, on_value, l,
+                               listen_free, &l->handle, &err);
+    hearth_query_free(q);
+    if (rc) {
+        listen_free(l);
+        hearth__realtime_reply(s, r, "invalid_args", json_string(err.message));
+        return;
+    }
+    l->next = s->listens;
+    s->listens = l;
+    hearth__realtime_reply(s, r, "ok", NULL);
+}
+
+void hearth__realtime_unlisten(session *s, json_int_t r, json_t *b) {
+    const char *path = json_string_value(json_object_get(b, "p"));
+    hearth_error_t err = {0};
+    hearth_query_t *q = NULL;
+    if (!path || wire_query(json_object_get(b, "q"), &q, &err)) {
+        hearth__realtime_reply(s, r, "invalid_args", json_string(path ? err.message : "p is missing"));
+        return;
+    }
+    char *identity = hearth__query_identity(q);
+    hearth_query_free(q);
+    for (listen_t **p = &s->listens; *p; p = &(*p)->next) {
+        listen_t *l = *p;
+        if (strcmp(l->path, path) == 0 && identity &&
+            strcmp(l->identity, identity) == 0) {
+            *p = l->next;
+            hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
+            break;
+        }
+    }
+    hearth__free(identity);
+    hearth__realtime_reply(s, r, "ok", NULL);
+}
+
+
+void hearth__realtime_get(session *s, json_int_t r, json_t *b) {
+    const char *path;
+    hearth_query_t *q;
+    hearth_error_t err = {0};
+    hearth_node_t *value;
+    if (!read_request(s, r, b, &path, &q))
+        return;
+    if (hearth_db_get(s->ns->db, path, q, &value, &err)) {
+        hearth_query_free(q);
+        hearth__realtime_reply(s, r, "invalid_args", json_string(err.message));
+        return;
+    }
+    hearth_query_free(q);
+    hearth__realtime_reply(s, r, "ok", hearth_node_to_jansson(value, HEARTH_JSON_EXPORT));
+    hearth_node_decref(value);
+}

@@ -1,0 +1,73 @@
+/* rest_rules.c - the REST rules endpoint (/.settings/rules): the admin
+ * reads the rules or replaces them, durably, and what they no longer let
+ * read ends at once. */
+#include "server/rest_internal.h"
+
+#include "server/realtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- rules endpoint ---- */
+
+void hearth__rest_rules(rest *r) {
+    if (!r->who.admin) {
+        hearth__rest_reply_error(r->conn, 401, "Permission denied: the rules are for the "
+                                  "admin (Authorization: Bearer owner)");
+        return;
+    }
+    if (r->method == HTTP_GET) {
+        char *text = json_dumps(r->ns->rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text) {
+            hearth__rest_reply_error(r->conn, 503, "Server out of memory");
+            return;
+        }
+        hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, text, strlen(text));
+        free(text);
+        return;
+    }
+    if (r->method != HTTP_PUT) {
+        hearth__rest_reply_error(r->conn, 405, "Rules can be read (GET) or replaced (PUT)");
+        return;
+    }
+    json_t *doc;
+    hearth_error_t err;
+    if (hearth__rules_parse(r->req->body, r->req->body_len, &doc, &err)) {
+        hearth__rest_reply_error(r->conn, 400, err.message);
+        return;
+    }
+    /* Durable first: the file is replaced whole, then adopted. The admin
+     * may set a namespace's rules before it holds any data. */
+    if (hearth__ns_make_dir(r->ns, &err)) {
+        json_decref(doc);
+        hearth__rest_reply_error(r->conn, 500, "Storage failure: rules not saved");
+        return;
+    }
+    char path[1024], tmp[1040];
+    snprintf(path, sizeof path, "%s/rules.json", r->ns->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(r->req->body, 1, r->req->body_len, f) ==
+                       r->req->body_len;
+    if (f)
+        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+    if (f)
+        fclose(f);
+    if (!ok || rename(tmp, path)) {
+        json_decref(doc);
+        hearth__rest_reply_error(r->conn, 500, "Storage failure: rules not saved");
+        return;
+    }
+    if (hearth__ns_set_rules(r->ns, doc, &err)) {
+        hearth__rest_reply_error(r->conn, 400, err.message); /* not reached: parsed */
+        return;
+    }
+    hearth__ns_drop_indexes(r->ns);
+    /* What the new rules no longer let read ends now. */
+    hearth__sse_recheck(r->srv, r->ns);
+    hearth__realtime_recheck(r->srv, r->ns);
+    hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
+                         15);
+}
