@@ -27,8 +27,8 @@ extension DatabaseQuery {
         _ element: @escaping @Sendable (DataSnapshot, String?) -> Element
     ) -> AsyncThrowingStream<Element, any Error> {
         AsyncThrowingStream(bufferingPolicy: .unbounded) { continuation in
-            let handle = addObserver(
-                eventType, once: false, delivery: .direct,
+            let handle = addDirectObserver(
+                eventType, once: false,
                 cancel: { continuation.finish(throwing: $0) },
                 ended: { continuation.finish() }
             ) { snapshot, previousKey in
