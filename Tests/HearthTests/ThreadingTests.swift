@@ -38,6 +38,18 @@ struct ThreadingTests {
         #expect(order == Array(0..<20))
     }
 
+    /// A value stream that keeps only the newest snapshot hands a late
+    /// consumer the latest value, not a backlog.
+    @Test func newestOnlyValuesSkipStaleSnapshots() async throws {
+        let database = makeDatabase()
+        let ref = database.reference(withPath: "latest")
+        let stream = ref.values(bufferingPolicy: .bufferingNewest(1))
+        for i in 1...5 { try await ref.setValue(i) }
+        try await settle(database)  // every event raised before iterating
+        var iterator = stream.makeAsyncIterator()
+        #expect(try await iterator.next()?.value as? Int == 5)
+    }
+
     /// A token provider's answer that arrives after `setAuthToken(nil)`
     /// does not sign the user back in.
     @Test func providerAnsweringAfterSignOutIsIgnored() async throws {
