@@ -47,8 +47,7 @@ let package = Package(
         .executableTarget(
             name: "HearthCLI",
             dependencies: [
-                "Hearth",
-                "CHearth",
+                "Hearth",  // and not CHearth: the CLI reaches the core through Hearth only
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cli"),

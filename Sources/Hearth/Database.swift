@@ -31,7 +31,7 @@ public final class Database: @unchecked Sendable {
 
     /// The C database and the thread running its loop, opened on first use
     /// (so that useEmulator can still choose where it lives).
-    private struct Opened {
+    struct Opened {
         let handle: OpaquePointer
         let loopThread: pthread_t
         /// The serial queue every user block runs on (see ``callbacks``).
@@ -198,14 +198,7 @@ public final class Database: @unchecked Sendable {
         precondition(
             !Self.networkSchemes.contains(where: { url.hasPrefix($0) }),
             "Hearth: useRules(_:auth:) is for embedded databases; a server applies its own rules")
-        var details = hearth_error_t()
-        let utf8 = Array(document.utf8)
-        let status = utf8.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) {
-                hearth_rules_check($0.baseAddress, $0.count, &details)
-            }
-        }
-        if status != 0 { throw HearthError(status: status, details: details) }
+        try RulesDocument.check(document.utf8)
         var authJSON: String?
         if let auth {
             guard JSONSerialization.isValidJSONObject(auth),
@@ -264,7 +257,7 @@ public final class Database: @unchecked Sendable {
 
     /// Opens the C database unless it is open, freezing the settings;
     /// throws what the C core said when it cannot.
-    private func opening() throws(HearthError) -> Opened {
+    func opening() throws(HearthError) -> Opened {
         let result = setup.withLock { setup -> Result<Opened, HearthError> in
             if let opened = setup.opened { return .success(opened) }
             let db: OpaquePointer
