@@ -21,8 +21,9 @@ import Foundation
 /// any instance at a server instead, before its first use.
 ///
 /// Callbacks (observers and completion blocks) run on ``callbackQueue``,
-/// the main queue by default as in the SDK: a command-line program must run
-/// the main queue (`dispatchMain()`) or set a queue of its own.
+/// the main queue by default as in the SDK, one at a time: a command-line
+/// program must run the main queue (`dispatchMain()`) or set a queue of its
+/// own.
 public final class Database: @unchecked Sendable {
     // @unchecked Sendable: the C database may be called from any thread
     // (hearth.h: calls are thread-safe and callbacks run on its loop
@@ -526,7 +527,9 @@ public final class Database: @unchecked Sendable {
     }
 
     /// The queue on which observers and completion blocks are called; the
-    /// main queue by default.
+    /// main queue by default. They run one at a time, in order, even on a
+    /// concurrent queue (through a serial queue of this database that
+    /// targets it).
     ///
     /// Like the SDK, it is a setting: changing it after the database was
     /// first used (a read, a write or an observer) is a precondition
