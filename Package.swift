@@ -1,4 +1,6 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
+// 6.2: the async API is `nonisolated(nonsending)` (it runs on the
+// caller's actor, as the SDK's completion-handler methods did).
 import PackageDescription
 
 // The C core is compiled with -Wall -Wextra -Werror when HEARTH_STRICT=1
@@ -45,8 +47,7 @@ let package = Package(
         .executableTarget(
             name: "HearthCLI",
             dependencies: [
-                "Hearth",
-                "CHearth",
+                "Hearth",  // and not CHearth: the CLI reaches the core through Hearth only
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "cli"),

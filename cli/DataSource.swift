@@ -1,6 +1,6 @@
 import ArgumentParser
-import CHearth
 import Foundation
+@_spi(CLI) import Hearth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -140,162 +140,65 @@ struct CommandFailure: Error, CustomStringConvertible {
     let description: String
 }
 
-/// A data directory opened in this process.
+/// A data directory opened in this process, through the Hearth module.
 final class EmbeddedStore {
-    private let db: OpaquePointer
+    private let database: Database
 
     init(directory: String) throws {
-        var config = hearth_db_config_t()
-        var db: OpaquePointer?
-        var err = hearth_error_t()
-        let status = directory.withCString { dir -> Int32 in
-            config.data_dir = dir
-            return hearth_db_open(&config, &db, &err)
-        }
-        guard status == 0, let db else {
-            var text = Self.message(err, status)
+        do {
+            database = try .openForCommandLine(url: URL(fileURLWithPath: directory).absoluteString)
+        } catch {
+            var text = error.message
             if text.contains("in use") {
                 text += " (is a server running on it? use --url)"
             }
             throw CommandFailure(description: text)
         }
-        self.db = db
-    }
-
-    deinit { hearth_db_close(db) }
-
-    static func message(_ err: hearth_error_t, _ status: Int32) -> String {
-        var err = err
-        let text = withUnsafeBytes(of: &err.message) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        return text.isEmpty ? String(cString: hearth_strerror(status)) : text
-    }
-
-    /// A C query for the flags; nil for none. Messages are the core's.
-    static func makeQuery(_ options: QueryOptions) throws -> OpaquePointer? {
-        if options.isEmpty { return nil }
-        var q: OpaquePointer?
-        guard hearth_query_new(&q) == 0, let q else { throw CommandFailure(description: "out of memory") }
-        var err = hearth_error_t()
-        func check(_ status: Int32) throws {
-            if status != 0 {
-                hearth_query_free(q)
-                throw CommandFailure(description: message(err, status))
-            }
-        }
-        func node(_ json: String) throws -> OpaquePointer {
-            var n: OpaquePointer?
-            let status = hearth_node_from_json(json, -1, 0, &n, &err)
-            if status != 0 || n == nil {
-                hearth_query_free(q)
-                throw CommandFailure(description: "\(json) is not a JSON value: \(message(err, status))")
-            }
-            return n!
-        }
-        switch options.orderBy {
-        case nil: break
-        case "$key": try check(hearth_query_order_by_key(q, &err))
-        case "$value": try check(hearth_query_order_by_value(q, &err))
-        case "$priority": try check(hearth_query_order_by_priority(q, &err))
-        case let child?: try check(hearth_query_order_by_child(q, child, &err))
-        }
-        for (text, set) in [
-            (options.startAt, hearth_query_start_at), (options.endAt, hearth_query_end_at),
-            (options.equalTo, hearth_query_equal_to),
-        ] {
-            guard let text else { continue }
-            let value = try node(text)
-            defer { hearth_node_decref(value) }
-            try check(set(q, value, nil, &err))
-        }
-        if let n = options.limitToFirst { try check(hearth_query_limit_to_first(q, n, &err)) }
-        if let n = options.limitToLast { try check(hearth_query_limit_to_last(q, n, &err)) }
-        return q
     }
 
     func get(path: String, query: QueryOptions, pretty: Bool) throws -> String {
-        let q = try Self.makeQuery(query)
-        defer { if let q { hearth_query_free(q) } }
-        return try read(path: path, query: q, flags: pretty ? UInt32(HEARTH_JSON_PRETTY) : 0)
+        try failing { () throws(HearthError) in try query.applied(to: database.reference(checkingPath: path)).jsonText(export: false, pretty: pretty) }
     }
 
     func export(path: String, pretty: Bool) throws -> String {
-        try read(path: path, query: nil,
-                 flags: UInt32(HEARTH_JSON_EXPORT) | (pretty ? UInt32(HEARTH_JSON_PRETTY) : 0))
-    }
-
-    private func read(path: String, query: OpaquePointer?, flags: UInt32) throws -> String {
-        var node: OpaquePointer?
-        var err = hearth_error_t()
-        let status = hearth_db_get(db, path, query, &node, &err)
-        guard status == 0, let node else {
-            throw CommandFailure(description: Self.message(err, status))
-        }
-        defer { hearth_node_decref(node) }
-        guard let text = hearth_node_to_json(node, flags, nil) else {
-            throw CommandFailure(description: "out of memory")
-        }
-        defer { hearth_free(text) }
-        return String(cString: text)
+        try failing { () throws(HearthError) in try database.reference(checkingPath: path).jsonText(export: true, pretty: pretty) }
     }
 
     func importJSON(_ text: Data, path: String) throws {
         _ = try write(.set, path: path, json: text)
     }
 
+    /// Makes a write and waits until it is logged and synced.
     func write(_ kind: WriteKind, path: String, json text: Data) throws -> String? {
-        var node: OpaquePointer?
-        var err = hearth_error_t()
-        let status = kind == .remove || kind == .update
-            ? (hearth_node_from_json("null", -1, 0, &node, &err))
-            : text.withUnsafeBytes { raw in
-                hearth_node_from_json(
-                    raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
-                    UInt32(HEARTH_JSON_ALLOW_SERVER_VALUES), &node, &err)
+        try failing { () throws(HearthError) in
+            let ref = try database.reference(checkingPath: path)
+            switch kind {
+            case .set: try ref.setJSON(text)
+            case .remove: try ref.setJSON(Data("null".utf8))
+            case .update: try ref.updateJSON(text)
+            case .push: return try ref.pushJSON(text)
             }
-        guard status == 0, let node else {
-            throw CommandFailure(description: Self.message(err, status))
+            return nil
         }
-        defer { hearth_node_decref(node) }
-        let done = DispatchSemaphore(value: 0)
-        final class Box: @unchecked Sendable {  // written by the C loop, read after the wait
-            var status: Int32 = 0
-            let done: DispatchSemaphore
-            init(_ done: DispatchSemaphore) { self.done = done }
-        }
-        let box = Box(done)
-        let ctx = Unmanaged.passRetained(box).toOpaque()
-        let completion: hearth_completion_cb = { status, ctx in
-            let box = Unmanaged<Box>.fromOpaque(ctx!).takeUnretainedValue()
-            box.status = status
-            box.done.signal()
-        }
-        let release: hearth_free_cb = { ctx in Unmanaged<Box>.fromOpaque(ctx!).release() }
-        var key = [CChar](repeating: 0, count: Int(HEARTH_PUSH_ID_SIZE))
-        let rc: Int32
-        switch kind {
-        case .set, .remove:
-            rc = hearth_db_set(db, path, node, completion, ctx, release, &err)
-        case .push:
-            rc = hearth_db_push(db, path, node, &key, completion, ctx, release, &err)
-        case .update:
-            rc = text.withUnsafeBytes { raw in
-                hearth_db_update_json(
-                    db, path, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
-                    completion, ctx, release, &err)
-            }
-        }
-        guard rc == 0 else {
-            Unmanaged<Box>.fromOpaque(ctx).release()
-            throw CommandFailure(description: Self.message(err, rc))
-        }
-        done.wait()  // acknowledged: logged and synced
-        if box.status != 0 {
-            throw CommandFailure(description: String(cString: hearth_strerror(box.status)))
-        }
-        guard kind == .push else { return nil }
-        return String(decoding: key.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension QueryOptions {
+    /// `ref` with these flags (the core's message when they do not fit).
+    func applied(to ref: DatabaseReference) throws(HearthError) -> DatabaseQuery {
+        try ref.restQuery(
+            orderBy: orderBy, startAt: startAt, endAt: endAt, equalTo: equalTo,
+            limitToFirst: limitToFirst, limitToLast: limitToLast)
+    }
+}
+
+/// Runs `body`, turning a `HearthError` into the command's failure with
+/// the core's message.
+func failing<Value>(_ body: () throws(HearthError) -> Value) throws -> Value {
+    do {
+        return try body()
+    } catch {
+        throw CommandFailure(description: error.message)
     }
 }
 

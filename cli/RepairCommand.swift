@@ -1,6 +1,6 @@
 import ArgumentParser
-import CHearth
 import Foundation
+@_spi(CLI) import Hearth
 
 /// `hearth repair --data DIR`: cuts a damaged log explicitly, keeping a copy.
 struct RepairCommand: ParsableCommand {
@@ -32,22 +32,14 @@ struct RepairCommand: ParsableCommand {
 
     func run() throws {
         let directory = data + "/" + namespace
-        var report = hearth_repair_report_t()
-        var err = hearth_error_t()
-        let status = hearth_repair(directory, &report, &err)
-        guard status == 0 else {
-            throw CommandFailure(description: EmbeddedStore.message(err, status))
-        }
-        let copy = withUnsafeBytes(of: &report.copy) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let report = try failing { () throws(HearthError) in try LogRepair(directory: directory) }
         let result = RepairResult(
             repaired: report.repaired, directory: directory,
-            log: report.repaired ? "\(directory)/log.\(report.log_generation)" : nil,
-            damageOffset: report.repaired ? report.damage_offset : nil,
-            cutOffset: report.repaired ? report.cut_offset : nil,
-            bytesCut: report.bytes_cut, recordsCut: report.records_cut,
-            logsMovedAside: report.logs_moved, copy: report.repaired ? copy : nil)
+            log: report.repaired ? "\(directory)/log.\(report.logGeneration)" : nil,
+            damageOffset: report.repaired ? report.damageOffset : nil,
+            cutOffset: report.repaired ? report.cutOffset : nil,
+            bytesCut: report.bytesCut, recordsCut: report.recordsCut,
+            logsMovedAside: report.logsMovedAside, copy: report.repaired ? report.copy : nil)
         switch output.format {
         case .json: Output.json(result)
         case .text: Output.line(result.text)

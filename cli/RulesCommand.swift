@@ -1,5 +1,5 @@
 import ArgumentParser
-import CHearth
+@_spi(CLI) import Hearth
 import Foundation
 
 /// `hearth rules get|set`: a namespace's rules document.
@@ -75,16 +75,10 @@ struct RulesSet: ParsableCommand {
     }
 }
 
-/// The checks a rules document must pass to be stored: the core's, the
-/// same the server runs (shape, comments, every rule's expression).
-enum RulesDocument {
+extension RulesDocument {
+    /// The checks a rules document must pass to be stored: the core's, the
+    /// same the server runs (shape, comments, every rule's expression).
     static func validate(_ text: Data) throws {
-        var err = hearth_error_t()
-        let status = text.withUnsafeBytes { raw in
-            hearth_rules_check(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, &err)
-        }
-        if status != 0 {
-            throw CommandFailure(description: EmbeddedStore.message(err, status))
-        }
+        try failing { () throws(HearthError) in try check(text) }
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
-import CHearth
 import Foundation
+@_spi(CLI) import Hearth
 
 /// `hearth token`: a user token for tests and scripts, signed with the
 /// server's --auth-secret (or unsigned, for a server without keys).
@@ -39,14 +39,11 @@ struct TokenCommand: ParsableCommand {
 
     func run() throws {
         let key = secret ?? ProcessInfo.processInfo.environment["HEARTH_AUTH_SECRET"]
-        var token: UnsafeMutablePointer<CChar>?
-        var err = hearth_error_t()
-        let status = hearth_token_create(uid, claims, key, ttl, &token, &err)
-        guard status == 0, let token else {
-            Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, status))")
+        do throws(HearthError) {
+            Output.line(try HearthServer.makeToken(uid: uid, claimsJSON: claims, secret: key, lifetime: ttl))
+        } catch {
+            Output.error("\(Output.errorLabel)\(error.message)")
             throw ExitCode.failure
         }
-        defer { hearth_free(token) }
-        Output.line(String(cString: token))
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
-import CHearth
 import Dispatch
 import Foundation
+@_spi(CLI) import Hearth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -161,74 +161,82 @@ extension ServerStore {
     }
 }
 
-/// `watch --events child`: a realtime client of the server observing the
-/// location's child events through the C core.
+/// `watch --events child`: a realtime client of the server (a Hearth
+/// `Database`) observing the location's child events.
 struct ChildWatch {
     let server: ServerStore
     let path: String
     let query: QueryOptions
 
     func run() throws {
-        let q = try EmbeddedStore.makeQuery(query)
-        defer { if let q { hearth_query_free(q) } }
-        var db: OpaquePointer?
-        var err = hearth_error_t()
-        let status = server.realtimeURL.withCString { url -> Int32 in
-            var config = hearth_db_config_t()
-            config.url = url
-            return hearth_db_open(&config, &db, &err)
-        }
-        guard status == 0, let db else {
-            Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, status))")
+        let database: Database
+        let watched: DatabaseQuery
+        do {
+            database = try .openForCommandLine(url: server.realtimeURL)
+            database.setAuthToken(server.credential)
+            watched = try query.applied(to: database.reference(checkingPath: path))
+        } catch {
+            Output.error("\(Output.errorLabel)\(error.message)")
             throw ExitCode.failure
         }
-        defer { hearth_db_close(db) }
-        _ = hearth_db_set_auth_token(db, server.credential)
-        let mask = UInt32(HEARTH_MASK_CHILD_ADDED | HEARTH_MASK_CHILD_REMOVED)
-            | UInt32(HEARTH_MASK_CHILD_CHANGED | HEARTH_MASK_CHILD_MOVED)
-        var handle: hearth_observer_t = 0
-        let observed = hearth_db_observe(db, path, q, mask, ChildWatch.onEvent, nil, nil, &handle, &err)
-        guard observed == 0 else {
-            Output.error("\(Output.errorLabel)\(EmbeddedStore.message(err, observed))")
+        // The four observers' blocks run one at a time on the database's
+        // serial callback queue, in the order the events are raised.
+        let ended = Locked<HearthError>()
+        let canceled = DispatchSemaphore(value: 0)
+        for (type, name) in ChildWatch.names {
+            watched.observe(type, andPreviousSiblingKeyWith: { snapshot, prev in
+                ChildWatch.print(name, snapshot, prev)
+            }, withCancel: { error in
+                ended.set(error as? HearthError ?? HearthError(code: .canceled))
+                canceled.signal()
+            })
+        }
+        Interrupt.wait(orUntil: canceled)  // until Ctrl-C, or the server ends it
+        if let error = ended.value {
+            Output.error("\(Output.errorLabel)the server ended the listen: \(error.message)")
             throw ExitCode.failure
         }
-        Interrupt.wait(orUntil: ChildWatch.canceled)  // until Ctrl-C, or the server ends it
-        if ChildWatch.cancelStatus != 0 {
-            let why = String(cString: hearth_strerror(ChildWatch.cancelStatus))
-            Output.error("\(Output.errorLabel)the server ended the listen: \(why)")
-            throw ExitCode.failure
-        }
+        withExtendedLifetime(database) {}
     }
 
-    /// Signalled when the server refuses or revokes the listen.
-    private static let canceled = DispatchSemaphore(value: 0)
-    /// Why: written on the loop thread before `canceled` is signalled, read
-    /// after the wait.
-    nonisolated(unsafe) private static var cancelStatus: Int32 = 0
+    private static let names: [(DataEventType, String)] = [
+        (.childAdded, "child_added"), (.childRemoved, "child_removed"),
+        (.childChanged, "child_changed"), (.childMoved, "child_moved"),
+    ]
 
     /// One JSON line per event; the data is the core's own JSON text, so
     /// numbers and key order stay as the server has them.
-    private static let onEvent: hearth_event_cb = { event, _ in
-        guard let event = event?.pointee else { return }
-        if event.type == HEARTH_EVENT_CANCEL {
-            cancelStatus = event.status
-            canceled.signal()
-            return
-        }
-        let names = ["child_added", "child_removed", "child_changed", "child_moved", "value"]
-        let name = names[Int(event.type.rawValue)]
-        let key = event.key.map { String(cString: $0) } ?? ""
-        let prev = event.prev_key.map { jsonString(String(cString: $0)) } ?? "null"
-        guard let text = hearth_node_to_json(event.node, 0, nil) else { return }
-        defer { hearth_free(text) }
+    private static func print(_ name: String, _ snapshot: DataSnapshot, _ prev: String?) {
+        let prev = prev.map(jsonString) ?? "null"
         Output.line(
-            "{\"event\":\"\(name)\",\"key\":\(jsonString(key)),\"prev\":\(prev),\"data\":\(String(cString: text))}")
+            "{\"event\":\"\(name)\",\"key\":\(jsonString(snapshot.key)),\"prev\":\(prev),\"data\":\(snapshot.jsonText())}")
     }
 
     private static func jsonString(_ s: String) -> String {
         let data = try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed])
         let array = data.map { String(decoding: $0, as: UTF8.self) } ?? "[\"\"]"
         return String(array.dropFirst().dropLast())
+    }
+}
+
+/// A value written by one thread and read by another.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `stored` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var stored: Value?
+
+    init() {}
+
+    func set(_ value: Value) {
+        lock.lock()
+        defer { lock.unlock() }
+        stored = value
+    }
+
+    var value: Value? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
     }
 }
 

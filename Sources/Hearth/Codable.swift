@@ -210,10 +210,8 @@ extension DatabaseReference {
         let (db, path) = (self.db, self.path)
         var done: (@Sendable (HearthError?) -> Void)?
         if let completion {
-            // @unchecked: the block is only called on the callback queue.
-            let block = UncheckedSendable(completion)
-            let queue = db.callbackQueue
-            done = { error in queue.async { block.value(error) } }
+            let block = db.bound(completion)
+            done = { error in block.async { $0(error) } }
         }
         db.write(
             "setValue(from:) at \(self)",

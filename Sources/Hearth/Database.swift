@@ -21,8 +21,9 @@ import Foundation
 /// any instance at a server instead, before its first use.
 ///
 /// Callbacks (observers and completion blocks) run on ``callbackQueue``,
-/// the main queue by default as in the SDK: a command-line program must run
-/// the main queue (`dispatchMain()`) or set a queue of its own.
+/// the main queue by default as in the SDK, one at a time: a command-line
+/// program must run the main queue (`dispatchMain()`) or set a queue of its
+/// own.
 public final class Database: @unchecked Sendable {
     // @unchecked Sendable: the C database may be called from any thread
     // (hearth.h: calls are thread-safe and callbacks run on its loop
@@ -31,26 +32,41 @@ public final class Database: @unchecked Sendable {
 
     /// The C database and the thread running its loop, opened on first use
     /// (so that useEmulator can still choose where it lives).
-    private struct Opened {
+    struct Opened {
         let handle: OpaquePointer
         let loopThread: pthread_t
+        /// The serial queue every user block runs on (see ``callbacks``).
+        let callbacks: DispatchQueue
     }
-    private let opened = Locked<Opened?>(nil)
-    private let emulator = Locked<(host: String, port: Int)?>(nil)
-    private struct Persistence {
-        var enabled = false
-        var cacheSize: UInt = 10 * 1024 * 1024
+    /// What is chosen before the database is first used; frozen when it
+    /// opens.
+    private struct Settings {
+        var emulator: (host: String, port: Int)?
+        var persistenceEnabled = false
+        var persistenceCacheSize: UInt = 10 * 1024 * 1024
+        /// Embedded only: the rules document and the `auth` (JSON) it judges by.
+        var rules: (document: String, auth: String?)?
+        var callbackQueue: DispatchQueue = .main
     }
-    private let persistence = Locked(Persistence())
-    /// The credential to hand the C client when it opens.
+    /// The credential to hand the C client; it may change at any time.
     private enum Credential {
         case none
         case token(String?)
         case provider(@Sendable () async -> String?)
     }
-    private let credential = Locked<Credential>(.none)
-    /// Embedded only: the rules document and the `auth` (JSON) it judges by.
-    private let embeddedRules = Locked<(document: String, auth: String?)?>(nil)
+    /// The settings, the opened database and the credential, behind one
+    /// lock, so that checking "not open yet" and setting are one step.
+    private struct Setup {
+        var settings = Settings()
+        var opened: Opened?
+        var credential = Credential.none
+        /// Counts credential changes: a provider's answer counts only if
+        /// no change came after it was asked.
+        var credentialGeneration: UInt64 = 0
+        /// Tests: told of each provider answer, and whether it was used.
+        var onProviderAnswer: (@Sendable (_ used: Bool) -> Void)?
+    }
+    private let setup = Locked(Setup())
 
     /// The C database (`hearth_db_t *`), valid until deinit.
     var handle: OpaquePointer { open().handle }
@@ -60,7 +76,6 @@ public final class Database: @unchecked Sendable {
     let appName: String
 
     private struct State {
-        var callbackQueue: DispatchQueue = .main
         var pushIDs = hearth_push_id_state_t()
         var observers: [ObjectIdentifier: ObserverRegistration] = [:]
         /// keepSynced(true) listeners, by query description.
@@ -127,11 +142,21 @@ public final class Database: @unchecked Sendable {
     /// at host:port. Like the SDK, it must come before the first reference
     /// is used; afterwards it is a precondition failure.
     public func useEmulator(withHost host: String, port: Int) {
-        let alreadyOpen = opened.withLock { $0 != nil }
-        precondition(
-            !alreadyOpen,
-            "Hearth: useEmulator(withHost:port:) must be called before the database is used")
-        emulator.withLock { $0 = (host, port) }
+        configure("useEmulator(withHost:port:) must be called") { $0.emulator = (host, port) }
+    }
+
+    /// Changes a setting: `what` must come before the database is used
+    /// (the check and the change are one step under the lock).
+    private func configure(_ what: String, _ change: (inout Settings) -> Void) {
+        setup.withLock { setup in
+            precondition(setup.opened == nil, "Hearth: \(what) before the database is used")
+            change(&setup.settings)
+        }
+    }
+
+    /// The value of a setting.
+    private func setting<Value>(_ value: (Settings) -> Value) -> Value {
+        setup.withLock { value($0.settings) }
     }
 
     /// Keeps this client's pending writes and the server data of the
@@ -141,13 +166,8 @@ public final class Database: @unchecked Sendable {
     /// returns. A setting, as in the SDK: set it before the database is
     /// first used. (Embedded databases keep their data anyway.)
     public var isPersistenceEnabled: Bool {
-        get { persistence.withLock { $0.enabled } }
-        set {
-            precondition(
-                opened.withLock { $0 == nil },
-                "Hearth: isPersistenceEnabled must be set before the database is used")
-            persistence.withLock { $0.enabled = newValue }
-        }
+        get { setting { $0.persistenceEnabled } }
+        set { configure("isPersistenceEnabled must be set") { $0.persistenceEnabled = newValue } }
     }
 
     /// The bound of the cache on disk in bytes, 1 MB to 100 MB (default
@@ -155,15 +175,12 @@ public final class Database: @unchecked Sendable {
     /// recently used first; pending writes have a bound of the same size.
     /// Set it before the database is first used.
     public var persistenceCacheSizeBytes: UInt {
-        get { persistence.withLock { $0.cacheSize } }
+        get { setting { $0.persistenceCacheSize } }
         set {
-            precondition(
-                opened.withLock { $0 == nil },
-                "Hearth: persistenceCacheSizeBytes must be set before the database is used")
             precondition(
                 (1024 * 1024...100 * 1024 * 1024).contains(newValue),
                 "Hearth: persistenceCacheSizeBytes must be between 1 MB and 100 MB")
-            persistence.withLock { $0.cacheSize = newValue }
+            configure("persistenceCacheSizeBytes must be set") { $0.persistenceCacheSize = newValue }
         }
     }
 
@@ -180,20 +197,9 @@ public final class Database: @unchecked Sendable {
     /// first used; throws naming what is wrong in the document.
     public func useRules(_ document: String, auth: [String: Any]? = nil) throws(HearthError) {
         precondition(
-            opened.withLock { $0 == nil },
-            "Hearth: useRules(_:auth:) must be called before the database is used")
-        precondition(
-            !Self.networkSchemes.contains(where: { url.hasPrefix($0) })
-                && emulator.withLock({ $0 }) == nil,
+            !Self.networkSchemes.contains(where: { url.hasPrefix($0) }),
             "Hearth: useRules(_:auth:) is for embedded databases; a server applies its own rules")
-        var details = hearth_error_t()
-        let utf8 = Array(document.utf8)
-        let status = utf8.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) {
-                hearth_rules_check($0.baseAddress, $0.count, &details)
-            }
-        }
-        if status != 0 { throw HearthError(status: status, details: details) }
+        try RulesDocument.check(document.utf8)
         var authJSON: String?
         if let auth {
             guard JSONSerialization.isValidJSONObject(auth),
@@ -204,7 +210,13 @@ public final class Database: @unchecked Sendable {
             }
             authJSON = String(decoding: data, as: UTF8.self)
         }
-        embeddedRules.withLock { $0 = (document, authJSON) }
+        let rules = (document, authJSON)
+        configure("useRules(_:auth:) must be called") { settings in
+            precondition(
+                settings.emulator == nil,
+                "Hearth: useRules(_:auth:) is for embedded databases; a server applies its own rules")
+            settings.rules = rules
+        }
     }
 
     /// Where persistence keeps its files.
@@ -237,56 +249,100 @@ public final class Database: @unchecked Sendable {
     /// Opens the C database on first use. Traps only when the C core cannot
     /// start a loop, allocate the database or use the URL.
     private func open() -> Opened {
-        opened.withLock { opened in
-            if let opened { return opened }
-            var db: OpaquePointer?
-            var details = hearth_error_t()
-            var config = hearth_db_config_t()
-            let server: String? =
-                emulator.withLock { $0 }.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
-                ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
-            let directory = url.hasPrefix("file://") && server == nil ? URL(string: url)?.path : nil
-            let status: Int32
-            let persist = persistence.withLock { $0 }
-            if let server {
-                let cacheDir = persist.enabled ? Self.cacheDirectory : nil
-                if let cacheDir {
-                    try? FileManager.default.createDirectory(
-                        atPath: cacheDir, withIntermediateDirectories: true)
+        do {
+            return try opening()
+        } catch {
+            preconditionFailure("Hearth: cannot open a database: \(error.message)")
+        }
+    }
+
+    /// Opens the C database unless it is open, freezing the settings;
+    /// throws what the C core said when it cannot.
+    func opening() throws(HearthError) -> Opened {
+        let result = setup.withLock { setup -> Result<Opened, HearthError> in
+            if let opened = setup.opened { return .success(opened) }
+            let db: OpaquePointer
+            do throws(HearthError) {
+                db = try openC(setup.settings)
+            } catch {
+                return .failure(error)
+            }
+            let made = Opened(
+                handle: db, loopThread: Self.loopThread(of: db),
+                callbacks: Self.serialQueue(targeting: setup.settings.callbackQueue))
+            setup.opened = made
+            // Before any other call can reach the new database: the token
+            // goes out first on the first connection.
+            apply(setup.credential, to: db, generation: setup.credentialGeneration)
+            return .success(made)
+        }
+        return try result.get()
+    }
+
+    /// Opens the C database `settings` describe.
+    private func openC(_ settings: Settings) throws(HearthError) -> OpaquePointer {
+        var db: OpaquePointer?
+        var details = hearth_error_t()
+        var config = hearth_db_config_t()
+        let server: String? =
+            settings.emulator.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
+            ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
+        let directory = url.hasPrefix("file://") && server == nil ? URL(string: url)?.path : nil
+        let status: Int32
+        if let server {
+            let cacheDir = settings.persistenceEnabled ? Self.cacheDirectory : nil
+            if let cacheDir {
+                try? FileManager.default.createDirectory(
+                    atPath: cacheDir, withIntermediateDirectories: true)
+            }
+            config.cache_size = Int(settings.persistenceCacheSize)
+            status = server.withCString { text in
+                config.url = text
+                return withOptionalCString(cacheDir) { dir in
+                    config.cache_dir = dir
+                    return hearth_db_open(&config, &db, &details)
                 }
-                config.cache_size = Int(persist.cacheSize)
-                status = server.withCString { text in
-                    config.url = text
-                    guard let cacheDir else { return hearth_db_open(&config, &db, &details) }
-                    return cacheDir.withCString { dir in
-                        config.cache_dir = dir
+            }
+        } else {
+            let rules = settings.rules
+            status = withOptionalCString(directory) { dir in
+                withOptionalCString(rules?.document) { document in
+                    withOptionalCString(rules?.auth) { auth in
+                        config.data_dir = dir
+                        config.rules = document
+                        config.auth_variable = auth
                         return hearth_db_open(&config, &db, &details)
                     }
                 }
-            } else {
-                let rules = embeddedRules.withLock { $0 }
-                status = withOptionalCString(directory) { dir in
-                    withOptionalCString(rules?.document) { document in
-                        withOptionalCString(rules?.auth) { auth in
-                            config.data_dir = dir
-                            config.rules = document
-                            config.auth_variable = auth
-                            return hearth_db_open(&config, &db, &details)
-                        }
-                    }
-                }
             }
-            guard status == 0, let db else {
-                preconditionFailure(
-                    "Hearth: cannot open a database: \(HearthError(status: status, details: details).message)")
-            }
-            let made = Opened(handle: db, loopThread: Self.loopThread(of: db))
-            opened = made
-            // Before any other call can reach the new database: the token
-            // goes out first on the first connection.
-            apply(credential.withLock { $0 }, to: db)
-            return made
         }
+        guard status == 0, let db else { throw HearthError(status: status, details: details) }
+        return db
+    }
+
+    /// The queue user blocks run on: the callback queue when it is the
+    /// main queue, else a serial queue of this database targeting it, so
+    /// that blocks run one at a time and in order even when the app set a
+    /// concurrent queue (the SDK's blocks are not Sendable: see
+    /// ``QueueBound``).
+    private static func serialQueue(targeting queue: DispatchQueue) -> DispatchQueue {
+        queue === DispatchQueue.main
+            ? queue : DispatchQueue(label: "hearth.callbacks", target: queue)
+    }
+
+    /// Whether the caller is the database's loop thread (false before it
+    /// opens).
+    var isLoopThread: Bool {
+        guard let loop = setup.withLock({ $0.opened?.loopThread }) else { return false }
+        return pthread_equal(pthread_self(), loop) != 0
+    }
+
+    /// The serial queue every user block runs on (opening the database).
+    var callbacks: DispatchQueue { open().callbacks }
+
+    /// `block` bound to ``callbacks``.
+    func bound<Block>(_ block: Block) -> QueueBound<Block> {
+        QueueBound(block, on: callbacks)
     }
 
     /// Asks the loop for its thread, waiting for the answer.
@@ -312,7 +368,7 @@ public final class Database: @unchecked Sendable {
         // Closing joins the loop thread, which therefore cannot close its
         // own database: if the last reference went away in a callback
         // context there, close from a thread of its own.
-        guard let opened = opened.withLock({ $0 }) else { return }
+        guard let opened = setup.withLock({ $0.opened }) else { return }
         let db = UncheckedSendable(opened.handle)  // @unchecked: used once, by one thread
         if pthread_equal(pthread_self(), opened.loopThread) != 0 {
             Thread.detachNewThread { _ = hearth_db_close(db.value) }
@@ -383,10 +439,7 @@ public final class Database: @unchecked Sendable {
     /// FirebaseAuth; Hearth takes it here. No effect on an embedded
     /// database.
     public func setAuthToken(_ token: String?) {
-        credential.withLock { $0 = .token(token) }
-        if let db = opened.withLock({ $0?.handle }) {
-            apply(.token(token), to: db)
-        }
+        setCredential(.token(token))
     }
 
     /// Asks `provider` for a token on every connection (and when the server
@@ -394,15 +447,24 @@ public final class Database: @unchecked Sendable {
     /// until it answers. Pass `nil` to stop asking. No effect on an
     /// embedded database.
     public func setAuthTokenProvider(_ provider: (@Sendable () async -> String?)?) {
-        let setting: Credential = provider.map { .provider($0) } ?? .none
-        credential.withLock { $0 = setting }
-        if let db = opened.withLock({ $0?.handle }) {
-            apply(setting, to: db)
+        setCredential(provider.map { .provider($0) } ?? .none)
+    }
+
+    /// Records a new credential and hands it to C when open. A provider's
+    /// answer still on its way no longer counts (see ``provided(_:asked:)``).
+    /// Under the lock, so that two changes reach C in the order they count.
+    private func setCredential(_ credential: Credential) {
+        setup.withLock { setup in
+            setup.credential = credential
+            setup.credentialGeneration += 1
+            if let db = setup.opened?.handle {
+                apply(credential, to: db, generation: setup.credentialGeneration)
+            }
         }
     }
 
     /// The C side of the credential settings.
-    private func apply(_ setting: Credential, to db: OpaquePointer) {
+    private func apply(_ setting: Credential, to db: OpaquePointer, generation: UInt64) {
         switch setting {
         case .none:
             _ = hearth_db_set_auth_provider(db, nil, nil, nil)
@@ -410,18 +472,31 @@ public final class Database: @unchecked Sendable {
             _ = hearth_db_set_auth_provider(db, nil, nil, nil)
             _ = hearth_db_set_auth_token(db, token)
         case .provider(let provider):
-            let box = TokenProviderBox(database: self, provider: provider)
+            let box = TokenProviderBox(database: self, provider: provider, generation: generation)
             _ = hearth_db_set_auth_provider(
                 db, TokenProviderBox.ask, Unmanaged.passRetained(box).toOpaque(),
                 TokenProviderBox.release)
         }
     }
 
-    /// Hands a provider's answer to the C client, unless the database
-    /// went away meanwhile.
-    fileprivate func provided(_ token: String?) {
-        guard let db = opened.withLock({ $0?.handle }) else { return }
-        _ = hearth_db_set_auth_token(db, token)
+    /// Hands a provider's answer to the C client, unless the credential
+    /// changed since the provider was set (`setAuthToken(nil)` signs out
+    /// for good, a new provider answers for itself).
+    fileprivate func provided(_ token: String?, asked generation: UInt64) {
+        let (used, observer) = setup.withLock { setup in
+            guard setup.credentialGeneration == generation, let db = setup.opened?.handle else {
+                return (false, setup.onProviderAnswer)
+            }
+            _ = hearth_db_set_auth_token(db, token)
+            return (true, setup.onProviderAnswer)
+        }
+        observer?(used)
+    }
+
+    /// Tests: `observer` is told of each answer of a token provider, and
+    /// whether it was used.
+    func observeProviderAnswers(_ observer: @escaping @Sendable (_ used: Bool) -> Void) {
+        setup.withLock { $0.onProviderAnswer = observer }
     }
 
     // MARK: Connection
@@ -452,19 +527,16 @@ public final class Database: @unchecked Sendable {
     }
 
     /// The queue on which observers and completion blocks are called; the
-    /// main queue by default.
+    /// main queue by default. They run one at a time, in order, even on a
+    /// concurrent queue (through a serial queue of this database that
+    /// targets it).
     ///
     /// Like the SDK, it is a setting: changing it after the database was
     /// first used (a read, a write or an observer) is a precondition
     /// failure.
     public var callbackQueue: DispatchQueue {
-        get { state.withLock { $0.callbackQueue } }
-        set {
-            precondition(
-                opened.withLock { $0 == nil },
-                "Hearth: callbackQueue must be set before the database is used")
-            state.withLock { $0.callbackQueue = newValue }
-        }
+        get { setting { $0.callbackQueue } }
+        set { configure("callbackQueue must be set") { $0.callbackQueue = newValue } }
     }
 
     /// A reference to the root of the database.
@@ -669,10 +741,13 @@ private final class TokenProviderBox: @unchecked Sendable {
     // @unchecked: `database` is set once, in init, and only read after.
     private(set) weak var database: Database?
     let provider: @Sendable () async -> String?
+    /// The database's credential generation this provider was set in.
+    let generation: UInt64
 
-    init(database: Database, provider: @escaping @Sendable () async -> String?) {
+    init(database: Database, provider: @escaping @Sendable () async -> String?, generation: UInt64) {
         self.database = database
         self.provider = provider
+        self.generation = generation
     }
 
     static let ask: hearth_auth_provider_cb = { _, context in
@@ -680,7 +755,7 @@ private final class TokenProviderBox: @unchecked Sendable {
         let box = Unmanaged<TokenProviderBox>.fromOpaque(context).takeUnretainedValue()
         Task {
             let token = await box.provider()
-            box.database?.provided(token)
+            box.database?.provided(token, asked: box.generation)
         }
     }
 

@@ -172,8 +172,8 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
         let answer = UncheckedSendable(Locked<CheckedContinuation<DataEvent, any Error>?>(nil))
         return try await withCheckedThrowingContinuation { continuation in
             answer.value.withLock { $0 = continuation }
-            addObserver(
-                eventType, once: true, delivery: .direct,
+            addDirectObserver(
+                eventType, once: true,
                 cancel: { error in answer.value.withLock { $0.take() }?.resume(throwing: error) }
             ) { snapshot, previous in
                 answer.value.withLock { $0.take() }?.resume(
@@ -202,29 +202,51 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
         db.keepSynced(self, keepSynced)
     }
 
+    /// Registers the user's blocks, called on the database's callback
+    /// queue.
     @discardableResult
     func addObserver(
-        _ eventType: DataEventType, once: Bool,
-        delivery: ObserverRegistration.Delivery = .callbackQueue,
-        cancel: ((any Error) -> Void)?,
-        ended: (@Sendable () -> Void)? = nil,
+        _ eventType: DataEventType, once: Bool, cancel: ((any Error) -> Void)?,
         _ block: @escaping (DataSnapshot, String?) -> Void
+    ) -> DatabaseHandle {
+        let handlers = db.bound(ObserverRegistration.Handlers(event: block, cancel: cancel))
+        return register(eventType, once: once, delivery: .callbackQueue(handlers)) { error in
+            handlers.async { handlers in
+                guard let cancel = handlers.cancel else {
+                    Database.log("observing \(self) failed: \(error.message)")
+                    return
+                }
+                cancel(error)
+            }
+        }
+    }
+
+    /// Registers Sendable blocks, called on the loop thread as events are
+    /// raised (for async sequences).
+    @discardableResult
+    func addDirectObserver(
+        _ eventType: DataEventType, once: Bool, cancel: @escaping @Sendable (any Error) -> Void,
+        ended: (@Sendable () -> Void)? = nil,
+        _ block: @escaping @Sendable (DataSnapshot, String?) -> Void
+    ) -> DatabaseHandle {
+        register(eventType, once: once, delivery: .direct(event: block, cancel: cancel), ended: ended) {
+            cancel($0)
+        }
+    }
+
+    /// Registers with C; when C refuses, nothing is registered and
+    /// `refused` gets the error instead.
+    private func register(
+        _ eventType: DataEventType, once: Bool, delivery: ObserverRegistration.Delivery,
+        ended: (@Sendable () -> Void)? = nil, refused: (HearthError) -> Void
     ) -> DatabaseHandle {
         let registration = ObserverRegistration(
             database: db, path: path, query: params, eventType: eventType, once: once,
-            delivery: delivery, block: block, cancel: cancel, ended: ended)
+            delivery: delivery, ended: ended)
         do {
             return try db.register(registration)
         } catch {
-            if let cancel, delivery == .direct {
-                cancel(error)
-            } else if let cancel {
-                // @unchecked: the block is only called on the callback queue.
-                let cancel = UncheckedSendable(cancel)
-                db.callbackQueue.async { cancel.value(error) }
-            } else {
-                Database.log("observing \(self) failed: \(error.message)")
-            }
+            refused(error)
             return 0
         }
     }
@@ -234,14 +256,12 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
     /// The current data for the query, after the writes made before.
     /// `completion` runs on the callback queue.
     open func getData(completion: @escaping (_ error: (any Error)?, _ snapshot: DataSnapshot?) -> Void) {
-        // @unchecked: the block is only called on the callback queue.
-        let block = UncheckedSendable(completion)
-        let queue = db.callbackQueue
+        let completion = db.bound(completion)
         read { result in
-            queue.async {
+            completion.async { completion in
                 switch result {
-                case .success(let snapshot): block.value(nil, snapshot)
-                case .failure(let error): block.value(error.bridged, nil)
+                case .success(let snapshot): completion(nil, snapshot)
+                case .failure(let error): completion(error.bridged, nil)
                 }
             }
         }

@@ -64,11 +64,9 @@ extension DatabaseReference {
             }
             return
         }
-        // @unchecked: the block is only called on the callback queue.
-        let completion = UncheckedSendable(completionBlock)
-        let queue = db.callbackQueue
+        let completion = db.bound(completionBlock)
         startTransaction(block) { error, committed, snapshot in
-            queue.async { completion.value(error?.bridged, committed, snapshot) }
+            completion.async { $0(error?.bridged, committed, snapshot) }
         }
     }
 
@@ -122,7 +120,10 @@ private final class Transaction: @unchecked Sendable {
     // `failure` is mutable, but C calls `update` and then `done` one after
     // the other on the loop thread (or `done` alone on the closing thread
     // once the loop has stopped), so they are never touched concurrently;
-    // the block is called there only, as documented.
+    // the block is called there only, as documented, which `run` checks
+    // (the block stays a plain closure, as the SDK's: code that counts
+    // its attempts in a local variable is correct, since attempts run one
+    // at a time, and `@Sendable` would refuse it).
     private let ref: DatabaseReference
     private let block: (MutableData) -> TransactionResult
     private let completion: @Sendable (HearthError?, Bool, DataSnapshot?) -> Void
@@ -159,6 +160,7 @@ private final class Transaction: @unchecked Sendable {
     /// Runs the block on the current value (borrowed) and hands C a new
     /// reference to the value to commit.
     private func run(current: OpaquePointer, result: UnsafeMutablePointer<OpaquePointer?>) -> Int32 {
+        precondition(ref.db.isLoopThread, "Hearth: a transaction block ran off the loop thread")
         let data = MutableData(node: Node(retaining: current), location: ref.path)
         guard let chosen = block(data).update else { return HEARTH_TX_ABORT }
         do {

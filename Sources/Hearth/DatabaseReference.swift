@@ -185,11 +185,9 @@ open class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     func callback(_ block: @escaping (Error?, DatabaseReference) -> Void)
         -> @Sendable (HearthError?) -> Void
     {
-        // @unchecked: the block is only called on the callback queue.
-        let block = UncheckedSendable(block)
-        let queue = db.callbackQueue
+        let block = db.bound(block)
         return { [self] error in
-            queue.async { block.value(error?.bridged, self) }
+            block.async { $0(error?.bridged, self) }
         }
     }
 

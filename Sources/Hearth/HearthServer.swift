@@ -171,9 +171,17 @@ public final class HearthServer: @unchecked Sendable {
             claims.isEmpty
             ? nil
             : String(decoding: try JSONSerialization.data(withJSONObject: claims), as: UTF8.self)
+        return try makeToken(uid: uid, claimsJSON: claimsText, secret: secret, lifetime: Int64(lifetime))
+    }
+
+    /// The same, the claims given as JSON object text (`hearth token`).
+    @_spi(CLI)
+    public static func makeToken(uid: String, claimsJSON claimsText: String?, secret: String?, lifetime: Int64)
+        throws(HearthError) -> String
+    {
         var token: UnsafeMutablePointer<CChar>?
         var err = hearth_error_t()
-        let status = hearth_token_create(uid, claimsText, secret, Int64(lifetime), &token, &err)
+        let status = hearth_token_create(uid, claimsText, secret, lifetime, &token, &err)
         guard status == 0, let token else { throw HearthError(status: status, details: err) }
         defer { hearth_free(token) }
         return String(cString: token)

@@ -5,23 +5,31 @@ import Dispatch
 ///
 /// C calls ``onEvent`` on the database's loop thread; the event (borrowed
 /// there) is turned into a `DataSnapshot` holding its own node reference
-/// and handed to the user's block on the database's `callbackQueue`, or
-/// directly on the loop thread for `.direct` delivery (async streams).
+/// and handed to the user's block on the database's serial callback queue
+/// (bound to it, see ``QueueBound``), or directly on the loop thread to
+/// Sendable blocks (async streams).
 /// Removing the observer marks it inactive at once, so events already
 /// queued for the callback queue are dropped: no block runs after
 /// `removeObserver` returns (on the callback queue). C calls ``release``
 /// exactly once, after the last event, which ends the registration.
 final class ObserverRegistration: @unchecked Sendable {
-    // @unchecked Sendable: the mutable state is behind `state`'s lock; the
-    // user's blocks are only ever invoked one at a time, on the
-    // database's callback queue (or, for .direct, on the loop thread).
+    // @unchecked Sendable: the mutable state is behind `state`'s lock, the
+    // user's blocks are bound to the callback queue or Sendable, and the
+    // weak `database` is only set in init.
+
+    /// The user's blocks, as the SDK takes them.
+    struct Handlers {
+        let event: (DataSnapshot, String?) -> Void
+        let cancel: ((any Error) -> Void)?
+    }
 
     enum Delivery {
-        /// On the database's `callbackQueue`, as the SDK does.
-        case callbackQueue
-        /// On the loop thread, as the event is raised (the block must not
+        /// On the database's callback queue, as the SDK does.
+        case callbackQueue(QueueBound<Handlers>)
+        /// On the loop thread, as the event is raised (the blocks must not
         /// block).
-        case direct
+        case direct(
+            event: @Sendable (DataSnapshot, String?) -> Void, cancel: @Sendable (any Error) -> Void)
     }
 
     private struct State {
@@ -35,15 +43,12 @@ final class ObserverRegistration: @unchecked Sendable {
     let eventType: DataEventType
     private let once: Bool
     private let delivery: Delivery
-    private let block: (DataSnapshot, String?) -> Void
-    private let cancel: ((any Error) -> Void)?
     private let ended: (@Sendable () -> Void)?
     private let state = Locked(State())
 
     init(
         database: Database, path: String, query: QueryParams, eventType: DataEventType,
-        once: Bool, delivery: Delivery, block: @escaping (DataSnapshot, String?) -> Void,
-        cancel: ((any Error) -> Void)? = nil, ended: (@Sendable () -> Void)? = nil
+        once: Bool, delivery: Delivery, ended: (@Sendable () -> Void)? = nil
     ) {
         self.database = database
         self.path = path
@@ -51,8 +56,6 @@ final class ObserverRegistration: @unchecked Sendable {
         self.eventType = eventType
         self.once = once
         self.delivery = delivery
-        self.block = block
-        self.cancel = cancel
         self.ended = ended
     }
 
@@ -118,11 +121,11 @@ final class ObserverRegistration: @unchecked Sendable {
         }
         let previousKey = event.prev_key.map { String(cString: $0) }
         switch delivery {
-        case .direct:
-            deliver(snapshot, previousKey)
-        case .callbackQueue:
-            database.callbackQueue.async { [self] in
-                deliver(snapshot, previousKey)
+        case .direct(let event, _):
+            deliver { event(snapshot, previousKey) }
+        case .callbackQueue(let handlers):
+            handlers.async { [self] handlers in
+                deliver { handlers.event(snapshot, previousKey) }
             }
         }
     }
@@ -135,23 +138,24 @@ final class ObserverRegistration: @unchecked Sendable {
             return state.active
         }
         guard wasActive else { return }
-        guard let cancel else {
-            Database.log("observing \(path) was canceled: \(error.localizedDescription)")
-            return
-        }
         switch delivery {
-        case .direct:
+        case .direct(_, let cancel):
             cancel(error)
-        case .callbackQueue:
-            // @unchecked: the block is only called on the callback queue.
-            let cancel = UncheckedSendable(cancel)
-            database?.callbackQueue.async { cancel.value(error) }
+        case .callbackQueue(let handlers):
+            let path = path
+            handlers.async { handlers in
+                guard let cancel = handlers.cancel else {
+                    Database.log("observing \(path) was canceled: \(error.localizedDescription)")
+                    return
+                }
+                cancel(error)
+            }
         }
     }
 
-    /// Calls the block unless the registration was removed meanwhile; a
-    /// single-event registration removes itself first.
-    private func deliver(_ snapshot: DataSnapshot, _ previousKey: String?) {
+    /// Calls the block (`call`) unless the registration was removed
+    /// meanwhile; a single-event registration removes itself first.
+    private func deliver(_ call: () -> Void) {
         if once {
             let (wasActive, handle) = state.withLock { state in
                 defer { state.active = false }
@@ -164,6 +168,6 @@ final class ObserverRegistration: @unchecked Sendable {
         } else if !isActive {
             return
         }
-        block(snapshot, previousKey)
+        call()
     }
 }

@@ -2,8 +2,8 @@
 /// safety is argued where it is used.
 struct UncheckedSendable<Value>: @unchecked Sendable {
     // @unchecked Sendable: each use states why the value is not touched
-    // concurrently (e.g. a user's callback that is only ever invoked on the
-    // database's callbackQueue, as the SDK does).
+    // concurrently. (Users' blocks do not travel in this: `QueueBound`
+    // checks where they run.)
     let value: Value
 
     init(_ value: Value) {

@@ -255,12 +255,7 @@ struct ClientTests {
     /// refused listen reaches the cancel block as the SDK's permission
     /// error, a token lets it through, a provider answers on connection.
     @Test func authTokensAndRules() async throws {
-        let rulesFile = scratch.path + "/rules.json"
-        try #"{"rules": {"private": {"$uid": {".read": "auth.uid == $uid", ".write": "auth.uid == $uid"}}}}"#
-            .write(toFile: rulesFile, atomically: true, encoding: .utf8)
-        let secured = try HearthServer(.init(
-            port: 0, dataDirectory: scratch.path + "/auth", fsync: .off, rulesFile: rulesFile,
-            authSecret: "s3cret"))
+        let secured = try securedServer(in: scratch, "auth")
         defer { secured.stop() }
         let database = Database(url: "http://127.0.0.1:\(secured.port)?ns=auth")
         database.callbackQueue = DispatchQueue(label: "hearth.tests.auth")

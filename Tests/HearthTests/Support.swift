@@ -36,6 +36,17 @@ let sharedServer: HearthServer = {
 }()
 private let sharedServerDirectory = TemporaryDirectory("hearth-swift-tests")
 
+/// A server whose rules let each user read and write `private/<uid>`
+/// only, taking tokens signed with "s3cret"; its files in `scratch/name`.
+func securedServer(in scratch: TemporaryDirectory, _ name: String) throws -> HearthServer {
+    let rulesFile = scratch.path + "/\(name)-rules.json"
+    try #"{"rules": {"private": {"$uid": {".read": "auth.uid == $uid", ".write": "auth.uid == $uid"}}}}"#
+        .write(toFile: rulesFile, atomically: true, encoding: .utf8)
+    return try HearthServer(.init(
+        port: 0, dataDirectory: scratch.path + "/" + name, fsync: .off, rulesFile: rulesFile,
+        authSecret: "s3cret"))
+}
+
 /// A new directory in the temporary directory, removed with all it holds
 /// when this goes away (a test's servers keep their data inside it).
 final class TemporaryDirectory: Sendable {
@@ -130,10 +141,11 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
 }
 
 /// Waits until every write made before has been applied and every callback
-/// it caused has run on the database's callback queue.
+/// it caused has run on the database's callback queue (on its serial
+/// queue, which the blocks run on).
 func settle(_ database: Database) async throws {
     _ = try await database.reference().child("settle-barrier").getData()
-    let queue = database.callbackQueue
+    let queue = database.callbacks
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         queue.async { continuation.resume() }
     }
