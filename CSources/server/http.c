@@ -25,6 +25,10 @@ struct hearth__http_server {
     int port;
     bool closing;
     int open_handles; /* listener + sweep timer + connections */
+    /* Connection structs not yet freed: a closed connection whose request
+     * still awaits its answer (a write waiting for its commit) keeps its
+     * struct, which points here, until it is answered. */
+    int live_conns;
     void (*done)(void *ctx);
     void *done_ctx;
 };
@@ -98,8 +102,10 @@ static void free_request(hearth__http_conn *c) {
     c->held = 0;
 }
 
-static void server_handle_closed(hearth__http_server *s) {
-    if (--s->open_handles == 0 && s->closing) {
+/* Frees a closing server once nothing refers to it: no handle open and
+ * no connection struct left (its late answer would reach the server). */
+static void server_maybe_free(hearth__http_server *s) {
+    if (s->closing && s->open_handles == 0 && s->live_conns == 0) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
         hearth__budget_free(s->budget);
@@ -109,13 +115,21 @@ static void server_handle_closed(hearth__http_server *s) {
     }
 }
 
+static void server_handle_closed(hearth__http_server *s) {
+    s->open_handles--;
+    server_maybe_free(s);
+}
+
 static void conn_release(hearth__http_conn *c) {
     if (--c->refs > 0)
         return;
+    hearth__http_server *s = c->server;
     free_request(c);
-    hearth__budget_peer_release(c->server->budget, c->peer);
+    hearth__budget_peer_release(s->budget, c->peer);
     hearth__free(c->in);
     hearth__free(c);
+    s->live_conns--;
+    server_maybe_free(s);
 }
 
 static void on_conn_closed(uv_handle_t *h) {
@@ -857,6 +871,7 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     c->server = s;
     c->refs = 1;
+    s->live_conns++;
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
     c->next = s->conns;

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1486,6 +1487,53 @@ static void test_large_bodies_parsed_off_the_loop(void) {
     remove_tree(data_dir);
 }
 
+static void *stop_server(void *s) {
+    hearth_server_stop(s);
+    return NULL;
+}
+
+/* Regression (a use-after-free found by ASan, about 1 run in 12 of
+ * server_bad_http): a client that reset its connection while its write
+ * waited for the commit, then the server stopping, freed the HTTP server
+ * before that write's answer reached it. The server is freed only once
+ * every connection's answer is in. */
+static void test_stop_with_an_answer_pending(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/warm.json", NULL, "1", 200, "1");
+    pool_hold *hold = pool_hold_start(); /* commits wait */
+    int fd = connect_to(port);
+    const char *put = "PUT /x.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n2";
+    send_all(fd, put, strlen(put));
+    /* Applied once a read sees it; its answer waits for the commit. */
+    bool applied = false;
+    for (int tries = 0; !applied && tries < 5000; tries++) {
+        response r = request(port, "GET", "/x.json", NULL, NULL);
+        applied = r.body && strcmp(r.body, "2") == 0;
+        free(r.body);
+    }
+    CHECK(applied);
+    struct linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    close(fd); /* RST */
+    pthread_t stopper;
+    CHECK_INT(pthread_create(&stopper, NULL, stop_server, s), 0);
+    /* The stop has begun once the listener is gone. */
+    for (;;) {
+        int probe = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int refused = connect(probe, (struct sockaddr *)&a, sizeof a) != 0;
+        close(probe);
+        if (refused)
+            break;
+        usleep(1000);
+    }
+    pool_hold_end(hold); /* the commit, then the answer to a gone client */
+    pthread_join(stopper, NULL);
+    remove_tree(data_dir);
+}
+
 const test_case server_tests[] = {
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
@@ -1521,6 +1569,7 @@ const test_case server_tests[] = {
      test_denied_write_refused_before_its_body},
     {"server_connections_per_address_bounded",
      test_connections_per_address_bounded},
+    {"server_stop_with_an_answer_pending", test_stop_with_an_answer_pending},
     {"server_large_bodies_parsed_off_the_loop",
      test_large_bodies_parsed_off_the_loop},
     {NULL, NULL},
