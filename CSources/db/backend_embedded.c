@@ -178,7 +178,7 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
     hearth__embedded *e = db->impl;
     hearth_node_t *current = hearth_node_incref(node_at(e->root, &o->path));
     hearth_node_t *result = NULL;
-    int verdict = o->tx_fn(current, &result, o->ctx);
+    int verdict = o->u.tx.fn(current, &result, o->ctx);
     int rc = 0;
     if (verdict != HEARTH_TX_COMMIT || !result)
         rc = HEARTH_EABORTED;
@@ -189,7 +189,7 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
         rc = HEARTH_ENOMEM;
     if (rc) {
         hearth_node_decref(result);
-        o->tx_done(rc, false, current, o->ctx);
+        o->u.tx.done(rc, false, current, o->ctx);
         hearth_node_decref(current);
         return false;
     }
@@ -199,10 +199,10 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
     o->parts[0].value = result;
     rc = apply_write(db, o);
     hearth__db_raise(db);
-    o->tx_snapshot = hearth_node_incref(node_at(e->root, &o->path));
+    o->u.tx.snapshot = hearth_node_incref(node_at(e->root, &o->path));
     if (hearth__commit_defer_ack(db, o, rc))
         return true;
-    o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
+    o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
     return false;
 }
 
@@ -259,8 +259,8 @@ static int get_now(hearth_db_t *db, const hearth__path *path,
 
 static void run_observe(hearth_db_t *db, hearth__db_op *o) {
     hearth__embedded *e = db->impl;
-    hearth__reg *reg = o->reg;
-    o->reg = NULL;
+    hearth__reg *reg = o->u.reg;
+    o->u.reg = NULL;
     if (hearth__listeners_add(&e->listeners, &o->path, o->query, reg)) {
         /* No memory for the registration: it ends at once. */
         if (reg->ctx_free)

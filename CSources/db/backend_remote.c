@@ -121,16 +121,16 @@ static bool run_write(hearth_db_t *db, hearth__db_op *o) {
 static void remote_tx_done(int status, bool committed,
                            const hearth_node_t *snapshot, void *arg) {
     hearth__db_op *o = arg;
-    o->tx_done(status, committed, snapshot, o->ctx);
+    o->u.tx.done(status, committed, snapshot, o->ctx);
     hearth__db_op_done(o);
 }
 
 static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
-    int rc = hearth__remote_transaction(client_of(db), &o->path, o->tx_fn,
+    int rc = hearth__remote_transaction(client_of(db), &o->path, o->u.tx.fn,
                                         o->ctx, remote_tx_done, o);
     if (!rc)
         return true;
-    o->tx_done(rc, false, hearth__node_empty(), o->ctx);
+    o->u.tx.done(rc, false, hearth__node_empty(), o->ctx);
     return false;
 }
 
@@ -150,8 +150,8 @@ static bool run_get(hearth_db_t *db, hearth__db_op *o) {
 }
 
 static void run_observe(hearth_db_t *db, hearth__db_op *o) {
-    hearth__reg *reg = o->reg;
-    o->reg = NULL;
+    hearth__reg *reg = o->u.reg;
+    o->u.reg = NULL;
     if (hearth__remote_observe(client_of(db), &o->path, o->query, reg)) {
         if (reg->ctx_free)
             reg->ctx_free(reg->ctx);
@@ -164,7 +164,7 @@ static bool run_client_op(hearth_db_t *db, hearth__db_op *o) {
     remote_db *r = db->impl;
     switch (o->kind) {
     case OP_ONLINE:
-        hearth__remote_set_online(r->remote, o->status != 0);
+        hearth__remote_set_online(r->remote, o->u.online);
         return false;
     case OP_PURGE:
         hearth__remote_purge(r->remote);
@@ -174,12 +174,13 @@ static bool run_client_op(hearth_db_t *db, hearth__db_op *o) {
             o->done(HEARTH_ENOMEM, o->ctx);
         return false;
     case OP_AUTH_PROVIDER:
-        set_auth_provider(r, o->auth_provider, o->ctx, o->ctx_free);
+        set_auth_provider(r, o->u.auth_provider, o->ctx, o->ctx_free);
         o->ctx_free = NULL; /* the database keeps ctx */
-        hearth__remote_wait_for_token(r->remote, o->auth_provider != NULL);
+        hearth__remote_wait_for_token(r->remote, o->u.auth_provider != NULL);
         return false;
     case OP_ON_DISCONNECT:
-        return send_parts(db, o, actions[o->status], send_on_disconnect);
+        return send_parts(db, o, actions[o->u.on_disconnect],
+                          send_on_disconnect);
     default:
         return false;
     }

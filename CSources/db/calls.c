@@ -127,8 +127,8 @@ int hearth_db_transaction(hearth_db_t *db, const char *path,
     int rc = hearth__db_parse_write_path(path, 0, &o->text, &o->path, err);
     if (rc)
         return hearth__db_drop_op(o, rc);
-    o->tx_fn = update;
-    o->tx_done = done;
+    o->u.tx.fn = update;
+    o->u.tx.done = done;
     o->ctx = ctx;
     o->ctx_free = ctx_free;
     return hearth__db_queue(db, o, err);
@@ -158,9 +158,9 @@ static int get_waiting(hearth_db_t *db, hearth__db_op *o, hearth_node_t **out,
         return hearth__error_code(err, HEARTH_ELOOP);
     }
     int result = 0;
-    o->sem = &sem;
-    o->get_out = out;
-    o->get_rc = &result;
+    o->u.get.sem = &sem;
+    o->u.get.out = out;
+    o->u.get.rc = &result;
     int rc = hearth__db_submit(db, o);
     if (!rc) {
         uv_sem_wait(&sem);
@@ -205,7 +205,7 @@ int hearth_db_get_async(hearth_db_t *db, const char *path,
                      query, &o, err);
     if (rc)
         return rc;
-    o->get_cb = cb;
+    o->u.get.cb = cb;
     o->ctx = ctx;
     o->ctx_free = ctx_free;
     return hearth__db_queue(db, o, err);
@@ -233,7 +233,7 @@ int hearth_db_observe(hearth_db_t *db, const char *path,
     reg->cb = cb;
     reg->ctx = ctx;
     reg->ctx_free = ctx_free;
-    o->reg = reg;
+    o->u.reg = reg;
     *handle = reg->handle;
     rc = hearth__db_submit(db, o);
     if (rc) { /* submit freed o, not the registration */
@@ -257,7 +257,7 @@ int hearth_db_remove_observer(hearth_db_t *db, hearth_observer_t handle) {
     hearth__db_op *o = hearth__db_op_new(OP_UNOBSERVE);
     if (!o)
         return HEARTH_ENOMEM;
-    o->handle = handle;
+    o->u.handle = handle;
     return hearth__db_submit(db, o);
 }
 

@@ -44,7 +44,7 @@ int hearth_db_set_auth_provider(hearth_db_t *db, hearth_auth_provider_cb cb,
     int rc = client_op(db, OP_AUTH_PROVIDER, &o);
     if (rc)
         return rc;
-    o->auth_provider = cb;
+    o->u.auth_provider = cb;
     o->ctx = ctx;
     o->ctx_free = ctx_free;
     return hearth__db_submit(db, o);
@@ -55,14 +55,14 @@ int hearth_db_set_online(hearth_db_t *db, bool online) {
     int rc = client_op(db, OP_ONLINE, &o);
     if (rc)
         return rc;
-    o->status = online;
+    o->u.online = online;
     return hearth__db_submit(db, o);
 }
 
 static int on_disconnect_submit(hearth_db_t *db, hearth__db_op *o, int kind,
                                 hearth_error_t *err) {
     o->kind = OP_ON_DISCONNECT;
-    o->status = kind;
+    o->u.on_disconnect = kind;
     return hearth__db_queue(db, o, err);
 }
 

@@ -9,7 +9,6 @@ bool hearth__commit_defer_ack(hearth_db_t *db, hearth__db_op *o, int status) {
     hearth__embedded *e = db->impl;
     if (!e->store || status)
         return false;
-    o->status = status;
     o->next = NULL;
     if (e->unacked_tail)
         e->unacked_tail->next = o;
@@ -68,7 +67,7 @@ static void ack_ops(hearth__db_op *o, int rc) {
     while (o) {
         hearth__db_op *next = o->next;
         if (o->kind == OP_TRANSACTION)
-            o->tx_done(rc, rc == 0, o->tx_snapshot, o->ctx);
+            o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
         else if (o->done)
             o->done(rc, o->ctx);
         hearth__db_op_done(o);

@@ -10,7 +10,8 @@ hearth__db_op *hearth__db_op_new(hearth__db_op_kind kind) {
 }
 
 void hearth__db_op_free(hearth__db_op *o) {
-    hearth_node_decref(o->tx_snapshot);
+    if (o->kind == OP_TRANSACTION)
+        hearth_node_decref(o->u.tx.snapshot);
     hearth_node_decref(o->auth);
     for (size_t i = 0; i < o->nparts; i++) {
         hearth__free(o->parts[i].text);
@@ -30,14 +31,14 @@ void hearth__db_op_done(hearth__db_op *o) {
 
 void hearth__db_op_answer_get(hearth__db_op *o, int status,
                               const hearth_node_t *value) {
-    if (o->get_cb) {
-        o->get_cb(status, status ? NULL : value, o->ctx);
+    if (o->u.get.cb) {
+        o->u.get.cb(status, status ? NULL : value, o->ctx);
         return;
     }
-    *o->get_rc = status;
+    *o->u.get.rc = status;
     if (!status)
-        *o->get_out = hearth_node_incref(value);
-    uv_sem_post(o->sem);
+        *o->u.get.out = hearth_node_incref(value);
+    uv_sem_post(o->u.get.sem);
 }
 
 void hearth__db_op_cancel(hearth__db_op *o) {
@@ -47,15 +48,15 @@ void hearth__db_op_cancel(hearth__db_op *o) {
             o->done(HEARTH_ECANCELED, o->ctx);
         break;
     case OP_TRANSACTION:
-        o->tx_done(HEARTH_ECANCELED, false, hearth__node_empty(), o->ctx);
+        o->u.tx.done(HEARTH_ECANCELED, false, hearth__node_empty(), o->ctx);
         break;
     case OP_GET:
         hearth__db_op_answer_get(o, HEARTH_ECANCELED, NULL);
         break;
     case OP_OBSERVE:
-        if (o->reg->ctx_free)
-            o->reg->ctx_free(o->reg->ctx);
-        hearth__free(o->reg);
+        if (o->u.reg->ctx_free)
+            o->u.reg->ctx_free(o->u.reg->ctx);
+        hearth__free(o->u.reg);
         o->ctx_free = NULL;
         break;
     default:

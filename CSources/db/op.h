@@ -18,14 +18,14 @@ typedef enum hearth__db_op_kind {
     OP_CALL,
     OP_STOP,
     /* Only queued for a client of a server (backend->client_op): */
-    OP_ONLINE,        /* go online or offline (o->status) */
-    OP_ON_DISCONNECT, /* o->status is the kind (HEARTH__ON_DISCONNECT_*) */
+    OP_ONLINE,        /* go online or offline */
+    OP_ON_DISCONNECT, /* one of HEARTH__ON_DISCONNECT_* */
     OP_PURGE,         /* cancel unacknowledged writes */
     OP_AUTH,          /* the token to send (o->text, may be NULL) */
-    OP_AUTH_PROVIDER, /* o->auth_provider, o->ctx, o->ctx_free */
+    OP_AUTH_PROVIDER, /* the provider, with o->ctx and o->ctx_free */
 } hearth__db_op_kind;
 
-/* onDisconnect operations, as op->status. */
+/* onDisconnect operations (op->u.on_disconnect). */
 enum {
     HEARTH__ON_DISCONNECT_SET,
     HEARTH__ON_DISCONNECT_UPDATE,
@@ -42,34 +42,44 @@ typedef struct hearth__db_write_part {
 typedef struct hearth__db_op {
     hearth__db_op_kind kind;
     struct hearth__db_op *next;
-    hearth__db_write_part *parts; /* OP_WRITE: 1 (set) or more (update) */
-    size_t nparts;
-    char *text; /* other kinds: the path */
-    hearth__path path;
+    void *ctx;               /* the caller's, given to its callbacks */
+    hearth_free_cb ctx_free; /* runs when the operation ends */
+    /* Where: a read, listen, transaction or removal of listens. */
+    char *text;
+    hearth__path path; /* views into text */
     hearth_query_t *query;
-    hearth__reg *reg;
-    hearth_observer_t handle;
+    /* A write (OP_WRITE, OP_ON_DISCONNECT; a transaction once it has its
+     * result): 1 part (a set) or more (an update). */
+    hearth__db_write_part *parts;
+    size_t nparts;
     hearth_completion_cb done;
-    hearth_transaction_fn tx_fn;
-    hearth_transaction_done_cb tx_done;
-    void (*call_fn)(void *ctx);
-    void *ctx;
-    hearth_free_cb ctx_free;
-    /* OP_GET: get_cb answers (hearth_db_get_async), or the caller waits on
-     * `sem` (hearth_db_get from another thread). */
-    hearth_get_cb get_cb;
-    uv_sem_t *sem;
-    hearth_node_t **get_out;
-    int *get_rc;
-    /* A durable write waiting for its group commit: the transaction's
-     * result to report, the write's own status. */
-    hearth_node_t *tx_snapshot;
-    int status;
-    hearth_auth_provider_cb auth_provider;
-    /* OP_WRITE from hearth__db_*_as: judged by the owner's judge, as
-     * `auth` (NULL: unauthenticated), when it is applied. */
+    /* From hearth__db_*_as: judged by the owner's judge, as `auth` (NULL:
+     * unauthenticated), when it is applied. */
     bool judged;
     hearth_node_t *auth;
+    /* What one kind alone needs. */
+    union {
+        struct {
+            hearth_transaction_fn fn;
+            hearth_transaction_done_cb done;
+            /* the result to report once its commit is durable */
+            hearth_node_t *snapshot;
+        } tx; /* OP_TRANSACTION */
+        /* OP_GET: cb answers (hearth_db_get_async), or the caller waits on
+         * sem (hearth_db_get from another thread) for out and rc. */
+        struct {
+            hearth_get_cb cb;
+            uv_sem_t *sem;
+            hearth_node_t **out;
+            int *rc;
+        } get;
+        hearth__reg *reg;                      /* OP_OBSERVE */
+        hearth_observer_t handle;              /* OP_UNOBSERVE */
+        void (*call)(void *ctx);               /* OP_CALL */
+        bool online;                           /* OP_ONLINE */
+        int on_disconnect;                     /* HEARTH__ON_DISCONNECT_* */
+        hearth_auth_provider_cb auth_provider; /* OP_AUTH_PROVIDER */
+    } u;
 } hearth__db_op;
 
 hearth__db_op *hearth__db_op_new(hearth__db_op_kind kind);

@@ -49,7 +49,7 @@ void hearth__db_remove_reg(hearth_db_t *db, hearth__reg *reg) {
 
 static void run_unobserve(hearth_db_t *db, hearth__db_op *o) {
     hearth__listeners *l = listeners_of(db);
-    hearth__reg *reg = l ? hearth__listeners_find(l, o->handle) : NULL;
+    hearth__reg *reg = l ? hearth__listeners_find(l, o->u.handle) : NULL;
     if (reg)
         hearth__db_remove_reg(db, reg);
 }
@@ -100,7 +100,7 @@ static void run_op(hearth_db_t *db, hearth__db_op *o) {
         run_unobserve_at(db, o);
         break;
     case OP_CALL:
-        o->call_fn(o->ctx);
+        o->u.call(o->ctx);
         break;
     case OP_STOP:
         be->stop(db);
@@ -198,7 +198,7 @@ int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,
     hearth__db_op *o = hearth__db_op_new(OP_CALL);
     if (!o)
         return HEARTH_ENOMEM;
-    o->call_fn = fn;
+    o->u.call = fn;
     o->ctx = ctx;
     o->ctx_free = ctx_free;
     return hearth__db_submit(db, o);
