@@ -1,0 +1,203 @@
+/* commit.c - the embedded backend's durability: writes applied in memory
+ * are acknowledged only once their commit is on disk, one fsync for a
+ * batch (group commit, on a worker thread while the loop goes on); a
+ * failed commit undoes them; the log is snapshotted on a worker thread as
+ * it grows. */
+#include "db/embedded.h"
+
+bool hearth__commit_defer_ack(hearth_db_t *db, hearth__db_op *o, int status) {
+    hearth__embedded *e = db->impl;
+    if (!e->store || status)
+        return false;
+    o->next = NULL;
+    if (e->unacked_tail)
+        e->unacked_tail->next = o;
+    else
+        e->unacked = o;
+    e->unacked_tail = o;
+    return true;
+}
+
+/* ---- snapshots ---- */
+
+static void snapshot_work(uv_work_t *req) {
+    hearth_db_t *db = req->data;
+    hearth__embedded *e = db->impl;
+    e->snapshot_rc = hearth__store_write_snapshot(
+        hearth__store_dir(e->store), e->snapshot_gen, e->snapshot_root);
+}
+
+static void snapshot_done(uv_work_t *req, int status) {
+    hearth_db_t *db = req->data;
+    hearth__embedded *e = db->impl;
+    hearth_node_decref(e->snapshot_root);
+    e->snapshot_root = NULL;
+    e->snapshotting = false;
+    e->last_snapshot_rc = status ? HEARTH_ECANCELED : e->snapshot_rc;
+    if (db->close_waits)
+        hearth__db_release(db);
+}
+
+/* Snapshots the root on a worker thread once the log has grown enough:
+ * the root is immutable, so the loop goes on meanwhile. */
+static void maybe_snapshot(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    if (e->snapshotting || e->committing || db->closed ||
+        !hearth__store_wants_snapshot(e->store))
+        return;
+    uint64_t gen;
+    if (hearth__store_rotate(e->store, &gen))
+        return; /* the next commit reports the disk's refusal */
+    e->snapshot_gen = gen;
+    e->snapshot_root = hearth_node_incref(e->root);
+    e->snapshot_work.data = db;
+    if (uv_queue_work(db->loop, &e->snapshot_work, snapshot_work,
+                      snapshot_done) == 0) {
+        e->snapshotting = true;
+    } else {
+        hearth_node_decref(e->snapshot_root);
+        e->snapshot_root = NULL;
+    }
+}
+
+/* ---- commits ---- */
+
+/* Acknowledges a list of applied writes with the outcome of their commit. */
+static void ack_ops(hearth__db_op *o, int rc) {
+    while (o) {
+        hearth__db_op *next = o->next;
+        if (o->kind == OP_TRANSACTION)
+            o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
+        else if (o->done)
+            o->done(rc, o->ctx);
+        hearth__db_op_done(o);
+        o = next;
+    }
+}
+
+/* A failed commit changed nothing on disk: every write since the last
+ * good one is undone in memory too, and listeners see the data as it is. */
+static void revert(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    hearth__path everywhere = {0};
+    const hearth__path *paths[] = {&everywhere};
+    hearth_node_t *old_root = e->root;
+    e->root = hearth_node_incref(e->durable_root);
+    if (hearth__embedded_generate(db, old_root, paths, 1))
+        hearth__events_clear(&db->events);
+    hearth_node_decref(old_root);
+    hearth__db_raise(db);
+}
+
+/* Records a commit's outcome: root is durable, or everything after the
+ * last durable root is undone. Takes the reference to root. */
+static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
+    hearth__embedded *e = db->impl;
+    if (rc) {
+        hearth_node_decref(root);
+        revert(db);
+    } else {
+        hearth_node_decref(e->durable_root);
+        e->durable_root = root;
+    }
+}
+
+void hearth__commit_flush(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    /* Writes made by completions join the list and are acknowledged by the
+     * outer call, after the ones before them. A commit on the worker
+     * thread owns the log until it ends; it picks up what waits here. */
+    if (!e->store || e->flushing || e->committing)
+        return;
+    e->flushing = true;
+    while (e->unacked) {
+        hearth_node_t *committed = hearth_node_incref(e->root);
+        int rc = hearth__store_commit(e->store);
+        hearth__db_op *o = e->unacked;
+        e->unacked = e->unacked_tail = NULL;
+        commit_outcome(db, committed, rc);
+        ack_ops(o, rc);
+    }
+    e->flushing = false;
+    maybe_snapshot(db);
+}
+
+static void start_commit(hearth_db_t *db);
+
+static void commit_work(uv_work_t *req) {
+    hearth_db_t *db = req->data;
+    hearth__embedded *e = db->impl;
+    hearth__store_commit_write(e->store, &e->batch);
+}
+
+static void commit_done(uv_work_t *req, int status) {
+    (void)status; /* never canceled */
+    hearth_db_t *db = req->data;
+    hearth__embedded *e = db->impl;
+    int rc = hearth__store_commit_end(e->store, &e->batch);
+    hearth__db_op *o = e->inflight, *later = NULL;
+    e->inflight = NULL;
+    e->committing = false;
+    if (rc) { /* the writes applied since were built on the failed ones */
+        later = e->unacked;
+        e->unacked = e->unacked_tail = NULL;
+    }
+    commit_outcome(db, e->batch_root, rc);
+    e->batch_root = NULL;
+    ack_ops(o, rc);
+    ack_ops(later, rc);
+    if (db->closed) {
+        hearth__commit_flush(db); /* the rest, now, before the store closes */
+        hearth__db_release(db);
+        return;
+    }
+    start_commit(db);
+    maybe_snapshot(db);
+}
+
+/* Starts committing the applied writes on a worker thread, unless a commit
+ * is under way (its end starts the next). */
+static void start_commit(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    if (e->committing || !e->unacked || e->flushing)
+        return;
+    hearth__db_op *o = e->unacked;
+    int rc = hearth__store_commit_begin(e->store, &e->batch);
+    e->unacked = e->unacked_tail = NULL;
+    if (rc) {
+        commit_outcome(db, NULL, rc);
+        ack_ops(o, rc);
+        return;
+    }
+    e->batch_root = hearth_node_incref(e->root);
+    e->inflight = o;
+    e->committing = true;
+    e->commit_work.data = db;
+    if (uv_queue_work(db->loop, &e->commit_work, commit_work, commit_done)) {
+        /* No worker: commit here. */
+        hearth__store_commit_write(e->store, &e->batch);
+        commit_done(&e->commit_work, 0);
+    }
+}
+
+/* Group commit for writes made on the loop thread (the server's request
+ * handlers): an active idle handle makes the loop come back right after
+ * this iteration's I/O callbacks, and one commit covers them all. */
+static void on_commit_idle(uv_idle_t *idle) {
+    uv_idle_stop(idle);
+    start_commit(idle->data);
+}
+
+void hearth__commit_settle(hearth_db_t *db, bool may_wait) {
+    hearth__embedded *e = db->impl;
+    if (may_wait && e->group_commit && e->unacked)
+        uv_idle_start(&e->commit_idle, on_commit_idle);
+    else
+        hearth__commit_flush(db);
+}
+
+bool hearth__commit_quiet(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    return !e->unacked && !e->committing && !e->snapshotting &&
+           !e->flushing && !uv_is_active((uv_handle_t *)&e->commit_idle);
+}

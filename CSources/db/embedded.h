@@ -1,0 +1,69 @@
+/* embedded.h - the state of the embedded backend (db/backend_embedded.c):
+ * the tree in this process, its listeners and rules, and the durable
+ * store with group commit (db/commit.c). Internal to db/. */
+#ifndef HEARTH_DB_EMBEDDED_H
+#define HEARTH_DB_EMBEDDED_H
+
+#include "db/db.h"
+#include "db/handle.h"
+#include "rules/ruleset.h"
+
+typedef struct hearth__embedded {
+    hearth_node_t *root;
+    hearth__listeners listeners;
+    /* with rules: every call is judged as `auth` */
+    hearth__ruleset *rules;
+    hearth_node_t *auth;
+    /* the owner's judge of hearth__db_*_as writes (the server's rules) */
+    hearth__db_judge_fn judge;
+    void *judge_ctx;
+
+    /* durable store (NULL in memory) */
+    hearth__store *store;
+    char *store_later; /* in memory until a write: then a store here */
+    int store_later_fsync;
+    hearth__db_op *unacked, *unacked_tail; /* applied, waiting for the commit */
+    /* The root as of the last good commit: a failed commit reverts to it,
+     * undoing every write not yet committed. */
+    hearth_node_t *durable_root;
+    hearth_node_t *batch_root; /* what the commit in flight makes durable */
+    bool flushing;
+    bool group_commit; /* loop-thread writes commit once per iteration */
+    uv_idle_t commit_idle;
+    /* group commit: one batch written and synced on a worker thread while
+     * the loop goes on; the writes applied meanwhile form the next one */
+    bool committing;
+    uv_work_t commit_work;
+    hearth__store_batch batch;
+    hearth__db_op *inflight;
+    bool snapshotting;
+    uv_work_t snapshot_work;
+    hearth_node_t *snapshot_root;
+    uint64_t snapshot_gen;
+    int snapshot_rc;
+    int last_snapshot_rc;
+} hearth__embedded;
+
+/* The embedded state of db, or NULL for another backend. */
+hearth__embedded *hearth__embedded_of(hearth_db_t *db);
+
+/* Queues the events of every view the written paths touch, going from
+ * old_root to the current root. */
+int hearth__embedded_generate(hearth_db_t *db, const hearth_node_t *old_root,
+                              const hearth__path *const *paths, size_t n);
+
+/* ---- db/commit.c: acknowledgements after the commit ---- */
+
+/* A durable write is acknowledged after its commit: keeps o (true), or
+ * false to acknowledge it at once (in memory, or failed). */
+bool hearth__commit_defer_ack(hearth_db_t *db, hearth__db_op *o, int status);
+/* Commits the writes applied since the last commit (one fsync for all),
+ * then acknowledges them, all before returning. */
+void hearth__commit_flush(hearth_db_t *db);
+/* After a batch of operations: commit now, or (group commit, may_wait)
+ * once this loop iteration's I/O callbacks have run. */
+void hearth__commit_settle(hearth_db_t *db, bool may_wait);
+/* Whether no write waits and no commit or snapshot runs. */
+bool hearth__commit_quiet(hearth_db_t *db);
+
+#endif
