@@ -138,6 +138,11 @@ static void commit_done(uv_work_t *req, int status) {
     hearth__db_op *o = e->inflight, *later = NULL;
     e->inflight = NULL;
     e->committing = false;
+    /* Closed before this commit ended: the close waits for it. A close
+     * made by one of the completions below found no commit running and
+     * does not (the server closes its databases once every answer is in,
+     * which may be now). */
+    bool awaited = db->closed;
     if (rc) { /* the writes applied since were built on the failed ones */
         later = e->unacked;
         e->unacked = e->unacked_tail = NULL;
@@ -146,11 +151,13 @@ static void commit_done(uv_work_t *req, int status) {
     e->batch_root = NULL;
     ack_ops(o, rc);
     ack_ops(later, rc);
-    if (db->closed) {
+    if (awaited) {
         hearth__commit_flush(db); /* the rest, now, before the store closes */
         hearth__db_release(db);
         return;
     }
+    if (db->closed)
+        return;
     start_commit(db);
     maybe_snapshot(db);
 }
