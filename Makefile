@@ -33,7 +33,7 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-fuzz test-install test-swift \
+.PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
@@ -104,7 +104,11 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
            LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \
            UBSAN_OPTIONS=print_stacktrace=1
 
-test-c: deps $(BUILD)/ctest
+# Every #include in CSources/ goes down the order in CSources/LAYERS.
+test-layers:
+	scripts/check-layers.sh
+
+test-c: deps test-layers $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -147,7 +151,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-test: test-c test-fuzz test-install test-swift test-e2e
+test: test-layers test-c test-fuzz test-install test-swift test-e2e
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 

@@ -1,5 +1,5 @@
 /* test_tree.c - the tree layer:
- * - key order (tree/key.c): integer keys, UTF-16 order, sentinels;
+ * - key order (path/key.c): integer keys, UTF-16 order, sentinels;
  * - the persistent B+tree (tree/children.c): 100k sequential and random
  *   inserts and removals with invariant checks, lookups, rank, iteration,
  *   bulk building, snapshots that never change, and allocation failures
