@@ -187,6 +187,24 @@ static char *get_json(hearth_db_t *db, const char *path) {
     return out;
 }
 
+static void loop_reached(void *ctx);
+
+/* Waits until the loop has run everything asked of it before. */
+static void barrier(hearth_db_t *db) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
+    CHECK(wait_count(&d, 1, 5000));
+}
+
+/* A barrier through the server: a read of a path no one listens to goes
+ * to the server, which answers it after everything db sent before it, and
+ * db takes the answer after everything the server sent before it. */
+static void round_trip(hearth_db_t *db) {
+    char *j = get_json(db, "/round-trip");
+    CHECK_STR(j, "null");
+    free(j);
+}
+
 /* ---- tests ---- */
 
 /* Runs on the loop: a write made there raises its events before the call
@@ -731,8 +749,13 @@ static void test_offline_writes_and_info(void) {
     set_json(a, "/notes/n1", "\"written offline\"", &d);
     /* Seen locally at once; not by the other client, not acknowledged. */
     CHECK(wait_value(&mine, "{\"n1\":\"written offline\"}", 5000));
-    sleep_ms(100);
+    /* a has handled the write (online, it would be on the wire now); a
+     * round trip of b's after it would bring b the write first. */
+    barrier(a);
+    round_trip(b);
+    pthread_mutex_lock(&theirs.lock);
     CHECK_STR(theirs.last, "null");
+    pthread_mutex_unlock(&theirs.lock);
     CHECK_INT(d.count, 0);
     /* A read offline answers from the cache. */
     char *j = get_json(a, "/notes/n1");
@@ -888,15 +911,6 @@ static hearth_query_t *last(int n) {
     CHECK_INT(hearth_query_new(&q), 0);
     CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
     return q;
-}
-
-static void loop_reached(void *ctx);
-
-/* Waits until the loop has run everything asked of it before. */
-static void barrier(hearth_db_t *db) {
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
-    CHECK(wait_count(&d, 1, 5000));
 }
 
 static void check_events(watch *w, const char *want) {
@@ -1249,7 +1263,7 @@ static void test_cache_serves_a_restart_offline(void) {
     watch_init(&w);
     observe(a, "/list", NULL, &w);
     CHECK(wait_value(&w, "{\"x\":{\"n\":1},\"y\":{\"n\":2}}", 5000));
-    sleep_ms(300); /* past the save delay, and the server's answer */
+    round_trip(a); /* the listen's answer is in; close stores it */
     hearth_db_close(a);
     kill_child(server);
 
@@ -1299,7 +1313,10 @@ static void test_cache_keeps_pending_writes_through_kill(void) {
     /* Sent once: reopening again sends nothing more. */
     hearth_db_close(on);
     hearth_db_t *third = cached_client(port, "cache", cache, 0);
-    sleep_ms(300);
+    /* Anything third sends again goes before its read; the server's push
+     * of it to other goes before other's read. */
+    round_trip(third);
+    round_trip(other);
     char *j = get_json(other, "/w/n");
     CHECK_STR(j, "5");
     free(j);
