@@ -97,7 +97,7 @@ serve: deps
 
 # ---- tests ----
 
-$(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) Tests/CTests/test.h
+$(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) $(wildcard Tests/CTests/*.h)
 	$(CC) $(ASAN_CFLAGS) $(TEST_SRC) $(ASAN_OBJ) -o $@ $(LIBS)
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
@@ -130,9 +130,12 @@ test-install: lib
 
 # The Swift suites twice: on embedded databases, then as clients of a real
 # server (HEARTH_TEST_SERVER=1, Tests/HearthTests/Support.swift).
+# The client caches go under build/ (HEARTH_CACHE_DIR), set before the
+# test process starts: a test may not setenv while others run.
+SWIFT_TEST_ENV := HEARTH_STRICT=1 HEARTH_CACHE_DIR=$(CURDIR)/$(BUILD)/swift-cache
 test-swift: deps
-	HEARTH_STRICT=1 swift test
-	HEARTH_STRICT=1 HEARTH_TEST_SERVER=1 swift test
+	$(SWIFT_TEST_ENV) swift test
+	$(SWIFT_TEST_ENV) HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
 # and the outsider's attacks on a server with rules and keys.
