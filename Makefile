@@ -33,7 +33,7 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-fuzz test-install test-swift \
+.PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
@@ -97,14 +97,18 @@ serve: deps
 
 # ---- tests ----
 
-$(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) Tests/CTests/test.h
+$(BUILD)/ctest: $(ASAN_OBJ) $(TEST_SRC) $(wildcard Tests/CTests/*.h)
 	$(CC) $(ASAN_CFLAGS) $(TEST_SRC) $(ASAN_OBJ) -o $@ $(LIBS)
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
            LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \
            UBSAN_OPTIONS=print_stacktrace=1
 
-test-c: deps $(BUILD)/ctest
+# Every #include in CSources/ goes down the order in CSources/LAYERS.
+test-layers:
+	scripts/check-layers.sh
+
+test-c: deps test-layers $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -126,9 +130,12 @@ test-install: lib
 
 # The Swift suites twice: on embedded databases, then as clients of a real
 # server (HEARTH_TEST_SERVER=1, Tests/HearthTests/Support.swift).
+# The client caches go under build/ (HEARTH_CACHE_DIR), set before the
+# test process starts: a test may not setenv while others run.
+SWIFT_TEST_ENV := HEARTH_STRICT=1 HEARTH_CACHE_DIR=$(CURDIR)/$(BUILD)/swift-cache
 test-swift: deps
-	HEARTH_STRICT=1 swift test
-	HEARTH_STRICT=1 HEARTH_TEST_SERVER=1 swift test
+	$(SWIFT_TEST_ENV) swift test
+	$(SWIFT_TEST_ENV) HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
 # and the outsider's attacks on a server with rules and keys.
@@ -147,7 +154,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-test: test-c test-fuzz test-install test-swift test-e2e
+test: test-layers test-c test-fuzz test-install test-swift test-e2e
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 

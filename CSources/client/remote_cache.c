@@ -174,7 +174,7 @@ void hearth__remote_save_views(hearth__remote *r) {
     char **keys = hearth__calloc(n ? n : 1, sizeof *keys);
     size_t k = 0;
     for (listen_rec *l = r->listens; keys && l; l = l->next) {
-        const hearth__sview *sv = l->view->sync;
+        const hearth__sview *sv = hearth__sview_of(l->view);
         if (hearth__remote_is_info(l->path) || !sv || !sv->ready)
             continue;
         char *key = view_key(l->path, l->query);

@@ -56,6 +56,7 @@ static int start_loop(hearth_db_t *db, const hearth_db_config_t *config) {
     db->wake.data = db;
     int rc = db->backend->start(db);
     if (!rc && db->owns_loop) {
+        hearth__thread_prepare(); /* OpenSSL's exit cleanup after ours */
         rc = uv_thread_create(&db->thread, loop_main, db) ? HEARTH_ELOOP : 0;
         db->loop_thread = db->thread;
     } else if (!rc) {

@@ -83,8 +83,8 @@ static void free_reg(hearth__reg *reg) {
 }
 
 static void free_view(hearth__view *v) {
-    if (v->sync_free)
-        v->sync_free(v->sync);
+    if (v->data_free)
+        v->data_free(v->data);
     hearth_query_free(v->query);
     hearth__free(v->identity);
     hearth__free(v->hints);

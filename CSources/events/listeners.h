@@ -34,10 +34,10 @@ struct hearth__view {
     hearth__reg *regs;
     hearth__tnode *at;
     hearth__view *next;     /* in the trie node */
-    /* State a client's sync tree keeps per view (sync/sync.h), freed with
-     * the view through sync_free. */
-    void *sync;
-    void (*sync_free)(void *sync);
+    /* State the index's owner keeps per view, freed with the view through
+     * data_free (as uv_handle_t's data: this layer never looks inside). */
+    void *data;
+    void (*data_free)(void *data);
     /* Scratch for one write (see hearth__listeners_collect). */
     uint64_t stamp;
     bool full;              /* anything at or below the view may change */

@@ -8,7 +8,7 @@
 #ifndef HEARTH_PATH_PATH_H
 #define HEARTH_PATH_PATH_H
 
-#include "tree/key.h"
+#include "path/key.h"
 
 enum {
     HEARTH__PATH_ALLOW_PRIORITY = 0x1, /* may end in ".priority" */

@@ -613,6 +613,7 @@ int hearth_server_start(const hearth_server_config_t *config,
     /* The default namespace opens before this returns, so a damaged data
      * directory is reported at start rather than on the first request. */
     uv_sem_init(&srv->started, 0);
+    hearth__thread_prepare();
     if (uv_thread_create(&srv->thread, run, srv)) {
         on_stop(&srv->stop);
         uv_run(&srv->loop, UV_RUN_DEFAULT);

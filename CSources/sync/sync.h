@@ -297,6 +297,11 @@ typedef struct hearth__sview {
     bool ready;           /* caches initialized */
 } hearth__sview;
 
+/* The sync state of a view of the listener index (NULL until listened). */
+static inline hearth__sview *hearth__sview_of(const hearth__view *v) {
+    return v->data;
+}
+
 /* An operation, relative to the view it reaches. */
 typedef enum {
     HEARTH__OP_OVERWRITE,

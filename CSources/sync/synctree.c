@@ -93,7 +93,7 @@ hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
 static hearth_node_t *known_children(const hearth__tnode *t) {
     hearth_node_t *out = hearth_node_null();
     for (const hearth__view *v = t ? t->views : NULL; out && v; v = v->next) {
-        const hearth__sview *sv = v->sync;
+        const hearth__sview *sv = hearth__sview_of(v);
         if (!sv || !sv->ready || !sv->server.complete)
             continue;
         hearth_node_t *with = hearth__sync_add_children(out, sv->server.node);
@@ -178,8 +178,8 @@ static int view_start(hearth__sync *s, hearth__view *v,
         hearth__free(sv);
         return rc;
     }
-    v->sync = sv;
-    v->sync_free = sview_free;
+    v->data = sv;
+    v->data_free = sview_free;
     bool complete;
     hearth_node_t *server = start_server(s, path, p, v->query, &complete);
     hearth__wref w = {&s->writes, p->seg, p->n};
@@ -221,8 +221,8 @@ int hearth__sync_listen(hearth__sync *s, const hearth__path *path,
     if (rc)
         return rc;
     hearth__view *v = reg->view;
-    *created = !v->sync;
-    if (!v->sync) {
+    *created = !hearth__sview_of(v);
+    if (!hearth__sview_of(v)) {
         hearth__spath p;
         hearth__spath_from(&p, path);
         rc = view_start(s, v, path, &p);
@@ -232,7 +232,7 @@ int hearth__sync_listen(hearth__sync *s, const hearth__path *path,
             return rc;
         }
     }
-    *tag = ((hearth__sview *)v->sync)->tag;
+    *tag = hearth__sview_of(v)->tag;
     return hearth__view_initial_events(v, reg, s->events);
 }
 
@@ -290,7 +290,7 @@ static void apply_point(walk *w, hearth__tnode *t, unsigned depth,
                         const hearth__op *op, const hearth_node_t *server) {
     hearth__wref writes = {&w->s->writes, w->at, depth};
     for (hearth__view *v = t->views; v; v = v->next) {
-        const hearth__sview *sv = v->sync;
+        const hearth__sview *sv = hearth__sview_of(v);
         if (!sv || !sv->ready)
             continue;
         int rc = hearth__view_apply(v, op, &writes, server, w->s->events);

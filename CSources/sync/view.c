@@ -596,7 +596,7 @@ int hearth__view_apply(hearth__view *v, const hearth__op *op,
                        const hearth__wref *writes,
                        const hearth_node_t *complete_server,
                        hearth__event_queue *out) {
-    hearth__sview *sv = v->sync;
+    hearth__sview *sv = hearth__sview_of(v);
     vctx x = {&sv->filter, writes, complete_server, {0}, false};
     vcache vc = {sv->event, sv->server};
     hearth_node_incref(vc.event.node);
@@ -650,7 +650,7 @@ int hearth__view_apply(hearth__view *v, const hearth__op *op,
 
 int hearth__view_initial_events(hearth__view *v, hearth__reg *reg,
                                 hearth__event_queue *out) {
-    hearth__sview *sv = v->sync;
+    hearth__sview *sv = hearth__sview_of(v);
     hearth__changes cs = {0};
     const hearth_node_t *node = sv->event.node;
     size_t count = hearth_node_child_count(node);
@@ -675,7 +675,7 @@ int hearth__view_initial_events(hearth__view *v, hearth__reg *reg,
 const hearth_node_t *hearth__view_complete_server(const hearth__view *v,
                                                   const hearth__name *rel,
                                                   unsigned n) {
-    const hearth__sview *sv = v->sync;
+    const hearth__sview *sv = hearth__sview_of(v);
     if (!sv || !sv->ready || !sv->server.complete)
         return NULL;
     const hearth_node_t *cache = sv->server.node;

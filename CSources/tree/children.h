@@ -18,7 +18,7 @@
 #ifndef HEARTH_TREE_CHILDREN_H
 #define HEARTH_TREE_CHILDREN_H
 
-#include "tree/key.h"
+#include "path/key.h"
 
 typedef struct hearth__bt hearth__bt;
 

@@ -161,6 +161,17 @@ int hearth_node_hash(const hearth_node_t *node, char out[HEARTH_HASH_SIZE]) {
     return node_hash(node, out);
 }
 
+void hearth__thread_prepare(void) {
+    /* OpenSSL registers its exit cleanup when it first initializes. Done
+     * here, before the program can register a handler that stops what
+     * Hearth started (atexit runs handlers last-registered first), the
+     * cleanup runs after that handler, so the ending thread's
+     * OPENSSL_thread_stop still frees its state; left to the thread's
+     * first hash, it could come first and the state would leak. (The
+     * options must be ones not yet done: 0 would return at once.) */
+    OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
+}
+
 void hearth__thread_cleanup(void) {
     /* Hashing leaves per-thread state in OpenSSL; threads Hearth starts
      * release it before they end. */

@@ -108,6 +108,9 @@ int hearth__node_resolve_sv(const hearth_node_t *value,
                             const hearth_node_t *existing, int64_t now_ms,
                             hearth_node_t **out);
 
+/* Readies the libraries Hearth shares with the program; called on the
+ * program's thread before Hearth starts a thread of its own. */
+void hearth__thread_prepare(void);
 /* Releases per-thread library state; the last call of threads Hearth
  * starts. */
 void hearth__thread_cleanup(void);

@@ -2,7 +2,8 @@
  * test.h - the C test harness. Each test runs in its own child process with
  * a time limit, so a crash, a hang or a leak (LeakSanitizer runs when the
  * child exits) fails that test alone. Suites are arrays of test_case ending
- * in {NULL, NULL}, listed in test_main.c.
+ * in {NULL, NULL}, listed in test_main.c (SUITES); a table-driven suite is
+ * a test_table (TABLES).
  */
 #ifndef HEARTH_TEST_H
 #define HEARTH_TEST_H
@@ -17,6 +18,15 @@ typedef struct test_case {
     const char *name;
     void (*fn)(void);
 } test_case;
+
+/* A test per row of a table read at run time (such as a file of
+ * scenarios), each run in its own child and reported as "prefix/name". */
+typedef struct test_table {
+    const char *prefix;
+    int (*count)(size_t *n);          /* rows; nonzero when unreadable */
+    const char *(*name)(size_t row);  /* a row's name */
+    void (*run)(size_t row);
+} test_table;
 
 extern int test_failures; /* checks failed in the current test */
 
@@ -39,16 +49,18 @@ extern int test_failures; /* checks failed in the current test */
         }                                                                      \
     } while (0)
 
-#define CHECK_STR(a, b)                                                        \
+/* CHECK that string a equals b, naming a as `what` when it fails. */
+#define CHECK_STR_AS(a, what, b)                                               \
     do {                                                                       \
         const char *a_ = (a), *b_ = (b);                                       \
         if (!a_ || !b_ || strcmp(a_, b_) != 0) {                               \
             fprintf(stderr, "  %s:%d: %s is \"%s\", expected \"%s\"\n",        \
-                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)",                \
+                    __FILE__, __LINE__, what, a_ ? a_ : "(null)",              \
                     b_ ? b_ : "(null)");                                       \
             test_failures++;                                                   \
         }                                                                      \
     } while (0)
+#define CHECK_STR(a, b) CHECK_STR_AS(a, #a, b)
 
 /* Helpers shared by the suites (test_main.c). */
 hearth_node_t *node_from(const char *json); /* aborts on invalid JSON */
@@ -57,7 +69,7 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
 #define CHECK_JSON(n, expected)                                                \
     do {                                                                       \
         char *j_ = to_json(n);                                                 \
-        CHECK_STR(j_, expected);                                               \
+        CHECK_STR_AS(j_, "the JSON of " #n, expected);                         \
         free(j_);                                                              \
     } while (0)
 /* base64url without padding of len bytes into out (4/3 len + 1 bytes). */

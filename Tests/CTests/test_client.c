@@ -187,6 +187,24 @@ static char *get_json(hearth_db_t *db, const char *path) {
     return out;
 }
 
+static void loop_reached(void *ctx);
+
+/* Waits until the loop has run everything asked of it before. */
+static void barrier(hearth_db_t *db) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
+    CHECK(wait_count(&d, 1, 5000));
+}
+
+/* A barrier through the server: a read of a path no one listens to goes
+ * to the server, which answers it after everything db sent before it, and
+ * db takes the answer after everything the server sent before it. */
+static void round_trip(hearth_db_t *db) {
+    char *j = get_json(db, "/round-trip");
+    CHECK_STR(j, "null");
+    free(j);
+}
+
 /* ---- tests ---- */
 
 /* Runs on the loop: a write made there raises its events before the call
@@ -731,8 +749,13 @@ static void test_offline_writes_and_info(void) {
     set_json(a, "/notes/n1", "\"written offline\"", &d);
     /* Seen locally at once; not by the other client, not acknowledged. */
     CHECK(wait_value(&mine, "{\"n1\":\"written offline\"}", 5000));
-    sleep_ms(100);
+    /* a has handled the write (online, it would be on the wire now); a
+     * round trip of b's after it would bring b the write first. */
+    barrier(a);
+    round_trip(b);
+    pthread_mutex_lock(&theirs.lock);
     CHECK_STR(theirs.last, "null");
+    pthread_mutex_unlock(&theirs.lock);
     CHECK_INT(d.count, 0);
     /* A read offline answers from the cache. */
     char *j = get_json(a, "/notes/n1");
@@ -888,15 +911,6 @@ static hearth_query_t *last(int n) {
     CHECK_INT(hearth_query_new(&q), 0);
     CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
     return q;
-}
-
-static void loop_reached(void *ctx);
-
-/* Waits until the loop has run everything asked of it before. */
-static void barrier(hearth_db_t *db) {
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-    CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
-    CHECK(wait_count(&d, 1, 5000));
 }
 
 static void check_events(watch *w, const char *want) {
@@ -1105,8 +1119,43 @@ static int cached_writer_child(const char *arg) {
         pause();
 }
 
+static hearth_server_t *exit_server;
+
+static void stop_exit_server(void) {
+    hearth_server_stop(exit_server);
+    remove_tree(dir);
+}
+
+/* A program that stops its server in an atexit handler, the first use of
+ * OpenSSL in the process being on the server's loop thread (an ETag). */
+static int exit_stop_child(void) {
+    exit_server = start_server(0);
+    if (!exit_server)
+        return 1;
+    atexit(stop_exit_server);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(hearth_server_port(exit_server)),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a))
+        return 1;
+    const char *req = "PUT /a.json HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer owner\r\nX-Firebase-ETag: true\r\n"
+                      "Content-Length: 1\r\nConnection: close\r\n\r\n1";
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+        return 1;
+    char reply[2048];
+    size_t got = 0;
+    for (ssize_t n; (n = read(fd, reply + got, sizeof reply - 1 - got)) > 0;)
+        got += (size_t)n;
+    reply[got] = '\0';
+    close(fd);
+    return strstr(reply, "ETag: ") ? 0 : 1;
+}
+
 /* A helper process (see test.h): "server:PORT:DIR" serves;
- * "cachewriter:..." writes while offline; "client:URL" marks itself online
+ * "cachewriter:..." writes while offline; "exitstop" stops its server
+ * at exit; "client:URL" marks itself online
  * with an onDisconnect that marks it offline, says "ready", and waits to be
  * killed. */
 int test_child_main(const char *arg) {
@@ -1114,6 +1163,8 @@ int test_child_main(const char *arg) {
         return server_child(arg + 7);
     if (!strncmp(arg, "cachewriter:", 12))
         return cached_writer_child(arg + 12);
+    if (!strcmp(arg, "exitstop"))
+        return exit_stop_child();
     if (strncmp(arg, "client:", 7))
         return 2;
     hearth_db_config_t config = {.url = arg + 7};
@@ -1159,6 +1210,23 @@ static void kill_child(pid_t pid) {
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
+}
+
+/* A server stopped by an atexit handler still frees its loop thread's
+ * OpenSSL state: OpenSSL's own exit cleanup must come after the handler,
+ * or the thread's OPENSSL_thread_stop finds OpenSSL gone and the state
+ * leaks (LeakSanitizer fails the helper's exit). */
+static void test_server_stopped_at_exit_leaks_nothing(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("HEARTH_TEST_CHILD", "exitstop", 1);
+        execl("/proc/self/exe", "ctest", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    CHECK_INT(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_INT(WEXITSTATUS(status), 0);
 }
 
 static void test_on_disconnect_when_killed(void) {
@@ -1249,7 +1317,7 @@ static void test_cache_serves_a_restart_offline(void) {
     watch_init(&w);
     observe(a, "/list", NULL, &w);
     CHECK(wait_value(&w, "{\"x\":{\"n\":1},\"y\":{\"n\":2}}", 5000));
-    sleep_ms(300); /* past the save delay, and the server's answer */
+    round_trip(a); /* the listen's answer is in; close stores it */
     hearth_db_close(a);
     kill_child(server);
 
@@ -1298,8 +1366,19 @@ static void test_cache_keeps_pending_writes_through_kill(void) {
     CHECK(wait_value(&seen, "{\"a\":1,\"n\":5}", 5000));
     /* Sent once: reopening again sends nothing more. */
     hearth_db_close(on);
+    pthread_mutex_lock(&seen.lock);
+    int values = seen.values;
+    pthread_mutex_unlock(&seen.lock);
     hearth_db_t *third = cached_client(port, "cache", cache, 0);
-    sleep_ms(300);
+    /* Anything third sends again goes before its read; the server's push
+     * of it to other goes before other's read. A resent write shows as an
+     * event even where it ends at the same data (the set, then the
+     * increment again). */
+    round_trip(third);
+    round_trip(other);
+    pthread_mutex_lock(&seen.lock);
+    CHECK_INT(seen.values, values);
+    pthread_mutex_unlock(&seen.lock);
     char *j = get_json(other, "/w/n");
     CHECK_STR(j, "5");
     free(j);
@@ -1499,6 +1578,8 @@ const test_case client_tests[] = {
      test_new_query_offline_uses_the_disk_cache},
     {"client_get_offline_uncached_message", test_get_offline_uncached_message},
     {"client_hello_with_absurd_clock", test_hello_with_absurd_clock},
+    {"client_server_stopped_at_exit_leaks_nothing",
+     test_server_stopped_at_exit_leaks_nothing},
     {"client_on_disconnect_when_killed", test_on_disconnect_when_killed},
     {"client_server_killed_and_restarted", test_server_killed_and_restarted},
     {"client_cache_serves_a_restart_offline", test_cache_serves_a_restart_offline},

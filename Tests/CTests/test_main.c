@@ -18,13 +18,24 @@
 
 int test_failures;
 
-#define SUITES(X) X(common_tests) X(tree_tests) X(json_tests) X(query_tests) \
-                  X(db_tests) X(store_tests) X(server_tests) \
-                  X(conformance_tests) X(ws_client_tests) X(syncpoint_tests) X(sync_random_tests) X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests) X(jwt_key_tests) \
-                  X(client_tests)
+#define SUITES(X)                                                              \
+    X(common_tests) X(key_tests) X(children_tests) X(node_tests)               \
+    X(json_tests) X(query_tests) X(db_tests) X(store_tests) X(server_tests)    \
+    X(conformance_tests) X(ws_client_tests) X(sync_random_tests)               \
+    X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \
+    X(jwt_key_tests) X(client_tests)
 
-#define DECLARE(s) extern const test_case s[] __attribute__((weak));
+/* Table-driven suites: one test per row of a table read at run time. */
+#define TABLES(X) X(syncpoint_spec_table)
+
+/* Strong declarations: a suite listed here and defined nowhere (renamed,
+ * or its file left out of the build) is a link error, not an empty run. */
+#define DECLARE(s) extern const test_case s[];
 SUITES(DECLARE)
+#undef DECLARE
+#define DECLARE(t) extern const test_table t;
+TABLES(DECLARE)
+#undef DECLARE
 
 enum { TIME_LIMIT_S = 30 };
 
@@ -230,13 +241,14 @@ static bool selected(const char *name, int argc, char **argv) {
     return false;
 }
 
-static int run_one(const test_case *t) {
+/* Runs fn(arg) in a child process; nonzero when it failed. */
+static int run_child(void (*fn)(size_t), size_t arg) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         alarm(TIME_LIMIT_S);
         test_failures = 0;
-        t->fn();
+        fn(arg);
         exit(test_failures ? 1 : 0); /* LeakSanitizer reports here */
     }
     int status = 0;
@@ -249,6 +261,58 @@ static int run_one(const test_case *t) {
     return WEXITSTATUS(status) != 0;
 }
 
+typedef struct tally {
+    int passed, failed;
+} tally;
+
+/* Runs fn(arg) as the test `name` and prints its line. */
+static void run_named(const char *name, void (*fn)(size_t), size_t arg,
+                      tally *t) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int bad = run_child(fn, arg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    printf("%s %s (%.0f ms)\n", bad ? "FAIL" : "ok  ", name, ms);
+    bad ? t->failed++ : t->passed++;
+}
+
+static const test_case *current_case;
+static void run_case(size_t unused) {
+    (void)unused;
+    current_case->fn();
+}
+
+static void run_suite(const test_case *suite, int argc, char **argv,
+                      tally *t) {
+    for (const test_case *c = suite; c->name; c++) {
+        if (!selected(c->name, argc, argv))
+            continue;
+        current_case = c;
+        run_named(c->name, run_case, 0, t);
+    }
+}
+
+/* Each row as the test "prefix/row name". A table that cannot be read
+ * is one failed test named after the table. */
+static void run_table(const test_table *table, int argc, char **argv,
+                      tally *t) {
+    size_t n = 0;
+    if (table->count(&n)) {
+        fprintf(stderr, "  %s: the table cannot be read\n", table->prefix);
+        printf("FAIL %s\n", table->prefix);
+        t->failed++;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s/%s", table->prefix, table->name(i));
+        if (selected(name, argc, argv))
+            run_named(name, table->run, i, t);
+    }
+}
+
 int main(int argc, char **argv) {
     /* A test may run this binary again as a helper process. */
     const char *child = getenv("HEARTH_TEST_CHILD");
@@ -259,23 +323,16 @@ int main(int argc, char **argv) {
         SUITES(LIST)
 #undef LIST
     };
-    int passed = 0, failed = 0;
-    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
-        if (!suites[s])
-            continue;
-        for (const test_case *t = suites[s]; t->name; t++) {
-            if (!selected(t->name, argc, argv))
-                continue;
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            int bad = run_one(t);
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-            printf("%s %s (%.0f ms)\n", bad ? "FAIL" : "ok  ", t->name, ms);
-            bad ? failed++ : passed++;
-        }
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    const test_table *tables[] = {
+#define LIST(t) &t,
+        TABLES(LIST)
+#undef LIST
+    };
+    tally t = {0, 0};
+    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
+        run_suite(suites[s], argc, argv, &t);
+    for (size_t s = 0; s < sizeof tables / sizeof tables[0]; s++)
+        run_table(tables[s], argc, argv, &t);
+    printf("%d passed, %d failed\n", t.passed, t.failed);
+    return t.failed ? 1 : 0;
 }

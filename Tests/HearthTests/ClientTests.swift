@@ -204,8 +204,10 @@ struct ClientTests {
     /// what it had from disk, and its offline writes reach the server once
     /// it is back.
     @Test func persistenceAcrossRestarts() async throws {
-        let cache = NSTemporaryDirectory() + "hearth-swift-cache-\(UUID().uuidString)"
-        setenv("HEARTH_CACHE_DIR", cache, 1)
+        // No setenv: tests run in parallel, and the environment is the
+        // process's. The namespace is this test's own, so is the cache file
+        // (named after the URL) in the cache directory (HEARTH_CACHE_DIR
+        // when the runner sets it, as `make test-swift` does).
         let ns = "persist-\(UUID().uuidString.prefix(8))"
         let url = "http://127.0.0.1:\(server.port)?ns=\(ns)"
         func open() -> Database {
@@ -221,7 +223,7 @@ struct ClientTests {
             let seen = Recorder<Int>()
             first.reference(withPath: "notes").observe(.value) { seen.append(Int($0.childrenCount)) }
             try await seen.wait(for: 1)
-            try await Task.sleep(for: .milliseconds(300))  // stored as it changes (coalesced)
+            try await settle(first)  // the server's data is in; closing stores it
         }
         let port = server.port, dataDirectory = server.configuration.dataDirectory
         server.stop()
@@ -234,7 +236,8 @@ struct ClientTests {
             #expect(try await notes.wait(for: 1, timeout: .seconds(2)).first == ["n1": "hello"])
             offline.reference(withPath: "notes/n2").setValue("written offline") { _, _ in }
             #expect(try await notes.wait(for: 2).last == ["n1": "hello", "n2": "written offline"])
-            try await Task.sleep(for: .milliseconds(100))
+            // No wait: the write was stored as it was applied (its event has
+            // run), and closing the database runs after it on the loop.
         }
         let restarted = try HearthServer(.init(port: port, dataDirectory: dataDirectory, fsync: .off))
         let online = open()
@@ -248,7 +251,11 @@ struct ClientTests {
         if counts.last != 2 { _ = try await remote.wait(for: 2) }
         #expect(remote.all.last == 2)
         restarted.stop()
-        try? FileManager.default.removeItem(atPath: cache)
+        let cache = Database.cacheDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []
+        where name.contains(ns) {
+            try? FileManager.default.removeItem(atPath: cache + "/" + name)
+        }
     }
 
     /// The server's rules judge a client by the token it was given: a

@@ -9,12 +9,13 @@ import Testing
 @Suite("Read and write data guide, against a server")
 struct GuideTests {
     let server: HearthServer
+    let database: Database
     let ref: DatabaseReference
     let scratch = TemporaryDirectory("hearth-guide")
 
     init() throws {
         server = try HearthServer(.init(port: 0, dataDirectory: scratch.path + "/data", fsync: .off))
-        let database = Database(url: "http://127.0.0.1:\(server.port)?ns=guide\(UUID().uuidString.prefix(8))")
+        database = Database(url: "http://127.0.0.1:\(server.port)?ns=guide\(UUID().uuidString.prefix(8))")
         database.callbackQueue = DispatchQueue(label: "hearth.tests.guide")
         ref = database.reference()
     }
@@ -42,7 +43,7 @@ struct GuideTests {
         // Detaching listeners: nothing more arrives.
         postRef.removeObserver(withHandle: handle)
         try await postRef.child("title").setValue("unseen")
-        try await Task.sleep(for: .milliseconds(100))
+        try await settle(database)  // the write's callbacks, had there been any, ran
         #expect(titles.all.count == 3)
         server.stop()
     }

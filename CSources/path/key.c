@@ -1,5 +1,5 @@
 /* key.c - key order and reference-counted key strings. */
-#include "tree/key.h"
+#include "path/key.h"
 
 #include <string.h>
 

@@ -7,8 +7,8 @@
  * 32-bit integers (numerically, shorter first on ties), other keys by UTF-16
  * code units, MAX sentinel.
  */
-#ifndef HEARTH_TREE_KEY_H
-#define HEARTH_TREE_KEY_H
+#ifndef HEARTH_PATH_KEY_H
+#define HEARTH_PATH_KEY_H
 
 #include "common/internal.h"
 
