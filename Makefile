@@ -16,7 +16,11 @@ PKGS      := jansson libuv libssl libcrypto zlib sqlite3
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
              libwslay-dev libsqlite3-dev pkg-config
 
-VERSION   := $(shell sed -n 's/.*return "\([0-9.]*\)";.*/\1/p' CSources/common/error.c)
+# The version is written once, in include/hearth.h; the soname follows its
+# major number (a new major is a new ABI).
+version_part = $(shell sed -n 's/^\#define HEARTH_VERSION_$(1) \([0-9]*\)$$/\1/p' include/hearth.h)
+VERSION   := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+SONAME    := libhearth.so.$(call version_part,MAJOR)
 
 WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ICSources -Iinclude \
@@ -70,9 +74,9 @@ $(BUILD)/libhearth.a: $(OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/libhearth.so: $(OBJ)
-	$(CC) -shared -Wl,-soname,libhearth.so.0 -o $@ $^ $(LIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS)
 
-$(BUILD)/hearth.pc: Makefile
+$(BUILD)/hearth.pc: Makefile include/hearth.h
 	@mkdir -p $(BUILD)
 	@printf '%s\n' \
 	  'prefix=$(PREFIX)' \
@@ -227,8 +231,8 @@ install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/hearth.h $(DESTDIR)$(PREFIX)/include/hearth.h
 	install -m 644 $(BUILD)/libhearth.a $(DESTDIR)$(PREFIX)/lib/libhearth.a
-	install -m 755 $(BUILD)/libhearth.so $(DESTDIR)$(PREFIX)/lib/libhearth.so.0
-	ln -sf libhearth.so.0 $(DESTDIR)$(PREFIX)/lib/libhearth.so
+	install -m 755 $(BUILD)/libhearth.so $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libhearth.so
 	sed 's|^prefix=.*|prefix=$(PREFIX)|' $(BUILD)/hearth.pc \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hearth.pc
 

@@ -46,12 +46,25 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */
 
+/* The version of this header. These three lines are the one place the
+ * version is written: the Makefile reads them for hearth.pc and the shared
+ * library's soname (libhearth.so.MAJOR). MAJOR changes whenever the ABI
+ * breaks (while it is 0, every MINOR may break it); MINOR adds to the API;
+ * PATCH fixes without changing it. */
 #define HEARTH_VERSION_MAJOR 0
 #define HEARTH_VERSION_MINOR 1
 #define HEARTH_VERSION_PATCH 0
 
-/* "0.1.0" */
+/* 0xMMmmpp: one number to compare, e.g. #if HEARTH_VERSION_HEX >= 0x000200 */
+#define HEARTH_VERSION_HEX                                                     \
+    ((HEARTH_VERSION_MAJOR << 16) | (HEARTH_VERSION_MINOR << 8) |             \
+     HEARTH_VERSION_PATCH)
+
+/* The version of the library linked at run time, which may be newer than
+ * the header a program was compiled with: "0.1.0", and as
+ * HEARTH_VERSION_HEX. */
 HEARTH_EXTERN const char *hearth_version(void);
+HEARTH_EXTERN unsigned hearth_version_number(void);
 
 /* Logs what clients of a server send and receive (one line per message,
  * "hearth: > ..." and "hearth: < ...") to stderr, for debugging; off by

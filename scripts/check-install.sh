@@ -20,6 +20,25 @@ out=$(build/hello-shared)
 echo "$out" | grep -q '^value at /users/ada: {"born":1815,"name":"Ada"}' \
   || { echo "hello-shared printed: $out"; exit 1; }
 
+# The version is the header's: in hearth.pc, the soname (its major) and at
+# run time.
+part() { sed -n "s/^#define HEARTH_VERSION_$1 \\([0-9]*\\)$/\\1/p" include/hearth.h; }
+version="$(part MAJOR).$(part MINOR).$(part PATCH)"
+[ "$(pkg-config --modversion hearth)" = "$version" ] \
+  || { echo "hearth.pc says $(pkg-config --modversion hearth), hearth.h $version"; exit 1; }
+soname=$(readelf -d "$prefix/lib/libhearth.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = "libhearth.so.$(part MAJOR)" ] \
+  || { echo "soname $soname, but hearth.h's major version is $(part MAJOR)"; exit 1; }
+[ -f "$prefix/lib/$soname" ] || { echo "$soname is not installed"; exit 1; }
+printf '%s\n' '#include <hearth.h>' '#include <stdio.h>' \
+  'int main(void) { printf("%s %x %x\n", hearth_version(), hearth_version_number(),' \
+  '  (unsigned)HEARTH_VERSION_HEX); return 0; }' > build/version.c
+cc -Wall -Wextra -Werror build/version.c $(pkg-config --cflags --libs hearth) \
+   -Wl,-rpath,"$prefix/lib" -o build/version
+hex=$(printf '%x' $(( ($(part MAJOR) << 16) | ($(part MINOR) << 8) | $(part PATCH) )))
+[ "$(build/version)" = "$version $hex $hex" ] \
+  || { echo "version check printed: $(build/version), expected $version $hex $hex"; exit 1; }
+
 declared=$(grep -o 'hearth_[a-z0-9_]*(' include/hearth.h | tr -d '(' | sort -u)
 exported=$(nm -D --defined-only build/libhearth.so | awk '{print $3}' \
            | grep '^hearth' | sort -u)
@@ -28,4 +47,4 @@ if [ "$declared" != "$exported" ]; then
   diff <(echo "$declared") <(echo "$exported") || true
   exit 1
 fi
-echo "install check: pkg-config static and shared builds run; $(echo "$exported" | wc -l) exported symbols match hearth.h"
+echo "install check: version $version ($soname) everywhere; pkg-config static and shared builds run; $(echo "$exported" | wc -l) exported symbols match hearth.h"

@@ -94,4 +94,13 @@ int hearth__error_code(hearth_error_t *err, int code) {
     return hearth__error(err, code, NULL, "%s", hearth_strerror(code));
 }
 
-const char *hearth_version(void) { return "0.1.0"; }
+/* The version text, spelled from the header's numbers. */
+#define HEARTH__STR(x) #x
+#define HEARTH__XSTR(x) HEARTH__STR(x)
+
+const char *hearth_version(void) {
+    return HEARTH__XSTR(HEARTH_VERSION_MAJOR) "." HEARTH__XSTR(
+        HEARTH_VERSION_MINOR) "." HEARTH__XSTR(HEARTH_VERSION_PATCH);
+}
+
+unsigned hearth_version_number(void) { return HEARTH_VERSION_HEX; }

@@ -91,6 +91,8 @@ static void test_version(void) {
              HEARTH_VERSION_MINOR, HEARTH_VERSION_PATCH);
     CHECK_STR(hearth_version(), expected);
     CHECK_STR(hearth_version(), "0.1.0");
+    CHECK_INT(hearth_version_number(), HEARTH_VERSION_HEX);
+    CHECK_INT(HEARTH_VERSION_HEX, 0x000100);
 }
 
 static void test_error_fill(void) {
