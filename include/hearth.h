@@ -74,41 +74,56 @@ HEARTH_EXTERN void hearth_set_logging(bool enabled);
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
 
-typedef enum hearth_errno {
-    HEARTH_OK = 0,
-    HEARTH_ENOMEM = -1,        /* out of memory */
-    HEARTH_EINVAL = -2,        /* invalid argument */
-    HEARTH_EJSON = -3,         /* malformed JSON text */
-    HEARTH_EKEY = -4,          /* invalid key */
-    HEARTH_EPATH = -5,         /* invalid path */
-    HEARTH_EDEPTH = -6,        /* deeper than 32 levels */
-    HEARTH_ETOOBIG = -7,       /* key, string or value over its size limit */
-    HEARTH_ENUMBER = -8,       /* NaN or infinite number */
-    HEARTH_EPRIORITY = -9,     /* invalid priority */
-    HEARTH_ESERVERVALUE = -10, /* invalid server value (.sv) */
-    HEARTH_EVALUE = -11,       /* invalid value (.value misuse, bad type) */
-    HEARTH_EUPDATE = -12,      /* multi-path update with overlapping paths */
-    HEARTH_EREADONLY = -13,    /* write to a read-only location (/.info) */
-    HEARTH_EQUERY = -14,       /* invalid query */
-    HEARTH_ECLOSED = -15,      /* the database is closed or closing */
-    HEARTH_ECANCELED = -16,    /* the operation was canceled */
-    HEARTH_EABORTED = -17,     /* transaction aborted by its update function */
-    HEARTH_ENOTFOUND = -18,    /* no such observer or item */
-    HEARTH_EIO = -19,          /* input/output error */
-    HEARTH_ELOOP = -20,        /* the event loop failed */
-    HEARTH_EUNSUPPORTED = -21, /* not supported by this build or mode */
-    HEARTH_EDENIED = -22,      /* the server's rules refused the operation */
-    HEARTH_EOFFLINE = -23,     /* offline, and the data is not cached */
-    HEARTH_EMAXRETRY = -24,    /* transaction lost its race 25 times */
-    HEARTH_EDISCONNECTED = -25, /* the connection dropped mid-transaction */
-    HEARTH_EOVERRIDDEN = -26,  /* a set replaced the transaction's value */
-    HEARTH_EREMOTE = -27,      /* the server refused the request */
-    HEARTH_EDATASTALE = -28,   /* compare-and-set against a stale value */
-    HEARTH_ENOSPC = -29        /* the disk is full: the write changed nothing */
-} hearth_errno;
+/* The error table, one row per code: XX(NAME, value, "message") defines
+ * HEARTH_NAME = value, what hearth_strerror() and hearth_err_name() answer,
+ * and the codes the Swift wrapper names (its tests check that every row
+ * has a Swift name). Codes are consecutive from 0 down; a new code is a new
+ * last row. Expand it with a macro of your own, as libuv's UV_ERRNO_MAP:
+ *   #define NAME_OF(name, value, message) case HEARTH_##name: ...
+ */
+#define HEARTH_ERRNO_MAP(XX)                                                   \
+    XX(OK, 0, "success")                                                       \
+    XX(ENOMEM, -1, "out of memory")                                            \
+    XX(EINVAL, -2, "invalid argument")                                         \
+    XX(EJSON, -3, "malformed JSON")                                            \
+    XX(EKEY, -4, "invalid key")                                                \
+    XX(EPATH, -5, "invalid path")                                              \
+    XX(EDEPTH, -6, "data nested deeper than 32 levels")                        \
+    XX(ETOOBIG, -7, "key, string or value over its size limit")                \
+    XX(ENUMBER, -8, "number is NaN or infinite")                               \
+    XX(EPRIORITY, -9, "invalid priority")                                      \
+    XX(ESERVERVALUE, -10, "invalid server value")                              \
+    XX(EVALUE, -11, "invalid value")                                           \
+    XX(EUPDATE, -12, "update paths overlap")                                   \
+    XX(EREADONLY, -13, "location is read-only")                                \
+    XX(EQUERY, -14, "invalid query")                                           \
+    XX(ECLOSED, -15, "database is closed")                                     \
+    XX(ECANCELED, -16, "operation canceled")                                   \
+    XX(EABORTED, -17, "transaction aborted")                                   \
+    XX(ENOTFOUND, -18, "not found")                                            \
+    XX(EIO, -19, "input/output error")                                         \
+    XX(ELOOP, -20, "event loop error")                                         \
+    XX(EUNSUPPORTED, -21, "not supported")                                     \
+    XX(EDENIED, -22, "permission denied")                                      \
+    XX(EOFFLINE, -23, "client offline with no active listeners and no matching disk cache entries") \
+    XX(EMAXRETRY, -24, "transaction retried too many times")                   \
+    XX(EDISCONNECTED, -25, "the connection was lost")                          \
+    XX(EOVERRIDDEN, -26, "a later set replaced the transaction's value")       \
+    XX(EREMOTE, -27, "the server refused the request")                         \
+    XX(EDATASTALE, -28, "the value changed since it was read")                 \
+    XX(ENOSPC, -29, "no space left on the data directory's disk")
+
+#define HEARTH__ERRNO_ENUM(name, value, message) HEARTH_##name = value,
+typedef enum hearth_errno { HEARTH_ERRNO_MAP(HEARTH__ERRNO_ENUM) } hearth_errno;
+#undef HEARTH__ERRNO_ENUM
+
+/* How many codes the table has (HEARTH_OK included). */
+#define HEARTH__ERRNO_ONE(name, value, message) +1
+enum { HEARTH_ERRNO_COUNT = 0 HEARTH_ERRNO_MAP(HEARTH__ERRNO_ONE) };
+#undef HEARTH__ERRNO_ONE
 
 /* Lowest error code in use; every code from -1 down to it has a name. */
-#define HEARTH_ERRNO_LAST HEARTH_ENOSPC
+#define HEARTH_ERRNO_LAST (1 - HEARTH_ERRNO_COUNT)
 
 /* A sentence describing err, e.g. "invalid key". Never NULL. */
 HEARTH_EXTERN const char *hearth_strerror(int err);

@@ -5,53 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One row per code: the single source of names and messages. */
-#define HEARTH__ERRNO_MAP(XX)                                                  \
-    XX(OK, "success")                                                          \
-    XX(ENOMEM, "out of memory")                                                \
-    XX(EINVAL, "invalid argument")                                             \
-    XX(EJSON, "malformed JSON")                                                \
-    XX(EKEY, "invalid key")                                                    \
-    XX(EPATH, "invalid path")                                                  \
-    XX(EDEPTH, "data nested deeper than 32 levels")                            \
-    XX(ETOOBIG, "key, string or value over its size limit")                    \
-    XX(ENUMBER, "number is NaN or infinite")                                   \
-    XX(EPRIORITY, "invalid priority")                                          \
-    XX(ESERVERVALUE, "invalid server value")                                   \
-    XX(EVALUE, "invalid value")                                                \
-    XX(EUPDATE, "update paths overlap")                                        \
-    XX(EREADONLY, "location is read-only")                                     \
-    XX(EQUERY, "invalid query")                                                \
-    XX(ECLOSED, "database is closed")                                          \
-    XX(ECANCELED, "operation canceled")                                        \
-    XX(EABORTED, "transaction aborted")                                        \
-    XX(ENOTFOUND, "not found")                                                 \
-    XX(EIO, "input/output error")                                              \
-    XX(ELOOP, "event loop error")                                              \
-    XX(EUNSUPPORTED, "not supported")                                          \
-    XX(EDENIED, "permission denied")                                           \
-    XX(EOFFLINE, "client offline with no active listeners and no matching disk cache entries") \
-    XX(EMAXRETRY, "transaction retried too many times")                        \
-    XX(EDISCONNECTED, "the connection was lost")                               \
-    XX(EOVERRIDDEN, "a later set replaced the transaction's value")            \
-    XX(EREMOTE, "the server refused the request")                              \
-    XX(EDATASTALE, "the value changed since it was read")                      \
-    XX(ENOSPC, "no space left on the data directory's disk")
+/* The table is HEARTH_ERRNO_MAP in hearth.h. Its values must run 0, -1,
+ * -2 ... in row order (HEARTH_ERRNO_LAST and the Swift wrapper count on
+ * it): each row's value is checked against its position. */
+#define XX(name, value, msg) HEARTH__ROW_##name,
+enum { HEARTH_ERRNO_MAP(XX) };
+#undef XX
+#define XX(name, value, msg)                                                   \
+    _Static_assert(HEARTH_##name == -HEARTH__ROW_##name,                       \
+                   "HEARTH_" #name " is out of order in HEARTH_ERRNO_MAP");
+HEARTH_ERRNO_MAP(XX)
+#undef XX
 
 const char *hearth_strerror(int err) {
-#define XX(name, msg)                                                          \
+#define XX(name, value, msg)                                                   \
     if (err == HEARTH_##name)                                                  \
         return msg;
-    HEARTH__ERRNO_MAP(XX)
+    HEARTH_ERRNO_MAP(XX)
 #undef XX
     return "unknown error";
 }
 
 const char *hearth_err_name(int err) {
-#define XX(name, msg)                                                          \
+#define XX(name, value, msg)                                                   \
     if (err == HEARTH_##name)                                                  \
         return "HEARTH_" #name;
-    HEARTH__ERRNO_MAP(XX)
+    HEARTH_ERRNO_MAP(XX)
 #undef XX
     return "HEARTH_UNKNOWN";
 }

@@ -12,6 +12,9 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
     Hashable, Sendable
 {
     /// The error codes, with the values of the C core's `HEARTH_E*` codes.
+    /// Swift cannot expand the C table (`HEARTH_ERRNO_MAP`), so each code
+    /// is named here by hand; `ErrorTests` checks that every row of the C
+    /// table has its name below.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
@@ -47,6 +50,12 @@ public struct HearthError: Error, CustomNSError, LocalizedError, CustomStringCon
         public static let noSpace = Code(HEARTH_ENOSPC)
 
         private init(_ code: hearth_errno) { self.rawValue = Int(code.rawValue) }
+
+        /// Every error code of the C table (`HEARTH_OK` aside), whose
+        /// values run from -1 down, as `HEARTH_ERRNO_MAP` promises.
+        static var cTable: [Code] {
+            (1 - Int(HEARTH_ERRNO_COUNT)...(-1)).map(Code.init(rawValue:))
+        }
 
         /// The C name of the code, e.g. "HEARTH_EKEY".
         public var name: String { String(cString: hearth_err_name(Int32(clamping: rawValue))) }

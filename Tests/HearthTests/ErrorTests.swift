@@ -95,4 +95,17 @@ struct ErrorTests {
         #expect(throws: HearthError.self) { try HearthJSON.validate(Data(#"{".sv": "timestamp"}"#.utf8)) }
         #expect(try HearthJSON.validate(Data(#"{"t": {".sv": "timestamp"}}"#.utf8), allowServerValues: true).depth == 1)
     }
+
+    /// A row added to the C error table (`HEARTH_ERRNO_MAP`) must get a
+    /// Swift name: the names in HearthError.swift are exactly the table's.
+    @Test func everyCErrorCodeHasASwiftName() throws {
+        let source = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/Hearth/HearthError.swift")
+        let text = try String(contentsOf: source, encoding: .utf8)
+        let named = Set(text.matches(of: /= Code\((HEARTH_E[A-Z]+)\)/).map { String($0.1) })
+        let table = HearthError.Code.cTable.map(\.name)
+        #expect(!table.contains("HEARTH_UNKNOWN"))
+        #expect(Set(table) == named, "named in Swift: \(named.sorted()), in C: \(table)")
+    }
 }
