@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     client = r;
     hearth__remote_set_online(r, false); /* frames come from the input */
     hearth_query_t *q;
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     hearth_query_order_by_child(q, "s", NULL);
     hearth_query_limit_to_last(q, 2, NULL);
     listen_at(r, "/", NULL, 1);

@@ -11,12 +11,19 @@
  *   a message and, where it applies, the path, key, line and column at fault.
  * - A function that fails changes nothing: no output is written, no state is
  *   modified, and no callback of that call is ever invoked.
- * - Nodes are immutable and reference counted. Functions named *_new or
- *   returning through an out parameter hand the caller a NEW reference that
- *   it releases with hearth_node_decref(). Functions returning
- *   `const hearth_node_t *` return a BORROWED reference, valid as long as the
- *   node it was obtained from. Reference counts are atomic: a node may be
- *   shared and released across threads.
+ * - Nodes are immutable and reference counted. Constructors
+ *   (hearth_node_string ...) and functions returning through an out
+ *   parameter hand the caller a NEW reference that it releases with
+ *   hearth_node_decref(). Functions returning `const hearth_node_t *`
+ *   return a BORROWED reference, valid as long as the node it was obtained
+ *   from. Reference counts are atomic: a node may be shared and released
+ *   across threads.
+ * - A name ending in _new means one thing, as in jansson: the function
+ *   STEALS the reference to the value it is given (the caller's reference
+ *   passes to the callee, also when the call fails), as
+ *   hearth_node_set_child_new beside hearth_node_set, which borrows.
+ *   Functions that make a new object are named _create
+ *   (hearth_query_create, hearth_token_create) or after what they make.
  * - Callbacks: every registration takes (cb, ctx, ctx_free). If the call
  *   fails, neither cb nor ctx_free is ever called: ctx stays the caller's. A
  *   completion
@@ -52,7 +59,7 @@ extern "C" {
  * breaks (while it is 0, every MINOR may break it); MINOR adds to the API;
  * PATCH fixes without changing it. */
 #define HEARTH_VERSION_MAJOR 0
-#define HEARTH_VERSION_MINOR 1
+#define HEARTH_VERSION_MINOR 2
 #define HEARTH_VERSION_PATCH 0
 
 /* 0xMMmmpp: one number to compare, e.g. #if HEARTH_VERSION_HEX >= 0x000200 */
@@ -61,7 +68,7 @@ extern "C" {
      HEARTH_VERSION_PATCH)
 
 /* The version of the library linked at run time, which may be newer than
- * the header a program was compiled with: "0.1.0", and as
+ * the header a program was compiled with: "0.2.0", and as
  * HEARTH_VERSION_HEX. */
 HEARTH_EXTERN const char *hearth_version(void);
 HEARTH_EXTERN unsigned hearth_version_number(void);
@@ -316,8 +323,10 @@ HEARTH_EXTERN int64_t hearth_now_ms(void);
 
 typedef struct hearth_query_s hearth_query_t;
 
-/* A new, unconstrained query (order by priority, no range, no limit). */
-HEARTH_EXTERN int hearth_query_new(hearth_query_t **out);
+/* A new, unconstrained query (order by priority, no range, no limit),
+ * released with hearth_query_free. (Named hearth_query_new before 0.2:
+ * _new now always means "steals", see the conventions above.) */
+HEARTH_EXTERN int hearth_query_create(hearth_query_t **out);
 HEARTH_EXTERN hearth_query_t *hearth_query_copy(const hearth_query_t *query);
 HEARTH_EXTERN void hearth_query_free(hearth_query_t *query);
 

@@ -10,7 +10,7 @@
 
 /* ---- lifecycle ---- */
 
-int hearth_query_new(hearth_query_t **out) {
+int hearth_query_create(hearth_query_t **out) {
     hearth_query_t *q = hearth__calloc(1, sizeof *q);
     if (!q)
         return HEARTH_ENOMEM;

@@ -90,7 +90,7 @@ static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
     if (!json_is_object(qo))
         return hearth__error(err, HEARTH_EQUERY, NULL, "q must be an object");
     hearth_query_t *q;
-    int rc = hearth_query_new(&q);
+    int rc = hearth_query_create(&q);
     json_t *i = json_object_get(qo, "i");
     if (!rc && json_is_string(i)) {
         const char *by = json_string_value(i);

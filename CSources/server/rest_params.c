@@ -143,7 +143,7 @@ int hearth__rest_build_query(const rest *r, hearth_query_t **out,
                              "orderBy must be a valid JSON encoded path");
     }
     hearth_query_t *q;
-    int rc = hearth_query_new(&q);
+    int rc = hearth_query_create(&q);
     const char *by = json_string_value(o);
     if (!rc) {
         if (strcmp(by, "$key") == 0)

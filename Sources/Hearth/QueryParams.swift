@@ -28,7 +28,7 @@ final class QueryParams: @unchecked Sendable {
     /// The default query: ordered by priority, no range, no limit.
     static let `default`: QueryParams = {
         var query: OpaquePointer?
-        guard hearth_query_new(&query) == 0, let query else {
+        guard hearth_query_create(&query) == 0, let query else {
             preconditionFailure("Hearth: out of memory creating a query")
         }
         return QueryParams(adopting: query)

@@ -281,7 +281,7 @@ static void test_queries_over_the_wire(void) {
     set_json(b, "/scores", "{\"ann\":{\"s\":5},\"bob\":{\"s\":9},\"cat\":{\"s\":7}}",
              NULL);
     hearth_query_t *q;
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     hearth_query_order_by_child(q, "s", NULL);
     hearth_query_limit_to_last(q, 2, NULL);
     watch w;
@@ -908,7 +908,7 @@ static void test_on_disconnect_shown_locally(void) {
 
 static hearth_query_t *last(int n) {
     hearth_query_t *q;
-    CHECK_INT(hearth_query_new(&q), 0);
+    CHECK_INT(hearth_query_create(&q), 0);
     CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
     return q;
 }

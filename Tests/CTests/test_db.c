@@ -577,7 +577,7 @@ static void test_priority_order_and_moves(void) {
 
 static hearth_query_t *query_limit_last(const char *child, uint32_t n) {
     hearth_query_t *q;
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     CHECK_INT(hearth_query_order_by_child(q, child, NULL), 0);
     CHECK_INT(hearth_query_limit_to_last(q, n, NULL), 0);
     return q;
@@ -814,11 +814,11 @@ static void test_embedded_rules(void) {
     EXPECT(refused, "/users/bob cancel HEARTH_EDENIED");
     CHECK_INT(refused->freed, 1); /* ended */
     hearth_query_t *q;
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     hearth_query_limit_to_first(q, 50, NULL);
     CHECK_INT(hearth_db_get(f.db, "feed", q, &n, NULL), HEARTH_EDENIED);
     hearth_query_free(q);
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     hearth_query_limit_to_first(q, 5, NULL);
     CHECK_INT(hearth_db_get(f.db, "feed", q, &n, NULL), 0);
     hearth_node_decref(n);

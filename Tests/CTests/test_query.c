@@ -31,7 +31,7 @@ static void check_keys(const hearth_query_t *q, const hearth_node_t *n,
 
 static hearth_query_t *new_query(void) {
     hearth_query_t *q;
-    CHECK_INT(hearth_query_new(&q), 0);
+    CHECK_INT(hearth_query_create(&q), 0);
     return q;
 }
 

@@ -104,7 +104,7 @@ static int query_of(const json_t *params, hearth_query_t **out, char *why,
     if (!params)
         return 0;
     hearth_query_t *q;
-    hearth_query_new(&q);
+    hearth_query_create(&q);
     int rc = 0;
     const json_t *v;
     if ((v = json_object_get(params, "orderByKey")) && json_is_true(v))
@@ -577,7 +577,7 @@ static void test_random_operations_keep_events_consistent(void) {
         /* The default view, or a window over the list. */
         hearth_query_t *q = NULL;
         if (round % 3) {
-            hearth_query_new(&q);
+            hearth_query_create(&q);
             if (round % 3 == 1) {
                 hearth_query_order_by_key(q, NULL);
                 hearth_query_limit_to_first(q, 20, NULL);
