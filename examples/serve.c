@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     hearth_server_config_t config = {
+        .size = sizeof config, /* which version of the struct this is */
         .host = "127.0.0.1",
         .port = argc > 1 ? atoi(argv[1]) : 9000,
         .data_dir = argc > 2 ? argv[2] : "./hearth-data",

@@ -392,7 +392,16 @@ typedef enum hearth_fsync_mode {
     HEARTH_FSYNC_OFF = 2     /* left to the operating system */
 } hearth_fsync_mode;
 
+/* Config structs (hearth_db_config_t, hearth_server_config_t) grow at the
+ * end from version to version. Their first field, `size`, says how big the
+ * caller's struct is: set it to sizeof the struct, so that a program built
+ * against this header keeps working with a later library (the fields it
+ * does not know are zero, their defaults) and an earlier one (which fails
+ * with HEARTH_EUNSUPPORTED only if the program sets a field it lacks).
+ * 0 stands for the struct of version 0.2, the first with `size`: fields
+ * added later are read only when `size` covers them. */
 typedef struct hearth_db_config_s {
+    size_t size; /* sizeof(hearth_db_config_t), or 0: see above */
     /* A uv_loop_t * to run on, driven by the caller: hearth_db_open and
      * hearth_db_close must then be called on the thread that runs that
      * loop, and callbacks run there. NULL: the database starts and owns a
@@ -711,6 +720,8 @@ HEARTH_EXTERN int hearth_token_create(const char *uid, const char *claims,
 typedef struct hearth_server_s hearth_server_t;
 
 typedef struct hearth_server_config_s {
+    size_t size; /* sizeof(hearth_server_config_t), or 0: see the config
+                    structs' rule above hearth_db_config_t */
     const char *host;              /* an IP address; NULL: "127.0.0.1" */
     int port;                      /* 0 picks a free port */
     const char *data_dir;          /* NULL: "./hearth-data" */

@@ -6,11 +6,12 @@
 
 #include <string.h>
 
+/* The struct of version 0.2, the first with a size: what size 0 means. */
+#define CONFIG_SIZE_0_2 HEARTH__END_OF(hearth_db_config_t, auth_variable)
+
 /* What a config may not combine; 0 when it is coherent. */
 static int check_config(const hearth_db_config_t *config,
                         hearth_error_t *err) {
-    if (!config)
-        return 0;
     if (config->cache_dir && !config->url)
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "a cache directory is for a database opened on "
@@ -44,7 +45,7 @@ static void free_handle(hearth_db_t *db) {
 /* The loop, the wake-up and the backend's start; the loop's thread when
  * the database owns it. HEARTH_ELOOP when any cannot be had. */
 static int start_loop(hearth_db_t *db, const hearth_db_config_t *config) {
-    db->owns_loop = !config || !config->loop;
+    db->owns_loop = !config->loop;
     db->loop = db->owns_loop ? &db->own_loop : config->loop;
     if (db->owns_loop && uv_loop_init(db->loop))
         return HEARTH_ELOOP;
@@ -72,18 +73,23 @@ static int start_loop(hearth_db_t *db, const hearth_db_config_t *config) {
     return HEARTH_ELOOP;
 }
 
-int hearth_db_open(const hearth_db_config_t *config, hearth_db_t **out,
+int hearth_db_open(const hearth_db_config_t *caller_config, hearth_db_t **out,
                    hearth_error_t *err) {
     if (!out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "out is NULL");
-    int rc = check_config(config, err);
+    /* The caller's struct, of whatever version, as this library's. */
+    hearth_db_config_t given;
+    const hearth_db_config_t *config = &given;
+    int rc = hearth__config_read(caller_config, CONFIG_SIZE_0_2, &given,
+                                 sizeof given, "hearth_db_config_t", err);
+    if (!rc)
+        rc = check_config(config, err);
     if (rc)
         return rc;
     hearth_db_t *db = hearth__calloc(1, sizeof *db);
     if (!db)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    db->backend = config && config->url ? &hearth__db_remote
-                                        : &hearth__db_embedded;
+    db->backend = config->url ? &hearth__db_remote : &hearth__db_embedded;
     rc = db->backend->create(db, config, err);
     if (rc) {
         hearth__free(db);

@@ -262,7 +262,8 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
                    hearth_error_t *err) {
     struct stat st;
     bool stored = stat(ns->dir, &st) == 0 || errno != ENOENT;
-    hearth_db_config_t config = {.loop = &srv->loop,
+    hearth_db_config_t config = {.size = sizeof config,
+                                 .loop = &srv->loop,
                                  .data_dir = stored ? ns->dir : NULL,
                                  .fsync_mode = srv->fsync_mode};
     int rc = hearth_db_open(&config, &ns->db, err);
@@ -497,10 +498,20 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv);
 }
 
-int hearth_server_start(const hearth_server_config_t *config,
+/* The struct of version 0.2, the first with a size: what size 0 means. */
+#define CONFIG_SIZE_0_2 HEARTH__END_OF(hearth_server_config_t, max_held_bytes)
+
+int hearth_server_start(const hearth_server_config_t *caller_config,
                         hearth_server_t **out, hearth_error_t *err) {
-    if (!config || !out)
+    if (!caller_config || !out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    /* The caller's struct, of whatever version, as this library's. */
+    hearth_server_config_t given;
+    const hearth_server_config_t *config = &given;
+    int read = hearth__config_read(caller_config, CONFIG_SIZE_0_2, &given,
+                                   sizeof given, "hearth_server_config_t", err);
+    if (read)
+        return read;
     const char *host = config->host ? config->host : "127.0.0.1";
     const char *dir = config->data_dir ? config->data_dir : "./hearth-data";
     const char *def = config->default_namespace ? config->default_namespace

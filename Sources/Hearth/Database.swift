@@ -284,6 +284,7 @@ public final class Database: @unchecked Sendable {
         var db: OpaquePointer?
         var details = hearth_error_t()
         var config = hearth_db_config_t()
+        config.size = MemoryLayout<hearth_db_config_t>.size  // the struct of this header
         let server: String? =
             settings.emulator.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
             ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)

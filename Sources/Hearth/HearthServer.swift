@@ -125,6 +125,7 @@ public final class HearthServer: @unchecked Sendable {
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
+        config.size = MemoryLayout<hearth_server_config_t>.size  // the struct of this header
         config.host = UnsafePointer(strings[0])
         config.data_dir = UnsafePointer(strings[1])
         config.default_namespace = UnsafePointer(strings[2])

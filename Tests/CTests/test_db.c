@@ -848,7 +848,48 @@ static void test_embedded_rules(void) {
     CHECK(db == NULL);
 }
 
+/* A config struct carries its size (its first field), so that programs
+ * built against other versions of hearth.h keep working: a struct as long
+ * as version 0.2's (in a block of exactly that size: ASan sees any read
+ * past it) opens with all its fields read; a longer struct from a later
+ * header opens when its unknown tail is zero and is refused when it sets
+ * anything there; a size below any version is refused. */
+static void test_config_sizes(void) {
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    size_t base = offsetof(hearth_db_config_t, auth_variable) + sizeof(char *);
+    hearth_db_config_t *old = calloc(1, base);
+    old->size = base;
+    old->rules = "{\"rules\": {\".read\": false}}"; /* its last field */
+    CHECK_INT(hearth_db_open(old, &db, &err), 0);
+    hearth_node_t *value = NULL;
+    CHECK_INT(hearth_db_get(db, "a", NULL, &value, &err), HEARTH_EDENIED);
+    CHECK_INT(hearth_db_close(db), 0);
+    free(old);
+
+    struct {
+        hearth_db_config_t config;
+        uint64_t later[2]; /* fields of a later version */
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.config.size = sizeof newer;
+    db = NULL;
+    CHECK_INT(hearth_db_open(&newer.config, &db, &err), 0);
+    CHECK_INT(hearth_db_close(db), 0);
+    newer.later[1] = 1;
+    db = NULL;
+    CHECK_INT(hearth_db_open(&newer.config, &db, &err), HEARTH_EUNSUPPORTED);
+    CHECK(strstr(err.message, "does not know") != NULL);
+    CHECK(db == NULL);
+
+    hearth_db_config_t short_one = {.size = sizeof(size_t)};
+    CHECK_INT(hearth_db_open(&short_one, &db, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "hearth_db_config_t.size") != NULL);
+    CHECK(db == NULL);
+}
+
 const test_case db_tests[] = {
+    {"db_config_sizes", test_config_sizes},
     {"db_embedded_rules", test_embedded_rules},
     {"db_set_get_remove", test_set_get_remove},
     {"db_update_multi_path", test_update_multi_path},

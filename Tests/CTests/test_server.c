@@ -1565,7 +1565,44 @@ static void test_stop_with_an_answer_pending(void) {
     remove_tree(data_dir);
 }
 
+/* The server's config carries its size too: a struct as long as version
+ * 0.2's (in a block of exactly that size) starts a server; a later
+ * header's longer struct that sets a field this library lacks, or a size
+ * below any version, is refused. */
+static void test_config_sizes(void) {
+    make_data_dir();
+    size_t base = offsetof(hearth_server_config_t, max_held_bytes) +
+                  sizeof(int64_t);
+    hearth_server_config_t *old = calloc(1, base);
+    old->size = base;
+    old->host = "127.0.0.1";
+    old->data_dir = data_dir;
+    old->max_held_bytes = 1 << 20; /* its last field */
+    hearth_server_t *s = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_server_start(old, &s, &err), 0);
+    stop(s);
+    free(old);
+
+    struct {
+        hearth_server_config_t config;
+        uint64_t later;
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.config.size = sizeof newer;
+    newer.config.data_dir = data_dir;
+    newer.later = 7;
+    s = NULL;
+    CHECK_INT(hearth_server_start(&newer.config, &s, &err), HEARTH_EUNSUPPORTED);
+    CHECK(strstr(err.message, "hearth_server_config_t sets a field") != NULL);
+    CHECK(s == NULL);
+    newer.config.size = 1;
+    CHECK_INT(hearth_server_start(&newer.config, &s, &err), HEARTH_EINVAL);
+    CHECK(s == NULL);
+}
+
 const test_case server_tests[] = {
+    {"server_config_sizes", test_config_sizes},
     {"server_rest_methods", test_rest_methods},
     {"server_rest_errors", test_rest_errors},
     {"server_queries_and_rules", test_queries_and_rules},
