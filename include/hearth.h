@@ -270,6 +270,14 @@ HEARTH_EXTERN int hearth_node_from_jansson(const struct json_t *json,
 #define HEARTH_JSON_EXPORT 0x10u /* priorities kept, no array conversion */
 #define HEARTH_JSON_PRETTY 0x20u /* indented, for people */
 
+/* Whether node reads as an array: an object whose keys are all integers
+ * "0", "1", ... (no sign, no leading zero) and whose largest key is below
+ * twice its child count, as the service decides. hearth_node_to_json and
+ * hearth_node_to_jansson write such objects as arrays (missing indexes as
+ * null) unless HEARTH_JSON_EXPORT; bindings that convert nodes themselves
+ * ask here rather than repeat the rule. False for leaves and NULL. */
+HEARTH_EXTERN bool hearth_node_is_array(const hearth_node_t *node);
+
 /* Serializes node as JSON text (NUL-terminated; release with hearth_free).
  * Objects whose keys look like a dense array become arrays unless
  * HEARTH_JSON_EXPORT. Returns NULL when out of memory. */
@@ -385,6 +393,8 @@ HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
 
 typedef struct hearth_db_s hearth_db_t;
 
+struct uv_loop_s; /* libuv's loop (uv_loop_t), for hearth_db_config_t.loop */
+
 /* When an acknowledged write is on disk. */
 typedef enum hearth_fsync_mode {
     HEARTH_FSYNC_ALWAYS = 0, /* synced before the write is acknowledged */
@@ -402,11 +412,11 @@ typedef enum hearth_fsync_mode {
  * added later are read only when `size` covers them. */
 typedef struct hearth_db_config_s {
     size_t size; /* sizeof(hearth_db_config_t), or 0: see above */
-    /* A uv_loop_t * to run on, driven by the caller: hearth_db_open and
+    /* A libuv loop (uv_loop_t *) to run on, driven by the caller: hearth_db_open and
      * hearth_db_close must then be called on the thread that runs that
      * loop, and callbacks run there. NULL: the database starts and owns a
      * loop on its own thread. */
-    void *loop;
+    struct uv_loop_s *loop;
     /* A directory to keep the data in (created if missing; one process at
      * a time): every write is logged before it is acknowledged, snapshots
      * are taken as the log grows, and opening recovers the data. NULL: in

@@ -408,6 +408,11 @@ bool hearth__node_is_array(const hearth_node_t *n) {
     return (size_t)last->key->ival < 2 * count;
 }
 
+bool hearth_node_is_array(const hearth_node_t *node) {
+    return node && hearth_node_type(node) == HEARTH_TYPE_OBJECT &&
+           hearth__node_is_array(node);
+}
+
 static void write_array(writer *w, const hearth_node_t *n, unsigned indent) {
     hearth__buf_addc(w->b, '[');
     size_t next = 0;

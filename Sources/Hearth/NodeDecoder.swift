@@ -7,10 +7,8 @@ import Foundation
 /// `NSDictionary` for objects and `NSArray` for objects that read as arrays.
 ///
 /// The array rule and number forms are those of `hearth_node_to_json`:
-/// an object reads as an array when every key is a non-negative integer
-/// without leading zeros and the largest key is below twice the number of
-/// children (holes become `NSNull`); integral numbers below 2^53 become
-/// integers.
+/// the C core decides which objects read as arrays (`hearth_node_is_array`;
+/// holes become `NSNull`); integral numbers below 2^53 become integers.
 enum NodeDecoder {
     /// The plain value (`DataSnapshot.value`).
     static func value(of node: OpaquePointer) -> Any {
@@ -83,7 +81,10 @@ enum NodeDecoder {
             keys.append(key)
             values.append(decode(child, export: export))
         }
-        if !export, let indexes = arrayIndexes(keys) {
+        if !export, hearth_node_is_array(node) {
+            // The C core's rule: every key an index, the largest below
+            // twice the count; keys come in numeric order.
+            let indexes = keys.map { Int($0)! }
             var array = [Any](repeating: NSNull(), count: (indexes.last ?? -1) + 1)
             for (index, value) in zip(indexes, values) {
                 array[index] = value
@@ -98,26 +99,5 @@ enum NodeDecoder {
             dictionary[".priority"] = priority
         }
         return dictionary
-    }
-
-    /// The keys as array indexes when the object reads as an array: each
-    /// key a non-negative 32-bit integer without leading zeros, and the
-    /// largest below twice the count. Keys come in key order, where integer
-    /// keys sort first, numerically.
-    private static func arrayIndexes(_ keys: [String]) -> [Int]? {
-        guard !keys.isEmpty else { return nil }
-        var indexes: [Int] = []
-        indexes.reserveCapacity(keys.count)
-        for key in keys {
-            let utf8 = key.utf8
-            guard utf8.count <= 10, let first = utf8.first,
-                first != UInt8(ascii: "0") || utf8.count == 1,
-                utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                let index = Int(key), index <= Int(Int32.max)
-            else { return nil }
-            indexes.append(index)
-        }
-        guard let largest = indexes.last, largest < 2 * keys.count else { return nil }
-        return indexes
     }
 }

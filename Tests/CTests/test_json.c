@@ -36,6 +36,13 @@ static void check_io(const char *in, const char *plain, const char *export,
                 line, in, p, plain, e, export);
         test_failures++;
     }
+    /* hearth_node_is_array answers what the plain text shows (bindings
+     * that convert nodes themselves rely on it). */
+    if (p && hearth_node_is_array(n) != (p[0] == '[')) {
+        fprintf(stderr, "  test_json.c:%d: %s: hearth_node_is_array is %d\n",
+                line, in, (int)hearth_node_is_array(n));
+        test_failures++;
+    }
     /* The export text reads back as the same node. */
     if (e) {
         hearth_node_t *again = node_from(e);
@@ -209,6 +216,7 @@ static void test_arrays(void) {
     /* Arrays nested in objects and with priorities. */
     IO("{\"list\":[1,{\".value\":2,\".priority\":1}]}", "{\"list\":[1,2]}",
        "{\"list\":{\"0\":1,\"1\":{\".value\":2,\".priority\":1}}}");
+    CHECK(!hearth_node_is_array(NULL));
     /* A long array. */
     char text[8192] = "[";
     for (int i = 0; i < 1000; i++) {
