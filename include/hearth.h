@@ -50,6 +50,20 @@ extern "C" {
 #define HEARTH_EXTERN
 #endif
 
+/* HEARTH_NULLABLE marks a pointer that may be NULL (a parameter the caller
+ * may leave out, a result that may be missing), so that Swift imports it
+ * as an optional. Pointers without it are not audited yet: Swift imports
+ * them as implicitly unwrapped, as before. Only clang knows _Nullable; its
+ * completeness warning (every pointer of a header annotated once one is)
+ * is silenced for that reason. */
+#if defined(__clang__)
+#define HEARTH_NULLABLE _Nullable
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnullability-completeness"
+#else
+#define HEARTH_NULLABLE
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */
 
@@ -149,7 +163,7 @@ typedef struct hearth_error_s {
 } hearth_error_t;
 
 /* Releases memory returned by Hearth (JSON text and similar). */
-HEARTH_EXTERN void hearth_free(void *ptr);
+HEARTH_EXTERN void hearth_free(void *HEARTH_NULLABLE ptr);
 
 /* ------------------------------------------------------------------------ */
 /* Limits (semantics of the service)                                        */
@@ -177,18 +191,19 @@ typedef enum hearth_type {
 /* Returns node, with one more reference. */
 HEARTH_EXTERN hearth_node_t *hearth_node_incref(const hearth_node_t *node);
 /* Releases one reference; NULL is ignored. */
-HEARTH_EXTERN void hearth_node_decref(const hearth_node_t *node);
+HEARTH_EXTERN void hearth_node_decref(const hearth_node_t *HEARTH_NULLABLE node);
 
 /* Constructors. They return a new reference, or NULL when out of memory
  * (number: or when not finite; string: or when not valid UTF-8 or longer
- * than HEARTH_MAX_STRING_BYTES). */
-HEARTH_EXTERN hearth_node_t *hearth_node_null(void);
-HEARTH_EXTERN hearth_node_t *hearth_node_boolean(bool value);
-HEARTH_EXTERN hearth_node_t *hearth_node_number(double value);
-HEARTH_EXTERN hearth_node_t *hearth_node_string(const char *utf8, size_t len);
+ * than HEARTH_MAX_STRING_BYTES). hearth_node_null never fails: the null
+ * node is one shared static node. */
+HEARTH_EXTERN hearth_node_t *hearth_node_null(void); /* never NULL */
+HEARTH_EXTERN hearth_node_t *HEARTH_NULLABLE hearth_node_boolean(bool value);
+HEARTH_EXTERN hearth_node_t *HEARTH_NULLABLE hearth_node_number(double value);
+HEARTH_EXTERN hearth_node_t *HEARTH_NULLABLE hearth_node_string(const char *utf8, size_t len);
 /* {".sv": "timestamp"} and {".sv": {"increment": delta}}. */
-HEARTH_EXTERN hearth_node_t *hearth_node_server_timestamp(void);
-HEARTH_EXTERN hearth_node_t *hearth_node_server_increment(double delta);
+HEARTH_EXTERN hearth_node_t *HEARTH_NULLABLE hearth_node_server_timestamp(void);
+HEARTH_EXTERN hearth_node_t *HEARTH_NULLABLE hearth_node_server_increment(double delta);
 
 HEARTH_EXTERN hearth_type hearth_node_type(const hearth_node_t *node);
 HEARTH_EXTERN bool hearth_node_is_null(const hearth_node_t *node);
@@ -196,8 +211,8 @@ HEARTH_EXTERN bool hearth_node_boolean_value(const hearth_node_t *node);
 HEARTH_EXTERN double hearth_node_number_value(const hearth_node_t *node);
 /* The string's bytes (NUL-terminated) and, if len is not NULL, its length.
  * NULL when the node is not a string. Borrowed from node. */
-HEARTH_EXTERN const char *hearth_node_string_value(const hearth_node_t *node,
-                                                   size_t *len);
+HEARTH_EXTERN const char *HEARTH_NULLABLE hearth_node_string_value(const hearth_node_t *node,
+                                                   size_t *HEARTH_NULLABLE len);
 
 /* The priority: the null node, a number or a string. Borrowed. */
 HEARTH_EXTERN const hearth_node_t *hearth_node_priority(const hearth_node_t *node);
@@ -209,21 +224,21 @@ HEARTH_EXTERN const hearth_node_t *hearth_node_child(const hearth_node_t *node,
                                                      const char *key);
 /* The i-th child in key order (0-based) and its key, both borrowed; NULL when
  * i is out of range. O(log n). */
-HEARTH_EXTERN const hearth_node_t *hearth_node_child_at(const hearth_node_t *node,
+HEARTH_EXTERN const hearth_node_t *HEARTH_NULLABLE hearth_node_child_at(const hearth_node_t *node,
                                                         size_t index,
                                                         const char **key);
 /* The node at a slash-separated path below node ("" is node itself), or the
  * null node. Fails only for an invalid path. Borrowed through *out. */
 HEARTH_EXTERN int hearth_node_get(const hearth_node_t *node, const char *path,
                                   const hearth_node_t **out,
-                                  hearth_error_t *err);
+                                  hearth_error_t *HEARTH_NULLABLE err);
 
 /* Calls cb for each child in key order; stops early when cb returns
  * non-zero and returns that value, else 0. */
 typedef int (*hearth_child_cb)(const char *key, const hearth_node_t *child,
-                               void *ctx);
+                               void *HEARTH_NULLABLE ctx);
 HEARTH_EXTERN int hearth_node_foreach_child(const hearth_node_t *node,
-                                            hearth_child_cb cb, void *ctx);
+                                            hearth_child_cb cb, void *HEARTH_NULLABLE ctx);
 
 /* Deep equality of value and priority. */
 HEARTH_EXTERN bool hearth_node_equal(const hearth_node_t *a,
@@ -236,17 +251,17 @@ HEARTH_EXTERN bool hearth_node_equal(const hearth_node_t *a,
  * On failure *node is unchanged. */
 HEARTH_EXTERN int hearth_node_set(hearth_node_t **node, const char *path,
                                   const hearth_node_t *value,
-                                  hearth_error_t *err);
+                                  hearth_error_t *HEARTH_NULLABLE err);
 /* Same for one direct child key; steals `value` (also on failure). */
 HEARTH_EXTERN int hearth_node_set_child_new(hearth_node_t **node,
                                             const char *key,
                                             hearth_node_t *value,
-                                            hearth_error_t *err);
+                                            hearth_error_t *HEARTH_NULLABLE err);
 /* A new reference to node with its priority replaced (null removes it). */
 HEARTH_EXTERN int hearth_node_with_priority(const hearth_node_t *node,
                                             const hearth_node_t *priority,
                                             hearth_node_t **out,
-                                            hearth_error_t *err);
+                                            hearth_error_t *HEARTH_NULLABLE err);
 
 /* ---- JSON ---- */
 
@@ -260,11 +275,11 @@ struct json_t; /* jansson's value type, for the *_jansson functions */
  * NUL-terminated string. */
 HEARTH_EXTERN int hearth_node_from_json(const char *text, size_t len,
                                         unsigned flags, hearth_node_t **out,
-                                        hearth_error_t *err);
+                                        hearth_error_t *HEARTH_NULLABLE err);
 /* The same from a jansson value (json_t *). */
 HEARTH_EXTERN int hearth_node_from_jansson(const struct json_t *json,
                                            unsigned flags, hearth_node_t **out,
-                                           hearth_error_t *err);
+                                           hearth_error_t *HEARTH_NULLABLE err);
 
 /* Flags for hearth_node_to_json / hearth_node_to_jansson. */
 #define HEARTH_JSON_EXPORT 0x10u /* priorities kept, no array conversion */
@@ -276,15 +291,15 @@ HEARTH_EXTERN int hearth_node_from_jansson(const struct json_t *json,
  * hearth_node_to_jansson write such objects as arrays (missing indexes as
  * null) unless HEARTH_JSON_EXPORT; bindings that convert nodes themselves
  * ask here rather than repeat the rule. False for leaves and NULL. */
-HEARTH_EXTERN bool hearth_node_is_array(const hearth_node_t *node);
+HEARTH_EXTERN bool hearth_node_is_array(const hearth_node_t *HEARTH_NULLABLE node);
 
 /* Serializes node as JSON text (NUL-terminated; release with hearth_free).
  * Objects whose keys look like a dense array become arrays unless
  * HEARTH_JSON_EXPORT. Returns NULL when out of memory. */
-HEARTH_EXTERN char *hearth_node_to_json(const hearth_node_t *node,
-                                        unsigned flags, size_t *len);
+HEARTH_EXTERN char *HEARTH_NULLABLE hearth_node_to_json(const hearth_node_t *node,
+                                        unsigned flags, size_t *HEARTH_NULLABLE len);
 /* The same as a new jansson value (json_t *, release with json_decref). */
-HEARTH_EXTERN struct json_t *hearth_node_to_jansson(const hearth_node_t *node,
+HEARTH_EXTERN struct json_t *HEARTH_NULLABLE hearth_node_to_jansson(const hearth_node_t *node,
                                                     unsigned flags);
 
 /* ---- Node hash (compare-and-set, listen hashes) ---- */
@@ -300,8 +315,8 @@ HEARTH_EXTERN int hearth_node_hash(const hearth_node_t *node,
 
 /* Validates a key / a path (keys joined by '/'; empty segments ignored; a
  * path may start with ".info" and end with ".priority"). */
-HEARTH_EXTERN int hearth_validate_key(const char *key, hearth_error_t *err);
-HEARTH_EXTERN int hearth_validate_path(const char *path, hearth_error_t *err);
+HEARTH_EXTERN int hearth_validate_key(const char *HEARTH_NULLABLE key, hearth_error_t *HEARTH_NULLABLE err);
+HEARTH_EXTERN int hearth_validate_path(const char *path, hearth_error_t *HEARTH_NULLABLE err);
 /* Compares two keys in the service's order (integer-like keys first,
  * numerically; then UTF-16 code unit order): <0, 0 or >0. */
 HEARTH_EXTERN int hearth_key_compare(const char *a, const char *b);
@@ -335,46 +350,46 @@ typedef struct hearth_query_s hearth_query_t;
  * released with hearth_query_free. (Named hearth_query_new before 0.2:
  * _new now always means "steals", see the conventions above.) */
 HEARTH_EXTERN int hearth_query_create(hearth_query_t **out);
-HEARTH_EXTERN hearth_query_t *hearth_query_copy(const hearth_query_t *query);
+HEARTH_EXTERN hearth_query_t *HEARTH_NULLABLE hearth_query_copy(const hearth_query_t *HEARTH_NULLABLE query);
 HEARTH_EXTERN void hearth_query_free(hearth_query_t *query);
 
 /* At most one order-by per query. */
 HEARTH_EXTERN int hearth_query_order_by_key(hearth_query_t *q,
-                                            hearth_error_t *err);
+                                            hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_order_by_priority(hearth_query_t *q,
-                                                 hearth_error_t *err);
+                                                 hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_order_by_value(hearth_query_t *q,
-                                              hearth_error_t *err);
+                                              hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_order_by_child(hearth_query_t *q,
                                               const char *path,
-                                              hearth_error_t *err);
+                                              hearth_error_t *HEARTH_NULLABLE err);
 /* Range bounds: a value (borrowed; for order-by-key a string key) and an
  * optional key (NULL for none) breaking ties among equal values. */
 HEARTH_EXTERN int hearth_query_start_at(hearth_query_t *q,
                                         const hearth_node_t *value,
-                                        const char *key, hearth_error_t *err);
+                                        const char *HEARTH_NULLABLE key, hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_start_after(hearth_query_t *q,
                                            const hearth_node_t *value,
-                                           const char *key,
-                                           hearth_error_t *err);
+                                           const char *HEARTH_NULLABLE key,
+                                           hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_end_at(hearth_query_t *q,
                                       const hearth_node_t *value,
-                                      const char *key, hearth_error_t *err);
+                                      const char *HEARTH_NULLABLE key, hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_end_before(hearth_query_t *q,
                                           const hearth_node_t *value,
-                                          const char *key,
-                                          hearth_error_t *err);
+                                          const char *HEARTH_NULLABLE key,
+                                          hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_equal_to(hearth_query_t *q,
                                         const hearth_node_t *value,
-                                        const char *key, hearth_error_t *err);
+                                        const char *HEARTH_NULLABLE key, hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_limit_to_first(hearth_query_t *q, uint32_t n,
-                                              hearth_error_t *err);
+                                              hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_query_limit_to_last(hearth_query_t *q, uint32_t n,
-                                             hearth_error_t *err);
+                                             hearth_error_t *HEARTH_NULLABLE err);
 
 /* A canonical text form of the query's parameters, as the service's
  * query identifier ("{}" for none); hearth_free it. */
-HEARTH_EXTERN char *hearth_query_to_json(const hearth_query_t *q);
+HEARTH_EXTERN char *HEARTH_NULLABLE hearth_query_to_json(const hearth_query_t *q);
 
 /* The children of node that the query selects, as a new node (priorities
  * kept). A leaf node yields itself when the query has no constraint and
@@ -386,7 +401,7 @@ HEARTH_EXTERN int hearth_query_apply(const hearth_query_t *q,
  * by key); stops early when cb returns non-zero and returns that value. */
 HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
                                        const hearth_node_t *node,
-                                       hearth_child_cb cb, void *ctx);
+                                       hearth_child_cb cb, void *HEARTH_NULLABLE ctx);
 
 /* ------------------------------------------------------------------------ */
 /* The embedded database                                                    */
@@ -416,12 +431,12 @@ typedef struct hearth_db_config_s {
      * hearth_db_close must then be called on the thread that runs that
      * loop, and callbacks run there. NULL: the database starts and owns a
      * loop on its own thread. */
-    struct uv_loop_s *loop;
+    struct uv_loop_s *HEARTH_NULLABLE loop;
     /* A directory to keep the data in (created if missing; one process at
      * a time): every write is logged before it is acknowledged, snapshots
      * are taken as the log grows, and opening recovers the data. NULL: in
      * memory only. */
-    const char *data_dir;
+    const char *HEARTH_NULLABLE data_dir;
     hearth_fsync_mode fsync_mode;
     /* A server to be a client of instead ("http://127.0.0.1:9000?ns=demo",
      * "ws://...", "https://NAME.firebaseio.com"): the same calls then read
@@ -429,7 +444,7 @@ typedef struct hearth_db_config_s {
      * events at once and are sent in order (queued while offline);
      * observers see the server's data as it arrives; `.info/connected` and
      * `.info/serverTimeOffset` can be observed. Excludes data_dir. */
-    const char *url;
+    const char *HEARTH_NULLABLE url;
     /* With url: a directory (created if missing) keeping the client's
      * cache: its pending writes and the server data of the locations it
      * listens to, in one SQLite file per URL. A client opened again on the
@@ -439,7 +454,7 @@ typedef struct hearth_db_config_s {
      * stored (their completions get HEARTH_ECANCELED). A damaged or
      * unusable file is reported on stderr and replaced, keeping the
      * pending writes it can still read. NULL: memory only. */
-    const char *cache_dir;
+    const char *HEARTH_NULLABLE cache_dir;
     /* The cache's bound in bytes, 1 MB to 100 MB (0: 10 MB): server data
      * no observer holds is pruned, least recently used first, past it;
      * pending writes have a bound of the same size, and a write past it
@@ -452,16 +467,16 @@ typedef struct hearth_db_config_s {
      * event), a read fails with HEARTH_EDENIED, an observer the rules do
      * not let read gets a HEARTH_EVENT_CANCEL and ends. NULL: no rules,
      * every call is allowed (the embedding program is the admin). */
-    const char *rules;
+    const char *HEARTH_NULLABLE rules;
     /* With rules: the rules' `auth` as JSON ({"uid": "ada", ...}); NULL or
      * "null": unauthenticated. */
-    const char *auth_variable;
+    const char *HEARTH_NULLABLE auth_variable;
 } hearth_db_config_t;
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a
  * data directory, err (may be NULL) explains a failure to recover. */
-HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *config,
-                                 hearth_db_t **out, hearth_error_t *err);
+HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *HEARTH_NULLABLE config,
+                                 hearth_db_t **out, hearth_error_t *HEARTH_NULLABLE err);
 /* Closes the database: operations still queued complete with
  * HEARTH_ECANCELED, every observer's ctx_free runs (on the calling thread),
  * the owned loop thread is joined, and db is freed. Not from a callback of
@@ -496,12 +511,12 @@ typedef struct hearth_repair_report_s {
  * changed, or when a cut cannot help: a missing snapshot or log, a
  * damaged snapshot. */
 HEARTH_EXTERN int hearth_repair(const char *data_dir,
-                                hearth_repair_report_t *report,
-                                hearth_error_t *err);
+                                hearth_repair_report_t *HEARTH_NULLABLE report,
+                                hearth_error_t *HEARTH_NULLABLE err);
 
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
-typedef void (*hearth_completion_cb)(int status, void *ctx);
-typedef void (*hearth_free_cb)(void *ctx);
+typedef void (*hearth_completion_cb)(int status, void *HEARTH_NULLABLE ctx);
+typedef void (*hearth_free_cb)(void *HEARTH_NULLABLE ctx);
 
 /* Writes. Each may be called from any thread; validation happens before it
  * returns (an error means nothing was queued and cb will not run). The write
@@ -510,34 +525,34 @@ typedef void (*hearth_free_cb)(void *ctx);
  * when the write is applied. */
 HEARTH_EXTERN int hearth_db_set(hearth_db_t *db, const char *path,
                                 const hearth_node_t *value,
-                                hearth_completion_cb cb, void *ctx,
-                                hearth_free_cb ctx_free, hearth_error_t *err);
+                                hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+                                hearth_free_cb HEARTH_NULLABLE ctx_free, hearth_error_t *HEARTH_NULLABLE err);
 /* Multi-path update: count (relative path, value) pairs below `path`,
  * applied as one write. A path that is an ancestor of another fails with
  * HEARTH_EUPDATE. */
 HEARTH_EXTERN int hearth_db_update(hearth_db_t *db, const char *path,
                                    size_t count, const char *const *paths,
                                    const hearth_node_t *const *values,
-                                   hearth_completion_cb cb, void *ctx,
-                                   hearth_free_cb ctx_free,
-                                   hearth_error_t *err);
+                                   hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+                                   hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                   hearth_error_t *HEARTH_NULLABLE err);
 /* The same with a JSON object whose keys are relative paths. */
 HEARTH_EXTERN int hearth_db_update_json(hearth_db_t *db, const char *path,
                                         const char *json, size_t len,
-                                        hearth_completion_cb cb, void *ctx,
-                                        hearth_free_cb ctx_free,
-                                        hearth_error_t *err);
+                                        hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+                                        hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                        hearth_error_t *HEARTH_NULLABLE err);
 HEARTH_EXTERN int hearth_db_remove(hearth_db_t *db, const char *path,
-                                   hearth_completion_cb cb, void *ctx,
-                                   hearth_free_cb ctx_free,
-                                   hearth_error_t *err);
+                                   hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+                                   hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                   hearth_error_t *HEARTH_NULLABLE err);
 /* Sets value under a new push ID child of path; the ID is written to
  * key_out before the call returns. */
 HEARTH_EXTERN int hearth_db_push(hearth_db_t *db, const char *path,
                                  const hearth_node_t *value,
                                  char key_out[HEARTH_PUSH_ID_SIZE],
-                                 hearth_completion_cb cb, void *ctx,
-                                 hearth_free_cb ctx_free, hearth_error_t *err);
+                                 hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+                                 hearth_free_cb HEARTH_NULLABLE ctx_free, hearth_error_t *HEARTH_NULLABLE err);
 
 /* Transactions. update runs on the loop with the current value (borrowed)
  * and returns HEARTH_TX_COMMIT with a new reference in *result (may contain
@@ -548,34 +563,34 @@ HEARTH_EXTERN int hearth_db_push(hearth_db_t *db, const char *path,
 #define HEARTH_TX_COMMIT 0
 #define HEARTH_TX_ABORT 1
 typedef int (*hearth_transaction_fn)(const hearth_node_t *current,
-                                     hearth_node_t **result, void *ctx);
+                                     hearth_node_t **result, void *HEARTH_NULLABLE ctx);
 typedef void (*hearth_transaction_done_cb)(int status, bool committed,
                                            const hearth_node_t *snapshot,
-                                           void *ctx);
+                                           void *HEARTH_NULLABLE ctx);
 HEARTH_EXTERN int hearth_db_transaction(hearth_db_t *db, const char *path,
                                         hearth_transaction_fn update,
                                         hearth_transaction_done_cb done,
-                                        void *ctx, hearth_free_cb ctx_free,
-                                        hearth_error_t *err);
+                                        void *HEARTH_NULLABLE ctx, hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                        hearth_error_t *HEARTH_NULLABLE err);
 
 /* Reads the value at path (filtered by query when not NULL) into *out (a
  * new reference). From another thread it waits for the writes queued
  * before it; on the loop thread it answers at once. */
 HEARTH_EXTERN int hearth_db_get(hearth_db_t *db, const char *path,
-                                const hearth_query_t *query,
-                                hearth_node_t **out, hearth_error_t *err);
+                                const hearth_query_t *HEARTH_NULLABLE query,
+                                hearth_node_t **out, hearth_error_t *HEARTH_NULLABLE err);
 
 /* The same without blocking: cb runs on the loop once every write queued
  * before has applied (for a client of a server: with the server's answer,
  * or complete cached data when the server cannot be reached), exactly
  * once, then ctx_free. value is borrowed (NULL when status is not 0). */
-typedef void (*hearth_get_cb)(int status, const hearth_node_t *value,
-                              void *ctx);
+typedef void (*hearth_get_cb)(int status, const hearth_node_t *HEARTH_NULLABLE value,
+                              void *HEARTH_NULLABLE ctx);
 HEARTH_EXTERN int hearth_db_get_async(hearth_db_t *db, const char *path,
-                                      const hearth_query_t *query,
-                                      hearth_get_cb cb, void *ctx,
-                                      hearth_free_cb ctx_free,
-                                      hearth_error_t *err);
+                                      const hearth_query_t *HEARTH_NULLABLE query,
+                                      hearth_get_cb cb, void *HEARTH_NULLABLE ctx,
+                                      hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                      hearth_error_t *HEARTH_NULLABLE err);
 
 /* ---- Observers ---- */
 
@@ -609,13 +624,13 @@ typedef enum hearth_event_type {
 typedef struct hearth_event_s {
     hearth_event_type type;
     const char *path;
-    const char *key;
-    const char *prev_key;
-    const hearth_node_t *node;
+    const char *HEARTH_NULLABLE key;
+    const char *HEARTH_NULLABLE prev_key;
+    const hearth_node_t *HEARTH_NULLABLE node;
     int status;
 } hearth_event_t;
 
-typedef void (*hearth_event_cb)(const hearth_event_t *event, void *ctx);
+typedef void (*hearth_event_cb)(const hearth_event_t *event, void *HEARTH_NULLABLE ctx);
 
 typedef uint64_t hearth_observer_t; /* 0 is never a valid handle */
 
@@ -625,11 +640,11 @@ typedef uint64_t hearth_observer_t; /* 0 is never a valid handle */
  * write that changes what the observer sees. The handle is written before
  * the call returns. */
 HEARTH_EXTERN int hearth_db_observe(hearth_db_t *db, const char *path,
-                                    const hearth_query_t *query, unsigned mask,
-                                    hearth_event_cb cb, void *ctx,
-                                    hearth_free_cb ctx_free,
+                                    const hearth_query_t *HEARTH_NULLABLE query, unsigned mask,
+                                    hearth_event_cb cb, void *HEARTH_NULLABLE ctx,
+                                    hearth_free_cb HEARTH_NULLABLE ctx_free,
                                     hearth_observer_t *handle,
-                                    hearth_error_t *err);
+                                    hearth_error_t *HEARTH_NULLABLE err);
 /* Removes one observer; its ctx_free runs on the loop once no more events
  * can reach it. HEARTH_ENOTFOUND (from the loop thread) for an unknown
  * handle; from another thread, unknown handles are ignored. */
@@ -638,7 +653,7 @@ HEARTH_EXTERN int hearth_db_remove_observer(hearth_db_t *db,
 /* Removes every observer registered at exactly path (not below it). */
 HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
                                                 const char *path,
-                                                hearth_error_t *err);
+                                                hearth_error_t *HEARTH_NULLABLE err);
 
 /* ---- A client of a server (hearth_db_config_t.url) ---- */
 
@@ -659,7 +674,7 @@ HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
  * the server revokes it (it expired), it is dropped and the provider, if
  * any, is asked for a new one. HEARTH_EUNSUPPORTED for an embedded
  * database. */
-HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *token);
+HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *HEARTH_NULLABLE token);
 
 /* A token provider: cb(db, ctx) runs on the loop thread when set, on every
  * new connection and when the server revokes the token; it must answer,
@@ -667,11 +682,11 @@ HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *token);
  * Until it answers, a new connection sends nothing else (listens, writes
  * and gets wait). NULL removes the provider. ctx_free(ctx) runs when the
  * provider is replaced or the database closes. */
-typedef void (*hearth_auth_provider_cb)(hearth_db_t *db, void *ctx);
+typedef void (*hearth_auth_provider_cb)(hearth_db_t *db, void *HEARTH_NULLABLE ctx);
 HEARTH_EXTERN int hearth_db_set_auth_provider(hearth_db_t *db,
-                                              hearth_auth_provider_cb cb,
-                                              void *ctx,
-                                              hearth_free_cb ctx_free);
+                                              hearth_auth_provider_cb HEARTH_NULLABLE cb,
+                                              void *HEARTH_NULLABLE ctx,
+                                              hearth_free_cb HEARTH_NULLABLE ctx_free);
 
 /* onDisconnect: the server performs these when this client's connection
  * ends (also when its process dies). cb runs once the server has recorded
@@ -680,27 +695,27 @@ HEARTH_EXTERN int hearth_db_set_auth_provider(hearth_db_t *db,
 /* Sets value at path then (null removes). */
 HEARTH_EXTERN int hearth_db_on_disconnect_set(hearth_db_t *db, const char *path,
                                               const hearth_node_t *value,
-                                              hearth_completion_cb cb,
-                                              void *ctx,
-                                              hearth_free_cb ctx_free,
-                                              hearth_error_t *err);
+                                              hearth_completion_cb HEARTH_NULLABLE cb,
+                                              void *HEARTH_NULLABLE ctx,
+                                              hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                              hearth_error_t *HEARTH_NULLABLE err);
 /* A multi-path update then, as hearth_db_update. */
 HEARTH_EXTERN int hearth_db_on_disconnect_update(
     hearth_db_t *db, const char *path, size_t count, const char *const *paths,
-    const hearth_node_t *const *values, hearth_completion_cb cb, void *ctx,
-    hearth_free_cb ctx_free, hearth_error_t *err);
+    const hearth_node_t *const *values, hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+    hearth_free_cb HEARTH_NULLABLE ctx_free, hearth_error_t *HEARTH_NULLABLE err);
 /* Drops the operations queued at or below path. */
 HEARTH_EXTERN int hearth_db_on_disconnect_cancel(hearth_db_t *db,
                                                  const char *path,
-                                                 hearth_completion_cb cb,
-                                                 void *ctx,
-                                                 hearth_free_cb ctx_free,
-                                                 hearth_error_t *err);
+                                                 hearth_completion_cb HEARTH_NULLABLE cb,
+                                                 void *HEARTH_NULLABLE ctx,
+                                                 hearth_free_cb HEARTH_NULLABLE ctx_free,
+                                                 hearth_error_t *HEARTH_NULLABLE err);
 
 /* Runs fn(ctx) on the database's loop after every operation queued before
  * it, then ctx_free(ctx). Useful to wait for events from another thread. */
-HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
-                                 void *ctx, hearth_free_cb ctx_free);
+HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *HEARTH_NULLABLE ctx),
+                                 void *HEARTH_NULLABLE ctx, hearth_free_cb HEARTH_NULLABLE ctx_free);
 
 /* ---- Rules documents ---- */
 
@@ -710,7 +725,7 @@ HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx),
  * expression (err->column) or the line and column in the JSON. len may be
  * (size_t)-1 for a NUL-terminated text. */
 HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
-                                     hearth_error_t *err);
+                                     hearth_error_t *HEARTH_NULLABLE err);
 
 /* ---- Tokens ---- */
 
@@ -720,9 +735,9 @@ HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
  * claims has them. Signed with HS256 by secret, or unsigned (alg "none",
  * what a server with no keys accepts) when secret is NULL. *out is freed
  * with hearth_free. */
-HEARTH_EXTERN int hearth_token_create(const char *uid, const char *claims,
-                                      const char *secret, int64_t ttl_s,
-                                      char **out, hearth_error_t *err);
+HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const char *HEARTH_NULLABLE claims,
+                                      const char *HEARTH_NULLABLE secret, int64_t ttl_s,
+                                      char **out, hearth_error_t *HEARTH_NULLABLE err);
 
 /* ------------------------------------------------------------------------ */
 /* The server: REST and server-sent events over HTTP/1.1                    */
@@ -732,10 +747,10 @@ typedef struct hearth_server_s hearth_server_t;
 typedef struct hearth_server_config_s {
     size_t size; /* sizeof(hearth_server_config_t), or 0: see the config
                     structs' rule above hearth_db_config_t */
-    const char *host;              /* an IP address; NULL: "127.0.0.1" */
+    const char *HEARTH_NULLABLE host;              /* an IP address; NULL: "127.0.0.1" */
     int port;                      /* 0 picks a free port */
-    const char *data_dir;          /* NULL: "./hearth-data" */
-    const char *default_namespace; /* NULL: "default" */
+    const char *HEARTH_NULLABLE data_dir;          /* NULL: "./hearth-data" */
+    const char *HEARTH_NULLABLE default_namespace; /* NULL: "default" */
     hearth_fsync_mode fsync_mode;
     /* A rules document (JSON with comments) for every namespace, replacing
      * their stored rules, and watched: when the file changes it is read
@@ -744,25 +759,25 @@ typedef struct hearth_server_config_s {
      * new namespace starts open (read and write for all) when no keys are
      * configured, and locked (nothing but the admin) when they are. The
      * rules are enforced on REST, streams and the realtime protocol. */
-    const char *rules_file;
+    const char *HEARTH_NULLABLE rules_file;
     /* The HS256 secret that signs users' tokens (JWT). */
-    const char *auth_secret;
+    const char *HEARTH_NULLABLE auth_secret;
     /* A file of public keys for RS256 / ES256 tokens: a JWKS document, a
      * map of key ids to PEM certificates, or PEM public keys or
      * certificates. With neither keys nor a secret, unsigned tokens (alg
      * "none") are accepted, as the emulator does. */
-    const char *auth_keys_file;
+    const char *HEARTH_NULLABLE auth_keys_file;
     /* When set, a token's "aud" must be this (for Firebase ID tokens: the
      * project id) and its "iss" that ("https://securetoken.google.com/"
      * followed by the project id). NULL: any. */
-    const char *auth_audience;
-    const char *auth_issuer;
+    const char *HEARTH_NULLABLE auth_audience;
+    const char *HEARTH_NULLABLE auth_issuer;
     /* The admin's credential ("Authorization: Bearer SECRET", realtime
      * auth/gauth with SECRET): the rules do not apply to it. NULL: "owner"
      * when no keys are configured (emulator mode, as the emulator), and no
      * admin over the network when keys are; when set, "owner" is an
      * ordinary invalid token. */
-    const char *admin_secret;
+    const char *HEARTH_NULLABLE admin_secret;
     /* Bounds on what a client can hold (0: the default). A request's head
      * must arrive within header_timeout_ms of its first byte (20 s), and a
      * new connection's first request within it too; a request body may
@@ -799,7 +814,7 @@ typedef struct hearth_server_config_s {
  * end the process). */
 HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
                                       hearth_server_t **out,
-                                      hearth_error_t *err);
+                                      hearth_error_t *HEARTH_NULLABLE err);
 /* The port the server listens on. */
 HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
 /* Stops accepting, finishes and acknowledges the writes in flight, closes
@@ -808,6 +823,10 @@ HEARTH_EXTERN int hearth_server_stop(hearth_server_t *server);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
 #endif
 
 #endif /* HEARTH_H */

@@ -14,6 +14,12 @@ cc -Wall -Wextra -Werror examples/hello.c $(pkg-config --cflags hearth) \
    $static_libs -o build/hello-static
 cc -Wall -Wextra -Werror examples/hello.c $(pkg-config --cflags --libs hearth) \
    -Wl,-rpath,"$prefix/lib" -o build/hello-shared
+# The header also compiles cleanly with clang (its nullability annotations)
+# and as C++.
+if command -v clang >/dev/null; then
+  clang -std=c11 -Wall -Wextra -Werror -fsyntax-only $(pkg-config --cflags hearth) examples/hello.c
+fi
+c++ -x c++ -Wall -Wextra -Werror -fsyntax-only $(pkg-config --cflags hearth) examples/hello.c
 out=$(build/hello-static)
 echo "$out" | grep -q '^name: Ada' || { echo "hello-static printed: $out"; exit 1; }
 out=$(build/hello-shared)
