@@ -4,7 +4,13 @@
  *
  * Conventions (see docs/ARCHITECTURE.md):
  *
- * - Every public name starts with hearth_ / HEARTH_; types are opaque.
+ * - Every public name starts with hearth_ / HEARTH_.
+ * - Handles (nodes, queries, databases, servers) are opaque: their layout
+ *   is not part of the ABI. The structs declared here are: config structs
+ *   start with their size and only grow at the end (see
+ *   hearth_db_config_t); the others (hearth_error_t, hearth_event_t,
+ *   hearth_push_id_state_t, hearth_repair_report_t) change only with the
+ *   major version, and so the soname (libhearth.so.MAJOR).
  * - Fallible functions return 0 or a negative HEARTH_E* code; describe it
  *   with hearth_strerror() / hearth_err_name(). Where a function takes a
  *   hearth_error_t *, it may be NULL; when given, it is filled with the code,
