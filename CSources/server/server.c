@@ -501,30 +501,43 @@ static void free_server(hearth__server *srv) {
 /* The struct of version 0.2, the first with a size: what size 0 means. */
 #define CONFIG_SIZE_0_2 HEARTH__END_OF(hearth_server_config_t, max_held_bytes)
 
+/* The caller's config, of whatever version, as this library's struct
+ * with its defaults filled in, checked, and its HTTP limits. */
+static int read_config(const hearth_server_config_t *caller,
+                       hearth_server_config_t *config,
+                       hearth__http_limits *limits, hearth_error_t *err) {
+    int rc = hearth__config_read(caller, CONFIG_SIZE_0_2, config,
+                                 sizeof *config, "hearth_server_config_t", err);
+    if (rc)
+        return rc;
+    if (!config->host)
+        config->host = "127.0.0.1";
+    if (!config->data_dir)
+        config->data_dir = "./hearth-data";
+    if (!config->default_namespace)
+        config->default_namespace = "default";
+    if (!valid_namespace(config->default_namespace))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "invalid default namespace \"%s\"",
+                             config->default_namespace);
+    if (config->port < 0 || config->port > 65535)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
+                             config->port);
+    return http_limits(config, limits, err) ? HEARTH_EINVAL : 0;
+}
+
 int hearth_server_start(const hearth_server_config_t *caller_config,
                         hearth_server_t **out, hearth_error_t *err) {
     if (!caller_config || !out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
-    /* The caller's struct, of whatever version, as this library's. */
     hearth_server_config_t given;
     const hearth_server_config_t *config = &given;
-    int read = hearth__config_read(caller_config, CONFIG_SIZE_0_2, &given,
-                                   sizeof given, "hearth_server_config_t", err);
+    hearth__http_limits limits;
+    int read = read_config(caller_config, &given, &limits, err);
     if (read)
         return read;
-    const char *host = config->host ? config->host : "127.0.0.1";
-    const char *dir = config->data_dir ? config->data_dir : "./hearth-data";
-    const char *def = config->default_namespace ? config->default_namespace
-                                                : "default";
-    if (!valid_namespace(def))
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "invalid default namespace \"%s\"", def);
-    if (config->port < 0 || config->port > 65535)
-        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
-                             config->port);
-    hearth__http_limits limits;
-    if (http_limits(config, &limits, err))
-        return HEARTH_EINVAL;
+    const char *host = config->host, *dir = config->data_dir,
+               *def = config->default_namespace;
     /* A client that goes away before its reply would otherwise kill the
      * whole process with SIGPIPE on the next write: failed writes must be
      * errors. Left alone if the program chose a disposition itself. */
