@@ -4,8 +4,8 @@
  * message over the size limit closes that one connection. */
 #include "server/ws.h"
 
-#include "common/ws_accept.h"
-#include "common/ws_input.h"
+#include "net/ws_accept.h"
+#include "net/ws_input.h"
 
 #include <string.h>
 #include <wslay/wslay.h>

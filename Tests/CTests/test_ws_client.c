@@ -7,9 +7,9 @@
 #include "test.h"
 
 #include "client/remote.h"
-#include "client/ws_client.h"
+#include "net/ws_client.h"
 #include "common/internal.h"
-#include "common/v5.h"
+#include "net/v5.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>

@@ -12,8 +12,8 @@
  * Everything runs on the thread that runs the loop; nothing here is
  * thread-safe.
  */
-#ifndef HEARTH_CLIENT_WS_CLIENT_H
-#define HEARTH_CLIENT_WS_CLIENT_H
+#ifndef HEARTH_NET_WS_CLIENT_H
+#define HEARTH_NET_WS_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

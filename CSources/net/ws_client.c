@@ -11,10 +11,10 @@
  * before the struct is freed, so it never runs inside one of our own calls
  * and nothing is freed under a caller. While wslay is parsing input
  * (`in_recv`) nothing is torn down: that waits until wslay returns. */
-#include "client/ws_client.h"
+#include "net/ws_client.h"
 
-#include "common/ws_accept.h"
-#include "common/ws_input.h"
+#include "net/ws_accept.h"
+#include "net/ws_input.h"
 
 #include "common/internal.h"
 

@@ -6,8 +6,8 @@
  * socket delivered into a borrowed (pointer, length) window and let the
  * callback drain it, answering "would block" once it is empty.
  */
-#ifndef HEARTH_COMMON_WS_INPUT_H
-#define HEARTH_COMMON_WS_INPUT_H
+#ifndef HEARTH_NET_WS_INPUT_H
+#define HEARTH_NET_WS_INPUT_H
 
 #include <stdint.h>
 #include <string.h>
