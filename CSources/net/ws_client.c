@@ -316,7 +316,7 @@ static void check_ended(hearth__wsc *c) {
     unsigned code = wslay_event_get_status_code_sent(c->ws);
     if (code == WSLAY_CODE_MESSAGE_TOO_BIG)
         fail(c, HEARTH_ETOOBIG, "a message from the server is over %u bytes",
-             HEARTH__WSC_MAX_MESSAGE);
+             HEARTH__WS_MAX_MESSAGE);
     else if (code == WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA)
         fail(c, HEARTH_EIO, "a text message from the server is not UTF-8");
     else
@@ -560,7 +560,7 @@ static int start(hearth__wsc *c, bool tls) {
         ERR_clear_error();
         return rc;
     }
-    wslay_event_config_set_max_recv_msg_length(c->ws, HEARTH__WSC_MAX_MESSAGE);
+    wslay_event_config_set_max_recv_msg_length(c->ws, HEARTH__WS_MAX_MESSAGE);
     char service[16];
     snprintf(service, sizeof service, "%d", c->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,

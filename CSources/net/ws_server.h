@@ -15,9 +15,6 @@
 
 #include "common/internal.h"
 
-/* The most one message may hold (what a client's write may carry). */
-#define HEARTH__WS_MAX_MESSAGE (16u * 1024 * 1024 + 1024)
-
 typedef struct hearth__ws hearth__ws;
 
 typedef void (*hearth__ws_message_cb)(void *user, const char *text,

@@ -8,6 +8,7 @@
 
 #include "client/remote.h"
 #include "net/ws_client.h"
+#include "net/ws_input.h"
 #include "common/internal.h"
 #include "net/v5.h"
 
@@ -928,7 +929,7 @@ static void test_too_big(void) {
     peer pr;
     peer_init(&pr, &loop);
     char head[10] = {(char)0x81, 127};
-    uint64_t len = HEARTH__WSC_MAX_MESSAGE + 1;
+    uint64_t len = HEARTH__WS_MAX_MESSAGE + 1;
     for (int i = 0; i < 8; i++)
         head[2 + i] = (char)(len >> (8 * (7 - i)));
     hearth__buf_add(&pr.script, head, sizeof head);
