@@ -37,7 +37,7 @@ let package = Package(
             cSettings: [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags,
             linkerSettings: [
                 .linkedLibrary("z"), .linkedLibrary("http_parser"), .linkedLibrary("wslay"),
-                .linkedLibrary("ssl"), // TLS for wss:// (client/ws_client.c)
+                .linkedLibrary("ssl"), // TLS for wss:// (net/tls.c)
                 .linkedLibrary("sqlite3"), // the client's cache (client/disk.c)
             ]),
         .target(

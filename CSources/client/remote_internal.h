@@ -9,8 +9,8 @@
 
 #include "client/disk.h"
 #include "client/ondisconnect.h"
-#include "client/ws_client.h"
-#include "common/v5.h"
+#include "net/ws_client.h"
+#include "net/v5.h"
 #include "tree/codec.h"
 
 #include <jansson.h>

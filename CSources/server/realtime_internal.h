@@ -6,7 +6,7 @@
 
 #include "server/realtime.h"
 
-#include "common/v5.h"
+#include "net/v5.h"
 #include "server/access.h"
 #include "server/ws.h"
 

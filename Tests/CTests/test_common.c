@@ -3,12 +3,12 @@
  * validation, the byte buffer, the allocation-failure hook, and key and path
  * validation and parsing (path/path.h): forbidden characters, size and depth
  * limits, reserved names, slashes, and messages that name the culprit; the
- * v5 envelope (common/v5.h): pieces cut between characters, joined back
+ * v5 envelope (net/v5.h): pieces cut between characters, joined back
  * within a bound, the keep-alive. */
 #include "test.h"
 
 #include "common/internal.h"
-#include "common/v5.h"
+#include "net/v5.h"
 #include "path/path.h"
 
 #include <math.h>

@@ -7,9 +7,10 @@
 #include "test.h"
 
 #include "client/remote.h"
-#include "client/ws_client.h"
+#include "net/ws_client.h"
+#include "net/ws_input.h"
 #include "common/internal.h"
-#include "common/v5.h"
+#include "net/v5.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -510,6 +511,7 @@ typedef struct peer {
      * asked), then the script, `chunk` bytes per loop turn (0: at once) */
     bool wrong_accept;
     char *extra_headers;
+    const char *raw_head; /* said instead of the 101, when set */
     hearth__buf script;
     size_t chunk;
     bool hangup; /* close the connection after the script */
@@ -609,12 +611,16 @@ static void answer(peer *pr, const char *key) {
     EVP_EncodeBlock((unsigned char *)accept, md, (int)mdlen);
     if (pr->wrong_accept)
         accept[0] = accept[0] == 'A' ? 'B' : 'A';
-    hearth__buf_printf(&pr->out,
-                       "HTTP/1.1 101 Switching Protocols\r\n"
-                       "upgrade: WebSocket\r\n"
-                       "Connection: keep-alive, Upgrade\r\n"
-                       "Sec-WebSocket-Accept:  %s \r\n%s\r\n",
-                       accept, pr->extra_headers ? pr->extra_headers : "");
+    if (pr->raw_head)
+        hearth__buf_add(&pr->out, pr->raw_head, strlen(pr->raw_head));
+    else
+        hearth__buf_printf(&pr->out,
+                           "HTTP/1.1 101 Switching Protocols\r\n"
+                           "upgrade: WebSocket\r\n"
+                           "Connection: keep-alive, Upgrade\r\n"
+                           "Sec-WebSocket-Accept:  %s \r\n%s\r\n",
+                           accept,
+                           pr->extra_headers ? pr->extra_headers : "");
     hearth__buf_add(&pr->out, pr->script.data, pr->script.len);
     uv_timer_start(&pr->tick, on_tick, 0, pr->chunk ? 1 : 0);
 }
@@ -923,7 +929,7 @@ static void test_too_big(void) {
     peer pr;
     peer_init(&pr, &loop);
     char head[10] = {(char)0x81, 127};
-    uint64_t len = HEARTH__WSC_MAX_MESSAGE + 1;
+    uint64_t len = HEARTH__WS_MAX_MESSAGE + 1;
     for (int i = 0; i < 8; i++)
         head[2 + i] = (char)(len >> (8 * (7 - i)));
     hearth__buf_add(&pr.script, head, sizeof head);
@@ -945,6 +951,26 @@ static void test_too_big(void) {
     peer_free(&pr);
 }
 
+/* Runs a client against pr (set up, not yet listening) and checks that
+ * it gives up before opening, with `expect` in the close text. */
+static void expect_refused(uv_loop_t *loop, peer *pr, const char *expect) {
+    text(&pr->script, "never seen");
+    peer_listen(pr);
+    probe p;
+    probe_init(&p);
+    run_against(loop, pr, &p);
+    CHECK_INT(p.opens + p.nmsgs, 0);
+    CHECK_INT(p.closes, 1);
+    CHECK_INT(p.status, HEARTH_EIO);
+    if (!strstr(p.why, expect))
+        fprintf(stderr, "  expected \"%s\": %s\n", expect, p.why);
+    CHECK(strstr(p.why, expect) != NULL);
+    peer_stop(pr);
+    drain(loop);
+    probe_free(&p);
+    peer_free(pr);
+}
+
 static void test_bad_handshakes(void) {
     static const char *const expect[] = {"Sec-WebSocket-Accept",
                                          "subprotocol", "too large"};
@@ -962,21 +988,35 @@ static void test_bad_handshakes(void) {
             memset(pr.extra_headers + 10, 'f', 20000);
             strcpy(pr.extra_headers + 20010, "\r\n");
         }
-        text(&pr.script, "never seen");
-        peer_listen(&pr);
-        probe p;
-        probe_init(&p);
-        run_against(&loop, &pr, &p);
-        CHECK_INT(p.opens + p.nmsgs, 0);
-        CHECK_INT(p.closes, 1);
-        CHECK_INT(p.status, HEARTH_EIO);
-        if (!strstr(p.why, expect[i]))
-            fprintf(stderr, "  case %d: %s\n", i, p.why);
-        CHECK(strstr(p.why, expect[i]) != NULL);
-        peer_stop(&pr);
-        drain(&loop);
-        probe_free(&p);
-        peer_free(&pr);
+        expect_refused(&loop, &pr, expect[i]);
+    }
+}
+
+/* Answers that are not a valid upgrade, each named in the close text:
+ * not HTTP at all, a folded header line, an upgrade without
+ * Connection: Upgrade, a refusal in HTTP/1.0. */
+static void test_handshake_answers(void) {
+    static const struct {
+        const char *head, *expect;
+    } cases[] = {
+        {"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+         "not an HTTP response: \"SSH-2.0-OpenSSH_9.6\""},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+         "Connection: Upgrade\r\n folded\r\n\r\n",
+         "malformed header"},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+         "no Connection: Upgrade"},
+        {"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 2\r\n\r\nno",
+         "the server refused the upgrade: HTTP/1.0 503 Service Unavailable"},
+    };
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(cases); i++) {
+        uv_loop_t loop;
+        uv_loop_init(&loop);
+        peer pr;
+        peer_init(&pr, &loop);
+        pr.raw_head = cases[i].head;
+        pr.chunk = i == 1 ? 1 : 0; /* one byte per turn: the fold split */
+        expect_refused(&loop, &pr, cases[i].expect);
     }
 }
 
@@ -1168,6 +1208,7 @@ const test_case ws_client_tests[] = {
     {"ws_client_large_frame", test_large_frame},
     {"ws_client_too_big", test_too_big},
     {"ws_client_bad_handshakes", test_bad_handshakes},
+    {"ws_client_handshake_answers", test_handshake_answers},
     {"ws_client_hang_up", test_hang_up},
     {"ws_client_tls", test_tls},
     {"ws_client_tls_untrusted", test_tls_untrusted},

@@ -12,18 +12,14 @@
  * Everything runs on the thread that runs the loop; nothing here is
  * thread-safe.
  */
-#ifndef HEARTH_CLIENT_WS_CLIENT_H
-#define HEARTH_CLIENT_WS_CLIENT_H
+#ifndef HEARTH_NET_WS_CLIENT_H
+#define HEARTH_NET_WS_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
 typedef struct hearth__wsc hearth__wsc;
-
-/* The largest message accepted from the server (the server's own limit):
- * a longer one closes the connection with HEARTH_ETOOBIG. */
-#define HEARTH__WSC_MAX_MESSAGE (16u * 1024 * 1024 + 1024)
 
 typedef struct hearth__wsc_callbacks {
     /* The handshake completed: messages may be sent. */
@@ -33,7 +29,7 @@ typedef struct hearth__wsc_callbacks {
     /* The connection failed or ended (DNS/connect failure, handshake refused,
      * protocol error, peer close, read error). status: 0 for a clean close by
      * the peer (a close frame with code 1000, 1001 or none), else a negative
-     * HEARTH_E* code: HEARTH_ETOOBIG for a message over the limit,
+     * HEARTH_E* code: HEARTH_ETOOBIG for a message over HEARTH__WS_MAX_MESSAGE,
      * HEARTH_EIO for everything else; `why` is a short human text (it names
      * the status line when the server refused the upgrade). Called exactly
      * once per connection unless the owner called hearth__wsc_close first,

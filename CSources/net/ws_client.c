@@ -11,27 +11,22 @@
  * before the struct is freed, so it never runs inside one of our own calls
  * and nothing is freed under a caller. While wslay is parsing input
  * (`in_recv`) nothing is torn down: that waits until wslay returns. */
-#include "client/ws_client.h"
+#include "net/ws_client.h"
 
-#include "common/ws_accept.h"
-#include "common/ws_input.h"
+#include "net/ws_input.h"
+#include "net/tls.h"
+#include "net/ws_handshake.h"
 
 #include "common/internal.h"
 
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <wslay/wslay.h>
 
-#define MAX_HEAD (16 * 1024)  /* status line and headers of the 101 */
 #define READ_SIZE (64 * 1024)
-#define TLS_CHUNK (1 << 20)   /* SSL_write takes an int length */
 #define MAX_RESOURCE 8192
 
 enum phase { RESOLVING, CONNECTING, TLS_HANDSHAKE, UPGRADING, OPEN };
@@ -65,10 +60,7 @@ struct hearth__wsc {
     char why[256];
     char peer_reason[96]; /* the text of the server's close frame */
 
-    /* the opening handshake */
-    char key[32];    /* Sec-WebSocket-Key (24 characters) */
-    char accept[29]; /* the Sec-WebSocket-Accept it calls for */
-    hearth__buf head;
+    hearth__ws_handshake hs; /* the opening handshake */
 
     /* frames */
     wslay_event_context_ptr ws;
@@ -77,10 +69,7 @@ struct hearth__wsc {
     bool in_recv;    /* inside wslay_event_recv */
     hearth__buf out; /* bytes to send, written once per flush */
 
-    /* TLS (NULL for ws://) */
-    SSL_CTX *ssl_ctx;
-    SSL *ssl;
-    BIO *net_in, *net_out; /* ciphertext from and to the socket */
+    hearth__tls *tls; /* NULL for ws:// */
 
     char rbuf[READ_SIZE];
 };
@@ -100,10 +89,9 @@ static void plain_in(hearth__wsc *c, const char *data, size_t len);
 static void destroy(hearth__wsc *c) {
     if (c->ws)
         wslay_event_context_free(c->ws);
-    SSL_free(c->ssl); /* and its BIOs */
-    SSL_CTX_free(c->ssl_ctx);
+    hearth__tls_free(c->tls);
     uv_freeaddrinfo(c->addrs);
-    hearth__buf_free(&c->head);
+    hearth__ws_handshake_free(&c->hs);
     hearth__buf_free(&c->out);
     hearth__free(c->host);
     hearth__free(c->resource);
@@ -192,34 +180,15 @@ static int write_raw(hearth__wsc *c, char *data, size_t len) {
 
 /* Moves the ciphertext OpenSSL produced to the socket. */
 static int tls_flush(hearth__wsc *c) {
-    size_t pending = BIO_ctrl_pending(c->net_out);
-    if (!pending)
-        return 0;
-    char *data = hearth__malloc(pending);
-    if (!data)
-        return HEARTH_ENOMEM;
-    int n = BIO_read(c->net_out, data, (int)pending);
-    if (n <= 0) {
-        hearth__free(data);
-        return HEARTH_EIO;
-    }
-    return write_raw(c, data, (size_t)n);
+    char *data;
+    size_t len;
+    int rc = hearth__tls_take(c->tls, &data, &len);
+    return rc || !data ? rc : write_raw(c, data, len);
 }
 
 static int tls_write(hearth__wsc *c, const char *data, size_t len) {
-    ERR_clear_error();
-    while (len) {
-        int chunk = len < TLS_CHUNK ? (int)len : TLS_CHUNK;
-        /* A memory BIO takes everything: no partial writes, no retries. */
-        int n = SSL_write(c->ssl, data, chunk);
-        if (n <= 0) {
-            ERR_clear_error();
-            return HEARTH_EIO;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return tls_flush(c);
+    int rc = hearth__tls_write(c->tls, data, len);
+    return rc ? rc : tls_flush(c);
 }
 
 /* Sends what c->out holds (through TLS when on) and empties it. */
@@ -230,7 +199,7 @@ static int flush(hearth__wsc *c) {
     }
     if (!c->out.len)
         return 0;
-    if (c->ssl) {
+    if (c->tls) {
         int rc = tls_write(c, c->out.data, c->out.len);
         hearth__buf_free(&c->out); /* a large message's room is not kept */
         return rc;
@@ -263,11 +232,9 @@ static void shut_down(hearth__wsc *c) {
             wslay_event_queue_close(c->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
         pump(c); /* also a close reply or error close wslay queued */
     }
-    if (c->ssl && c->phase >= UPGRADING) {
-        ERR_clear_error();
-        SSL_shutdown(c->ssl); /* close_notify */
+    if (c->tls && c->phase >= UPGRADING) {
+        hearth__tls_close_notify(c->tls);
         tls_flush(c);
-        ERR_clear_error();
     }
     close_tcp(c);
     if (c->resolving)
@@ -349,7 +316,7 @@ static void check_ended(hearth__wsc *c) {
     unsigned code = wslay_event_get_status_code_sent(c->ws);
     if (code == WSLAY_CODE_MESSAGE_TOO_BIG)
         fail(c, HEARTH_ETOOBIG, "a message from the server is over %u bytes",
-             HEARTH__WSC_MAX_MESSAGE);
+             HEARTH__WS_MAX_MESSAGE);
     else if (code == WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA)
         fail(c, HEARTH_EIO, "a text message from the server is not UTF-8");
     else
@@ -381,179 +348,31 @@ static void ws_in(hearth__wsc *c, const char *data, size_t len) {
 
 /* ---- the opening handshake ---- */
 
-static int make_key(hearth__wsc *c) {
-    unsigned char raw[16];
-    if (RAND_bytes(raw, sizeof raw) != 1) {
-        ERR_clear_error();
-        return HEARTH_EIO;
-    }
-    EVP_EncodeBlock((unsigned char *)c->key, raw, sizeof raw);
-    return hearth__ws_accept_key(c->key, c->accept);
-}
-
 static void send_upgrade(hearth__wsc *c) {
-    bool v6 = strchr(c->host, ':') != NULL;
-    bool default_port = c->port == (c->ssl ? 443 : 80);
-    char port[16] = "";
-    if (!default_port)
-        snprintf(port, sizeof port, ":%d", c->port);
-    hearth__buf_printf(&c->out,
-                       "GET %s HTTP/1.1\r\n"
-                       "Host: %s%s%s%s\r\n"
-                       "Upgrade: websocket\r\n"
-                       "Connection: Upgrade\r\n"
-                       "Sec-WebSocket-Key: %s\r\n"
-                       "Sec-WebSocket-Version: 13\r\n"
-                       "User-Agent: Hearth/%s\r\n"
-                       "\r\n",
-                       c->resource, v6 ? "[" : "", c->host, v6 ? "]" : "",
-                       port, c->key, hearth_version());
+    hearth__ws_handshake_request(&c->hs, &c->out, c->host, c->port,
+                                 c->tls != NULL, c->resource);
     int rc = flush(c);
     if (rc)
         fail(c, rc, "cannot send the handshake: %s", hearth_strerror(rc));
 }
 
-static bool is_space(char ch) { return ch == ' ' || ch == '\t'; }
-
-/* Does the text [s, s+len) equal word, ignoring case? */
-static bool same_word(const char *s, size_t len, const char *word) {
-    return strlen(word) == len && strncasecmp(s, word, len) == 0;
-}
-
-/* Does a comma-separated list hold the token, ignoring case? */
-static bool has_token(const char *s, size_t len, const char *token) {
-    const char *end = s + len;
-    while (s < end) {
-        const char *comma = memchr(s, ',', (size_t)(end - s));
-        const char *stop = comma ? comma : end;
-        const char *a = s, *b = stop;
-        while (a < b && is_space(*a))
-            a++;
-        while (b > a && is_space(b[-1]))
-            b--;
-        if (same_word(a, (size_t)(b - a), token))
-            return true;
-        s = comma ? comma + 1 : end;
-    }
-    return false;
-}
-
-/* The status line, made printable for on_close's text. */
-static void describe_status(const char *line, size_t len, char *out,
-                            size_t cap) {
-    size_t n = 0;
-    for (size_t i = 0; i < len && n + 1 < cap && n < 100; i++)
-        out[n++] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
-    out[n] = '\0';
-}
-
-/* Checks "HTTP/1.x 101 ..." and returns the status, or -1. */
-static int parse_status(const char *line, size_t len) {
-    if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[7] < '0' ||
-        line[7] > '9' || line[8] != ' ' || (len > 12 && line[12] != ' '))
-        return -1;
-    int status = 0;
-    for (int i = 9; i < 12; i++) {
-        if (line[i] < '0' || line[i] > '9')
-            return -1;
-        status = status * 10 + (line[i] - '0');
-    }
-    return status;
-}
-
-typedef struct upgrade_seen {
-    bool upgrade, connection, accept, extra;
-} upgrade_seen;
-
-/* Notes what one header line says about the upgrade; false if malformed. */
-static bool header_line(const hearth__wsc *c, const char *line, size_t len,
-                        upgrade_seen *seen) {
-    const char *colon = memchr(line, ':', len);
-    if (!colon || colon == line || is_space(line[0]))
-        return false; /* also refuses obsolete line folding */
-    size_t nlen = (size_t)(colon - line);
-    const char *v = colon + 1, *end = line + len;
-    while (v < end && is_space(*v))
-        v++;
-    while (end > v && is_space(end[-1]))
-        end--;
-    size_t vlen = (size_t)(end - v);
-    if (same_word(line, nlen, "upgrade"))
-        seen->upgrade = same_word(v, vlen, "websocket");
-    else if (same_word(line, nlen, "connection"))
-        seen->connection |= has_token(v, vlen, "upgrade");
-    else if (same_word(line, nlen, "sec-websocket-accept"))
-        seen->accept = vlen == strlen(c->accept) && !memcmp(v, c->accept, vlen);
-    else if (same_word(line, nlen, "sec-websocket-extensions") ||
-             same_word(line, nlen, "sec-websocket-protocol"))
-        seen->extra |= vlen > 0; /* we asked for neither (RFC 6455 4.1) */
-    return true;
-}
-
-/* Checks the server's answer (head: through the blank line); fails the
- * connection and returns false when it is not a valid upgrade. */
-static bool check_response(hearth__wsc *c, const char *head, size_t len) {
-    const char *end = head + len;
-    const char *eol = memmem(head, len, "\r\n", 2);
-    size_t line_len = (size_t)(eol - head);
-    int status = parse_status(head, line_len);
-    if (status != 101) {
-        char line[128];
-        describe_status(head, line_len, line, sizeof line);
-        if (status < 0)
-            fail(c, HEARTH_EIO, "not an HTTP response: \"%s\"", line);
-        else
-            fail(c, HEARTH_EIO, "the server refused the upgrade: %s", line);
-        return false;
-    }
-    upgrade_seen seen = {0};
-    for (const char *p = eol + 2; p < end;) {
-        const char *next = memmem(p, (size_t)(end - p), "\r\n", 2);
-        if (next == p)
-            break; /* the blank line */
-        if (!header_line(c, p, (size_t)(next - p), &seen)) {
-            fail(c, HEARTH_EIO, "malformed header in the handshake response");
-            return false;
-        }
-        p = next + 2;
-    }
-    const char *problem = !seen.upgrade      ? "no Upgrade: websocket"
-                          : !seen.connection ? "no Connection: Upgrade"
-                          : !seen.accept     ? "a wrong Sec-WebSocket-Accept"
-                          : seen.extra ? "an extension or subprotocol not asked for"
-                                       : NULL;
-    if (problem) {
-        fail(c, HEARTH_EIO, "bad handshake response: %s", problem);
-        return false;
-    }
-    return true;
-}
-
 /* Response bytes while upgrading: the header block may come in any number
  * of pieces, and what follows it already belongs to the frames. */
 static void head_in(hearth__wsc *c, const char *data, size_t len) {
-    size_t old = c->head.len;
-    hearth__buf_add(&c->head, data, len);
-    if (c->head.failed) {
-        fail(c, HEARTH_ENOMEM, "out of memory");
+    size_t used;
+    int rc = hearth__ws_handshake_read(&c->hs, data, len, &used);
+    if (rc == HEARTH__WSH_MORE)
+        return;
+    if (rc < 0) {
+        fail(c, rc, "%s", rc == HEARTH_ENOMEM ? "out of memory" : c->hs.why);
         return;
     }
-    size_t from = old > 3 ? old - 3 : 0;
-    const char *blank = memmem(c->head.data + from, c->head.len - from,
-                               "\r\n\r\n", 4);
-    size_t head_len = blank ? (size_t)(blank + 4 - c->head.data) : c->head.len;
-    if (head_len > MAX_HEAD) {
-        fail(c, HEARTH_EIO, "the handshake response's headers are too large");
-        return;
-    }
-    if (!blank || !check_response(c, c->head.data, head_len))
-        return;
     c->phase = OPEN;
+    hearth__ws_handshake_free(&c->hs);
     if (c->cb.on_open)
         c->cb.on_open(c->user);
-    if (!c->dead && c->head.len > head_len)
-        ws_in(c, c->head.data + head_len, c->head.len - head_len);
-    hearth__buf_free(&c->head);
+    if (!c->dead && len > used)
+        ws_in(c, data + used, len - used);
 }
 
 /* Plaintext from the server, TLS removed. */
@@ -568,45 +387,35 @@ static void plain_in(hearth__wsc *c, const char *data, size_t len) {
 
 /* Names why OpenSSL failed: the certificate check, else its error queue. */
 static void tls_failed(hearth__wsc *c, const char *what) {
-    long verify = SSL_get_verify_result(c->ssl);
-    unsigned long err = ERR_get_error();
-    const char *reason = err ? ERR_reason_error_string(err) : NULL;
-    if (verify != X509_V_OK)
-        fail(c, HEARTH_EIO, "%s: certificate not trusted: %s", what,
-             X509_verify_cert_error_string(verify));
-    else
-        fail(c, HEARTH_EIO, "%s failed: %s", what,
-             reason ? reason : "connection error");
-    ERR_clear_error();
+    char why[256];
+    hearth__tls_why(c->tls, what, why, sizeof why);
+    fail(c, HEARTH_EIO, "%s", why);
 }
 
 /* Drives the TLS handshake, then decrypts whatever has arrived. */
 static void tls_step(hearth__wsc *c) {
-    ERR_clear_error();
     if (c->phase == TLS_HANDSHAKE) {
-        int r = SSL_do_handshake(c->ssl);
-        if (r != 1) {
-            if (SSL_get_error(c->ssl, r) != SSL_ERROR_WANT_READ) {
-                tls_flush(c); /* the alert that tells the server why */
-                tls_failed(c, "TLS handshake");
-                return;
-            }
-        } else {
+        int r = hearth__tls_handshake(c->tls);
+        if (r < 0) {
+            tls_flush(c); /* the alert that tells the server why */
+            tls_failed(c, "TLS handshake");
+            return;
+        }
+        if (r == 1) {
             c->phase = UPGRADING;
             send_upgrade(c);
         }
     }
     while (!c->dead && c->phase >= UPGRADING) {
         char plain[16 * 1024];
-        int n = SSL_read(c->ssl, plain, sizeof plain);
+        int n = hearth__tls_read(c->tls, plain, sizeof plain);
         if (n > 0) {
             plain_in(c, plain, (size_t)n);
             continue;
         }
-        int e = SSL_get_error(c->ssl, n);
-        if (e == SSL_ERROR_WANT_READ)
+        if (n == 0)
             break;
-        if (e == SSL_ERROR_ZERO_RETURN)
+        if (n == HEARTH_ECLOSED)
             fail(c, HEARTH_EIO, "the server ended TLS without a close frame");
         else
             tls_failed(c, "TLS");
@@ -619,49 +428,11 @@ static void tls_step(hearth__wsc *c) {
 }
 
 static void tls_in(hearth__wsc *c, const char *data, size_t len) {
-    if (BIO_write(c->net_in, data, (int)len) != (int)len) {
-        ERR_clear_error();
+    if (hearth__tls_feed(c->tls, data, len)) {
         fail(c, HEARTH_ENOMEM, "out of memory");
         return;
     }
     tls_step(c);
-}
-
-static bool is_ip_literal(const char *host) {
-    unsigned char addr[16];
-    return uv_inet_pton(AF_INET, host, addr) == 0 ||
-           uv_inet_pton(AF_INET6, host, addr) == 0;
-}
-
-/* A TLS client for host: the system's trust store, peer verification, the
- * host name (or address) checked against the certificate, SNI for names. */
-static int tls_setup(hearth__wsc *c) {
-    static const unsigned char alpn[] = "\x08http/1.1";
-    c->ssl_ctx = SSL_CTX_new(TLS_client_method());
-    if (!c->ssl_ctx)
-        return HEARTH_ENOMEM;
-    SSL_CTX_set_min_proto_version(c->ssl_ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(c->ssl_ctx, SSL_VERIFY_PEER, NULL);
-    if (SSL_CTX_set_default_verify_paths(c->ssl_ctx) != 1)
-        return HEARTH_EIO;
-    c->ssl = SSL_new(c->ssl_ctx);
-    c->net_in = BIO_new(BIO_s_mem());
-    c->net_out = BIO_new(BIO_s_mem());
-    if (!c->ssl || !c->net_in || !c->net_out) {
-        BIO_free(c->net_in);
-        BIO_free(c->net_out);
-        c->net_in = c->net_out = NULL;
-        return HEARTH_ENOMEM;
-    }
-    SSL_set_bio(c->ssl, c->net_in, c->net_out); /* the SSL owns them now */
-    bool ip = is_ip_literal(c->host);
-    int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), c->host)
-                : SSL_set_tlsext_host_name(c->ssl, c->host) == 1 &&
-                      SSL_set1_host(c->ssl, c->host) == 1;
-    if (ok != 1 || SSL_set_alpn_protos(c->ssl, alpn, sizeof alpn - 1) != 0)
-        return HEARTH_EIO;
-    SSL_set_connect_state(c->ssl);
-    return 0;
 }
 
 /* ---- connecting ---- */
@@ -677,7 +448,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (c->dead || nread == 0)
         return;
     if (nread > 0) {
-        if (c->ssl)
+        if (c->tls)
             tls_in(c, buf->base, (size_t)nread);
         else
             plain_in(c, buf->base, (size_t)nread);
@@ -708,7 +479,7 @@ static void on_connected(uv_connect_t *req, int status) {
         fail(c, HEARTH_EIO, "cannot read: %s", uv_strerror(rc));
         return;
     }
-    if (c->ssl) {
+    if (c->tls) {
         c->phase = TLS_HANDSHAKE;
         tls_step(c);
     } else {
@@ -774,9 +545,9 @@ static bool plain_text(const char *s, size_t max, const char *forbidden) {
 }
 
 static int start(hearth__wsc *c, bool tls) {
-    int rc = make_key(c);
+    int rc = hearth__ws_handshake_init(&c->hs);
     if (!rc && tls)
-        rc = tls_setup(c);
+        rc = hearth__tls_client_new(c->host, &c->tls);
     if (!rc && wslay_event_context_client_init(
                    &c->ws,
                    &(struct wslay_event_callbacks){ws_recv, ws_send, ws_genmask,
@@ -789,7 +560,7 @@ static int start(hearth__wsc *c, bool tls) {
         ERR_clear_error();
         return rc;
     }
-    wslay_event_config_set_max_recv_msg_length(c->ws, HEARTH__WSC_MAX_MESSAGE);
+    wslay_event_config_set_max_recv_msg_length(c->ws, HEARTH__WS_MAX_MESSAGE);
     char service[16];
     snprintf(service, sizeof service, "%d", c->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
@@ -826,7 +597,6 @@ int hearth__wsc_connect(uv_loop_t *loop, const char *host, int port,
     c->user = user;
     c->port = port;
     c->phase = RESOLVING;
-    hearth__buf_init(&c->head);
     hearth__buf_init(&c->out);
     c->host = hearth__strndup(host, strlen(host));
     c->resource = hearth__strndup(resource, strlen(resource));

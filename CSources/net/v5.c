@@ -1,5 +1,5 @@
 /* v5.c - the realtime protocol's envelope: messages in pieces and back. */
-#include "common/v5.h"
+#include "net/v5.h"
 
 #include <stdio.h>
 

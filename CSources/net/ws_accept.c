@@ -1,5 +1,5 @@
 /* ws_accept.c - the Sec-WebSocket-Accept value (see ws_accept.h). */
-#include "common/ws_accept.h"
+#include "net/ws_accept.h"
 
 #include "hearth.h"
 

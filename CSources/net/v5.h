@@ -7,8 +7,8 @@
  * The side that joins pieces holds at most a bound it chose, so that a
  * peer announcing pieces without end cannot grow it.
  */
-#ifndef HEARTH_COMMON_V5_H
-#define HEARTH_COMMON_V5_H
+#ifndef HEARTH_NET_V5_H
+#define HEARTH_NET_V5_H
 
 #include "common/internal.h"
 

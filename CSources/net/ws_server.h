@@ -1,0 +1,62 @@
+/*
+ * ws_server.h - the server's side of a WebSocket connection (RFC 6455),
+ * on any byte transport: the handshake's checks and answer value, and
+ * frames through wslay (which joins fragments, answers pings and closes).
+ * Text messages go to the owner; a malformed frame, or a message over the
+ * size limit or the transport's budget, ends that one connection.
+ *
+ * The transport (the HTTP server's upgraded connection, in server/ws.c)
+ * hands received bytes to hearth__ws_input, says when it has been silent
+ * (hearth__ws_idle) and when it is gone (hearth__ws_gone). Loop thread
+ * only.
+ */
+#ifndef HEARTH_NET_WS_SERVER_H
+#define HEARTH_NET_WS_SERVER_H
+
+#include "common/internal.h"
+
+typedef struct hearth__ws hearth__ws;
+
+typedef void (*hearth__ws_message_cb)(void *user, const char *text,
+                                      size_t len);
+typedef void (*hearth__ws_close_cb)(void *user);
+
+/* What the session needs of the connection under it (conn is passed
+ * back to each). */
+typedef struct hearth__ws_transport {
+    /* Sends bytes; non-zero when the connection cannot take them. */
+    int (*send)(void *conn, const char *data, size_t len);
+    /* Counts n bytes of a message being assembled against the server's
+     * budget (false: refused), and gives them back. */
+    bool (*hold)(void *conn, size_t n);
+    void (*unhold)(void *conn, size_t n);
+    /* Closes the connection once what it queued is sent. */
+    void (*end)(void *conn);
+} hearth__ws_transport;
+
+/* Checks an upgrade request's headers (any may be NULL: absent) and
+ * makes the Sec-WebSocket-Accept value of its answer. HEARTH_EINVAL when
+ * it is not a valid WebSocket request (version 13). */
+int hearth__ws_check_request(const char *upgrade, const char *key,
+                             const char *version, char accept[29]);
+
+/* A session on conn (t is borrowed for its life). NULL: out of memory. */
+hearth__ws *hearth__ws_new(const hearth__ws_transport *t, void *conn,
+                           hearth__ws_message_cb on_message,
+                           hearth__ws_close_cb on_close, void *user);
+/* Frees a session whose connection never carried it (no callback). */
+void hearth__ws_discard(hearth__ws *ws);
+
+/* The transport's side: bytes received; silence for the idle timeout
+ * (a ping, which every client answers by itself); the connection is
+ * gone (on_close runs, then the session is freed). */
+void hearth__ws_input(void *ws, const char *data, size_t len);
+void hearth__ws_idle(void *ws);
+void hearth__ws_gone(void *ws);
+
+/* The owner's side: queues a text message (copied); starts a clean
+ * close. */
+int hearth__ws_send_text(hearth__ws *ws, const char *text, size_t len);
+void hearth__ws_close(hearth__ws *ws);
+
+#endif

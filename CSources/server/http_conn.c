@@ -1,0 +1,312 @@
+/* http_conn.c - HTTP connections: their lifetime, timeouts, the limit on
+ * how many are open, and listening for them. */
+#include "server/http_internal.h"
+
+#include <string.h>
+
+/* ---- connection lifetime ---- */
+
+void hearth__http_free_request(hearth__http_conn *c) {
+    for (size_t i = 0; i < c->req.nheaders; i++) {
+        hearth__free(c->req.headers[i].name);
+        hearth__free(c->req.headers[i].value);
+    }
+    hearth__free(c->req.headers);
+    hearth__free(c->req.target);
+    hearth__free(c->req.body);
+    memset(&c->req, 0, sizeof c->req);
+    c->headers_cap = 0;
+    hearth__buf_free(&c->url);
+    hearth__buf_free(&c->field);
+    hearth__buf_free(&c->value);
+    hearth__buf_free(&c->body);
+    c->in_value = false;
+    hearth__http_unhold(c, c->held); /* the body is gone */
+    c->held = 0;
+}
+
+/* Frees a closing server once nothing refers to it: no handle open and
+ * no connection struct left (its late answer would reach the server). */
+static void server_maybe_free(hearth__http_server *s) {
+    if (s->closing && s->open_handles == 0 && s->live_conns == 0) {
+        void (*done)(void *) = s->done;
+        void *ctx = s->done_ctx;
+        hearth__budget_free(s->budget);
+        hearth__free(s);
+        if (done)
+            done(ctx);
+    }
+}
+
+static void server_handle_closed(hearth__http_server *s) {
+    s->open_handles--;
+    server_maybe_free(s);
+}
+
+void hearth__http_conn_release(hearth__http_conn *c) {
+    if (--c->refs > 0)
+        return;
+    hearth__http_server *s = c->server;
+    hearth__http_free_request(c);
+    hearth__budget_peer_release(s->budget, c->peer);
+    hearth__free(c->in);
+    hearth__free(c);
+    s->live_conns--;
+    server_maybe_free(s);
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+    hearth__http_conn *c = h->data;
+    hearth__http_server *s = c->server;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->on_close) {
+        void (*cb)(void *) = c->on_close;
+        c->on_close = NULL;
+        cb(c->on_close_ctx);
+    }
+    hearth__http_conn_release(c);
+    server_handle_closed(s);
+}
+
+void hearth__http_conn_close(hearth__http_conn *c) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->server->nconns--;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* ---- waiting ---- */
+
+void hearth__http_wait_for(hearth__http_conn *c, uint64_t timeout_ms,
+                           int status) {
+    c->since = uv_now(c->server->loop);
+    c->deadline = timeout_ms ? c->since + timeout_ms : 0;
+    c->timeout_status = status;
+}
+
+/* ---- timeouts ---- */
+
+static void check_deadline(hearth__http_conn *c, uint64_t now) {
+    if (c->on_data) {
+        hearth__http_check_upgraded(c, now);
+        return;
+    }
+    if (!c->deadline || now < c->deadline)
+        return;
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (c->writes_pending && backlog != c->last_backlog) {
+        /* A reply still going out, but the client reads it: more time. */
+        c->last_backlog = backlog;
+        c->deadline = now + c->server->limits.idle_ms;
+    } else if (c->timeout_status && !c->busy) {
+        hearth__http_give_up(c, c->timeout_status, "Request timeout");
+    } else {
+        hearth__http_conn_close(c);
+    }
+}
+
+static void on_sweep(uv_timer_t *t) {
+    hearth__http_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    for (hearth__http_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing)
+            check_deadline(c, now);
+    }
+}
+
+/* How often deadlines are looked at: a quarter of the shortest timeout
+ * (so one is overshot by at most that), between 10 ms and 1 s. */
+static uint64_t sweep_interval(const hearth__http_limits *l) {
+    uint64_t t = 4000;
+    const uint64_t all[] = {l->header_ms, l->body_ms, l->idle_ms};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(all); i++)
+        if (all[i] && all[i] < t)
+            t = all[i];
+    t /= 4;
+    return t < 10 ? 10 : t;
+}
+
+/* ---- the connection limit ---- */
+
+/* Whether c may be closed to make room: between requests with nothing
+ * left to send (idle keep-alive or a new connection that sent nothing),
+ * or still sending its head. */
+static int eviction_rank(const hearth__http_conn *c) {
+    if (c->closing || c->busy || c->streaming || c->no_more ||
+        c->writes_pending)
+        return 0;
+    if (!c->in_request)
+        return 2;
+    return c->head_done ? 0 : 1;
+}
+
+/* At a connection limit: closes the connection that waited longest among
+ * the idle ones, else among those still sending their head; of one peer
+ * only when peer is not NULL, and never `keep`. */
+static bool make_room(hearth__http_server *s, const hearth__peer *peer,
+                      const hearth__http_conn *keep) {
+    hearth__http_conn *victim = NULL;
+    int best = 0;
+    for (hearth__http_conn *c = s->conns; c; c = c->next) {
+        if (c == keep || (peer && c->peer != peer))
+            continue;
+        int rank = eviction_rank(c);
+        if (rank > best || (rank && rank == best && c->since < victim->since)) {
+            victim = c;
+            best = rank;
+        }
+    }
+    if (victim)
+        hearth__http_conn_close(victim);
+    return victim != NULL;
+}
+
+/* ---- listening ---- */
+
+static void on_listener_closed(uv_handle_t *h);
+
+static void on_connection(uv_stream_t *listener, int status) {
+    hearth__http_server *s = listener->data;
+    if (status < 0 || s->closing)
+        return;
+    bool room = s->nconns < s->limits.max_connections || make_room(s, NULL, NULL);
+    hearth__http_conn *c = hearth__calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->server = s;
+    c->refs = 1;
+    s->live_conns++;
+    uv_tcp_init(s->loop, &c->tcp);
+    c->tcp.data = c;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->open_handles++;
+    s->nconns++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+        hearth__http_conn_close(c);
+        return;
+    }
+    struct sockaddr_storage addr = {0};
+    int addr_len = sizeof addr;
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
+    if (!(c->peer = hearth__budget_peer(s->budget, &addr))) {
+        hearth__http_conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    /* One address may not take every connection: past its share it makes
+     * room among its own. */
+    if (room && hearth__budget_peer_connections(c->peer) > s->limits.max_peer_connections &&
+        !make_room(s, c->peer, c)) {
+        hearth__http_give_up(
+            c, 503, "Server busy: too many connections from this address");
+        return;
+    }
+    if (!room) {
+        /* Every connection is busy: say so rather than leave it hanging
+         * (the bound is below the file limit, so accepting still works). */
+        hearth__http_give_up(c, 503, "Server busy: too many connections");
+        return;
+    }
+    hearth__http_wait_for(c, s->limits.header_ms, 0);
+    hearth__http_start_reading(c);
+}
+
+int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
+                        const hearth__http_limits *limits,
+                        hearth__http_handler handler, void *ctx,
+                        hearth__http_server **out, hearth_error_t *err) {
+    hearth__http_init_parsing();
+    if (strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    struct sockaddr_storage addr;
+    int rc = strchr(host, ':')
+                 ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
+                 : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (rc)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "invalid host \"%s\": give an IP address", host);
+    hearth__http_server *s = hearth__calloc(1, sizeof *s);
+    if (!s)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    s->loop = loop;
+    s->limits = *limits;
+    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share))) {
+        hearth__free(s);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    s->handler = handler;
+    s->ctx = ctx;
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    s->open_handles = 2;
+    uv_timer_init(loop, &s->sweep);
+    s->sweep.data = s;
+    uv_timer_start(&s->sweep, on_sweep, sweep_interval(limits),
+                   sweep_interval(limits));
+    rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
+    if (!rc)
+        rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
+    if (rc) {
+        hearth__error(err, HEARTH_EIO, NULL, "cannot listen on %s:%d: %s", host,
+                      port, uv_strerror(rc));
+        /* Freed by the close callbacks, when the loop next runs. */
+        s->closing = true;
+        uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+        uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
+        return HEARTH_EIO;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
+    s->port = ntohs(bound.ss_family == AF_INET6
+                        ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                        : ((struct sockaddr_in *)&bound)->sin_port);
+    *out = s;
+    return 0;
+}
+
+int hearth__http_port(const hearth__http_server *s) { return s->port; }
+
+void hearth__http_set_head_handler(hearth__http_server *s,
+                                   hearth__http_head_handler on_head) {
+    s->on_head = on_head;
+}
+
+/* The listener's or the sweep timer's close. */
+static void on_listener_closed(uv_handle_t *h) {
+    server_handle_closed(h->data);
+}
+
+void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
+                        void *ctx) {
+    s->closing = true;
+    s->done = done;
+    s->done_ctx = ctx;
+    for (hearth__http_conn *c = s->conns; c; c = c->next)
+        if (!c->busy || c->streaming)
+            hearth__http_conn_close(c); /* busy ones close once answered */
+        else
+            c->close_when_sent = true;
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
+}
+
+const char *hearth__http_get_header(const hearth__http_request *req,
+                                const char *name) {
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    return NULL;
+}

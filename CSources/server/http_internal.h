@@ -1,0 +1,120 @@
+/*
+ * http_internal.h - what the parts of the HTTP server share: the server
+ * and connection structs and the calls between http_conn.c (connections,
+ * timeouts, the connection limit, listening), http_parse.c (requests in,
+ * refusals), http_respond.c (answers and streams out) and http_upgrade.c
+ * (connections handed to another protocol). Loop thread only.
+ */
+#ifndef HEARTH_SERVER_HTTP_INTERNAL_H
+#define HEARTH_SERVER_HTTP_INTERNAL_H
+
+#include "server/http.h"
+
+#include "server/budget.h"
+
+#include <http_parser.h>
+
+struct hearth__http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    hearth__http_limits limits;
+    hearth__budget *budget; /* held bodies and messages, per peer */
+    hearth__http_handler handler;
+    hearth__http_head_handler on_head;
+    void *ctx;
+    hearth__http_conn *conns;
+    size_t nconns;   /* open, not closing */
+    uv_timer_t sweep; /* times connections out */
+    int port;
+    bool closing;
+    int open_handles; /* listener + sweep timer + connections */
+    /* Connection structs not yet freed: a closed connection whose request
+     * still awaits its answer (a write waiting for its commit) keeps its
+     * struct, which points here, until it is answered. */
+    int live_conns;
+    void (*done)(void *ctx);
+    void *done_ctx;
+};
+
+struct hearth__http_conn {
+    uv_tcp_t tcp;
+    hearth__http_server *server;
+    hearth__http_conn *prev, *next;
+    int refs; /* the handle, and a request being answered */
+    http_parser parser;
+    char *in;
+    size_t in_len, in_off, in_cap;
+    /* the request being parsed */
+    hearth__http_request req;
+    size_t headers_cap;
+    hearth__buf url, field, value, body;
+    bool in_value;
+    hearth__peer *peer; /* its remote address's share of the budget */
+    size_t held;        /* bytes of the budget it holds (the body) */
+    int reject_status; /* 413 etc. decided while parsing */
+    bool ready;        /* a complete request awaits its handler */
+    bool busy;         /* handed to the handler, not yet answered */
+    bool streaming;
+    bool closing;
+    bool close_when_sent;
+    bool processing;
+    bool reading;
+    bool in_request;   /* a request's bytes have begun to arrive */
+    bool head_done;    /* ... and its head is complete */
+    bool no_more;      /* answered for good (timeout, refusal): close */
+    /* What the connection waits for times out at `deadline` (loop ms, 0:
+     * never), answered with timeout_status (0: closed silently). */
+    uint64_t deadline;
+    int timeout_status;
+    uint64_t since;      /* when the current wait began */
+    size_t last_backlog; /* unsent bytes at the last look */
+    /* an upgraded connection: when a byte last arrived, whether on_idle
+     * was called since */
+    uint64_t last_in;
+    bool pinged;
+    void (*on_idle)(void *ctx);
+    int writes_pending;
+    void (*on_close)(void *ctx);
+    void *on_close_ctx;
+    /* an upgraded connection: raw bytes in both directions */
+    void (*on_data)(void *ctx, const char *data, size_t len);
+};
+
+/* http_conn.c */
+/* Frees the request being parsed or answered, and its budget. */
+void hearth__http_free_request(hearth__http_conn *c);
+/* Drops one reference; the last frees the connection. */
+void hearth__http_conn_release(hearth__http_conn *c);
+/* Closes the connection (once); its struct lives on while referenced. */
+void hearth__http_conn_close(hearth__http_conn *c);
+/* What c waits for next may take timeout_ms (0: forever); past it, the
+ * sweep answers `status` (0: closes silently). */
+void hearth__http_wait_for(hearth__http_conn *c, uint64_t timeout_ms,
+                           int status);
+
+/* http_parse.c */
+/* Sets up the parser's callbacks (once per process is enough). */
+void hearth__http_init_parsing(void);
+/* Parses what has arrived, one request at a time. */
+void hearth__http_process(hearth__http_conn *c);
+void hearth__http_start_reading(hearth__http_conn *c);
+/* Answers whatever c was sending (or nothing yet) with status, then
+ * closes: what else arrives is dropped unread. */
+void hearth__http_give_up(hearth__http_conn *c, int status,
+                          const char *message);
+
+/* http_respond.c */
+/* Queues a + b as one write; HEARTH_ECLOSED or HEARTH_ENOMEM (closing c)
+ * when it cannot. */
+int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
+                            const char *b, size_t blen);
+/* Whether a head may be sent (no control characters); says why if not. */
+bool hearth__http_head_ok(const char *content_type, const char *headers);
+/* The handler's answer is in: the next request may be parsed. */
+void hearth__http_finish_request(hearth__http_conn *c);
+
+/* http_upgrade.c */
+/* The idle check of an upgraded connection (ping, then close). */
+void hearth__http_check_upgraded(hearth__http_conn *c, uint64_t now);
+
+#endif

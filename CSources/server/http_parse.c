@@ -1,0 +1,300 @@
+/* http_parse.c - requests in: http-parser over what each connection has
+ * read, one request at a time, and the refusals of requests that are too
+ * large, malformed or too slow. */
+#include "server/http_internal.h"
+
+#include <string.h>
+
+#define READ_CHUNK (64 * 1024)
+#define MAX_BUFFERED_INPUT (1024 * 1024) /* unparsed input while busy */
+
+static http_parser_settings settings;
+
+/* Answers a request the parser rejected, then closes. */
+static void reject(hearth__http_conn *c, int status, const char *message) {
+    char body[320] = "{\"error\":\"";
+    size_t n = strlen(body);
+    for (const char *m = message; *m && n < sizeof body - 4; m++) {
+        if (*m == '"' || *m == '\\')
+            body[n++] = '\\';
+        body[n++] = (unsigned char)*m < 0x20 ? ' ' : *m;
+    }
+    memcpy(body + n, "\"}", 3);
+    n += 2;
+    c->req.keep_alive = false;
+    c->busy = true;
+    c->refs++;
+    hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
+                         body, n);
+}
+
+void hearth__http_give_up(hearth__http_conn *c, int status,
+                          const char *message) {
+    c->no_more = true;
+    c->deadline = 0;
+    reject(c, status, message);
+}
+
+/* Answers a request whose body has not arrived: the connection then drops
+ * what comes (never parsing or holding it) until the client closes or
+ * the body timeout passes. Closing at once could reset the connection
+ * before the client has read the answer. */
+static void refuse_early(hearth__http_conn *c, int status, const char *why) {
+    hearth__http_give_up(c, status, why);
+    c->close_when_sent = false;
+    uint64_t body_ms = c->server->limits.body_ms;
+    hearth__http_wait_for(c, body_ms ? body_ms : 1000, 0);
+}
+
+/* ---- parsing ---- */
+
+static hearth__http_conn *conn_of(http_parser *p) { return p->data; }
+
+static int commit_header(hearth__http_conn *c) {
+    if (!c->field.len && !c->value.len)
+        return 0;
+    if (c->req.nheaders == c->headers_cap) {
+        size_t cap = c->headers_cap ? c->headers_cap * 2 : 16;
+        hearth__http_header *h =
+            hearth__realloc(c->req.headers, cap * sizeof *h);
+        if (!h)
+            return -1;
+        c->req.headers = h;
+        c->headers_cap = cap;
+    }
+    char *name = hearth__buf_detach(&c->field, NULL);
+    char *value = hearth__buf_detach(&c->value, NULL);
+    if (!name || !value) {
+        hearth__free(name);
+        hearth__free(value);
+        return -1;
+    }
+    for (char *p = name; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    c->req.headers[c->req.nheaders++] = (hearth__http_header){name, value};
+    c->in_value = false;
+    return 0;
+}
+
+static int on_message_begin(http_parser *p) {
+    hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return -1; /* nothing more is read on this connection */
+    hearth__http_free_request(c);
+    c->in_request = true;
+    c->head_done = false;
+    /* The whole head within the timeout, however slowly it trickles. */
+    hearth__http_wait_for(c, c->server->limits.header_ms, 408);
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len) {
+    hearth__buf_add(&conn_of(p)->url, at, len);
+    return conn_of(p)->url.failed ? -1 : 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    if (c->in_value && commit_header(c))
+        return -1;
+    hearth__buf_add(&c->field, at, len);
+    return c->field.failed ? -1 : 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    c->in_value = true;
+    hearth__buf_add(&c->value, at, len);
+    return c->value.failed ? -1 : 0;
+}
+
+/* Lets the head handler refuse a large body before it is read. */
+static bool early_refusal(hearth__http_conn *c, http_parser *p) {
+    hearth__http_server *s = c->server;
+    bool large = (p->flags & F_CHUNKED) ||
+                 ((p->flags & F_CONTENTLENGTH) &&
+                  p->content_length > HEARTH__HTTP_EARLY_BODY);
+    if (!s->on_head || !large)
+        return false;
+    c->req.method = (int)p->method;
+    if (!c->req.target && !(c->req.target = hearth__buf_detach(&c->url, NULL)))
+        return false;
+    char why[256] = "";
+    int status = s->on_head(&c->req, s->ctx, why, sizeof why);
+    if (status)
+        refuse_early(c, status, why);
+    return status != 0;
+}
+
+static int on_headers_complete(http_parser *p) {
+    hearth__http_conn *c = conn_of(p);
+    if (commit_header(c))
+        return -1;
+    c->head_done = true;
+    hearth__http_wait_for(c, c->server->limits.body_ms, 408);
+    if (early_refusal(c, p))
+        return 0; /* answered: the body goes unread */
+    if ((p->flags & F_CONTENTLENGTH) &&
+        p->content_length > c->server->limits.max_body) {
+        c->reject_status = 413;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len) {
+    hearth__http_conn *c = conn_of(p);
+    if (c->no_more)
+        return 0; /* refused early: dropped */
+    if (c->body.len + len > c->server->limits.max_body) {
+        c->reject_status = 413;
+        return -1;
+    }
+    if (!hearth__http_hold(c, len)) {
+        c->reject_status = 503;
+        return -1;
+    }
+    c->held += len;
+    hearth__buf_add(&c->body, at, len);
+    /* it moves: more time */
+    hearth__http_wait_for(c, c->server->limits.body_ms, 408);
+    return c->body.failed ? -1 : 0;
+}
+
+static int on_message_complete(http_parser *p) {
+    hearth__http_conn *c = conn_of(p);
+    c->req.method = (int)p->method;
+    c->req.keep_alive = http_should_keep_alive(p) != 0;
+    if (c->no_more)
+        return 0; /* refused early: already answered */
+    size_t body_len = c->body.len;
+    if (!c->req.target) /* else taken when the head arrived */
+        c->req.target = hearth__buf_detach(&c->url, NULL);
+    c->req.body = hearth__buf_detach(&c->body, NULL);
+    if (!c->req.target)
+        c->req.target = hearth__strndup("", 0);
+    if (!c->req.body)
+        c->req.body = hearth__strndup("", 0);
+    if (!c->req.target || !c->req.body)
+        return -1;
+    c->req.body_len = body_len;
+    c->ready = true;
+    c->in_request = false;
+    c->deadline = 0; /* the server's turn */
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+/* Parses what has arrived, one request at a time. */
+void hearth__http_process(hearth__http_conn *c) {
+    if (c->processing)
+        return;
+    c->processing = true;
+    while (!c->closing && !c->busy && !c->streaming && !c->no_more) {
+        if (c->ready) {
+            c->ready = false;
+            c->busy = true;
+            c->refs++;
+            c->server->handler(c, &c->req, c->server->ctx);
+            continue;
+        }
+        if (c->in_off == c->in_len)
+            break;
+        size_t n = http_parser_execute(&c->parser, &settings, c->in + c->in_off,
+                                       c->in_len - c->in_off);
+        c->in_off += n;
+        if (c->no_more) { /* answered for good: the rest is dropped */
+            c->in_off = c->in_len;
+            break;
+        }
+        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+        if (e == HPE_PAUSED) {
+            http_parser_pause(&c->parser, 0);
+        } else if (e != HPE_OK) {
+            if (c->reject_status == 413)
+                reject(c, 413, "Request body too large");
+            else if (c->reject_status == 503)
+                reject(c, 503, "Server busy: too much request data in flight");
+            else if (e == HPE_HEADER_OVERFLOW)
+                reject(c, 431, "Request headers too large");
+            else
+                reject(c, 400, http_errno_description(e));
+            break;
+        } else if (n == 0) {
+            break;
+        }
+    }
+    if (c->in_off == c->in_len)
+        c->in_off = c->in_len = 0;
+    c->processing = false;
+    /* Resume reading once the backlog of unparsed input is small again. */
+    if (!c->reading && !c->closing && !c->streaming && !c->no_more &&
+        c->in_len - c->in_off < MAX_BUFFERED_INPUT)
+        hearth__http_start_reading(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    hearth__http_conn *c = h->data;
+    if (c->in_off > 0 && c->in_off == c->in_len)
+        c->in_off = c->in_len = 0;
+    if (c->in_off > 0 && c->in_cap - c->in_len < READ_CHUNK) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
+    if (c->in_cap - c->in_len < READ_CHUNK) {
+        size_t cap = c->in_len + READ_CHUNK;
+        char *in = hearth__realloc(c->in, cap);
+        if (!in) {
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+        c->in = in;
+        c->in_cap = cap;
+    }
+    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    hearth__http_conn *c = stream->data;
+    if (nread < 0) {
+        hearth__http_conn_close(c);
+        return;
+    }
+    if (c->streaming || c->no_more) { /* a stream, an upgrade, or done */
+        c->last_in = uv_now(c->server->loop);
+        c->pinged = false;
+        c->in_len += (size_t)nread;
+        size_t len = c->in_len - c->in_off;
+        const char *data = c->in + c->in_off;
+        c->in_off = c->in_len = 0;
+        if (c->on_data && len && !c->no_more)
+            c->on_data(c->on_close_ctx, data, len);
+        return;
+    }
+    c->in_len += (size_t)nread;
+    if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
+        uv_read_stop(stream);
+        c->reading = false;
+    }
+    hearth__http_process(c);
+}
+
+void hearth__http_start_reading(hearth__http_conn *c) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = true;
+}
+
+void hearth__http_init_parsing(void) {
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+}
+

@@ -1,0 +1,268 @@
+/* http_respond.c - answers out: whole responses, streams (server-sent
+ * events) with their backlog bound, and the writes under both. */
+#include "server/http_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- writing ---- */
+
+typedef struct write_req {
+    uv_write_t req;
+    hearth__http_conn *conn;
+    hearth__shared_buf *shared; /* the bytes, when shared by many writes */
+    char data[];
+} write_req;
+
+hearth__shared_buf *hearth__shared_buf_new(const char *data, size_t len) {
+    hearth__shared_buf *b = hearth__malloc(sizeof *b + len);
+    if (b) {
+        b->refs = 1;
+        b->len = len;
+        memcpy(b->data, data, len);
+    }
+    return b;
+}
+
+void hearth__shared_buf_release(hearth__shared_buf *b) {
+    if (b && --b->refs == 0)
+        hearth__free(b);
+}
+
+static void on_written(uv_write_t *req, int status) {
+    write_req *w = (write_req *)req;
+    hearth__http_conn *c = w->conn;
+    c->writes_pending--;
+    hearth__shared_buf_release(w->shared);
+    hearth__free(w);
+    if (status < 0 || (c->close_when_sent && c->writes_pending == 0))
+        hearth__http_conn_close(c);
+    hearth__http_conn_release(c);
+}
+
+/* Queues w (owning its bytes or a shared buffer reference); the write and
+ * the connection stay alive until on_written. */
+static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
+        hearth__shared_buf_release(w->shared);
+        hearth__free(w);
+        hearth__http_conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    c->refs++;
+    c->writes_pending++;
+    return 0;
+}
+
+int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
+                      const char *b, size_t blen) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    write_req *w = hearth__malloc(sizeof *w + alen + blen);
+    if (!w) {
+        hearth__http_conn_close(c);
+        return HEARTH_ENOMEM;
+    }
+    memcpy(w->data, a, alen);
+    if (blen)
+        memcpy(w->data + alen, b, blen);
+    w->conn = c;
+    w->shared = NULL;
+    return start_write(c, w, uv_buf_init(w->data, (unsigned)(alen + blen)));
+}
+
+static const char *reason(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
+    default: return "Unknown";
+    }
+}
+
+static bool value_ok(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+bool hearth__http_header_lines_ok(const char *text) {
+    while (text && *text) {
+        const char *end = strstr(text, "\r\n");
+        if (!end || end == text || *text == ' ' || *text == '\t' ||
+            !value_ok(text, (size_t)(end - text)))
+            return false;
+        text = end + 2;
+    }
+    return true;
+}
+
+/* The second line of defence against header injection: a handler that
+ * lets a control character through gets a 500 instead of a forged head. */
+bool hearth__http_head_ok(const char *content_type, const char *headers) {
+    if ((!content_type || value_ok(content_type, strlen(content_type))) &&
+        hearth__http_header_lines_ok(headers))
+        return true;
+    fprintf(stderr, "hearth: refused to send a header holding a control "
+                    "character\n");
+    return false;
+}
+
+void hearth__http_finish_request(hearth__http_conn *c) {
+    c->busy = false;
+    hearth__http_free_request(c);
+    if (!c->streaming) /* until the next request (or while it is sent) */
+        hearth__http_wait_for(c, c->server->limits.idle_ms, 0);
+    if (!c->closing && !c->streaming)
+        hearth__http_process(c);
+    hearth__http_conn_release(c); /* the request's reference */
+}
+
+void hearth__http_respond(hearth__http_conn *c, int status,
+                          const char *content_type, const char *headers,
+                          const char *body, size_t len) {
+    if (c->closing) {
+        /* The client left (or the server is stopping) while the answer was
+         * being made: nothing to send, and the server may be gone. */
+        hearth__http_finish_request(c);
+        return;
+    }
+    if (!hearth__http_head_ok(content_type, headers)) {
+        static const char refused[] = "{\"error\":\"Internal error: a "
+                                      "response header was refused\"}";
+        status = 500;
+        content_type = "application/json; charset=utf-8";
+        headers = NULL;
+        body = refused;
+        len = sizeof refused - 1;
+        c->req.keep_alive = false;
+    }
+    bool keep = c->req.keep_alive && !c->server->closing;
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Length: %zu\r\n"
+                     "%s%s%s"
+                     "Access-Control-Allow-Origin: *\r\n"
+                     "Cache-Control: no-cache\r\n"
+                     "%s"
+                     "Connection: %s\r\n\r\n",
+                     status, reason(status), len,
+                     content_type ? "Content-Type: " : "",
+                     content_type ? content_type : "", content_type ? "\r\n" : "",
+                     headers ? headers : "", keep ? "keep-alive" : "close");
+    if (n < 0 || (size_t)n >= sizeof head)
+        n = snprintf(head, sizeof head,
+                     "HTTP/1.1 500 Internal Server Error\r\n"
+                     "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    if (!keep)
+        c->close_when_sent = true;
+    hearth__http_send_bytes(c, head, (size_t)n, body, len);
+    hearth__http_finish_request(c);
+}
+
+int hearth__http_stream_begin(hearth__http_conn *c, int status,
+                              const char *content_type, const char *headers,
+                              void (*on_close)(void *ctx), void *ctx) {
+    if (c->closing) { /* the client already left: no stream */
+        hearth__http_finish_request(c);
+        return HEARTH_ECLOSED;
+    }
+    if (!hearth__http_head_ok(content_type, headers)) {
+        hearth__http_respond(c, 500, NULL, NULL, "", 0);
+        return HEARTH_EINVAL;
+    }
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Type: %s\r\n"
+                     "Access-Control-Allow-Origin: *\r\n"
+                     "Cache-Control: no-cache\r\n"
+                     "%s"
+                     "Connection: close\r\n\r\n",
+                     status, reason(status), content_type,
+                     headers ? headers : "");
+    c->streaming = true;
+    c->on_close = on_close;
+    c->on_close_ctx = ctx;
+    hearth__http_send_bytes(c, head, (size_t)n, NULL, 0);
+    /* The connection now carries only this stream. It keeps reading (and
+     * dropping what arrives) so that a client that leaves is noticed at
+     * once, not at the next write: an idle stream's file, observer and
+     * memory go with it. */
+    hearth__http_finish_request(c);
+    return 0;
+}
+
+/* Closes a stream whose unsent data would pass the bound with `more`
+ * bytes: a client that stops reading must not grow our memory. */
+static bool over_backlog(hearth__http_conn *c, size_t more) {
+    size_t backlog = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (backlog + more <= c->server->limits.max_backlog)
+        return false;
+    hearth__http_conn_close(c);
+    return true;
+}
+
+int hearth__http_stream_send(hearth__http_conn *c, const char *data,
+                             size_t len) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    if (over_backlog(c, len))
+        return HEARTH_ECLOSED;
+    return hearth__http_send_bytes(c, data, len, NULL, 0);
+}
+
+int hearth__http_stream_send_shared(hearth__http_conn *c,
+                                    hearth__shared_buf *b) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    size_t offset = 0;
+    if (c->writes_pending == 0) {
+        /* Nothing queued: try the socket now, which for a fan-out to many
+         * streams usually takes it all without queuing anything. */
+        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n == (int)b->len)
+            return 0;
+        if (n > 0)
+            offset = (size_t)n;
+        else if (n != UV_EAGAIN) {
+            hearth__http_conn_close(c);
+            return HEARTH_ECLOSED;
+        }
+    }
+    if (over_backlog(c, b->len - offset))
+        return HEARTH_ECLOSED;
+    write_req *w = hearth__malloc(sizeof *w);
+    if (!w) {
+        hearth__http_conn_close(c);
+        return HEARTH_ENOMEM;
+    }
+    w->conn = c;
+    w->shared = b;
+    b->refs++;
+    return start_write(c, w,
+                       uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));
+}
+
+void hearth__http_stream_end(hearth__http_conn *c) {
+    if (c->writes_pending == 0)
+        hearth__http_conn_close(c);
+    else
+        c->close_when_sent = true;
+}
+
