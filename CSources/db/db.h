@@ -73,6 +73,10 @@ typedef struct hearth__update_parts {
 int hearth__update_parts_parse(const char *path, const char *json, size_t len,
                                hearth__update_parts *out,
                                hearth_error_t *err);
+/* The same from an object already parsed (kept with a new reference). */
+int hearth__update_parts_from_json(const char *path, struct json_t *obj,
+                                   hearth__update_parts *out,
+                                   hearth_error_t *err);
 void hearth__update_parts_free(hearth__update_parts *u);
 /* Queues a parsed update, judged as who (NULL: not judged). */
 int hearth__db_update_parts_as(hearth_db_t *db, const hearth__db_caller *who,

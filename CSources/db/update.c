@@ -128,10 +128,23 @@ int hearth__db_update_op(const char *path, size_t count,
 int hearth__update_parts_parse(const char *path, const char *json, size_t len,
                                hearth__update_parts *out,
                                hearth_error_t *err) {
-    memset(out, 0, sizeof *out);
-    int rc = hearth__json_load(json, len, &out->obj, err);
-    if (rc)
+    json_t *obj;
+    int rc = hearth__json_load(json, len, &obj, err);
+    if (rc) {
+        memset(out, 0, sizeof *out);
         return rc;
+    }
+    rc = hearth__update_parts_from_json(path, obj, out, err);
+    json_decref(obj);
+    return rc;
+}
+
+int hearth__update_parts_from_json(const char *path, json_t *obj,
+                                   hearth__update_parts *out,
+                                   hearth_error_t *err) {
+    memset(out, 0, sizeof *out);
+    out->obj = json_incref(obj);
+    int rc;
     if (!json_is_object(out->obj))
         return hearth__error(err, HEARTH_EVALUE, path,
                              "an update must be a JSON object of paths to "

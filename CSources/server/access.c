@@ -146,36 +146,22 @@ bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
                            const char *base, json_t *obj) {
     if (p->admin)
         return true;
-    size_t n = json_object_size(obj), k = 0;
-    if (n > 64)
-        return false; /* more than a dry run takes: refused */
+    hearth__update_parts u;
+    bool ok = !hearth__update_parts_from_json(base, obj, &u, NULL) && u.n <= 64;
     char *paths[64];
-    hearth_node_t *values[64];
-    const char *key;
-    json_t *v;
-    hearth__path parsed;
-    bool ok = true;
-    json_object_foreach(obj, key, v) {
+    size_t k = 0;
+    for (; ok && k < u.n; k++) {
         hearth__buf b;
         hearth__buf_init(&b);
-        hearth__buf_printf(&b, "%s/%s", strcmp(base, "/") ? base : "", key);
-        paths[k] = hearth__buf_detach(&b, NULL);
-        values[k] = NULL;
-        /* Malformed parts are refused here too: nothing unjudged passes. */
-        ok = paths[k] &&
-             !hearth__path_parse(paths[k], HEARTH__PATH_ALLOW_PRIORITY, &parsed, NULL) &&
-             !hearth_node_from_jansson(v, HEARTH_JSON_ALLOW_SERVER_VALUES, &values[k], NULL);
-        if (!ok) {
-            hearth__free(paths[k]);
-            break;
-        }
-        k++;
+        hearth__buf_printf(&b, "%s/%s", strcmp(base, "/") ? base : "", u.paths[k]);
+        ok = (paths[k] = hearth__buf_detach(&b, NULL)) != NULL;
     }
+    /* Malformed parts are refused here too (hearth__ns_may_write parses
+     * every path): nothing unjudged passes. */
     ok = ok && hearth__ns_may_write(ns, p, (const char *const *)paths,
-                                    (const hearth_node_t *const *)values, k);
-    for (size_t i = 0; i < k; i++) {
+                                    (const hearth_node_t *const *)u.values, u.n);
+    for (size_t i = 0; i < k; i++)
         hearth__free(paths[i]);
-        hearth_node_decref(values[i]);
-    }
+    hearth__update_parts_free(&u);
     return ok;
 }

@@ -20,14 +20,16 @@ int hearth__realtime_judged_set(session *s, const char *path, const hearth_node_
 int hearth__realtime_judged_update(session *s, const char *path, json_t *data,
                                    hearth_completion_cb cb, void *ctx,
                                    hearth_free_cb ctx_free, hearth_error_t *err) {
-    char *text = json_dumps(data, JSON_COMPACT);
-    if (!text)
-        return hearth__error_code(err, HEARTH_ENOMEM);
+    /* The message is parsed already: its object becomes the parts as it
+     * is, not written out and parsed again. */
+    hearth__update_parts u;
     hearth__db_caller caller;
-    int rc = hearth__db_update_json_as(
-        s->ns->db, hearth__principal_caller(&s->who, &caller), path, text,
-        strlen(text), cb, ctx, ctx_free, err);
-    free(text);
+    int rc = hearth__update_parts_from_json(path, data, &u, err);
+    if (!rc)
+        rc = hearth__db_update_parts_as(
+            s->ns->db, hearth__principal_caller(&s->who, &caller), path, &u,
+            cb, ctx, ctx_free, err);
+    hearth__update_parts_free(&u);
     return rc;
 }
 
