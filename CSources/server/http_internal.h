@@ -112,6 +112,15 @@ int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
 bool hearth__http_head_ok(const char *content_type, const char *headers);
 /* The handler's answer is in: the next request may be parsed. */
 void hearth__http_finish_request(hearth__http_conn *c);
+/* Before a stream or an upgrade takes the connection over: 0 when it may
+ * (its head is clean, the client is still there); else the request is
+ * answered (500 for a bad head) and HEARTH_ECLOSED / HEARTH_EINVAL. */
+int hearth__http_may_take_over(hearth__http_conn *c, const char *content_type,
+                               const char *headers);
+/* The connection becomes the stream's or the new protocol's: its head
+ * goes out and on_close runs when it closes. */
+void hearth__http_take_over(hearth__http_conn *c, const char *head, size_t len,
+                            void (*on_close)(void *ctx), void *ctx);
 
 /* http_upgrade.c */
 /* The idle check of an upgraded connection (ping, then close). */

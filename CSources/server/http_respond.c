@@ -174,10 +174,9 @@ void hearth__http_respond(hearth__http_conn *c, int status,
     hearth__http_finish_request(c);
 }
 
-int hearth__http_stream_begin(hearth__http_conn *c, int status,
-                              const char *content_type, const char *headers,
-                              void (*on_close)(void *ctx), void *ctx) {
-    if (c->closing) { /* the client already left: no stream */
+int hearth__http_may_take_over(hearth__http_conn *c, const char *content_type,
+                               const char *headers) {
+    if (c->closing) { /* the client already left */
         hearth__http_finish_request(c);
         return HEARTH_ECLOSED;
     }
@@ -185,6 +184,28 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
         hearth__http_respond(c, 500, NULL, NULL, "", 0);
         return HEARTH_EINVAL;
     }
+    return 0;
+}
+
+void hearth__http_take_over(hearth__http_conn *c, const char *head, size_t len,
+                            void (*on_close)(void *ctx), void *ctx) {
+    c->streaming = true;
+    c->on_close = on_close;
+    c->on_close_ctx = ctx;
+    hearth__http_send_bytes(c, head, len, NULL, 0);
+    /* The connection now carries only the stream or the new protocol. It
+     * keeps reading so that a client that leaves is noticed at once, not
+     * at the next write: an idle stream's file, observer and memory go
+     * with it. */
+    hearth__http_finish_request(c);
+}
+
+int hearth__http_stream_begin(hearth__http_conn *c, int status,
+                              const char *content_type, const char *headers,
+                              void (*on_close)(void *ctx), void *ctx) {
+    int rc = hearth__http_may_take_over(c, content_type, headers);
+    if (rc)
+        return rc;
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\n"
@@ -195,15 +216,7 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
                      "Connection: close\r\n\r\n",
                      status, reason(status), content_type,
                      headers ? headers : "");
-    c->streaming = true;
-    c->on_close = on_close;
-    c->on_close_ctx = ctx;
-    hearth__http_send_bytes(c, head, (size_t)n, NULL, 0);
-    /* The connection now carries only this stream. It keeps reading (and
-     * dropping what arrives) so that a client that leaves is noticed at
-     * once, not at the next write: an idle stream's file, observer and
-     * memory go with it. */
-    hearth__http_finish_request(c);
+    hearth__http_take_over(c, head, (size_t)n, on_close, ctx);
     return 0;
 }
 

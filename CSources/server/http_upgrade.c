@@ -10,26 +10,17 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
                          void (*on_data)(void *ctx, const char *data,
                                          size_t len),
                          void (*on_close)(void *ctx), void *ctx) {
-    if (c->closing) {
-        hearth__http_finish_request(c);
-        return HEARTH_ECLOSED;
-    }
-    if (!hearth__http_head_ok(NULL, headers)) {
-        hearth__http_respond(c, 500, NULL, NULL, "", 0);
-        return HEARTH_EINVAL;
-    }
+    int rc = hearth__http_may_take_over(c, NULL, headers);
+    if (rc)
+        return rc;
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 101 Switching Protocols\r\n"
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
                      headers ? headers : "");
-    c->streaming = true;
     c->last_in = uv_now(c->server->loop);
     c->on_data = on_data;
-    c->on_close = on_close;
-    c->on_close_ctx = ctx;
-    hearth__http_send_bytes(c, head, (size_t)n, NULL, 0);
-    hearth__http_finish_request(c);
+    hearth__http_take_over(c, head, (size_t)n, on_close, ctx);
     /* Bytes that came right behind the request belong to the new protocol:
      * on_read hands them over with the next read, or now. */
     if (c->in_len > c->in_off && !c->closing) {
