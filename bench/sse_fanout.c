@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+enum { SOURCES = 32 }; /* client addresses 127.0.0.2 .. 127.0.0.33 */
+
 typedef struct stream {
     uv_tcp_t tcp;
     uv_connect_t connect;
@@ -146,6 +148,14 @@ int main(int argc, char **argv) {
         stream *s = &streams[i];
         s->seen_round = -1;
         uv_tcp_init(loop, &s->tcp);
+        /* Streams come from 127.0.0.2 .. 127.0.0.33, as many clients
+         * would: the server lets one address hold only a share of its
+         * connections, and one source address has too few ports. */
+        struct sockaddr_in from;
+        char from_ip[32];
+        snprintf(from_ip, sizeof from_ip, "127.0.0.%d", 2 + i % SOURCES);
+        uv_ip4_addr(from_ip, 0, &from);
+        uv_tcp_bind(&s->tcp, (struct sockaddr *)&from, 0);
         s->tcp.data = s;
         s->connect.data = s;
         uv_tcp_connect(&s->connect, &s->tcp, (struct sockaddr *)&a, on_connect);

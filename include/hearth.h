@@ -56,18 +56,24 @@ extern "C" {
 #define HEARTH_EXTERN
 #endif
 
-/* HEARTH_NULLABLE marks a pointer that may be NULL (a parameter the caller
- * may leave out, a result that may be missing), so that Swift imports it
- * as an optional. Pointers without it are not audited yet: Swift imports
- * them as implicitly unwrapped, as before. Only clang knows _Nullable; its
- * completeness warning (every pointer of a header annotated once one is)
- * is silenced for that reason. */
+/* Nullability, so that Swift imports pointers as what they are. Every
+ * pointer in this header is non-NULL (a parameter the caller must give, a
+ * result that is always there) unless marked HEARTH_NULLABLE (a parameter
+ * the caller may leave out, a result that may be missing): clang reads the
+ * header in an assume_nonnull region, and Swift imports unmarked pointers
+ * as non-optional, marked ones as optionals. The marks are _Nullable and
+ * _Nonnull, which only clang knows; other compilers see nothing. Pointers
+ * to pointers are marked at both levels: an out-parameter
+ * (hearth_node_t **out) must be given, and what it holds may be NULL (the
+ * call writes it); an array of paths or values must be given, and each of
+ * its elements too. */
 #if defined(__clang__)
 #define HEARTH_NULLABLE _Nullable
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wnullability-completeness"
+#define HEARTH_NONNULL _Nonnull
+#pragma clang assume_nonnull begin
 #else
 #define HEARTH_NULLABLE
+#define HEARTH_NONNULL
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -232,11 +238,11 @@ HEARTH_EXTERN const hearth_node_t *hearth_node_child(const hearth_node_t *node,
  * i is out of range. O(log n). */
 HEARTH_EXTERN const hearth_node_t *HEARTH_NULLABLE hearth_node_child_at(const hearth_node_t *node,
                                                         size_t index,
-                                                        const char **key);
+                                                        const char *HEARTH_NULLABLE *HEARTH_NULLABLE key);
 /* The node at a slash-separated path below node ("" is node itself), or the
  * null node. Fails only for an invalid path. Borrowed through *out. */
 HEARTH_EXTERN int hearth_node_get(const hearth_node_t *node, const char *path,
-                                  const hearth_node_t **out,
+                                  const hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out,
                                   hearth_error_t *HEARTH_NULLABLE err);
 
 /* Calls cb for each child in key order; stops early when cb returns
@@ -255,18 +261,18 @@ HEARTH_EXTERN bool hearth_node_equal(const hearth_node_t *a,
  * node the caller holds alone is updated in place). `value` is borrowed; a
  * null value deletes. `path` may end in ".priority" to set a priority.
  * On failure *node is unchanged. */
-HEARTH_EXTERN int hearth_node_set(hearth_node_t **node, const char *path,
+HEARTH_EXTERN int hearth_node_set(hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL node, const char *path,
                                   const hearth_node_t *value,
                                   hearth_error_t *HEARTH_NULLABLE err);
 /* Same for one direct child key; steals `value` (also on failure). */
-HEARTH_EXTERN int hearth_node_set_child_new(hearth_node_t **node,
+HEARTH_EXTERN int hearth_node_set_child_new(hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL node,
                                             const char *key,
                                             hearth_node_t *value,
                                             hearth_error_t *HEARTH_NULLABLE err);
 /* A new reference to node with its priority replaced (null removes it). */
 HEARTH_EXTERN int hearth_node_with_priority(const hearth_node_t *node,
                                             const hearth_node_t *priority,
-                                            hearth_node_t **out,
+                                            hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out,
                                             hearth_error_t *HEARTH_NULLABLE err);
 
 /* ---- JSON ---- */
@@ -280,11 +286,11 @@ struct json_t; /* jansson's value type, for the *_jansson functions */
  * numbers, priorities, .value, .sv). `len` may be (size_t)-1 for a
  * NUL-terminated string. */
 HEARTH_EXTERN int hearth_node_from_json(const char *text, size_t len,
-                                        unsigned flags, hearth_node_t **out,
+                                        unsigned flags, hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out,
                                         hearth_error_t *HEARTH_NULLABLE err);
 /* The same from a jansson value (json_t *). */
 HEARTH_EXTERN int hearth_node_from_jansson(const struct json_t *json,
-                                           unsigned flags, hearth_node_t **out,
+                                           unsigned flags, hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out,
                                            hearth_error_t *HEARTH_NULLABLE err);
 
 /* Flags for hearth_node_to_json / hearth_node_to_jansson. */
@@ -314,7 +320,7 @@ HEARTH_EXTERN struct json_t *HEARTH_NULLABLE hearth_node_to_jansson(const hearth
  * out, which must hold HEARTH_HASH_SIZE bytes. */
 #define HEARTH_HASH_SIZE 29
 HEARTH_EXTERN int hearth_node_hash(const hearth_node_t *node,
-                                   char out[HEARTH_HASH_SIZE]);
+                                   char out[HEARTH_NONNULL HEARTH_HASH_SIZE]);
 
 /* ------------------------------------------------------------------------ */
 /* Keys and paths                                                           */
@@ -342,7 +348,7 @@ typedef struct hearth_push_id_state_s {
 /* Writes the next push ID for time now_ms (server-corrected ms since the
  * epoch) into out. IDs from one state are strictly increasing. */
 HEARTH_EXTERN int hearth_push_id(hearth_push_id_state_t *state, int64_t now_ms,
-                                 char out[HEARTH_PUSH_ID_SIZE]);
+                                 char out[HEARTH_NONNULL HEARTH_PUSH_ID_SIZE]);
 
 /* Milliseconds since the epoch by the wall clock. */
 HEARTH_EXTERN int64_t hearth_now_ms(void);
@@ -355,9 +361,9 @@ typedef struct hearth_query_s hearth_query_t;
 /* A new, unconstrained query (order by priority, no range, no limit),
  * released with hearth_query_free. (Named hearth_query_new before 0.2:
  * _new now always means "steals", see the conventions above.) */
-HEARTH_EXTERN int hearth_query_create(hearth_query_t **out);
+HEARTH_EXTERN int hearth_query_create(hearth_query_t *HEARTH_NULLABLE *HEARTH_NONNULL out);
 HEARTH_EXTERN hearth_query_t *HEARTH_NULLABLE hearth_query_copy(const hearth_query_t *HEARTH_NULLABLE query);
-HEARTH_EXTERN void hearth_query_free(hearth_query_t *query);
+HEARTH_EXTERN void hearth_query_free(hearth_query_t *HEARTH_NULLABLE query);
 
 /* At most one order-by per query. */
 HEARTH_EXTERN int hearth_query_order_by_key(hearth_query_t *q,
@@ -402,7 +408,7 @@ HEARTH_EXTERN char *HEARTH_NULLABLE hearth_query_to_json(const hearth_query_t *q
  * null otherwise. */
 HEARTH_EXTERN int hearth_query_apply(const hearth_query_t *q,
                                      const hearth_node_t *node,
-                                     hearth_node_t **out);
+                                     hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out);
 /* Calls cb for each selected child in the query's order (index order, ties
  * by key); stops early when cb returns non-zero and returns that value. */
 HEARTH_EXTERN int hearth_query_foreach(const hearth_query_t *q,
@@ -482,7 +488,7 @@ typedef struct hearth_db_config_s {
 /* Opens a database. config may be NULL (in memory, own loop thread). With a
  * data directory, err (may be NULL) explains a failure to recover. */
 HEARTH_EXTERN int hearth_db_open(const hearth_db_config_t *HEARTH_NULLABLE config,
-                                 hearth_db_t **out, hearth_error_t *HEARTH_NULLABLE err);
+                                 hearth_db_t *HEARTH_NULLABLE *HEARTH_NONNULL out, hearth_error_t *HEARTH_NULLABLE err);
 /* Closes the database: operations still queued complete with
  * HEARTH_ECANCELED, every observer's ctx_free runs (on the calling thread),
  * the owned loop thread is joined, and db is freed. Not from a callback of
@@ -537,8 +543,8 @@ HEARTH_EXTERN int hearth_db_set(hearth_db_t *db, const char *path,
  * applied as one write. A path that is an ancestor of another fails with
  * HEARTH_EUPDATE. */
 HEARTH_EXTERN int hearth_db_update(hearth_db_t *db, const char *path,
-                                   size_t count, const char *const *paths,
-                                   const hearth_node_t *const *values,
+                                   size_t count, const char *HEARTH_NONNULL const *HEARTH_NONNULL paths,
+                                   const hearth_node_t *HEARTH_NONNULL const *HEARTH_NONNULL values,
                                    hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
                                    hearth_free_cb HEARTH_NULLABLE ctx_free,
                                    hearth_error_t *HEARTH_NULLABLE err);
@@ -556,7 +562,7 @@ HEARTH_EXTERN int hearth_db_remove(hearth_db_t *db, const char *path,
  * key_out before the call returns. */
 HEARTH_EXTERN int hearth_db_push(hearth_db_t *db, const char *path,
                                  const hearth_node_t *value,
-                                 char key_out[HEARTH_PUSH_ID_SIZE],
+                                 char key_out[HEARTH_NONNULL HEARTH_PUSH_ID_SIZE],
                                  hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
                                  hearth_free_cb HEARTH_NULLABLE ctx_free, hearth_error_t *HEARTH_NULLABLE err);
 
@@ -569,7 +575,7 @@ HEARTH_EXTERN int hearth_db_push(hearth_db_t *db, const char *path,
 #define HEARTH_TX_COMMIT 0
 #define HEARTH_TX_ABORT 1
 typedef int (*hearth_transaction_fn)(const hearth_node_t *current,
-                                     hearth_node_t **result, void *HEARTH_NULLABLE ctx);
+                                     hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL result, void *HEARTH_NULLABLE ctx);
 typedef void (*hearth_transaction_done_cb)(int status, bool committed,
                                            const hearth_node_t *snapshot,
                                            void *HEARTH_NULLABLE ctx);
@@ -584,7 +590,7 @@ HEARTH_EXTERN int hearth_db_transaction(hearth_db_t *db, const char *path,
  * before it; on the loop thread it answers at once. */
 HEARTH_EXTERN int hearth_db_get(hearth_db_t *db, const char *path,
                                 const hearth_query_t *HEARTH_NULLABLE query,
-                                hearth_node_t **out, hearth_error_t *HEARTH_NULLABLE err);
+                                hearth_node_t *HEARTH_NULLABLE *HEARTH_NONNULL out, hearth_error_t *HEARTH_NULLABLE err);
 
 /* The same without blocking: cb runs on the loop once every write queued
  * before has applied (for a client of a server: with the server's answer,
@@ -707,8 +713,8 @@ HEARTH_EXTERN int hearth_db_on_disconnect_set(hearth_db_t *db, const char *path,
                                               hearth_error_t *HEARTH_NULLABLE err);
 /* A multi-path update then, as hearth_db_update. */
 HEARTH_EXTERN int hearth_db_on_disconnect_update(
-    hearth_db_t *db, const char *path, size_t count, const char *const *paths,
-    const hearth_node_t *const *values, hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
+    hearth_db_t *db, const char *path, size_t count, const char *HEARTH_NONNULL const *HEARTH_NONNULL paths,
+    const hearth_node_t *HEARTH_NONNULL const *HEARTH_NONNULL values, hearth_completion_cb HEARTH_NULLABLE cb, void *HEARTH_NULLABLE ctx,
     hearth_free_cb HEARTH_NULLABLE ctx_free, hearth_error_t *HEARTH_NULLABLE err);
 /* Drops the operations queued at or below path. */
 HEARTH_EXTERN int hearth_db_on_disconnect_cancel(hearth_db_t *db,
@@ -743,7 +749,7 @@ HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
  * with hearth_free. */
 HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const char *HEARTH_NULLABLE claims,
                                       const char *HEARTH_NULLABLE secret, int64_t ttl_s,
-                                      char **out, hearth_error_t *HEARTH_NULLABLE err);
+                                      char *HEARTH_NULLABLE *HEARTH_NONNULL out, hearth_error_t *HEARTH_NULLABLE err);
 
 /* ------------------------------------------------------------------------ */
 /* The server: REST and server-sent events over HTTP/1.1                    */
@@ -819,20 +825,20 @@ typedef struct hearth_server_config_s {
  * default action, it is set to be ignored (a client closing early must not
  * end the process). */
 HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
-                                      hearth_server_t **out,
+                                      hearth_server_t *HEARTH_NULLABLE *HEARTH_NONNULL out,
                                       hearth_error_t *HEARTH_NULLABLE err);
 /* The port the server listens on. */
 HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
 /* Stops accepting, finishes and acknowledges the writes in flight, closes
  * every namespace (its log synced), joins the thread and frees server. */
-HEARTH_EXTERN int hearth_server_stop(hearth_server_t *server);
+HEARTH_EXTERN int hearth_server_stop(hearth_server_t *HEARTH_NULLABLE server);
 
 #ifdef __cplusplus
 }
 #endif
 
 #if defined(__clang__)
-#pragma clang diagnostic pop
+#pragma clang assume_nonnull end
 #endif
 
 #endif /* HEARTH_H */

@@ -14,10 +14,12 @@ cc -Wall -Wextra -Werror examples/hello.c $(pkg-config --cflags hearth) \
    $static_libs -o build/hello-static
 cc -Wall -Wextra -Werror examples/hello.c $(pkg-config --cflags --libs hearth) \
    -Wl,-rpath,"$prefix/lib" -o build/hello-shared
-# The header also compiles cleanly with clang (its nullability annotations)
-# and as C++.
+# The header also compiles cleanly with clang, every pointer's nullability
+# stated (a new pointer without it fails here), and as C++.
 if command -v clang >/dev/null; then
-  clang -std=c11 -Wall -Wextra -Werror -fsyntax-only $(pkg-config --cflags hearth) examples/hello.c
+  clang -std=c11 -Wall -Wextra -Werror -Wnullability-completeness \
+    -Wnullability-completeness-on-arrays -fsyntax-only \
+    $(pkg-config --cflags hearth) examples/hello.c
 fi
 c++ -x c++ -Wall -Wextra -Werror -fsyntax-only $(pkg-config --cflags hearth) examples/hello.c
 out=$(build/hello-static)

@@ -107,9 +107,11 @@ extension DatabaseReference {
         let (db, path) = (self.db, self.path)
         try waitForWrite("update") { callback, context, release, error in
             text.withUnsafeBytes { raw in
+                // Empty text has no address; "" stands for it (and fails
+                // to parse, as it should).
                 hearth_db_update_json(
-                    db.handle, path, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count,
-                    callback, context, release, error)
+                    db.handle, path, raw.baseAddress?.assumingMemoryBound(to: CChar.self) ?? emptyText,
+                    raw.count, callback, context, release, error)
             }
         }
     }
@@ -155,7 +157,9 @@ public enum RulesDocument {
         let bytes = Array(text)
         try HearthError.check { details in
             bytes.withUnsafeBufferPointer { raw in
-                raw.withMemoryRebound(to: CChar.self) { hearth_rules_check($0.baseAddress, $0.count, details) }
+                raw.withMemoryRebound(to: CChar.self) {
+                    hearth_rules_check($0.baseAddress ?? emptyText, $0.count, details)
+                }
             }
         }
     }
@@ -192,4 +196,9 @@ public struct LogRepair: Sendable {
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
+}
+
+/// A C string "" for a buffer that has no address (empty data).
+private var emptyText: UnsafePointer<CChar> {
+    UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
 }

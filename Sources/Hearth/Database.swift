@@ -618,7 +618,7 @@ public final class Database: @unchecked Sendable {
         var id = [CChar](repeating: 0, count: Int(HEARTH_PUSH_ID_SIZE))
         let now = hearth_now_ms()
         state.withLock { state in
-            _ = id.withUnsafeMutableBufferPointer { hearth_push_id(&state.pushIDs, now, $0.baseAddress) }
+            _ = id.withUnsafeMutableBufferPointer { hearth_push_id(&state.pushIDs, now, $0.baseAddress!) }
         }
         return id.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }

@@ -144,7 +144,7 @@ private final class Transaction: @unchecked Sendable {
     }
 
     static let update: hearth_transaction_fn = { current, result, context in
-        guard let transaction = from(context), let current, let result else { return HEARTH_TX_ABORT }
+        guard let transaction = from(context) else { return HEARTH_TX_ABORT }
         return transaction.run(current: current, result: result)
     }
 

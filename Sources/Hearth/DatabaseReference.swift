@@ -272,7 +272,7 @@ open class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         let write = onDisconnect ? hearth_db_on_disconnect_update : hearth_db_update
         return { callback, context, release, error in
             Self.withCStrings(paths) { cPaths in
-                let pointers: [OpaquePointer?] = nodes.map { $0.pointer }
+                let pointers: [OpaquePointer] = nodes.map { $0.pointer }
                 return write(db.handle, path, cPaths.count, cPaths, pointers, callback, context, release, error)
             }
         }
@@ -287,10 +287,18 @@ open class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     /// Calls `body` with the strings as C strings, valid during the call.
     static func withCStrings<Result>(
-        _ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> Result
+        _ strings: [String], _ body: ([UnsafePointer<CChar>]) -> Result
     ) -> Result {
-        let copies = strings.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        return body(copies.map { $0.map { UnsafePointer($0) } })
+        // Every string in one buffer, each NUL-terminated, and pointers
+        // into it: one allocation, and none that can come back NULL.
+        var bytes: [CChar] = []
+        var offsets: [Int] = []
+        for string in strings {
+            offsets.append(bytes.count)
+            bytes.append(contentsOf: string.utf8CString)
+        }
+        return bytes.withUnsafeBufferPointer { buffer in
+            body(offsets.map { buffer.baseAddress! + $0 })
+        }
     }
 }

@@ -60,7 +60,7 @@ final class Node: @unchecked Sendable {
             withUnsafeMutablePointer(to: &visit) { context in
                 iterate(
                     { key, child, context in
-                        guard let key, let child, let context else { return 0 }
+                        guard let context else { return 0 }
                         let visit = context.assumingMemoryBound(
                             to: ((String, OpaquePointer) -> Void).self
                         ).pointee

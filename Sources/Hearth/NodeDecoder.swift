@@ -58,9 +58,8 @@ enum NodeDecoder {
 
     /// The node's priority as a Foundation value, or nil when it has none.
     static func priority(of node: OpaquePointer) -> Any? {
-        guard let priority = hearth_node_priority(node), !hearth_node_is_null(priority) else {
-            return nil
-        }
+        let priority = hearth_node_priority(node)
+        guard !hearth_node_is_null(priority) else { return nil }
         return leaf(priority)
     }
 

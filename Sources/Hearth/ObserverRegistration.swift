@@ -87,7 +87,7 @@ final class ObserverRegistration: @unchecked Sendable {
     // MARK: C callbacks
 
     static let onEvent: hearth_event_cb = { event, context in
-        guard let event, let context else { return }
+        guard let context else { return }
         Unmanaged<ObserverRegistration>.fromOpaque(context).takeUnretainedValue()
             .receive(event.pointee)
     }
