@@ -38,7 +38,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
-        test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
+        test-e2e test-console-assets bench bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
 
@@ -112,7 +112,12 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 test-layers:
 	scripts/check-layers.sh
 
-test-c: deps test-layers $(BUILD)/ctest
+# The console's files are embedded as C arrays (console_assets.c, made by
+# the script and committed, so that SwiftPM builds the same source).
+test-console-assets:
+	scripts/gen-console-assets.py --check
+
+test-c: deps test-layers test-console-assets $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
