@@ -130,7 +130,9 @@
       node.appendChild(row);
       node.appendChild(el("div", "children"));
       this.summarize(node, value);
-      if (this.expanded.has(path)) this.fill(node, path, value);
+      /* Read-only, an expanded node's children are read again. */
+      if (this.expanded.has(path) && this.ctx.readOnly && !Hearth.isObject(value)) this.fillShallow(node, path);
+      else if (this.expanded.has(path)) this.fill(node, path, value);
       this.markExpanded(node, path);
       return node;
     }
@@ -188,8 +190,31 @@
       kids.textContent = "";
       const keys = this.keysOf(path, value);
       const count = Math.min(keys.length, this.shown.get(path) || PAGE);
-      for (const k of keys.slice(0, count)) kids.appendChild(this.render(Hearth.join(path, k), value[k]));
+      const shown = keys.slice(0, count).map((k) => this.render(Hearth.join(path, k), value[k]));
+      for (const child of shown) kids.appendChild(child);
       this.updateMore(node, path, value, keys.length - count);
+      if (this.ctx.readOnly) this.resolve(shown.filter((c) => c.classList.contains("branch")));
+    }
+
+    /* Read with shallow=true every child is `true`: each shown one is read
+     * the same way (a few at a time) to tell a leaf (its value) from a
+     * branch (its count of children). */
+    async resolve(branches) {
+      const next = async () => {
+        const node = branches.shift();
+        if (!node) return;
+        const path = node.dataset.path;
+        try {
+          const v = await Hearth.get(this.ctx.ns, path, { shallow: "true" });
+          if (!node.isConnected) return next();
+          if (Hearth.isObject(v)) this.summarize(node, v);
+          else if (!this.expanded.has(path)) node.replaceWith(this.renderLeaf(path, v));
+        } catch (e) {
+          this.ctx.actions.status(e.message, true);
+        }
+        return next();
+      };
+      await Promise.all([next(), next(), next(), next()]);
     }
 
     keysOf(path, value) {
