@@ -103,6 +103,8 @@
     }
     closeStream();
     const nsChanged = where.ns !== view.ns;
+    /* A filter belongs to the node it was set on. */
+    if (nsChanged || where.path !== view.path) Hearth.resetQuery();
     view.ns = where.ns;
     view.path = where.path;
     if (nsChanged) Hearth.nsChanged();
@@ -217,7 +219,13 @@
   }
 
   Hearth.nsChanged = function () {
-    $("ns-picker").value = view.ns;
+    const picker = $("ns-picker");
+    if (!Array.from(picker.options).some((o) => o.value === view.ns)) {
+      const o = document.createElement("option");
+      o.value = o.textContent = view.ns;
+      picker.appendChild(o);
+    }
+    picker.value = view.ns;
     Hearth.panelsNsChanged();
   };
 

@@ -55,10 +55,14 @@
     Hearth.refreshView();
   }
 
-  function clearQuery() {
+  Hearth.resetQuery = function () {
     $("query-form").reset();
     $("q-child").hidden = true;
     view().query = null;
+  };
+
+  function clearQuery() {
+    Hearth.resetQuery();
     Hearth.refreshView();
   }
 

@@ -147,6 +147,9 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual(p.evaluate("document.getElementById('path-input').value"), "/users/ada")
         self.assertNotIn("auth=", p.evaluate("location.href"))
         self.assertEqual(p.evaluate("sessionStorage.getItem('hearth.auth')"), "owner")
+        # The namespace picker lists the namespaces, this one chosen.
+        self.assertEqual(p.wait_for("document.getElementById('ns-picker').value"), NS)
+        self.assertIn(NS, p.evaluate("Array.from(document.querySelectorAll('#ns-picker option'), o => o.value)"))
         # A branch expands on demand.
         self.click('[data-path="/users/ada/langs"] .toggle')
         p.wait_for(self.q("/users/ada/langs/analytical"))
@@ -227,6 +230,19 @@ class ConsoleTest(unittest.TestCase):
         self.set_field("#q-limit", "3")
         self.click("#query-form button[type=submit]")
         p.wait_for(f"{count} === 3 && {self.q('/items/item059')}")
+        self.click("#q-clear")
+        p.wait_for(f"{count} === 50")
+        # Ordered by a child, from a bound: child orders need .indexOn.
+        self.server.rest("PUT", "/.settings/rules",
+                         {"rules": {".read": True, ".write": True, "items": {".indexOn": ["n"]}}})
+        self.set_field("#q-order", "child")
+        self.set_field("#q-child", "n")
+        self.set_field("#q-start", "55")
+        self.click("#query-form button[type=submit]")
+        p.wait_for(f"{count} === 5 && {self.q('/items/item055')}")
+        self.assertEqual(p.evaluate("Array.from(document.querySelectorAll('[data-path^=\"/items/item\"]'), "
+                                    "e => e.dataset.path)"),
+                         ["/items/item%03d" % i for i in range(55, 60)])
         self.click("#q-clear")
         p.wait_for(f"{count} === 50")
 
