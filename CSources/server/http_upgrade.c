@@ -36,10 +36,6 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
     return 0;
 }
 
-void hearth__http_set_meter(hearth__http_conn *c, hearth__http_meter *m) {
-    c->meter = m;
-}
-
 bool hearth__http_hold(hearth__http_conn *c, size_t n) {
     return c->peer && hearth__budget_take(c->server->budget, c->peer, n);
 }
