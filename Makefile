@@ -1,7 +1,8 @@
 # Hearth - build, test, install.
 #
 #   make            static + shared library, hearth.pc, and the hearth CLI
-#   make test       C tests (ASan + UBSan, leak-checked) and swift test
+#   make test       C tests (ASan + UBSan, leak-checked), swift test, and
+#                   the console in headless Chromium (make test-console)
 #   make serve      run the server on ./hearth-data (arrives with the server)
 #   make bench      benchmarks beside their anchors (not part of the tests)
 #   make fuzz       build the libFuzzer targets (clang)
@@ -38,7 +39,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
-        test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
+        test-e2e test-console test-console-assets bench bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
 
@@ -112,7 +113,12 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 test-layers:
 	scripts/check-layers.sh
 
-test-c: deps test-layers $(BUILD)/ctest
+# The console's files are embedded as C arrays (console_assets.c, made by
+# the script and committed, so that SwiftPM builds the same source).
+test-console-assets:
+	scripts/gen-console-assets.py --check
+
+test-c: deps test-layers test-console-assets $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -158,7 +164,22 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-test: test-layers test-c test-fuzz test-install test-swift test-e2e
+# The console in headless Chromium (driven over the DevTools protocol, with
+# Python's standard library) against examples/serve.c built with the
+# sanitizers. Screenshots go to build/console-screens/.
+$(BUILD)/console-serve: examples/serve.c $(ASAN_OBJ)
+	$(CC) $(ASAN_CFLAGS) $< $(ASAN_OBJ) -o $@ $(LIBS)
+
+test-console: deps $(BUILD)/console-serve
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing chromium for the console test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make: the console test needs chromium: sudo apt-get install chromium"; exit 1; fi; }
+	$(SAN_ENV) HEARTH_SERVE=$(BUILD)/console-serve python3 Tests/e2e/test_console.py
+
+test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 

@@ -94,24 +94,24 @@ static int fuzz_connect(int port) {
     return fd;
 }
 
-/* One request as the admin on a fresh connection; returns the status (0
- * when there was no answer). */
-static int fuzz_admin_request(int port, const char *method, const char *target,
-                              const char *body) {
+/* One request as the admin on a fresh connection, its answer (head and
+ * body, NUL-terminated, cut at size - 1) read into reply; returns the
+ * status (0 when there was no answer). */
+static int fuzz_admin_exchange(int port, const char *method, const char *target,
+                               const char *body, size_t blen, char *reply,
+                               size_t size) {
     int fd = fuzz_connect(port);
     char head[512];
-    size_t blen = strlen(body);
     int n = snprintf(head, sizeof head,
                      "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                      "Authorization: Bearer %s\r\nContent-Length: %zu\r\n\r\n",
                      method, target, fuzz_admin_secret, blen);
     int status = 0;
+    size_t got = 0;
     if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n &&
-        send(fd, body, blen, MSG_NOSIGNAL) == (ssize_t)blen) {
-        char reply[64] = "";
-        size_t got = 0;
-        while (got < sizeof reply - 1) {
-            ssize_t k = read(fd, reply + got, sizeof reply - 1 - got);
+        (!blen || send(fd, body, blen, MSG_NOSIGNAL) == (ssize_t)blen)) {
+        while (got < size - 1) {
+            ssize_t k = read(fd, reply + got, size - 1 - got);
             if (k < 0 && errno == EINTR)
                 continue;
             if (k <= 0)
@@ -122,8 +122,17 @@ static int fuzz_admin_request(int port, const char *method, const char *target,
         if (!strncmp(reply, "HTTP/1.1 ", 9))
             status = atoi(reply + 9);
     }
+    reply[got] = '\0';
     close(fd);
     return status;
+}
+
+/* The same when only the status matters. */
+static int fuzz_admin_request(int port, const char *method, const char *target,
+                              const char *body) {
+    char reply[64];
+    return fuzz_admin_exchange(port, method, target, body, strlen(body), reply,
+                               sizeof reply);
 }
 
 /* The namespace "secure" holds the attacker's rules: /public open, /wo

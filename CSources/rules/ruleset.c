@@ -11,10 +11,12 @@ typedef struct rule {
     bool set;
     bool constant;
     hearth__expr *expr;
+    char *src; /* the expression as written (for hearth__rule_why) */
 } rule;
 
 typedef struct rnode rnode;
 struct rnode {
+    char *where; /* the rule's location, "/users/$uid" */
     rule read, write, validate;
     char **keys;     /* literal children, in document order */
     rnode **kids;
@@ -30,9 +32,13 @@ struct hearth__ruleset {
 static void rnode_free(rnode *n) {
     if (!n)
         return;
+    hearth__free(n->where);
     hearth__expr_free(n->read.expr);
     hearth__expr_free(n->write.expr);
     hearth__expr_free(n->validate.expr);
+    hearth__free(n->read.src);
+    hearth__free(n->write.src);
+    hearth__free(n->validate.src);
     for (size_t i = 0; i < n->nkids; i++) {
         hearth__free(n->keys[i]);
         rnode_free(n->kids[i]);
@@ -65,7 +71,10 @@ static int compile_rule(const json_t *v, const char *where, const char *kind,
                              "%s at %s must be a boolean or an expression",
                              kind, where);
     hearth_error_t inner = {0};
-    int rc = hearth__expr_parse(json_string_value(v), &out->expr, &inner);
+    const char *src = json_string_value(v);
+    int rc = hearth__expr_parse(src, &out->expr, &inner);
+    if (!rc && !(out->src = hearth__strndup(src, strlen(src))))
+        rc = hearth__error_code(&inner, HEARTH_ENOMEM);
     if (rc) {
         hearth__error(err, rc, where, "%s at %s: %s", kind, where,
                       inner.message);
@@ -81,6 +90,10 @@ static int compile_node(const json_t *obj, const char *where, rnode **out,
         return hearth__error(err, HEARTH_EINVAL, where,
                              "the rules at %s must be an object", where);
     rnode *n = hearth__calloc(1, sizeof *n);
+    if (n && !(n->where = hearth__strndup(where, strlen(where)))) {
+        hearth__free(n);
+        n = NULL;
+    }
     if (!n)
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = 0;
@@ -171,7 +184,21 @@ typedef struct walk {
     const char *wild_names[HEARTH_MAX_DEPTH + 1];
     const char *wild_keys[HEARTH_MAX_DEPTH + 1];
     size_t nwild;
+    hearth__rule_why *why; /* which rule decided, or NULL: not asked */
 } walk;
+
+/* Notes r (of kind at n) as the rule that decides, unless one that
+ * settles the question was noted already. */
+static void note(walk *w, const rnode *n, const char *kind, const rule *r,
+                 bool settles) {
+    if (!w->why || w->why->settled)
+        return;
+    w->why->kind = kind;
+    w->why->settled = settles;
+    snprintf(w->why->path, sizeof w->why->path, "%s", n->where);
+    snprintf(w->why->expression, sizeof w->why->expression, "%s",
+             r->expr ? r->src : r->constant ? "true" : "false");
+}
 
 static bool holds(const rule *r, walk *w) {
     if (!r->set)
@@ -215,7 +242,10 @@ static const char *push_key(walk *w, const char *key, size_t len) {
 }
 
 static void walk_init(walk *w, const hearth__access *a,
-                      const hearth_node_t *new_root) {
+                      const hearth_node_t *new_root, hearth__rule_why *why) {
+    w->why = why;
+    if (why)
+        memset(why, 0, sizeof *why);
     w->a = a;
     w->new_root = new_root;
     strcpy(w->path, "/");
@@ -238,15 +268,19 @@ static const rnode *step(const rnode *n, walk *w, keybuf *kb,
     return descend(n, kb->s[w->nwild], seg->len, w);
 }
 
-bool hearth__ruleset_can_read(const hearth__ruleset *rs,
-                              const hearth__path *path,
-                              const hearth__access *a) {
+bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
+                                  const hearth__path *path,
+                                  const hearth__access *a,
+                                  hearth__rule_why *why) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, NULL);
+    walk_init(&w, a, NULL, why);
     const rnode *n = rs->root;
     for (unsigned i = 0; n; i++) {
-        if (holds(&n->read, &w))
+        bool granted = holds(&n->read, &w);
+        if (n->read.set) /* a refusal is the deepest .read tried */
+            note(&w, n, ".read", &n->read, granted);
+        if (granted)
             return true; /* a grant covers everything below */
         if (i == path->n)
             break;
@@ -255,13 +289,21 @@ bool hearth__ruleset_can_read(const hearth__ruleset *rs,
     return false;
 }
 
+bool hearth__ruleset_can_read(const hearth__ruleset *rs,
+                              const hearth__path *path,
+                              const hearth__access *a) {
+    return hearth__ruleset_explain_read(rs, path, a, NULL);
+}
+
 /* Every .validate on the new data below n (at w's location) passes. */
 static bool valid_below(const rnode *n, walk *w, keybuf *kb,
                         const hearth_node_t *data) {
     if (hearth_node_is_null(data))
         return true; /* deletions are not validated */
-    if (n->validate.set && !holds(&n->validate, w))
+    if (n->validate.set && !holds(&n->validate, w)) {
+        note(w, n, ".validate", &n->validate, true);
         return false;
+    }
     size_t count = hearth_node_child_count(data);
     size_t path_len = w->path_len, nwild = w->nwild;
     for (size_t i = 0; i < count; i++) {
@@ -282,22 +324,29 @@ static bool valid_below(const rnode *n, walk *w, keybuf *kb,
 
 static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
                           const hearth_node_t *new_root,
-                          const hearth__access *a) {
+                          const hearth__access *a, hearth__rule_why *why) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, new_root);
+    walk_init(&w, a, new_root, why);
     const rnode *n = rs->root;
     bool granted = false;
     /* Down to the target: a .write anywhere on the way grants; each
      * .validate on the way must hold for the new data there. */
     const hearth_node_t *here = new_root;
     for (unsigned i = 0;; i++) {
-        if (!granted && holds(&n->write, &w))
-            granted = true;
+        if (!granted && n->write.set) {
+            /* The grant, else the deepest .write tried; a failing
+             * .validate below replaces it. */
+            granted = holds(&n->write, &w);
+            note(&w, n, ".write", &n->write, false);
+        }
         if (i == path->n)
             break;
-        if (n->validate.set && !hearth_node_is_null(here) && !holds(&n->validate, &w))
+        if (n->validate.set && !hearth_node_is_null(here) &&
+            !holds(&n->validate, &w)) {
+            note(&w, n, ".validate", &n->validate, true);
             return false;
+        }
         const rnode *next = step(n, &w, &kb, &path->seg[i]);
         here = hearth__node_child(here, &path->seg[i]);
         if (!next)
@@ -309,14 +358,22 @@ static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
     return valid_below(n, &w, &kb, here);
 }
 
+bool hearth__ruleset_explain_write(const hearth__ruleset *rs,
+                                   const hearth__path *const *paths, size_t n,
+                                   const hearth_node_t *new_root,
+                                   const hearth__access *a,
+                                   hearth__rule_why *why) {
+    for (size_t i = 0; i < n; i++)
+        if (!can_write_one(rs, paths[i], new_root, a, why))
+            return false;
+    return true;
+}
+
 bool hearth__ruleset_can_write(const hearth__ruleset *rs,
                                const hearth__path *const *paths, size_t n,
                                const hearth_node_t *new_root,
                                const hearth__access *a) {
-    for (size_t i = 0; i < n; i++)
-        if (!can_write_one(rs, paths[i], new_root, a))
-            return false;
-    return true;
+    return hearth__ruleset_explain_write(rs, paths, n, new_root, a, NULL);
 }
 
 /* Whether any .write rule lies at or under n. */
@@ -335,7 +392,7 @@ hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
                                                 const hearth__access *a) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, NULL);
+    walk_init(&w, a, NULL, NULL);
     const rnode *n = rs->root;
     for (unsigned i = 0;; i++) {
         const rule *r = &n->write;

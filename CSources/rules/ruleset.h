@@ -50,6 +50,28 @@ bool hearth__ruleset_can_write(const hearth__ruleset *rs,
                                const hearth_node_t *new_root,
                                const hearth__access *a);
 
+/* Which rule decided a read or a write (the rules playground): the rule
+ * that granted it; for a refusal the .validate that failed, else the
+ * deepest .read or .write tried on the way (kind NULL: none lies there). */
+typedef struct hearth__rule_why {
+    const char *kind;     /* ".read", ".write", ".validate", or NULL */
+    char path[512];       /* the rule's location, "/users/$uid" */
+    char expression[512]; /* as written; "true" or "false" for constants */
+    bool settled;         /* (internal: a later rule no longer replaces it) */
+} hearth__rule_why;
+
+/* hearth__ruleset_can_read and _can_write, saying in *why (NULL: not
+ * asked) which rule decided. */
+bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
+                                  const hearth__path *path,
+                                  const hearth__access *a,
+                                  hearth__rule_why *why);
+bool hearth__ruleset_explain_write(const hearth__ruleset *rs,
+                                   const hearth__path *const *paths, size_t n,
+                                   const hearth_node_t *new_root,
+                                   const hearth__access *a,
+                                   hearth__rule_why *why);
+
 /* A write at path judged before its data is known (to refuse a large
  * body before reading it). The .write rules from the root to path are
  * walked: one that reads newData leaves the question open; one that holds

@@ -89,8 +89,11 @@ void hearth__principal_clear(hearth__principal *p) {
     p->expires_ms = 0;
 }
 
-bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
-                         const char *path, const hearth_node_t *query) {
+bool hearth__ns_explain_read(hearth__namespace *ns, const hearth__principal *p,
+                             const char *path, const hearth_node_t *query,
+                             hearth__rule_why *why) {
+    if (why)
+        memset(why, 0, sizeof *why);
     if (p->admin)
         return true;
     hearth__path parsed;
@@ -100,7 +103,12 @@ bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
         return false;
     hearth__access a = {p->auth, (double)hearth_now_ms(),
                         hearth__db_root(ns->db), query};
-    return hearth__ruleset_can_read(ns->ruleset, &parsed, &a);
+    return hearth__ruleset_explain_read(ns->ruleset, &parsed, &a, why);
+}
+
+bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
+                         const char *path, const hearth_node_t *query) {
+    return hearth__ns_explain_read(ns, p, path, query, NULL);
 }
 
 bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
@@ -113,9 +121,13 @@ bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
            hearth__ruleset_can_write(ns->ruleset, paths, n, new_root, &a);
 }
 
-bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
-                          const char *const *paths,
-                          const hearth_node_t *const *values, size_t n) {
+bool hearth__ns_explain_write(hearth__namespace *ns,
+                              const hearth__principal *p,
+                              const char *const *paths,
+                              const hearth_node_t *const *values, size_t n,
+                              hearth__rule_why *why) {
+    if (why)
+        memset(why, 0, sizeof *why);
     if (p->admin)
         return true;
     if (n > 64)
@@ -137,13 +149,24 @@ bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
                  !hearth_node_set(&after, paths[i], resolved, NULL);
         hearth_node_decref(resolved);
     }
-    ok = ok && hearth__ns_judge(ns, p->auth, ptrs, n, root, after, (double)now);
+    hearth__access a = {p->auth, (double)now, root, NULL};
+    ok = ok && ns->ruleset &&
+         hearth__ruleset_explain_write(ns->ruleset, ptrs, n, after, &a, why);
     hearth_node_decref(after);
     return ok;
 }
 
-bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
-                           const char *base, json_t *obj) {
+bool hearth__ns_may_write(hearth__namespace *ns, const hearth__principal *p,
+                          const char *const *paths,
+                          const hearth_node_t *const *values, size_t n) {
+    return hearth__ns_explain_write(ns, p, paths, values, n, NULL);
+}
+
+bool hearth__ns_explain_update(hearth__namespace *ns,
+                               const hearth__principal *p, const char *base,
+                               json_t *obj, hearth__rule_why *why) {
+    if (why)
+        memset(why, 0, sizeof *why);
     if (p->admin)
         return true;
     hearth__update_parts u;
@@ -158,10 +181,16 @@ bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
     }
     /* Malformed parts are refused here too (hearth__ns_may_write parses
      * every path): nothing unjudged passes. */
-    ok = ok && hearth__ns_may_write(ns, p, (const char *const *)paths,
-                                    (const hearth_node_t *const *)u.values, u.n);
+    ok = ok && hearth__ns_explain_write(ns, p, (const char *const *)paths,
+                                        (const hearth_node_t *const *)u.values,
+                                        u.n, why);
     for (size_t i = 0; i < k; i++)
         hearth__free(paths[i]);
     hearth__update_parts_free(&u);
     return ok;
+}
+
+bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
+                           const char *base, json_t *obj) {
+    return hearth__ns_explain_update(ns, p, base, obj, NULL);
 }

@@ -67,4 +67,20 @@ struct json_t;
 bool hearth__ns_may_update(hearth__namespace *ns, const hearth__principal *p,
                            const char *base, struct json_t *obj);
 
+/* The rules playground: the same three checks, saying in *why (NULL: not
+ * asked) which rule decided (rules/ruleset.h); nothing is written. */
+struct hearth__rule_why;
+bool hearth__ns_explain_read(hearth__namespace *ns, const hearth__principal *p,
+                             const char *path, const hearth_node_t *query,
+                             struct hearth__rule_why *why);
+bool hearth__ns_explain_write(hearth__namespace *ns,
+                              const hearth__principal *p,
+                              const char *const *paths,
+                              const hearth_node_t *const *values, size_t n,
+                              struct hearth__rule_why *why);
+bool hearth__ns_explain_update(hearth__namespace *ns,
+                               const hearth__principal *p, const char *base,
+                               struct json_t *obj,
+                               struct hearth__rule_why *why);
+
 #endif

@@ -143,6 +143,14 @@ void hearth__http_unhold(hearth__http_conn *conn, size_t n);
 int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
                           size_t len);
 
+/* Byte counters of a connection (usage per namespace): every byte sent,
+ * and every byte received once upgraded (the request handler counts the
+ * requests). The meter must outlive the connection. */
+typedef struct hearth__http_meter {
+    uint64_t in, out;
+} hearth__http_meter;
+void hearth__http_set_meter(hearth__http_conn *conn, hearth__http_meter *m);
+
 /* Bytes sent to many streams without a copy each (loop thread only). */
 typedef struct hearth__shared_buf {
     int refs;

@@ -310,3 +310,7 @@ const char *hearth__http_get_header(const hearth__http_request *req,
             return req->headers[i].value;
     return NULL;
 }
+
+void hearth__http_set_meter(hearth__http_conn *c, hearth__http_meter *m) {
+    c->meter = m;
+}

@@ -78,6 +78,7 @@ struct hearth__http_conn {
     void *on_close_ctx;
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, const char *data, size_t len);
+    hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
 };
 
 /* http_conn.c */

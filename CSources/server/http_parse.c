@@ -271,8 +271,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         size_t len = c->in_len - c->in_off;
         const char *data = c->in + c->in_off;
         c->in_off = c->in_len = 0;
-        if (c->on_data && len && !c->no_more)
+        if (c->on_data && len && !c->no_more) {
+            if (c->meter)
+                c->meter->in += len;
             c->on_data(c->on_close_ctx, data, len);
+        }
         return;
     }
     c->in_len += (size_t)nread;

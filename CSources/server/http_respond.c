@@ -51,6 +51,8 @@ static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
     }
     c->refs++;
     c->writes_pending++;
+    if (c->meter)
+        c->meter->out += buf.len;
     return 0;
 }
 
@@ -75,6 +77,7 @@ static const char *reason(int status) {
     switch (status) {
     case 200: return "OK";
     case 204: return "No Content";
+    case 301: return "Moved Permanently";
     case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
@@ -151,18 +154,22 @@ void hearth__http_respond(hearth__http_conn *c, int status,
         c->req.keep_alive = false;
     }
     bool keep = c->req.keep_alive && !c->server->closing;
-    char head[1024];
+    /* Data is never kept by a browser or a proxy (it may be private and
+     * is stale at once); a caller may say otherwise (the console's files). */
+    bool own_cache = headers && strcasestr(headers, "cache-control:");
+    char head[2048];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\n"
                      "Content-Length: %zu\r\n"
                      "%s%s%s"
                      "Access-Control-Allow-Origin: *\r\n"
-                     "Cache-Control: no-cache\r\n"
+                     "%s"
                      "%s"
                      "Connection: %s\r\n\r\n",
                      status, reason(status), len,
                      content_type ? "Content-Type: " : "",
                      content_type ? content_type : "", content_type ? "\r\n" : "",
+                     own_cache ? "" : "Cache-Control: no-store\r\n",
                      headers ? headers : "", keep ? "keep-alive" : "close");
     if (n < 0 || (size_t)n >= sizeof head)
         n = snprintf(head, sizeof head,
@@ -211,7 +218,7 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
                      "HTTP/1.1 %d %s\r\n"
                      "Content-Type: %s\r\n"
                      "Access-Control-Allow-Origin: *\r\n"
-                     "Cache-Control: no-cache\r\n"
+                     "Cache-Control: no-store\r\n"
                      "%s"
                      "Connection: close\r\n\r\n",
                      status, reason(status), content_type,

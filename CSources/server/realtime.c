@@ -13,6 +13,7 @@
  * closes. Malformed messages get an `invalid_args` answer; malformed frames
  * close that one connection. */
 #include "server/realtime_internal.h"
+#include "server/usage.h"
 
 
 #include <stdatomic.h>
@@ -126,6 +127,10 @@ static void handle(session *s, json_t *msg) {
         return;
     }
     json_int_t r = json_integer_value(rj);
+    hearth__usage_count(s->srv, s->ns,
+                        !strcmp(a, "q") || !strcmp(a, "g")   ? HEARTH__USAGE_READ
+                        : !strcmp(a, "p") || !strcmp(a, "m") ? HEARTH__USAGE_WRITE
+                                                             : HEARTH__USAGE_NONE);
     if (strcmp(a, "q") == 0)
         hearth__realtime_listen(s, r, b);
     else if (strcmp(a, "n") == 0)

@@ -1,12 +1,15 @@
 /* rest.c - the REST API's entry: reads the target, the namespace, the
  * parameters and the caller, refuses hopeless writes before their body,
- * and dispatches to the methods (rest_read.c, rest_write.c) and the rules
- * endpoint (rest_rules.c); errors worded as the service words them. Runs
+ * and dispatches to the methods (rest_read.c, rest_write.c), the admin's
+ * settings (rest_rules.c, rest_playground.c, rest_namespaces.c,
+ * rest_usage.c) and the console's files (console.c); errors worded as the service words them. Runs
  * on the server's loop, where database calls apply at once; durable
  * writes are answered after their group commit. */
 #include "server/rest_internal.h"
 
+#include "server/console.h"
 #include "server/realtime.h"
+#include "server/usage.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -213,6 +216,23 @@ static int refuse_write_early(rest *r, char *why, size_t why_size) {
     return 401;
 }
 
+/* The admin's endpoints under /.settings/ (none is data: keys hold no
+ * dots). */
+static void settings(rest *r) {
+    const char *name = r->path + 11;
+    if (!strcmp(name, "rules"))
+        hearth__rest_rules(r);
+    else if (!strcmp(name, "playground"))
+        hearth__rest_playground(r);
+    else if (!strcmp(name, "namespaces"))
+        hearth__rest_namespaces(r);
+    else if (!strcmp(name, "usage"))
+        hearth__rest_usage(r);
+    else
+        hearth__rest_reply_error(r->conn, 404, "Not found: the settings are "
+                                 "rules, playground, namespaces and usage");
+}
+
 int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,
                       size_t why_size) {
     rest r = {.srv = ctx, .req = req};
@@ -254,8 +274,14 @@ void hearth__rest_handle(hearth__http_conn *conn,
         if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
                                      &r.ns, &err))
             hearth__rest_reply_error(conn, 400, err.message);
-        else
+        else {
+            hearth__usage_count_request(r.srv, r.ns, conn, req, HEARTH__USAGE_NONE);
             hearth__realtime_accept(r.srv, conn, req, r.ns);
+        }
+        hearth__rest_free(&r);
+        return;
+    }
+    if (hearth__console_serve(conn, req, r.path)) {
         hearth__rest_free(&r);
         return;
     }
@@ -280,8 +306,8 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
-    if (strcmp(r.path, "/.settings/rules") == 0) {
-        hearth__rest_rules(&r);
+    if (strncmp(r.path, "/.settings/", 11) == 0) {
+        settings(&r);
         hearth__rest_free(&r);
         return;
     }
@@ -290,6 +316,9 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
+    hearth__usage_count_request(r.srv, r.ns, conn, req,
+                                r.method == HTTP_GET ? HEARTH__USAGE_READ
+                                                     : HEARTH__USAGE_WRITE);
     switch (r.method) {
     case HTTP_GET:
         hearth__rest_get(&r);

@@ -53,6 +53,9 @@ void hearth__rest_reply_error(hearth__http_conn *conn, int status,
                               const char *message);
 void hearth__rest_reply_failure(hearth__http_conn *conn, int code,
                                 const hearth_error_t *err);
+/* Answers status with a JSON value (taken over; NULL: out of memory, a
+ * 503), its keys in their order. */
+void hearth__rest_reply_json(hearth__http_conn *conn, int status, json_t *value);
 /* JSONP (callback=FN) wraps a body in "FN(...);" after an empty comment. */
 void hearth__rest_jsonp_open(const rest *r, hearth__buf *b);
 void hearth__rest_jsonp_close(const rest *r, hearth__buf *b);
@@ -78,5 +81,17 @@ void hearth__rest_get(rest *r);
 void hearth__rest_write(rest *r);
 void hearth__rest_delete(rest *r);
 void hearth__rest_rules(rest *r);
+
+/* ---- the admin's other settings ---- */
+
+/* Whether the request is the admin's and uses `method` (else answered
+ * 401 or 405, naming `what`, such as "the playground"). */
+bool hearth__rest_admin_asks(rest *r, int method, const char *what);
+/* POST /.settings/playground: a dry run of the rules (rest_playground.c). */
+void hearth__rest_playground(rest *r);
+/* GET /.settings/namespaces: the namespaces (rest_namespaces.c). */
+void hearth__rest_namespaces(rest *r);
+/* GET /.settings/usage: the counters of usage.h (rest_usage.c). */
+void hearth__rest_usage(rest *r);
 
 #endif

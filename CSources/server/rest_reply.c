@@ -24,6 +24,31 @@ void hearth__rest_reply_error(hearth__http_conn *conn, int status,
     hearth__buf_free(&b);
 }
 
+void hearth__rest_reply_json(hearth__http_conn *conn, int status, json_t *value) {
+    char *text =
+        value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
+              : NULL;
+    if (text)
+        hearth__http_respond(conn, status, JSON_TYPE, NULL, text, strlen(text));
+    else
+        hearth__rest_reply_error(conn, 503, "Server out of memory");
+    free(text);
+    json_decref(value);
+}
+
+bool hearth__rest_admin_asks(rest *r, int method, const char *what) {
+    char why[160];
+    if (!r->who.admin)
+        snprintf(why, sizeof why, "Permission denied: %s is for the admin", what);
+    else if (r->method != method)
+        snprintf(why, sizeof why, "%s is asked with %s", what,
+                 http_method_str((enum http_method)method));
+    else
+        return true;
+    hearth__rest_reply_error(r->conn, r->who.admin ? 405 : 401, why);
+    return false;
+}
+
 static const char *error_status_message(int code, const char *message,
                                         int *status) {
     *status = 400;

@@ -12,6 +12,17 @@
 
 /* ---- rules endpoint ---- */
 
+/* 400 {"error": why} and, for a JSON syntax error, where: "line" and
+ * "column" of the text sent (the console puts the cursor there). */
+static void reply_parse_error(rest *r, const hearth_error_t *err) {
+    json_t *out = json_pack("{s:s}", "error", err->message);
+    if (out && err->line > 0) {
+        json_object_set_new(out, "line", json_integer(err->line));
+        json_object_set_new(out, "column", json_integer(err->column));
+    }
+    hearth__rest_reply_json(r->conn, 400, out);
+}
+
 void hearth__rest_rules(rest *r) {
     if (!r->who.admin) {
         hearth__rest_reply_error(r->conn, 401, "Permission denied: the rules are for the "
@@ -35,7 +46,7 @@ void hearth__rest_rules(rest *r) {
     json_t *doc;
     hearth_error_t err;
     if (hearth__rules_parse(r->req->body, r->req->body_len, &doc, &err)) {
-        hearth__rest_reply_error(r->conn, 400, err.message);
+        reply_parse_error(r, &err);
         return;
     }
     /* Durable first: the file is replaced whole, then adopted. The admin

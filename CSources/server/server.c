@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 #include "server/access.h"
+#include "server/usage.h"
 
 #include "rules/jwt.h"
 
@@ -493,6 +494,7 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
+    hearth__usage_free(srv->usage);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
     hearth__free(srv);

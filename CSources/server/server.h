@@ -71,6 +71,7 @@ typedef struct hearth__server {
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
     struct session *sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
+    struct hearth__usage *usage; /* per namespace (usage.h), or NULL */
     bool stopping;
     uv_sem_t started;
     int start_rc;

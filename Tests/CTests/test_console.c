@@ -1,0 +1,321 @@
+/* test_console.c - the data console's server side, over real sockets to a
+ * real server: its embedded files (ETags, Content-Security-Policy, the
+ * same bytes as console/), and the admin endpoints it uses: the rules
+ * playground, the list of namespaces and the usage counters. */
+#include "test.h"
+
+#include "server/console.h"
+
+#include <jansson.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define OWNER "Authorization: Bearer owner\r\n"
+
+static char dir[64];
+
+static hearth_server_t *start(void) {
+    strcpy(dir, "/tmp/hearth-console-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    return start_test_server((hearth_server_config_t){0}, dir);
+}
+
+static void stop(hearth_server_t *s) {
+    CHECK_INT(hearth_server_stop(s), 0);
+    remove_tree(dir);
+}
+
+typedef struct answer {
+    int status;
+    char *head; /* status line and headers */
+    char *body;
+} answer;
+
+/* One request on its own connection (Connection: close), read to EOF. */
+static answer ask(int port, const char *method, const char *target,
+                  const char *headers, const char *body) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char *req = NULL;
+    size_t blen = body ? strlen(body) : 0;
+    int n = asprintf(&req,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Length: "
+                     "%zu\r\nConnection: close\r\n\r\n%s",
+                     method, target, headers ? headers : "", blen,
+                     body ? body : "");
+    CHECK_INT(write(fd, req, (size_t)n), n);
+    free(req);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (ssize_t got; (got = read(fd, buf + len, cap - len - 1)) > 0;) {
+        len += (size_t)got;
+        if (cap - len < 4096)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    close(fd);
+    answer r = {0};
+    sscanf(buf, "HTTP/1.1 %d", &r.status);
+    char *end = strstr(buf, "\r\n\r\n");
+    r.body = strdup(end ? end + 4 : "");
+    if (end)
+        *end = '\0';
+    r.head = buf;
+    return r;
+}
+
+static void answer_free(answer *r) {
+    free(r->head);
+    free(r->body);
+}
+
+/* Whether the head holds the header line `line` (without CRLF). */
+static bool has_header(const answer *r, const char *line) {
+    for (const char *at = r->head; (at = strstr(at, line)); at++)
+        if (at > r->head + 1 && at[-1] == '\n' && at[-2] == '\r' &&
+            (at[strlen(line)] == '\r' || at[strlen(line)] == '\0'))
+            return true;
+    return false;
+}
+
+#define CHECK_HEADER(r, line)                                                  \
+    do {                                                                       \
+        if (!has_header(&(r), line))                                           \
+            CHECK_STR_AS((r).head, "the head", "... " line " ...");            \
+    } while (0)
+
+static void test_console_files(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    answer r = ask(port, "GET", "/.console/", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK_HEADER(r, "Content-Type: text/html; charset=utf-8");
+    CHECK_HEADER(r, "Cache-Control: no-cache");
+    CHECK_HEADER(r, "X-Content-Type-Options: nosniff");
+    CHECK_HEADER(r, "Referrer-Policy: no-referrer");
+    const char *csp = strstr(r.head, "Content-Security-Policy: ");
+    CHECK(csp && strstr(csp, "script-src 'self';") &&
+          strstr(csp, "default-src 'none'") && !strstr(r.head, "unsafe"));
+    CHECK(strstr(r.body, "<script") != NULL);
+    const char *etag = strstr(r.head, "ETag: ");
+    CHECK(etag != NULL);
+    /* Asked again with its ETag: not modified, no body. */
+    char cond[128];
+    snprintf(cond, sizeof cond, "If-None-Match: %.*s\r\n",
+             etag ? (int)strcspn(etag + 6, "\r") : 0, etag ? etag + 6 : "");
+    answer again = ask(port, "GET", "/.console/index.html", cond, NULL);
+    CHECK_INT(again.status, 304);
+    CHECK_STR(again.body, "");
+    answer_free(&again);
+    answer_free(&r);
+    /* /.console goes to /.console/ with its query (?auth=). */
+    r = ask(port, "GET", "/.console?auth=owner", NULL, NULL);
+    CHECK_INT(r.status, 301);
+    CHECK_HEADER(r, "Location: /.console/?auth=owner");
+    answer_free(&r);
+    r = ask(port, "GET", "/.console/nothing.js", NULL, NULL);
+    CHECK_INT(r.status, 404);
+    answer_free(&r);
+    r = ask(port, "PUT", "/.console/index.html", NULL, "x");
+    CHECK_INT(r.status, 405);
+    answer_free(&r);
+    /* Data is never stored by the browser. */
+    r = ask(port, "GET", "/a.json", NULL, NULL);
+    CHECK_HEADER(r, "Cache-Control: no-store");
+    answer_free(&r);
+    stop(s);
+}
+
+/* The embedded files are console/'s bytes: a change there without
+ * scripts/gen-console-assets.py fails here. */
+static void test_console_assets_match_sources(void) {
+    size_t embedded = 0;
+    for (const hearth__console_asset *a = hearth__console_assets; a->name; a++) {
+        char path[256];
+        snprintf(path, sizeof path, "console/%s", a->name);
+        size_t len = 0;
+        char *data = read_file(path, &len);
+        if (!data || len != a->len || memcmp(data, a->data, len))
+            CHECK_STR_AS(a->name, "an embedded file",
+                         "the same as console/ (run scripts/gen-console-assets.py)");
+        free(data);
+        embedded++;
+    }
+    size_t files = 0;
+    DIR *d = opendir("console");
+    CHECK(d != NULL);
+    for (struct dirent *e; d && (e = readdir(d));)
+        files += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT(embedded, files);
+    CHECK(embedded >= 3); /* index.html, console.js, console.css */
+}
+
+#define RULES                                                                  \
+    "{\"rules\":{\"users\":{\"$uid\":{"                                        \
+    "\".read\":\"auth != null && auth.uid == $uid\","                          \
+    "\".write\":\"auth.uid == $uid\","                                         \
+    "\"age\":{\".validate\":\"newData.isNumber()\"}}},"                        \
+    "\"public\":{\".read\":true}}}"
+
+/* The playground's answer to body, as compact JSON. */
+static void expect_verdict(int port, const char *body, const char *expected) {
+    answer r = ask(port, "POST", "/.settings/playground.json?ns=play", OWNER, body);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, expected);
+    answer_free(&r);
+}
+
+static void test_playground_allow_deny_and_rule(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    answer r = ask(port, "PUT", "/.settings/rules.json?ns=play", OWNER, RULES);
+    CHECK_INT(r.status, 200);
+    answer_free(&r);
+    r = ask(port, "PUT", "/users/ada.json?ns=play", OWNER, "{\"age\":36}");
+    CHECK_INT(r.status, 200);
+    answer_free(&r);
+    const char *ada_rule = "{\"kind\":\".read\",\"path\":\"/users/$uid\","
+                           "\"expression\":\"auth != null && auth.uid == $uid\"}";
+    char expected[512];
+    snprintf(expected, sizeof expected, "{\"allowed\":true,\"rule\":%s}", ada_rule);
+    expect_verdict(port, "{\"op\":\"read\",\"path\":\"/users/ada\","
+                         "\"auth\":{\"uid\":\"ada\"}}", expected);
+    snprintf(expected, sizeof expected, "{\"allowed\":false,\"rule\":%s}", ada_rule);
+    expect_verdict(port, "{\"op\":\"read\",\"path\":\"/users/ada\",\"auth\":null}",
+                   expected);
+    expect_verdict(port, "{\"op\":\"read\",\"path\":\"/public/x\"}",
+                   "{\"allowed\":true,\"rule\":{\"kind\":\".read\",\"path\":"
+                   "\"/public\",\"expression\":\"true\"}}");
+    expect_verdict(port, "{\"op\":\"read\",\"path\":\"/secret\"}",
+                   "{\"allowed\":false,\"rule\":null}");
+    /* Writes: the granting .write, else the .validate that failed. */
+    const char *ada_write = "{\"kind\":\".write\",\"path\":\"/users/$uid\","
+                            "\"expression\":\"auth.uid == $uid\"}";
+    snprintf(expected, sizeof expected, "{\"allowed\":true,\"rule\":%s}", ada_write);
+    expect_verdict(port, "{\"op\":\"set\",\"path\":\"/users/ada/age\","
+                         "\"auth\":{\"uid\":\"ada\"},\"data\":37}", expected);
+    expect_verdict(port, "{\"op\":\"set\",\"path\":\"/users/ada/age\","
+                         "\"auth\":{\"uid\":\"ada\"},\"data\":\"old\"}",
+                   "{\"allowed\":false,\"rule\":{\"kind\":\".validate\",\"path\":"
+                   "\"/users/$uid/age\",\"expression\":\"newData.isNumber()\"}}");
+    snprintf(expected, sizeof expected, "{\"allowed\":false,\"rule\":%s}", ada_write);
+    expect_verdict(port, "{\"op\":\"update\",\"path\":\"/users\","
+                         "\"auth\":{\"uid\":\"bob\",\"token\":{\"admin\":true}},"
+                         "\"data\":{\"ada/age\":1}}", expected);
+    /* Nothing was written by the dry runs. */
+    r = ask(port, "GET", "/users.json?ns=play", OWNER, NULL);
+    CHECK_STR(r.body, "{\"ada\":{\"age\":36}}");
+    answer_free(&r);
+    stop(s);
+}
+
+static void expect_refusal(int port, const char *method, const char *headers,
+                           const char *body, int status, const char *words) {
+    answer r = ask(port, method, "/.settings/playground.json", headers, body);
+    CHECK_INT(r.status, status);
+    if (!strstr(r.body, words))
+        CHECK_STR_AS(r.body, "the error", words);
+    answer_free(&r);
+}
+
+static void test_playground_bad_input(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    const char *read = "{\"op\":\"read\",\"path\":\"/a\"}";
+    expect_refusal(port, "POST", NULL, read, 401, "for the admin");
+    expect_refusal(port, "POST", "Authorization: Bearer nobody\r\n", read, 401,
+                   "invalid token");
+    expect_refusal(port, "GET", OWNER, NULL, 405, "POST");
+    expect_refusal(port, "POST", OWNER, "{not json", 400, "couldn't parse");
+    expect_refusal(port, "POST", OWNER, "[1]", 400, "JSON object");
+    expect_refusal(port, "POST", OWNER, "{\"path\":\"/a\"}", 400, "op must be");
+    expect_refusal(port, "POST", OWNER, "{\"op\":\"delete\",\"path\":\"/a\"}", 400,
+                   "op must be");
+    expect_refusal(port, "POST", OWNER, "{\"op\":\"read\",\"path\":\"/a.b\"}", 400,
+                   "path must be");
+    expect_refusal(port, "POST", OWNER, "{\"op\":\"read\"}", 400, "path must be");
+    expect_refusal(port, "POST", OWNER,
+                   "{\"op\":\"read\",\"path\":\"/a\",\"auth\":\"ada\"}", 400,
+                   "auth must be");
+    expect_refusal(port, "POST", OWNER, "{\"op\":\"set\",\"path\":\"/a\"}", 400,
+                   "data is required");
+    expect_refusal(port, "POST", OWNER,
+                   "{\"op\":\"set\",\"path\":\"/a\",\"data\":{\"a.b\":1}}", 400,
+                   "data must be valid");
+    expect_refusal(port, "POST", OWNER,
+                   "{\"op\":\"update\",\"path\":\"/a\",\"data\":5}", 400,
+                   "data of an update must be an object");
+    expect_refusal(port, "POST", OWNER,
+                   "{\"op\":\"update\",\"path\":\"/a\",\"data\":{\"x.y\":1}}",
+                   400, "valid paths");
+    answer r = ask(port, "GET", "/.settings/nothing.json", OWNER, NULL);
+    CHECK_INT(r.status, 404);
+    answer_free(&r);
+    stop(s);
+}
+
+static void test_namespaces_listed_for_the_admin(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    answer r = ask(port, "PUT", "/x.json?ns=zeta", OWNER, "1");
+    answer_free(&r);
+    r = ask(port, "PUT", "/x.json?ns=alpha", OWNER, "1");
+    answer_free(&r);
+    r = ask(port, "GET", "/.settings/namespaces.json", OWNER, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "[\"alpha\",\"default\",\"zeta\"]");
+    answer_free(&r);
+    r = ask(port, "GET", "/.settings/namespaces.json", NULL, NULL);
+    CHECK_INT(r.status, 401);
+    answer_free(&r);
+    stop(s);
+}
+
+static void test_usage_counts_per_namespace(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    answer r = ask(port, "PUT", "/x.json?ns=used", OWNER, "\"hello\"");
+    answer_free(&r);
+    for (int i = 0; i < 3; i++) {
+        r = ask(port, "GET", "/x.json?ns=used", NULL, NULL);
+        answer_free(&r);
+    }
+    r = ask(port, "GET", "/.settings/usage.json", OWNER, NULL);
+    CHECK_INT(r.status, 200);
+    json_t *u = json_loads(r.body, 0, NULL);
+    json_t *row = json_object_get(u, "used");
+    CHECK_INT(json_integer_value(json_object_get(row, "reads")), 3);
+    CHECK_INT(json_integer_value(json_object_get(row, "writes")), 1);
+    CHECK_INT(json_integer_value(json_object_get(row, "connections")), 0);
+    /* Each GET's answer holds "hello" (7 bytes) and a head. */
+    CHECK(json_integer_value(json_object_get(row, "bytes_out")) > 4 * 7 + 200);
+    CHECK(json_integer_value(json_object_get(row, "bytes_in")) >= 7);
+    CHECK(json_object_get(u, "default") == NULL);
+    json_decref(u);
+    answer_free(&r);
+    r = ask(port, "GET", "/.settings/usage.json", NULL, NULL);
+    CHECK_INT(r.status, 401);
+    answer_free(&r);
+    stop(s);
+}
+
+const test_case console_tests[] = {
+    {"console_files", test_console_files},
+    {"console_assets_match_sources", test_console_assets_match_sources},
+    {"console_playground_allow_deny_and_rule",
+     test_playground_allow_deny_and_rule},
+    {"console_playground_bad_input", test_playground_bad_input},
+    {"console_namespaces_listed_for_the_admin",
+     test_namespaces_listed_for_the_admin},
+    {"console_usage_counts_per_namespace", test_usage_counts_per_namespace},
+    {NULL, NULL},
+};
