@@ -12,9 +12,9 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libssl libcrypto zlib sqlite3
+PKGS      := jansson libuv libssl libcrypto zlib sqlite3 libnats
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
-             libwslay-dev libsqlite3-dev pkg-config
+             libwslay-dev libsqlite3-dev pkg-config libnats-dev nats-server
 
 # The version is written once, in include/hearth.h; the soname follows its
 # major number (a new major is a new ABI).
@@ -50,7 +50,8 @@ lib: deps $(BUILD)/libhearth.a $(BUILD)/libhearth.so $(BUILD)/hearth.pc
 deps:
 	@if ! pkg-config --exists $(PKGS) 2>/dev/null || \
 	    ! [ -f /usr/include/http_parser.h ] || \
-	    ! [ -f /usr/include/wslay/wslay.h ]; then \
+	    ! [ -f /usr/include/wslay/wslay.h ] || \
+	    ! { command -v nats-server || [ -x /usr/sbin/nats-server ]; } >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "make: installing $(APT_PKGS)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -86,7 +87,7 @@ $(BUILD)/hearth.pc: Makefile include/hearth.h
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3' \
+	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3 libnats' \
 	  'Libs: -L$${libdir} -lhearth' \
 	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@

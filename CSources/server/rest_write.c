@@ -96,6 +96,13 @@ static void prepare_reply(pending_reply *p, const rest *r,
     prepared(p);
 }
 
+/* Whether the echo is the data as applied: for those who may read it, on
+ * one server. A cluster node may not have applied the write yet when the
+ * reply is prepared (its leader orders it): the echo is what was sent. */
+static bool echo_applied(const rest *r) {
+    return !r->srv->cluster && hearth__rest_may_read_here(r);
+}
+
 static int parse_body(const rest *r, const char *base, hearth_node_t **out,
                       hearth_error_t *err) {
     hearth__path p;
@@ -124,7 +131,7 @@ static void put_value(rest *r, const hearth_node_t *value) {
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    bool readable = hearth__rest_may_read_here(r);
+    bool readable = echo_applied(r);
     prepare_reply(p, r, readable ? hearth__rest_value_at(r) : value, readable);
 }
 
@@ -182,7 +189,7 @@ static void patch_parts(rest *r, const hearth__update_parts *u) {
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    bool readable = hearth__rest_may_read_here(r);
+    bool readable = echo_applied(r);
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__rest_jsonp_open(r, &b);

@@ -1,0 +1,300 @@
+/* forward.c - writes made on a node that does not lead: sent to whoever
+ * serves hearth.fwd.<namespace> (the leader) by request/reply, judged and
+ * ordered there as the caller, and acknowledged here once this node's own
+ * tail has applied the sequence the leader answered (so the caller's
+ * listeners here have seen the write before its ok). With no leader yet
+ * ("no responders") the request is sent again each tick until one wins
+ * the lease; one sent but never answered fails after 5 s (its outcome is
+ * unknown, as a single server's crash leaves it). */
+#include "cluster/internal.h"
+
+#include "tree/json.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+struct hearth__forward {
+    hearth__forward *next;
+    hearth__cluster_ns *n;
+    hearth__db_op *o;
+    uint64_t id;
+    uint64_t seq;      /* answered: acknowledged once applied here */
+    uint64_t deadline; /* loop ms: fails after */
+    uint64_t sent_at;  /* 0: to send (again) */
+    char *body;
+    size_t len;
+};
+
+static void finish(hearth__forward *f, int rc) {
+    if (f->o->done)
+        f->o->done(rc, f->o->ctx);
+    hearth__db_op_done(f->o);
+    hearth__free(f->body);
+    hearth__free(f);
+}
+
+/* {"a": auth or null, "j": judged, "h": hash, "w": [[path, value], ...]} */
+static char *body_of(const hearth__db_op *o, size_t *len) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_adds(&b, "{\"a\":");
+    if (o->auth)
+        hearth__node_write_json(&b, o->auth, HEARTH_JSON_EXPORT);
+    else
+        hearth__buf_adds(&b, "null");
+    hearth__buf_adds(&b, o->judged ? ",\"j\":true" : ",\"j\":false");
+    hearth__buf_adds(&b, ",\"h\":");
+    hearth__json_write_string(&b, o->if_hash, strlen(o->if_hash));
+    hearth__buf_adds(&b, ",\"w\":[");
+    for (size_t i = 0; i < o->nparts; i++) {
+        const hearth__db_write_part *w = &o->parts[i];
+        hearth__buf_adds(&b, i ? ",[" : "[");
+        hearth__json_write_string(&b, w->text, strlen(w->text));
+        hearth__buf_addc(&b, ',');
+        hearth__node_write_json(&b, w->value, HEARTH_JSON_EXPORT);
+        hearth__buf_addc(&b, ']');
+    }
+    hearth__buf_adds(&b, "]}");
+    if (b.failed) {
+        hearth__buf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return b.data;
+}
+
+static void send_one(hearth__cluster *c, hearth__forward *f) {
+    char subj[128], reply[sizeof c->inbox + 24];
+    snprintf(subj, sizeof subj, "hearth.fwd.%s", f->n->name);
+    snprintf(reply, sizeof reply, "%s.%llu", c->inbox,
+             (unsigned long long)f->id);
+    f->sent_at = uv_now(c->loop);
+    if (natsConnection_PublishRequest(c->nc, subj, reply, f->body,
+                                      (int)f->len) != NATS_OK)
+        f->sent_at = 0; /* disconnected: again next tick */
+}
+
+void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
+    hearth__cluster *c = n->c;
+    hearth__forward *f = hearth__calloc(1, sizeof *f);
+    if (f)
+        f->body = body_of(o, &f->len);
+    if (!f || !f->body) {
+        hearth__free(f);
+        if (o->done)
+            o->done(HEARTH_ENOMEM, o->ctx);
+        hearth__db_op_done(o);
+        return;
+    }
+    f->n = n;
+    f->o = o;
+    f->id = ++c->next_id;
+    f->deadline = uv_now(c->loop) + HEARTH__CLUSTER_FORWARD_MS;
+    f->next = c->forwards;
+    c->forwards = f;
+    send_one(c, f);
+}
+
+/* Takes the forward with id out of c's list. */
+static hearth__forward *take(hearth__cluster *c, uint64_t id) {
+    for (hearth__forward **p = &c->forwards; *p; p = &(*p)->next)
+        if ((*p)->id == id) {
+            hearth__forward *f = *p;
+            *p = f->next;
+            f->next = NULL;
+            return f;
+        }
+    return NULL;
+}
+
+void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
+    const char *subj = natsMsg_GetSubject(m);
+    const char *dot = strrchr(subj, '.');
+    uint64_t id = dot ? strtoull(dot + 1, NULL, 10) : 0;
+    hearth__forward *f = NULL;
+    for (hearth__forward *g = c->forwards; g; g = g->next)
+        if (g->id == id)
+            f = g;
+    json_t *doc = NULL;
+    if (f && !natsMsg_IsNoResponders(m))
+        hearth__json_load(natsMsg_GetData(m),
+                          (size_t)natsMsg_GetDataLength(m), &doc, NULL);
+    natsMsg_Destroy(m);
+    json_t *rc = json_object_get(doc, "rc");
+    if (!f || !json_is_number(rc)) { /* no leader (yet): sent again */
+        if (f)
+            f->sent_at = 0;
+        json_decref(doc);
+        return;
+    }
+    take(c, id);
+    int status = (int)json_number_value(rc);
+    f->seq = (uint64_t)json_number_value(json_object_get(doc, "seq"));
+    json_decref(doc);
+    if (status) {
+        finish(f, status);
+        return;
+    }
+    f->next = f->n->waiting;
+    f->n->waiting = f;
+    hearth__cluster_forward_applied(f->n);
+}
+
+void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
+    for (hearth__forward **p = &n->waiting; *p;) {
+        hearth__forward *f = *p;
+        if (f->seq <= n->applied_seq) {
+            *p = f->next;
+            finish(f, 0);
+        } else {
+            p = &f->next;
+        }
+    }
+}
+
+void hearth__cluster_forward_tick(hearth__cluster *c) {
+    uint64_t now = uv_now(c->loop);
+    for (hearth__forward **p = &c->forwards; *p;) {
+        hearth__forward *f = *p;
+        bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
+        if (now > f->deadline || unanswered) {
+            *p = f->next;
+            finish(f, HEARTH_EDISCONNECTED);
+            continue;
+        }
+        if (!f->sent_at)
+            send_one(c, f);
+        p = &f->next;
+    }
+}
+
+void hearth__cluster_forward_cancel(hearth__cluster_ns *n, int rc) {
+    hearth__cluster *c = n->c;
+    for (hearth__forward **p = &c->forwards; *p;) {
+        hearth__forward *f = *p;
+        if (f->n == n) {
+            *p = f->next;
+            finish(f, rc);
+        } else {
+            p = &f->next;
+        }
+    }
+    while (n->waiting) {
+        hearth__forward *f = n->waiting;
+        n->waiting = f->next;
+        finish(f, rc);
+    }
+}
+
+/* ---- the leader's side ---- */
+
+typedef struct served {
+    hearth__cluster *c;
+    char *ns;
+    char *reply;
+} served;
+
+static void answer(hearth__cluster *c, const char *reply, int rc, uint64_t seq) {
+    char text[64];
+    snprintf(text, sizeof text, "{\"rc\":%d,\"seq\":%llu}", rc,
+             (unsigned long long)seq);
+    natsConnection_PublishString(c->nc, reply, text);
+}
+
+static void on_served(int status, void *ctx) {
+    served *s = ctx;
+    hearth__cluster_ns *n = hearth__cluster_find(s->c, s->ns);
+    answer(s->c, s->reply, status, n ? n->applied_seq : 0);
+}
+
+static void served_free(void *ctx) {
+    served *s = ctx;
+    hearth__free(s->ns);
+    hearth__free(s->reply);
+    hearth__free(s);
+}
+
+/* Queues the forwarded write w (as parsed) on n's database as who. */
+static int submit(hearth__cluster_ns *n, json_t *doc, served *s,
+                  hearth_error_t *err) {
+    hearth__db_caller caller = {0};
+    hearth_node_t *auth = NULL;
+    json_t *a = json_object_get(doc, "a");
+    if (a && !json_is_null(a) &&
+        hearth__node_from_jansson_at(a, 0, "/", 0, &auth, err))
+        return err->code;
+    caller.auth = auth;
+    const hearth__db_caller *who =
+        json_is_true(json_object_get(doc, "j")) ? &caller : NULL;
+    const char *hash = json_string_value(json_object_get(doc, "h"));
+    json_t *w = json_object_get(doc, "w");
+    int rc = 0;
+    if (json_array_size(w) == 1) {
+        json_t *pair = json_array_get(w, 0);
+        const char *path = json_string_value(json_array_get(pair, 0));
+        hearth_node_t *value = NULL;
+        rc = path ? hearth__node_from_jansson_at(
+                        json_array_get(pair, 1), HEARTH_JSON_ALLOW_SERVER_VALUES,
+                        path, 0, &value, err)
+                  : hearth__error(err, HEARTH_EINVAL, NULL, "no path");
+        if (!rc)
+            rc = hearth__db_set_if_as(n->db, who, hash && *hash ? hash : NULL,
+                                      path, value, on_served, s, served_free,
+                                      err);
+        hearth_node_decref(value);
+    } else {
+        json_t *obj = json_object();
+        for (size_t i = 0; obj && i < json_array_size(w); i++) {
+            json_t *pair = json_array_get(w, i);
+            const char *path = json_string_value(json_array_get(pair, 0));
+            while (path && *path == '/')
+                path++;
+            if (path)
+                json_object_set(obj, path, json_array_get(pair, 1));
+        }
+        hearth__update_parts u;
+        rc = obj ? hearth__update_parts_from_json("/", obj, &u, err)
+                 : hearth__error_code(err, HEARTH_ENOMEM);
+        if (!rc)
+            rc = hearth__db_update_parts_as(n->db, who, "/", &u, on_served, s,
+                                            served_free, err);
+        if (obj)
+            hearth__update_parts_free(&u);
+        json_decref(obj);
+    }
+    hearth_node_decref(auth);
+    return rc;
+}
+
+void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
+    hearth__cluster_ns *n = hearth__cluster_find(
+        c, strrchr(natsMsg_GetSubject(m), '.') + 1);
+    const char *reply = natsMsg_GetReply(m);
+    json_t *doc = NULL;
+    if (!reply || !n || !n->leader) { /* asked again until someone leads */
+        natsMsg_Destroy(m);
+        return;
+    }
+    hearth_error_t err = {0};
+    served *s = hearth__calloc(1, sizeof *s);
+    int rc = s ? 0 : HEARTH_ENOMEM;
+    if (s) {
+        s->c = c;
+        s->ns = hearth__strndup(n->name, strlen(n->name));
+        s->reply = hearth__strndup(reply, strlen(reply));
+        if (!s->ns || !s->reply)
+            rc = HEARTH_ENOMEM;
+    }
+    if (!rc && hearth__json_load(natsMsg_GetData(m),
+                                 (size_t)natsMsg_GetDataLength(m), &doc, &err))
+        rc = HEARTH_EJSON;
+    if (!rc)
+        rc = submit(n, doc, s, &err);
+    if (rc) /* refused before it was queued: its callbacks never run */
+        answer(c, reply, rc, 0);
+    if (rc && s)
+        served_free(s);
+    json_decref(doc);
+    natsMsg_Destroy(m);
+}
