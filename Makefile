@@ -2,6 +2,7 @@
 #
 #   make            static + shared library, hearth.pc, and the hearth CLI
 #   make test       C tests (ASan + UBSan, leak-checked) and swift test
+#   make cluster    3 nats-servers (JetStream) + 3 Hearth nodes on loopback
 #   make serve      run the server on ./hearth-data (arrives with the server)
 #   make bench      benchmarks beside their anchors (not part of the tests)
 #   make fuzz       build the libFuzzer targets (clang)
@@ -38,7 +39,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
-        test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
+        test-e2e test-cluster cluster bench bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
 
@@ -159,7 +160,21 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-test: test-layers test-c test-fuzz test-install test-swift test-e2e
+# Cluster mode (README "Cluster"): three nats-servers clustered with
+# JetStream and three `hearth serve --cluster` nodes on loopback, on free
+# ports; order, compare-and-set, kill -9 of the leader and of a nats-server.
+test-cluster: deps
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_cluster.py
+
+# The same cluster to try by hand: prints the URLs, Ctrl-C stops it all
+# (ports from CLUSTER_BASE: NATS +1..3, routes +11..13, Hearth +21..23).
+CLUSTER_BASE ?= 9100
+cluster: deps
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE)
+
+test: test-layers test-c test-fuzz test-install test-swift test-e2e test-cluster
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 

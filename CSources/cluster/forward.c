@@ -34,7 +34,8 @@ static void finish(hearth__forward *f, int rc) {
     hearth__free(f);
 }
 
-/* {"a": auth or null, "j": judged, "h": hash, "w": [[path, value], ...]} */
+/* {"a": auth or null, "j": judged, "h": hash or null, "w": [[path,
+ * value], ...]} */
 static char *body_of(const hearth__db_op *o, size_t *len) {
     hearth__buf b;
     hearth__buf_init(&b);
@@ -45,7 +46,10 @@ static char *body_of(const hearth__db_op *o, size_t *len) {
         hearth__buf_adds(&b, "null");
     hearth__buf_adds(&b, o->judged ? ",\"j\":true" : ",\"j\":false");
     hearth__buf_adds(&b, ",\"h\":");
-    hearth__json_write_string(&b, o->if_hash, strlen(o->if_hash));
+    if (o->conditional)
+        hearth__json_write_string(&b, o->if_hash, strlen(o->if_hash));
+    else
+        hearth__buf_adds(&b, "null");
     hearth__buf_adds(&b, ",\"w\":[");
     for (size_t i = 0; i < o->nparts; i++) {
         const hearth__db_write_part *w = &o->parts[i];
@@ -153,8 +157,25 @@ void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
     }
 }
 
+/* Answered writes whose record this node's tail has not reached in time
+ * (its consumer being made again): they are in the log, but their ok
+ * would come before this node's listeners saw them. */
+static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
+    for (hearth__forward **p = &n->waiting; *p;) {
+        hearth__forward *f = *p;
+        if (now > f->deadline) {
+            *p = f->next;
+            finish(f, HEARTH_EDISCONNECTED);
+        } else {
+            p = &f->next;
+        }
+    }
+}
+
 void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        tail_deadlines(n, now);
     for (hearth__forward **p = &c->forwards; *p;) {
         hearth__forward *f = *p;
         bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
@@ -239,7 +260,7 @@ static int submit(hearth__cluster_ns *n, json_t *doc, served *s,
                         path, 0, &value, err)
                   : hearth__error(err, HEARTH_EINVAL, NULL, "no path");
         if (!rc)
-            rc = hearth__db_set_if_as(n->db, who, hash && *hash ? hash : NULL,
+            rc = hearth__db_set_if_as(n->db, who, hash,
                                       path, value, on_served, s, served_free,
                                       err);
         hearth_node_decref(value);

@@ -14,6 +14,7 @@
 #define HEARTH__CLUSTER_TICK_MS 500   /* renewals, elections, retries */
 #define HEARTH__CLUSTER_WAIT_MS 5000  /* a JetStream call's bound */
 #define HEARTH__CLUSTER_FORWARD_MS 15000 /* a forwarded write's bound */
+#define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
 
 /* What a NATS thread hands to the loop. */
 typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY } hearth__cluster_msg_kind;

@@ -30,6 +30,9 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     jsSubOptions_Init(&so);
     so.Stream = n->stream;
     so.Ordered = true;
+    /* A consumer on a server that died is noticed by its missing
+     * heartbeats and made again from the last record: quickly. */
+    so.Config.Heartbeat = (int64_t)HEARTH__CLUSTER_HEARTBEAT_MS * 1000000;
     if (n->applied_seq) {
         so.Config.DeliverPolicy = js_DeliverByStartSequence;
         so.Config.OptStartSeq = n->applied_seq + 1;

@@ -124,7 +124,7 @@ static void install(hearth_db_t *db, hearth_node_t *root,
 /* A compare-and-set's condition: 0 when the data at its path still has
  * the hash, HEARTH_EDATASTALE when not (nothing is written then). */
 static int hash_holds(const hearth__embedded *e, const hearth__db_op *o) {
-    if (!o->if_hash[0] || o->nparts != 1)
+    if (!o->conditional || o->nparts != 1)
         return 0;
     char have[HEARTH_HASH_SIZE];
     const hearth_node_t *now = node_at(e->root, &o->parts[0].path);

@@ -41,8 +41,10 @@ int hearth__db_set_if_as(hearth_db_t *db, const hearth__db_caller *who,
     if (rc)
         return rc;
     judge_as(o, who);
-    if (if_hash)
+    if (if_hash) {
+        o->conditional = true;
         strcpy(o->if_hash, if_hash);
+    }
     return hearth__db_queue(db, o, err);
 }
 

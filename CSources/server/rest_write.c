@@ -12,7 +12,8 @@
 /* A set judged by the rules as the caller when it is applied (the admin
  * is not judged); a refusal completes with HEARTH_EDENIED. */
 static int judged_set(rest *r, const char *path, const hearth_node_t *value,
-                      void *reply_ctx, hearth_error_t *err);
+                      const char *if_hash, void *reply_ctx,
+                      hearth_error_t *err);
 
 
 /* A write is answered after its commit, with the reply prepared when it
@@ -103,6 +104,20 @@ static bool echo_applied(const rest *r) {
     return !r->srv->cluster && hearth__rest_may_read_here(r);
 }
 
+/* An if-match's ETag as the hash the write is conditional on (NULL:
+ * none), checked again where the write is ordered (a cluster's leader). */
+static const char *if_match_hash(const rest *r, char hash[HEARTH_HASH_SIZE]) {
+    const char *want = hearth__http_get_header(r->req, "if-match");
+    if (!want)
+        return NULL;
+    if (strcmp(want, "null_etag") == 0)
+        return hearth_node_hash(hearth__node_empty(), hash) ? NULL : hash;
+    if (strlen(want) >= HEARTH_HASH_SIZE)
+        return NULL; /* no hash matches it: check_if_match refused it */
+    strcpy(hash, want);
+    return hash;
+}
+
 static int parse_body(const rest *r, const char *base, hearth_node_t **out,
                       hearth_error_t *err) {
     hearth__path p;
@@ -124,7 +139,8 @@ static void put_value(rest *r, const hearth_node_t *value) {
         return;
     hearth_error_t err;
     pending_reply *p = new_reply(r);
-    int rc = p ? judged_set(r, r->path, value, p, &err)
+    char hash[HEARTH_HASH_SIZE];
+    int rc = p ? judged_set(r, r->path, value, if_match_hash(r, hash), p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         hearth__free(p);
@@ -136,10 +152,11 @@ static void put_value(rest *r, const hearth_node_t *value) {
 }
 
 static int judged_set(rest *r, const char *path, const hearth_node_t *value,
-                      void *reply_ctx, hearth_error_t *err) {
+                      const char *if_hash, void *reply_ctx,
+                      hearth_error_t *err) {
     hearth__db_caller caller;
-    return hearth__db_set_as(r->ns->db, hearth__principal_caller(&r->who, &caller),
-                             path, value, on_write_done, reply_ctx,
+    return hearth__db_set_if_as(r->ns->db, hearth__principal_caller(&r->who, &caller),
+                             if_hash, path, value, on_write_done, reply_ctx,
                              release_reply, err);
 }
 
@@ -155,7 +172,7 @@ static void post_value(rest *r, const hearth_node_t *value) {
     hearth__buf_printf(&where, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
     char *child = hearth__buf_detach(&where, NULL);
     pending_reply *p = child ? new_reply(r) : NULL;
-    int rc = p ? judged_set(r, child, value, p, &err)
+    int rc = p ? judged_set(r, child, value, NULL, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth__free(child);
     if (rc) {
@@ -326,7 +343,9 @@ void hearth__rest_delete(rest *r) {
         return;
     hearth_error_t err;
     pending_reply *p = new_reply(r);
-    int rc = p ? judged_set(r, r->path, hearth__node_empty(), p, &err)
+    char hash[HEARTH_HASH_SIZE];
+    int rc = p ? judged_set(r, r->path, hearth__node_empty(),
+                            if_match_hash(r, hash), p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         hearth__free(p);
