@@ -152,6 +152,35 @@ static void wait_for(uv_loop_t *loop, outcome *o, int n) {
     }
 }
 
+/* Two nodes of one namespace on a fresh nats-server; false: skipped. */
+typedef struct pair {
+    nats_proc nats;
+    uv_loop_t loop;
+    node a, b;
+} pair;
+
+static bool pair_start(pair *p) {
+    memset(p, 0, sizeof *p);
+    if (!nats_start(&p->nats))
+        return false;
+    uv_loop_init(&p->loop);
+    node_open(&p->loop, &p->nats, &p->a, "t1");
+    node_open(&p->loop, &p->nats, &p->b, "t2");
+    return true;
+}
+
+static void pair_end(pair *p, outcome *o, int n) {
+    for (int i = 0; i < n; i++)
+        free(o[i].seen);
+    node_close(&p->loop, &p->a, true);
+    node_close(&p->loop, &p->b, true);
+    uv_run(&p->loop, UV_RUN_DEFAULT);
+    CHECK_INT(uv_loop_close(&p->loop), 0);
+    remove_tree(p->a.dir);
+    remove_tree(p->b.dir);
+    nats_stop(&p->nats);
+}
+
 static void set(node *x, const char *path, const char *json,
                 const char *if_hash, outcome *o) {
     o->db = x->db;
@@ -165,115 +194,76 @@ static void set(node *x, const char *path, const char *json,
 /* A write made on either node is acknowledged there only once that node
  * shows it, and every node ends with every write. */
 static void test_writes_from_both_nodes(void) {
-    nats_proc n;
-    if (!nats_start(&n))
+    pair p;
+    if (!pair_start(&p))
         return;
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    node a = {0}, b = {0};
-    node_open(&loop, &n, &a, "t1");
-    node_open(&loop, &n, &b, "t2");
     outcome o[4] = {{0}};
-    set(&a, "/x", "1", NULL, &o[0]);
-    set(&b, "/y", "2", NULL, &o[1]);
-    wait_for(&loop, o, 2);
+    set(&p.a, "/x", "1", NULL, &o[0]);
+    set(&p.b, "/y", "2", NULL, &o[1]);
+    wait_for(&p.loop, o, 2);
     CHECK_INT(o[0].rc, 0);
     CHECK_INT(o[1].rc, 0);
     CHECK(strstr(o[0].seen, "\"x\":1") != NULL);
     CHECK(strstr(o[1].seen, "\"y\":2") != NULL);
     /* Barriers: a later write on each node is ordered after both. */
-    set(&a, "/z", "3", NULL, &o[2]);
-    set(&b, "/z", "3", NULL, &o[3]);
-    wait_for(&loop, o + 2, 2);
+    set(&p.a, "/z", "3", NULL, &o[2]);
+    set(&p.b, "/z", "3", NULL, &o[3]);
+    wait_for(&p.loop, o + 2, 2);
     CHECK_STR(o[2].seen, "{\"x\":1,\"y\":2,\"z\":3}");
     CHECK_STR(o[3].seen, "{\"x\":1,\"y\":2,\"z\":3}");
-    for (int i = 0; i < 4; i++)
-        free(o[i].seen);
-    node_close(&loop, &a, true);
-    node_close(&loop, &b, true);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK_INT(uv_loop_close(&loop), 0);
-    remove_tree(a.dir);
-    remove_tree(b.dir);
-    nats_stop(&n);
+    pair_end(&p, o, 4);
 }
 
 /* Two nodes' compare-and-set on the same data, both made against null
  * (whose hash is ""): the leader checks each as it orders it, so exactly
  * one stands and the other is refused, changing nothing. */
 static void test_compare_and_set_across_nodes(void) {
-    nats_proc n;
-    if (!nats_start(&n))
+    pair p;
+    if (!pair_start(&p))
         return;
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    node a = {0}, b = {0};
-    node_open(&loop, &n, &a, "t1");
-    node_open(&loop, &n, &b, "t2");
     char empty[HEARTH_HASH_SIZE];
     hearth_node_t *null = hearth_node_null();
     CHECK_INT(hearth_node_hash(null, empty), 0);
     hearth_node_decref(null);
     outcome o[4] = {{0}};
-    set(&a, "/c", "\"a\"", empty, &o[0]);
-    set(&b, "/c", "\"b\"", empty, &o[1]);
-    wait_for(&loop, o, 2);
+    set(&p.a, "/c", "\"a\"", empty, &o[0]);
+    set(&p.b, "/c", "\"b\"", empty, &o[1]);
+    wait_for(&p.loop, o, 2);
     CHECK((o[0].rc == 0) != (o[1].rc == 0));
     CHECK(o[0].rc == HEARTH_EDATASTALE || o[1].rc == HEARTH_EDATASTALE);
     const char *winner = o[0].rc == 0 ? "\"a\"" : "\"b\"";
-    set(&a, "/d", "1", NULL, &o[2]);
-    set(&b, "/d", "1", NULL, &o[3]);
-    wait_for(&loop, o + 2, 2);
+    set(&p.a, "/d", "1", NULL, &o[2]);
+    set(&p.b, "/d", "1", NULL, &o[3]);
+    wait_for(&p.loop, o + 2, 2);
     const hearth_node_t *c = NULL;
-    CHECK_INT(hearth_node_get(hearth__db_root(b.db), "/c", &c, NULL), 0);
+    CHECK_INT(hearth_node_get(hearth__db_root(p.b.db), "/c", &c, NULL), 0);
     char *json = to_json(c);
     CHECK_STR(json, winner);
     free(json);
-    for (int i = 0; i < 4; i++)
-        free(o[i].seen);
-    node_close(&loop, &a, true);
-    node_close(&loop, &b, true);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK_INT(uv_loop_close(&loop), 0);
-    remove_tree(a.dir);
-    remove_tree(b.dir);
-    nats_stop(&n);
+    pair_end(&p, o, 4);
 }
 
 /* A node that was away comes back from its local store and its place in
  * the log, and catches up on what was written meanwhile. */
 static void test_node_catches_up_after_restart(void) {
-    nats_proc n;
-    if (!nats_start(&n))
+    pair p;
+    if (!pair_start(&p))
         return;
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    node a = {0}, b = {0};
-    node_open(&loop, &n, &a, "t1");
-    node_open(&loop, &n, &b, "t2");
     outcome o[3] = {{0}};
-    set(&b, "/before", "1", NULL, &o[0]);
-    wait_for(&loop, o, 1);
+    set(&p.b, "/before", "1", NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
     CHECK_INT(o[0].rc, 0);
-    node_close(&loop, &b, true);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    set(&a, "/while_away", "2", NULL, &o[1]);
-    wait_for(&loop, o + 1, 1);
+    node_close(&p.loop, &p.b, true);
+    uv_run(&p.loop, UV_RUN_NOWAIT);
+    set(&p.a, "/while_away", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
     CHECK_INT(o[1].rc, 0);
-    node_open(&loop, &n, &b, "t2");
-    set(&b, "/after", "3", NULL, &o[2]); /* acknowledged once b is past it */
-    wait_for(&loop, o + 2, 1);
+    node_open(&p.loop, &p.nats, &p.b, "t2");
+    set(&p.b, "/after", "3", NULL, &o[2]); /* acknowledged once b is past it */
+    wait_for(&p.loop, o + 2, 1);
     CHECK_INT(o[2].rc, 0);
     CHECK_STR(o[2].seen, "{\"after\":3,\"before\":1,\"while_away\":2}");
-    for (int i = 0; i < 3; i++)
-        free(o[i].seen);
-    node_close(&loop, &a, true);
-    node_close(&loop, &b, true);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK_INT(uv_loop_close(&loop), 0);
-    remove_tree(a.dir);
-    remove_tree(b.dir);
-    nats_stop(&n);
+    pair_end(&p, o, 3);
 }
 
 const test_case cluster_tests[] = {
