@@ -188,7 +188,7 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
     return EMBEDDED.quiet(db) && !n->held && !n->waiting &&
-           !n->log_writes;
+           !n->forwarding && !n->log_writes;
 }
 
 /* The namespace leaves the cluster: no more forwarded writes served, no
@@ -240,8 +240,10 @@ static void cluster_free(hearth_db_t *db) {
     hearth__cluster_ns *n = e ? e->replica_ctx : NULL;
     EMBEDDED.free(db);
     if (n) {
+        hearth__cluster *c = n->c;
         hearth__free(n->name);
         hearth__free(n);
+        hearth__cluster_space_freed(c);
     }
 }
 
@@ -299,6 +301,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     hearth__embedded *e = n->db->impl;
     e->replica = &replica;
     e->replica_ctx = n;
+    c->open_spaces++;
     n->applied_seq = n->durable_seq = n->stored_seq =
         hearth__cluster_seq_read(n);
     n->next = c->spaces;

@@ -97,6 +97,7 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
     f->deadline = uv_now(c->loop) + HEARTH__CLUSTER_FORWARD_MS;
     f->next = c->forwards;
     c->forwards = f;
+    n->forwarding++;
     send_one(c, f);
 }
 
@@ -107,6 +108,7 @@ static hearth__forward *take(hearth__cluster *c, uint64_t id) {
             hearth__forward *f = *p;
             *p = f->next;
             f->next = NULL;
+            f->n->forwarding--;
             return f;
         }
     return NULL;
@@ -181,6 +183,7 @@ void hearth__cluster_forward_tick(hearth__cluster *c) {
         bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
         if (now > f->deadline || unanswered) {
             *p = f->next;
+            f->n->forwarding--;
             finish(f, HEARTH_EDISCONNECTED);
             continue;
         }
@@ -196,6 +199,7 @@ void hearth__cluster_forward_cancel(hearth__cluster_ns *n, int rc) {
         hearth__forward *f = *p;
         if (f->n == n) {
             *p = f->next;
+            n->forwarding--;
             finish(f, rc);
         } else {
             p = &f->next;

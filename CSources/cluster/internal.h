@@ -43,6 +43,11 @@ struct hearth__cluster {
     uv_async_t wake;
     uv_timer_t tick;
     int closing; /* handles still to close at stop */
+    /* Namespaces whose databases are not yet freed: a commit of theirs
+     * may still be appending on a worker thread, so the link outlives
+     * them (a stop asked meanwhile finishes with the last). */
+    int open_spaces;
+    bool stop_asked;
     uint64_t ticks;
     hearth__cluster_ns *spaces; /* open namespaces */
     /* forwarded writes awaiting the leader's answer */
@@ -85,6 +90,7 @@ struct hearth__cluster_ns {
     /* client writes waiting: for leadership settled, or for the tail */
     hearth__db_op *held, *held_tail;
     hearth__forward *waiting; /* answered, acknowledged at their seq */
+    int forwarding;           /* sent, not yet answered */
 };
 
 /* ---- link.c ---- */
@@ -94,6 +100,8 @@ void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
 hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name);
 /* A NATS status as a Hearth error (EIO unless it says more). */
 int hearth__cluster_error(natsStatus s);
+/* A namespace's database is freed: the last lets a stop finish. */
+void hearth__cluster_space_freed(hearth__cluster *c);
 /* Makes namespace n's stream if this node has not yet. */
 int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
                            hearth_error_t *err);

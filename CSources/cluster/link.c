@@ -293,7 +293,7 @@ static void on_handle_closed(uv_handle_t *h) {
         cluster_free(c);
 }
 
-void hearth__cluster_stop(hearth__cluster *c) {
+static void finish_stop(hearth__cluster *c) {
     uv_mutex_lock(&c->lock);
     c->stopping = true;
     uv_mutex_unlock(&c->lock);
@@ -309,4 +309,16 @@ void hearth__cluster_stop(hearth__cluster *c) {
     c->closing = 2;
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
     uv_close((uv_handle_t *)&c->tick, on_handle_closed);
+}
+
+void hearth__cluster_stop(hearth__cluster *c) {
+    c->stop_asked = true;
+    uv_timer_stop(&c->tick);
+    if (c->open_spaces == 0)
+        finish_stop(c);
+}
+
+void hearth__cluster_space_freed(hearth__cluster *c) {
+    if (--c->open_spaces == 0 && c->stop_asked)
+        finish_stop(c);
 }

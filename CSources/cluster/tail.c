@@ -120,11 +120,11 @@ static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
 void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     hearth__embedded *e = n->db->impl;
     /* This node's own writes are ahead of the log: they reach it first
-     * (or are refused and undone), then the log's records apply. */
-    if (n->leader && (e->committing || e->unacked))
-        return;
+     * (or are refused and undone), then the log's records apply; its own
+     * records, back from the log, are dropped meanwhile. */
+    bool busy = n->leader && (e->committing || e->unacked);
     bool applied = false;
-    while (n->records) {
+    while (n->records && (!busy || n->records->seq <= n->applied_seq)) {
         hearth__cluster_msg *q = n->records;
         n->records = q->next;
         if (!n->records)
@@ -137,6 +137,8 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
         natsMsg_Destroy(q->msg);
         hearth__free(q);
     }
+    if (busy)
+        return;
     if (applied)
         n->db->backend->settle(n->db, true);
     hearth__cluster_forward_applied(n);
