@@ -5,6 +5,7 @@
 #   make cluster    3 nats-servers (JetStream) + 3 Hearth nodes on loopback
 #   make serve      run the server on ./hearth-data (arrives with the server)
 #   make bench      benchmarks beside their anchors (not part of the tests)
+#   make bench-cluster  cluster writes/s and fan-out beside their anchors
 #   make fuzz       build the libFuzzer targets (clang)
 #   make install PREFIX=/usr/local
 #
@@ -39,7 +40,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
-        test-e2e test-cluster cluster bench bench-realtime bench-cache bench-rules bench-stall \
+        test-e2e test-cluster cluster bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
 
@@ -220,6 +221,14 @@ $(BUILD)/bench-stall: bench/stall_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
 # client's small GETs (about 5 s).
 bench-stall: lib $(BUILD)/bench-stall
 	$(BUILD)/bench-stall
+
+$(BUILD)/jetstream-raw: bench/jetstream_raw.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# Cluster mode beside its anchors (single node --fsync always, raw
+# JetStream publish-with-ack) and its fan-out over 3 nodes (about 2 min).
+bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-raw
+	python3 bench/cluster_bench.py
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
@@ -241,6 +242,8 @@ static void cluster_free(hearth_db_t *db) {
     EMBEDDED.free(db);
     if (n) {
         hearth__cluster *c = n->c;
+        if (n->seq_fd > 0)
+            close(n->seq_fd);
         hearth__free(n->name);
         hearth__free(n);
         hearth__cluster_space_freed(c);

@@ -71,6 +71,7 @@ struct hearth__cluster_ns {
     uint64_t applied_seq;
     uint64_t durable_seq; /* ... and in the local store up to here */
     uint64_t stored_seq;  /* what seq_file says */
+    int seq_fd;           /* seq_file, open once written (0: not yet) */
     /* leadership */
     bool leader;
     uint64_t lease_rev;

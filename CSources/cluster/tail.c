@@ -9,8 +9,10 @@
 #include "store/logfile.h"
 #include "tree/json.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void on_record(natsConnection *nc, natsSubscription *sub, natsMsg *m,
                       void *closure) {
@@ -160,13 +162,14 @@ uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n) {
 void hearth__cluster_seq_write(hearth__cluster_ns *n) {
     if (n->durable_seq == n->stored_seq)
         return;
-    char tmp[sizeof n->seq_file + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", n->seq_file);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return; /* it lags: replay from the older place is harmless */
-    bool ok = fprintf(f, "%llu\n", (unsigned long long)n->durable_seq) > 0;
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, n->seq_file) == 0)
+    /* Overwritten in place, unsynced: a rename per commit would make the
+     * file system flush it (ext4's auto_da_alloc), and a stale or torn
+     * number only means replaying more of the log, which is harmless. */
+    if (n->seq_fd <= 0)
+        n->seq_fd = open(n->seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    char text[24];
+    int len = snprintf(text, sizeof text, "%020llu\n",
+                       (unsigned long long)n->durable_seq);
+    if (n->seq_fd > 0 && pwrite(n->seq_fd, text, (size_t)len, 0) == len)
         n->stored_seq = n->durable_seq;
 }

@@ -65,13 +65,19 @@ class Cluster:
     def url(self, i):
         return "http://127.0.0.1:%d" % self.http_ports[i]
 
+    def serve_args(self, i):
+        data = os.path.join(self.root, "data%d" % (i + 1))
+        node = "n%d" % (i + 1)
+        if HEARTH_BIN.endswith("hearth-serve"):  # examples/serve.c (benchmarks)
+            return [HEARTH_BIN, str(self.http_ports[i]), data, "always",
+                    self.nats_urls(), node]
+        return [HEARTH_BIN, "serve", "--port", str(self.http_ports[i]),
+                "--data", data, "--cluster", self.nats_urls(), "--node", node]
+
     def start_node(self, i):
         log = open(os.path.join(self.root, "n%d.log" % (i + 1)), "ab")
-        self.nodes[i] = subprocess.Popen(
-            [HEARTH_BIN, "serve", "--port", str(self.http_ports[i]),
-             "--data", os.path.join(self.root, "data%d" % (i + 1)),
-             "--cluster", self.nats_urls(), "--node", "n%d" % (i + 1)],
-            stdout=log, stderr=log)
+        self.nodes[i] = subprocess.Popen(self.serve_args(i), stdout=log,
+                                         stderr=log)
 
     def status(self, i):
         req = urllib.request.Request(self.url(i) + "/.cluster/status.json",
