@@ -139,6 +139,10 @@ static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
         s = natsOptions_SetReconnectWait(opts, 200);
     if (s == NATS_OK)
         s = natsOptions_SetTimeout(opts, 2000);
+    /* Each forwarded write and its answer goes out at once, not when the
+     * library's flusher thread next runs. */
+    if (s == NATS_OK)
+        s = natsOptions_SetSendAsap(opts, true);
     if (s == NATS_OK)
         s = natsConnection_Connect(&c->nc, opts);
     natsOptions_Destroy(opts);

@@ -1,6 +1,7 @@
 /* status.c - GET /.cluster/status.json: this node, the live nodes (their
  * liveness keys), who leads each namespace open here, how far the log of
- * each has reached here and how far behind each node that tails it is. */
+ * each has reached here and how far behind it each other node that tails
+ * it was at its last liveness report (each second). */
 #include "cluster/internal.h"
 
 #include <jansson.h>
@@ -30,7 +31,9 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
     json_t *v;
     json_object_foreach(live, node, v) {
         json_t *seq = json_object_get(json_object_get(v, "ns"), n->name);
-        if (json_is_integer(seq)) {
+        if (strcmp(node, n->c->node) == 0) /* this node: as it is now */
+            json_object_set_new(lag, node, json_integer(0));
+        else if (json_is_integer(seq)) {
             json_int_t behind = (json_int_t)n->applied_seq - json_integer_value(seq);
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
