@@ -38,6 +38,15 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
                          const hearth_db_config_t *config, hearth_db_t **out,
                          hearth_error_t *err);
 
+/* The onDisconnect writes of a session of this node on namespace db (a
+ * cluster database; any other: nothing), kept in JetStream under the
+ * namespace, this node's run and the session so that if the node dies the
+ * namespace's leader runs them, judged as they say: writes is a JSON array
+ * of {"a": auth or null, "j": judged, "h": null, "w": [[path, value],
+ * ...]}; NULL forgets them (the session ran them itself). */
+void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
+                                       const char *writes);
+
 /* The operator's view as JSON text (to free with hearth__free): node,
  * live nodes, each open namespace's leader, log sequence and lag. */
 char *hearth__cluster_status(hearth__cluster *c);

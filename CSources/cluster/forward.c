@@ -240,9 +240,9 @@ static void served_free(void *ctx) {
     hearth__free(s);
 }
 
-/* Queues the forwarded write w (as parsed) on n's database as who. */
-static int submit(hearth__cluster_ns *n, json_t *doc, served *s,
-                  hearth_error_t *err) {
+int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
+                           hearth_completion_cb cb, void *ctx,
+                           hearth_free_cb ctx_free, hearth_error_t *err) {
     hearth__db_caller caller = {0};
     hearth_node_t *auth = NULL;
     json_t *a = json_object_get(doc, "a");
@@ -265,8 +265,7 @@ static int submit(hearth__cluster_ns *n, json_t *doc, served *s,
                   : hearth__error(err, HEARTH_EINVAL, NULL, "no path");
         if (!rc)
             rc = hearth__db_set_if_as(n->db, who, hash,
-                                      path, value, on_served, s, served_free,
-                                      err);
+                                      path, value, cb, ctx, ctx_free, err);
         hearth_node_decref(value);
     } else {
         json_t *obj = json_object();
@@ -282,8 +281,8 @@ static int submit(hearth__cluster_ns *n, json_t *doc, served *s,
         rc = obj ? hearth__update_parts_from_json("/", obj, &u, err)
                  : hearth__error_code(err, HEARTH_ENOMEM);
         if (!rc)
-            rc = hearth__db_update_parts_as(n->db, who, "/", &u, on_served, s,
-                                            served_free, err);
+            rc = hearth__db_update_parts_as(n->db, who, "/", &u, cb, ctx,
+                                            ctx_free, err);
         if (obj)
             hearth__update_parts_free(&u);
         json_decref(obj);
@@ -315,7 +314,7 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
                                  (size_t)natsMsg_GetDataLength(m), &doc, &err))
         rc = HEARTH_EJSON;
     if (!rc)
-        rc = submit(n, doc, s, &err);
+        rc = hearth__cluster_submit(n, doc, on_served, s, served_free, &err);
     if (rc) /* refused before it was queued: its callbacks never run */
         answer(c, reply, rc, 0);
     if (rc && s)

@@ -34,7 +34,8 @@ struct hearth__cluster {
     int replicas;
     natsConnection *nc;
     jsCtx *js;
-    kvStore *leases, *nodes;
+    kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
+    char run[24]; /* this process's run of the node, in liveness and keys */
     bool made_stream[HEARTH__CLUSTER_PARTITIONS];
     /* NATS threads -> loop */
     uv_mutex_t lock;
@@ -127,11 +128,22 @@ void hearth__cluster_seq_write(hearth__cluster_ns *n);
 void hearth__cluster_on_tick(uv_timer_t *t);
 void hearth__cluster_step_down(hearth__cluster_ns *n);
 
+/* ---- ondisconnect.c ---- */
+/* The leader's sweep: runs the onDisconnect writes of sessions whose
+ * node's run is no longer alive, then forgets them. */
+void hearth__cluster_orphans_run(hearth__cluster_ns *n);
+
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
 /* The leader's side: one forwarded write (m's reply subject answers). */
 void hearth__cluster_serve(hearth__cluster *c, natsMsg *m);
+/* Queues one write as forward.c's body describes it (doc), judged as it
+ * says, on n's database; cb as hearth__db_set_as's. */
+struct json_t;
+int hearth__cluster_submit(hearth__cluster_ns *n, struct json_t *doc,
+                           hearth_completion_cb cb, void *ctx,
+                           hearth_free_cb ctx_free, hearth_error_t *err);
 void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m);
 /* Retries and timeouts of forwarded writes; acknowledges those n's tail
  * has reached. */

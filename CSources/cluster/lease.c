@@ -93,7 +93,7 @@ static void keep_alive(hearth__cluster *c) {
     json_t *ns = json_object();
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
-    json_t *doc = json_pack("{so}", "ns", ns);
+    json_t *doc = json_pack("{soss}", "ns", ns, "run", c->run);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     if (text) {
         uint64_t rev;
@@ -108,8 +108,11 @@ void hearth__cluster_on_tick(uv_timer_t *t) {
     bool second = c->ticks++ % 2 == 0;
     if (second)
         keep_alive(c);
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
         lease_tick(n, second);
+        if (n->leader && c->ticks % 4 == 1)
+            hearth__cluster_orphans_run(n);
+    }
     hearth__cluster_forward_tick(c);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         hearth__cluster_tail_drain(n);

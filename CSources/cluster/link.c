@@ -150,12 +150,14 @@ static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
     return s;
 }
 
-static natsStatus bucket(hearth__cluster *c, const char *name, kvStore **out) {
+static natsStatus bucket(hearth__cluster *c, const char *name, bool ttl,
+                         kvStore **out) {
     kvConfig kc;
     kvConfig_Init(&kc);
     kc.Bucket = name;
     kc.History = 1;
-    kc.TTL = (int64_t)HEARTH__CLUSTER_LEASE_MS * 1000000; /* ns */
+    if (ttl)
+        kc.TTL = (int64_t)HEARTH__CLUSTER_LEASE_MS * 1000000; /* ns */
     kc.Replicas = c->replicas;
     natsStatus s = js_CreateKeyValue(out, c->js, &kc);
     if (s != NATS_OK) /* made by another node already */
@@ -206,13 +208,15 @@ static int link_up(hearth__cluster *c, const char *urls, hearth_error_t *err) {
     jo.Wait = HEARTH__CLUSTER_WAIT_MS;
     s = natsConnection_JetStream(&c->js, c->nc, &jo);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_leases", &c->leases);
+        s = bucket(c, "hearth_leases", true, &c->leases);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_nodes", &c->nodes);
+        s = bucket(c, "hearth_nodes", true, &c->nodes);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_ondisconnect", false, &c->orphans);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
-    snprintf(c->inbox, sizeof c->inbox, "_INBOX.hearth.%s.%llx", c->node,
-             (unsigned long long)hearth_now_ms());
+    snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
+    snprintf(c->inbox, sizeof c->inbox, "_INBOX.hearth.%s.%s", c->node, c->run);
     char wild[sizeof c->inbox + 2];
     snprintf(wild, sizeof wild, "%s.*", c->inbox);
     s = natsConnection_Subscribe(&c->replies, c->nc, wild, on_reply_msg, c);
@@ -239,6 +243,7 @@ static void drop_link(hearth__cluster *c) {
     }
     kvStore_Destroy(c->leases);
     kvStore_Destroy(c->nodes);
+    kvStore_Destroy(c->orphans);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);
 }

@@ -9,11 +9,15 @@ over REST and server-sent events:
 3. kill -9 of the namespace's leader node during acknowledged writes, then
    separately of one nats-server: no acknowledged write lost, writes
    succeed again within 15 s;
-4. once quiet, every node (the killed one restarted) holds the same data.
+4. once quiet, every node (the killed one restarted) holds the same data;
+5. an onDisconnect write of a session on a node killed -9 is run by the
+   namespace's leader.
 """
+import base64
 import http.client
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -204,6 +208,74 @@ def test_kill_nats(c):
     return w.acked
 
 
+class Realtime:
+    """A v5 session over a WebSocket of our own (stdlib only)."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.s.sendall(("GET /.ws?v=5&ns=default HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                        % key).encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self.s.recv(4096)
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        check(b" 101 " in head.split(b"\r\n")[0], "a realtime session opened")
+
+    def send(self, msg):
+        data = json.dumps(msg).encode()
+        mask = os.urandom(4)
+        assert len(data) < 126
+        self.s.sendall(bytes([0x81, 0x80 | len(data)]) + mask +
+                       bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            self.buf += self.s.recv(65536)
+
+    def recv(self):
+        self._need(2)
+        n = self.buf[1] & 0x7F
+        at = 2
+        if n == 126:
+            self._need(4)
+            n, at = int.from_bytes(self.buf[2:4], "big"), 4
+        elif n == 127:
+            self._need(10)
+            n, at = int.from_bytes(self.buf[2:10], "big"), 10
+        self._need(at + n)
+        data, self.buf = self.buf[at:at + n], self.buf[at + n:]
+        return json.loads(data)
+
+    def request(self, r, action, body):
+        self.send({"t": "d", "d": {"r": r, "a": action, "b": body}})
+        while True:
+            m = self.recv()
+            if m.get("t") == "d" and m["d"].get("r") == r:
+                return m["d"]["b"]
+
+
+def test_ondisconnect_of_dead_node(c):
+    leader = leader_of(c)
+    victim = (leader + 1) % 3
+    session = Realtime(c.http_ports[victim])
+    answer = session.request(1, "o", {"p": "/presence/u1", "d": "offline"})
+    check(answer.get("s") == "ok", "onDisconnect set registered on n%d" % (victim + 1))
+    put(c, victim, "/presence/u1", "online")
+    c.kill(c.nodes, victim)
+    t0 = time.time()
+    other = (victim + 1) % 3
+    while time.time() - t0 < FAILOVER_S and get(c, other, "/presence/u1") != "offline":
+        time.sleep(0.2)
+    check(get(c, other, "/presence/u1") == "offline",
+          "the leader ran the onDisconnect of dead n%d's session in %.1f s"
+          % (victim + 1, time.time() - t0))
+    c.start_node(victim)
+    c.wait_ready()
+
+
 def export(c, i):
     return request(c.url(i) + "/.json?format=export")[2]
 
@@ -234,6 +306,7 @@ def main():
         print("cluster up in %.1f s (%s)" % (time.time() - started, c.root))
         test_order(c)
         test_cas(c)
+        test_ondisconnect_of_dead_node(c)
         leader, acked = test_kill_leader(c)
         c.start_node(leader)  # back, from its local store and the log
         c.wait_ready()
