@@ -296,7 +296,11 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
         c, strrchr(natsMsg_GetSubject(m), '.') + 1);
     const char *reply = natsMsg_GetReply(m);
     json_t *doc = NULL;
-    if (!reply || !n || !n->leader) { /* asked again until someone leads */
+    if (!reply || !n || !n->leader) {
+        /* No longer leading (the request was on its way): the sender asks
+         * again on its next tick, whoever leads by then. */
+        if (reply)
+            natsConnection_PublishString(c->nc, reply, "{\"retry\":true}");
         natsMsg_Destroy(m);
         return;
     }

@@ -17,6 +17,7 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -317,6 +318,7 @@ def main():
         raise
     finally:
         c.stop()
+    shutil.rmtree(c.root, ignore_errors=True)  # kept above when a check failed
     print("cluster test passed in %.1f s" % (time.time() - started))
 
 
