@@ -32,8 +32,8 @@ static void replica_begin(void *ctx) {
     n->log_writes = n->own_writes = 0;
 }
 
-/* Worker thread: the records as one message, fenced by the sequence of
- * the subject's last record that this node's tree holds. */
+/* Worker thread: the records in the local log's bytes, appended fenced
+ * by the sequence of the subject's last record this node's tree holds. */
 static int replica_publish(void *ctx, const hearth__records *records) {
     hearth__cluster_ns *n = ctx;
     if (!n->batch_published)
@@ -44,30 +44,11 @@ static int replica_publish(void *ctx, const hearth__records *records) {
     int rc = hearth__records_write(records, &bytes);
     if (!rc && bytes.failed)
         rc = HEARTH_ENOMEM;
-    natsMsg *m = NULL;
-    natsStatus s = NATS_OK;
     if (!rc)
-        s = natsMsg_Create(&m, n->subject, NULL, bytes.data, (int)bytes.len);
+        rc = hearth__cluster_append(n, bytes.data, bytes.len, n->batch_applied,
+                                    &n->batch_seq);
     hearth__buf_free(&bytes);
-    if (rc || s != NATS_OK)
-        return rc ? rc : hearth__cluster_error(s);
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = HEARTH__CLUSTER_WAIT_MS;
-    if (n->batch_applied)
-        po.ExpectLastSubjectSeq = n->batch_applied;
-    else
-        po.ExpectNoMessage = true;
-    jsPubAck *ack = NULL;
-    jsErrCode jerr = 0;
-    s = js_PublishMsg(&ack, n->c->js, m, &po, &jerr);
-    natsMsg_Destroy(m);
-    if (s == NATS_OK)
-        n->batch_seq = ack->Sequence;
-    jsPubAck_Destroy(ack);
-    n->batch_jerr = (int)jerr;
-    /* 10071: another record came first; the tree is stale. */
-    return s == NATS_OK ? 0 : jerr ? HEARTH_EIO : hearth__cluster_error(s);
+    return rc;
 }
 
 static void replica_end(void *ctx, int rc) {
@@ -222,6 +203,9 @@ static void leave(hearth__cluster_ns *n) {
         q = next;
     }
     n->records = n->records_tail = NULL;
+    hearth__buf_free(&n->chain);
+    hearth__buf_init(&n->chain);
+    n->chain_parts = 0;
 }
 
 static void cluster_stop(hearth_db_t *db) {
@@ -287,6 +271,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     n->c = c;
+    hearth__buf_init(&n->chain);
     snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
              config->data_dir);
     int rc = hearth__cluster_stream(c, n, err);

@@ -91,6 +91,18 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
         hearth__db_op_done(o);
         return;
     }
+    if ((int64_t)f->len > natsConnection_GetMaxPayload(c->nc) - 1024) {
+        /* Not chained yet (the leader's appends are): say so at once. */
+        fprintf(stderr, "hearth: cluster: %s: a write of %zu bytes is over "
+                "NATS's largest message; make it on the leader\n", n->name,
+                f->len);
+        hearth__free(f->body);
+        hearth__free(f);
+        if (o->done)
+            o->done(HEARTH_ETOOBIG, o->ctx);
+        hearth__db_op_done(o);
+        return;
+    }
     f->n = n;
     f->o = o;
     f->id = ++c->next_id;

@@ -89,6 +89,8 @@ struct hearth__cluster_ns {
     /* the tail */
     natsSubscription *tail_sub;
     hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    hearth__buf chain;   /* the parts of a chain received so far */
+    size_t chain_parts;  /* how many */
     /* client writes waiting: for leadership settled, or for the tail */
     hearth__db_op *held, *held_tail;
     hearth__forward *waiting; /* answered, acknowledged at their seq */
@@ -107,6 +109,14 @@ void hearth__cluster_space_freed(hearth__cluster *c);
 /* Makes namespace n's stream if this node has not yet. */
 int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
                            hearth_error_t *err);
+
+/* ---- append.c ---- */
+/* Appends a group commit's bytes after sequence `after` (0: none), as one
+ * message or a chain of parts; *seq: the last one's. Worker thread. */
+int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
+                           size_t len, uint64_t after, uint64_t *seq);
+/* Whether m is part i of k of a chain. */
+bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k);
 
 /* ---- backend.c ---- */
 extern const hearth__db_backend hearth__db_cluster;

@@ -92,11 +92,9 @@ static int record_op(const char *payload, size_t len, hearth__db_op **out) {
     return rc;
 }
 
-/* Applies every record of one message (one group commit of the leader's)
- * in order, each as the write it was. */
-static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
-    const char *data = natsMsg_GetData(m);
-    size_t size = (size_t)natsMsg_GetDataLength(m);
+/* Applies every record of one group commit of the leader's (data[0,
+ * size)) in order, each as the write it was. */
+static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
     hearth__log_scan scan;
     hearth__log_check(data, size, false, &scan);
     if (scan.end != HEARTH__LOG_CLEAN)
@@ -116,6 +114,35 @@ static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
         n->log_writes++;
         if (!hearth__db_embedded.write(n->db, o))
             hearth__db_op_done(o);
+    }
+}
+
+/* One message of the log: a whole group, or a part of a chain, applied
+ * once its last part is in (a chain cut short is dropped by the next
+ * message: only the part after the one before belongs to it). */
+static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
+    const char *data = natsMsg_GetData(m);
+    size_t size = (size_t)natsMsg_GetDataLength(m), i, k;
+    if (!hearth__cluster_part(m, &i, &k)) {
+        n->chain.len = n->chain_parts = 0;
+        apply_group(n, data, size);
+        return;
+    }
+    if (i == 1 || i != n->chain_parts + 1)
+        n->chain.len = n->chain_parts = 0;
+    if (i != n->chain_parts + 1)
+        return; /* the middle of a chain whose start we missed */
+    hearth__buf_add(&n->chain, data, size);
+    n->chain_parts++;
+    if (n->chain.failed)
+        fprintf(stderr, "hearth: cluster: %s: no memory for a record of %zu "
+                "parts\n", n->name, k);
+    if (i == k && !n->chain.failed)
+        apply_group(n, n->chain.data, n->chain.len);
+    if (i == k || n->chain.failed) {
+        hearth__buf_free(&n->chain);
+        hearth__buf_init(&n->chain);
+        n->chain_parts = 0;
     }
 }
 

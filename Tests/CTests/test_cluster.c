@@ -266,7 +266,48 @@ static void test_node_catches_up_after_restart(void) {
     pair_end(&p, o, 3);
 }
 
+/* A group commit bigger than the servers' largest message (1 MB) goes as
+ * a chain of parts: both nodes end with the whole value. (A forwarded
+ * write that big is refused at once: only the leader's appends chain.) */
+static void test_record_bigger_than_a_message(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    size_t len = 3u << 20;
+    char *json = malloc(len + 3);
+    json[0] = '"';
+    memset(json + 1, 'x', len);
+    strcpy(json + 1 + len, "\"");
+    outcome o[4] = {{0}};
+    set(&p.a, "/small", "1", NULL, &o[3]); /* someone leads by its ok */
+    wait_for(&p.loop, o + 3, 1);
+    free(o[3].seen);
+    char *status = hearth__cluster_status(p.a.c);
+    node *leader = strstr(status, "\"role\":\"leader\"") ? &p.a : &p.b;
+    node *follower = leader == &p.a ? &p.b : &p.a;
+    free(status);
+    o[3] = (outcome){0};
+    set(follower, "/big", json, NULL, &o[3]);
+    wait_for(&p.loop, o + 3, 1);
+    CHECK_INT(o[3].rc, HEARTH_ETOOBIG);
+    set(leader, "/big", json, NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
+    CHECK_INT(o[0].rc, 0);
+    set(&p.a, "/after", "1", NULL, &o[1]); /* barriers on both nodes */
+    set(&p.b, "/after", "1", NULL, &o[2]);
+    wait_for(&p.loop, o + 1, 2);
+    for (int i = 1; i < 3; i++) {
+        CHECK_INT(o[i].rc, 0);
+        CHECK_INT((int)strlen(o[i].seen),
+                  (int)(len + strlen("{\"after\":1,\"big\":\"\",\"small\":1}")));
+    }
+    free(json);
+    pair_end(&p, o, 4);
+}
+
 const test_case cluster_tests[] = {
+    {"cluster_record_bigger_than_a_message",
+     test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
     {"cluster_compare_and_set_across_nodes",
      test_compare_and_set_across_nodes},
