@@ -1,7 +1,7 @@
 /* append.c - the leader's append of one group commit to the namespace's
  * log: one message, or, past the servers' maximum message size, a chain
- * of parts (header Hearth-Part: i/k) that followers join before applying
- * (cluster/tail.c). Every message is fenced on the subject's sequence
+ * of parts (header Hearth-Part: i/k, also used by forwarded writes) that
+ * followers join before applying (cluster/tail.c). Every message is fenced on the subject's sequence
  * before it: the first on the last record this node's tree holds, each
  * next part on the part before, so a chain is whole and uninterrupted or
  * refused; a chain cut short (its leader refused or dead) is never
@@ -16,13 +16,13 @@
 #define HEADER_ROOM 1024
 
 /* Appends data as one message fenced on after (0: the subject has none);
- * *seq: its sequence. part "i/k", or NULL for a whole record. */
+ * *seq: its sequence. Part i of k, or k 0 for a whole record. */
 static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
-                      uint64_t after, const char *part, uint64_t *seq) {
+                      uint64_t after, size_t i, size_t k, uint64_t *seq) {
     natsMsg *m = NULL;
     natsStatus s = natsMsg_Create(&m, n->subject, NULL, data, (int)len);
-    if (s == NATS_OK && part)
-        s = natsMsgHeader_Set(m, PART_HEADER, part);
+    if (s == NATS_OK && k)
+        s = hearth__cluster_part_mark(m, i, k);
     if (s != NATS_OK) {
         natsMsg_Destroy(m);
         return hearth__cluster_error(s);
@@ -46,19 +46,27 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
     return s == NATS_OK ? 0 : jerr ? HEARTH_EIO : hearth__cluster_error(s);
 }
 
+size_t hearth__cluster_room(hearth__cluster *c) {
+    int64_t max = natsConnection_GetMaxPayload(c->nc);
+    return max > 2 * HEADER_ROOM ? (size_t)max - HEADER_ROOM : 1;
+}
+
+natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k) {
+    char part[48];
+    snprintf(part, sizeof part, "%zu/%zu", i, k);
+    return natsMsgHeader_Set(m, PART_HEADER, part);
+}
+
 int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
                            size_t len, uint64_t after, uint64_t *seq) {
-    int64_t max = natsConnection_GetMaxPayload(n->c->nc);
-    size_t room = max > 2 * HEADER_ROOM ? (size_t)max - HEADER_ROOM : 1;
+    size_t room = hearth__cluster_room(n->c);
     if (len <= room)
-        return append_one(n, data, len, after, NULL, seq);
+        return append_one(n, data, len, after, 0, 0, seq);
     size_t parts = (len + room - 1) / room;
     int rc = 0;
     for (size_t i = 0; !rc && i < parts; i++) {
-        char part[48];
-        snprintf(part, sizeof part, "%zu/%zu", i + 1, parts);
         size_t at = i * room, size = len - at < room ? len - at : room;
-        rc = append_one(n, data + at, size, after, part, seq);
+        rc = append_one(n, data + at, size, after, i + 1, parts, seq);
         after = *seq;
     }
     return rc;

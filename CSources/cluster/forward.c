@@ -68,14 +68,35 @@ static char *body_of(const hearth__db_op *o, size_t *len) {
     return b.data;
 }
 
+/* The body in parts of at most room bytes (one when it fits). */
+static natsStatus send_parts(hearth__cluster *c, const char *subj,
+                             const char *reply, const hearth__forward *f) {
+    size_t room = hearth__cluster_room(c);
+    if (f->len <= room)
+        return natsConnection_PublishRequest(c->nc, subj, reply, f->body,
+                                             (int)f->len);
+    size_t k = (f->len + room - 1) / room;
+    natsStatus s = NATS_OK;
+    for (size_t i = 0; s == NATS_OK && i < k; i++) {
+        size_t at = i * room, size = f->len - at < room ? f->len - at : room;
+        natsMsg *m = NULL;
+        s = natsMsg_Create(&m, subj, reply, f->body + at, (int)size);
+        if (s == NATS_OK)
+            s = hearth__cluster_part_mark(m, i + 1, k);
+        if (s == NATS_OK)
+            s = natsConnection_PublishMsg(c->nc, m);
+        natsMsg_Destroy(m);
+    }
+    return s;
+}
+
 static void send_one(hearth__cluster *c, hearth__forward *f) {
     char subj[128], reply[sizeof c->inbox + 24];
     snprintf(subj, sizeof subj, "hearth.fwd.%s", f->n->name);
     snprintf(reply, sizeof reply, "%s.%llu", c->inbox,
              (unsigned long long)f->id);
     f->sent_at = uv_now(c->loop);
-    if (natsConnection_PublishRequest(c->nc, subj, reply, f->body,
-                                      (int)f->len) != NATS_OK)
+    if (send_parts(c, subj, reply, f) != NATS_OK)
         f->sent_at = 0; /* disconnected: again next tick */
 }
 
@@ -88,18 +109,6 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
         hearth__free(f);
         if (o->done)
             o->done(HEARTH_ENOMEM, o->ctx);
-        hearth__db_op_done(o);
-        return;
-    }
-    if ((int64_t)f->len > natsConnection_GetMaxPayload(c->nc) - 1024) {
-        /* Not chained yet (the leader's appends are): say so at once. */
-        fprintf(stderr, "hearth: cluster: %s: a write of %zu bytes is over "
-                "NATS's largest message; make it on the leader\n", n->name,
-                f->len);
-        hearth__free(f->body);
-        hearth__free(f);
-        if (o->done)
-            o->done(HEARTH_ETOOBIG, o->ctx);
         hearth__db_op_done(o);
         return;
     }
@@ -188,6 +197,7 @@ static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
 
 void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
+    hearth__cluster_joins_expire(c, HEARTH__CLUSTER_FORWARD_MS);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         tail_deadlines(n, now);
     for (hearth__forward **p = &c->forwards; *p;) {
@@ -303,19 +313,101 @@ int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
     return rc;
 }
 
+/* A forwarded write arriving in parts, joined by its reply subject (one
+ * sender's parts arrive in order); dropped when cut short. */
+typedef struct hearth__joining {
+    struct hearth__joining *next;
+    char *reply;
+    hearth__buf body;
+    size_t parts;
+    uint64_t started;
+} joining;
+
+static void joining_free(joining *j) {
+    hearth__free(j->reply);
+    hearth__buf_free(&j->body);
+    hearth__free(j);
+}
+
+/* Takes m's part into its write's join; the whole body once its last part
+ * is in (to free), else NULL. */
+static joining *join_part(hearth__cluster *c, natsMsg *m, const char *reply,
+                          size_t i, size_t k) {
+    joining **p = &c->joining;
+    while (*p && strcmp((*p)->reply, reply) != 0)
+        p = &(*p)->next;
+    joining *j = *p;
+    if (j && (i == 1 || j->parts + 1 != i)) { /* a new start, or a gap */
+        *p = j->next;
+        joining_free(j);
+        j = NULL;
+    }
+    if (!j && i == 1 && (j = hearth__calloc(1, sizeof *j))) {
+        j->reply = hearth__strndup(reply, strlen(reply));
+        hearth__buf_init(&j->body);
+        j->started = uv_now(c->loop);
+        j->next = c->joining;
+        c->joining = j;
+    }
+    if (!j)
+        return NULL;
+    hearth__buf_add(&j->body, natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m));
+    j->parts++;
+    if (i < k && j->reply && !j->body.failed)
+        return NULL;
+    for (p = &c->joining; *p != j; p = &(*p)->next)
+        ;
+    *p = j->next;
+    return j;
+}
+
+/* Forgets joins older than a forwarded write's bound (their sender gave
+ * up), or all of them (stop: old 0). */
+void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old) {
+    uint64_t now = uv_now(c->loop);
+    for (joining **p = &c->joining; *p;) {
+        joining *j = *p;
+        if (!old || now - j->started > old) {
+            *p = j->next;
+            joining_free(j);
+        } else {
+            p = &j->next;
+        }
+    }
+}
+
+static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
+                       const char *reply, const char *data, size_t len);
+
 void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
     hearth__cluster_ns *n = hearth__cluster_find(
         c, strrchr(natsMsg_GetSubject(m), '.') + 1);
     const char *reply = natsMsg_GetReply(m);
-    json_t *doc = NULL;
+    size_t i, k;
     if (!reply || !n || !n->leader) {
         /* No longer leading (the request was on its way): the sender asks
          * again on its next tick, whoever leads by then. */
-        if (reply)
+        if (reply && (!hearth__cluster_part(m, &i, &k) || i == k))
             natsConnection_PublishString(c->nc, reply, "{\"retry\":true}");
-        natsMsg_Destroy(m);
-        return;
+    } else if (!hearth__cluster_part(m, &i, &k)) {
+        serve_body(c, n, reply, natsMsg_GetData(m),
+                   (size_t)natsMsg_GetDataLength(m));
+    } else {
+        joining *j = join_part(c, m, reply, i, k);
+        if (j && j->reply && !j->body.failed)
+            serve_body(c, n, reply, j->body.data, j->body.len);
+        else if (j)
+            answer(c, reply, HEARTH_ENOMEM, 0);
+        if (j)
+            joining_free(j);
     }
+    natsMsg_Destroy(m);
+}
+
+/* One forwarded write's body, judged and queued as its caller. */
+static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
+                       const char *reply, const char *data, size_t len) {
+    json_t *doc = NULL;
     hearth_error_t err = {0};
     served *s = hearth__calloc(1, sizeof *s);
     int rc = s ? 0 : HEARTH_ENOMEM;
@@ -326,8 +418,7 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
         if (!s->ns || !s->reply)
             rc = HEARTH_ENOMEM;
     }
-    if (!rc && hearth__json_load(natsMsg_GetData(m),
-                                 (size_t)natsMsg_GetDataLength(m), &doc, &err))
+    if (!rc && hearth__json_load(data, len, &doc, &err))
         rc = HEARTH_EJSON;
     if (!rc)
         rc = hearth__cluster_submit(n, doc, on_served, s, served_free, &err);
@@ -336,5 +427,4 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
     if (rc && s)
         served_free(s);
     json_decref(doc);
-    natsMsg_Destroy(m);
 }

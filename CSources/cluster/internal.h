@@ -56,6 +56,7 @@ struct hearth__cluster {
     char inbox[96];
     uint64_t next_id;
     hearth__forward *forwards;
+    struct hearth__joining *joining; /* forwarded writes arriving in parts */
 };
 
 /* One open namespace (hearth__embedded.replica_ctx of its database). */
@@ -115,8 +116,11 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
  * message or a chain of parts; *seq: the last one's. Worker thread. */
 int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
                            size_t len, uint64_t after, uint64_t *seq);
-/* Whether m is part i of k of a chain. */
+/* Whether m is part i of k of a chain; marking it so. */
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k);
+natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);
+/* The bytes a message may carry, less room for its headers. */
+size_t hearth__cluster_room(hearth__cluster *c);
 
 /* ---- backend.c ---- */
 extern const hearth__db_backend hearth__db_cluster;
@@ -155,6 +159,9 @@ int hearth__cluster_submit(hearth__cluster_ns *n, struct json_t *doc,
                            hearth_completion_cb cb, void *ctx,
                            hearth_free_cb ctx_free, hearth_error_t *err);
 void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m);
+/* Forgets forwarded writes still arriving in parts after old ms (0:
+ * all). */
+void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old);
 /* Retries and timeouts of forwarded writes; acknowledges those n's tail
  * has reached. */
 void hearth__cluster_forward_tick(hearth__cluster *c);

@@ -249,6 +249,7 @@ static void drop_link(hearth__cluster *c) {
 }
 
 static void cluster_free(hearth__cluster *c) {
+    hearth__cluster_joins_expire(c, 0);
     hearth__cluster_msg *q = c->head;
     while (q) {
         hearth__cluster_msg *next = q->next;
