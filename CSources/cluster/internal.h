@@ -143,9 +143,10 @@ void hearth__cluster_on_tick(uv_timer_t *t);
 void hearth__cluster_step_down(hearth__cluster_ns *n);
 
 /* ---- ondisconnect.c ---- */
-/* The leader's sweep: runs the onDisconnect writes of sessions whose
- * node's run is no longer alive, then forgets them. */
-void hearth__cluster_orphans_run(hearth__cluster_ns *n);
+/* The leaders' sweep (one listing for all the namespaces this node
+ * leads): runs the onDisconnect writes of sessions whose node's run is no
+ * longer alive, then forgets them. */
+void hearth__cluster_orphans_run(hearth__cluster *c);
 
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */

@@ -108,11 +108,10 @@ void hearth__cluster_on_tick(uv_timer_t *t) {
     bool second = c->ticks++ % 2 == 0;
     if (second)
         keep_alive(c);
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         lease_tick(n, second);
-        if (n->leader && c->ticks % 4 == 1)
-            hearth__cluster_orphans_run(n);
-    }
+    if (c->ticks % 4 == 1)
+        hearth__cluster_orphans_run(c);
     hearth__cluster_forward_tick(c);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         hearth__cluster_tail_drain(n);

@@ -65,19 +65,20 @@ static void run_orphan(hearth__cluster_ns *n, const char *key) {
     kvStore_Delete(n->c->orphans, key);
 }
 
-void hearth__cluster_orphans_run(hearth__cluster_ns *n) {
+void hearth__cluster_orphans_run(hearth__cluster *c) {
+    bool leads = false;
+    for (hearth__cluster_ns *n = c->spaces; n && !leads; n = n->next)
+        leads = n->leader;
     kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, n->c->orphans, NULL) != NATS_OK)
-        return; /* none */
-    size_t len = strlen(n->name);
+    if (!leads || kvStore_Keys(&keys, c->orphans, NULL) != NATS_OK)
+        return; /* nothing to sweep, or no key */
     for (int i = 0; i < keys.Count; i++) {
-        const char *key = keys.Keys[i];
-        char node[64], run[24];
-        if (strncmp(key, n->name, len) != 0 || key[len] != '.' ||
-            sscanf(key + len + 1, "%63[^.].%23[^.].", node, run) != 2)
+        char ns[130], node[64], run[24];
+        if (sscanf(keys.Keys[i], "%129[^.].%63[^.].%23[^.].", ns, node, run) != 3)
             continue;
-        if (!run_alive(n->c, node, run))
-            run_orphan(n, key);
+        hearth__cluster_ns *n = hearth__cluster_find(c, ns);
+        if (n && n->leader && !run_alive(c, node, run))
+            run_orphan(n, keys.Keys[i]);
     }
     kvKeysList_Destroy(&keys);
 }
