@@ -26,6 +26,13 @@ typedef struct hearth__cluster_msg {
 } hearth__cluster_msg;
 
 typedef struct hearth__cluster_ns hearth__cluster_ns;
+
+/* A lease given up, deleted by the next round if still as it was. */
+typedef struct hearth__lease_release {
+    struct hearth__lease_release *next;
+    char name[130];
+    uint64_t rev;
+} hearth__lease_release;
 typedef struct hearth__forward hearth__forward;
 
 struct hearth__cluster {
@@ -49,6 +56,8 @@ struct hearth__cluster {
      * them (a stop asked meanwhile finishes with the last). */
     int open_spaces;
     bool stop_asked;
+    bool round_running; /* the leases' round on a worker (lease.c) */
+    hearth__lease_release *releases;
     uint64_t ticks;
     hearth__cluster_ns *spaces; /* open namespaces */
     /* forwarded writes awaiting the leader's answer */
@@ -140,7 +149,14 @@ void hearth__cluster_seq_write(hearth__cluster_ns *n);
 
 /* ---- lease.c ---- */
 void hearth__cluster_on_tick(uv_timer_t *t);
+/* Stops leading n at once; its lease is deleted by the next round. */
 void hearth__cluster_step_down(hearth__cluster_ns *n);
+/* Deletes the leases given up now (at stop: no round follows). */
+void hearth__cluster_releases_flush(hearth__cluster *c);
+
+/* ---- link.c ---- */
+/* A leases' round ended: a stop waiting for it may finish. */
+void hearth__cluster_round_ended(hearth__cluster *c);
 
 /* ---- ondisconnect.c ---- */
 /* The leaders' sweep (one listing for all the namespaces this node

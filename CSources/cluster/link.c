@@ -307,9 +307,10 @@ static void finish_stop(hearth__cluster *c) {
     uv_mutex_lock(&c->lock);
     c->stopping = true;
     uv_mutex_unlock(&c->lock);
-    /* Our liveness key goes at once: the others take over our leases
-     * when theirs expire. */
+    /* Our liveness key goes at once, and the leases we gave up: the others
+     * take over at their next round. */
     kvStore_Delete(c->nodes, c->node);
+    hearth__cluster_releases_flush(c);
     if (c->replies) {
         natsSubscription_Drain(c->replies);
         natsSubscription_WaitForDrainCompletion(c->replies, 2000);
@@ -321,14 +322,24 @@ static void finish_stop(hearth__cluster *c) {
     uv_close((uv_handle_t *)&c->tick, on_handle_closed);
 }
 
-void hearth__cluster_stop(hearth__cluster *c) {
-    c->stop_asked = true;
-    uv_timer_stop(&c->tick);
-    if (c->open_spaces == 0)
+/* The link goes once stopping was asked, every namespace's database is
+ * freed and no leases' round uses it. */
+static void maybe_finish_stop(hearth__cluster *c) {
+    if (c->stop_asked && c->open_spaces == 0 && !c->round_running)
         finish_stop(c);
 }
 
+void hearth__cluster_stop(hearth__cluster *c) {
+    c->stop_asked = true;
+    uv_timer_stop(&c->tick);
+    maybe_finish_stop(c);
+}
+
 void hearth__cluster_space_freed(hearth__cluster *c) {
-    if (--c->open_spaces == 0 && c->stop_asked)
-        finish_stop(c);
+    c->open_spaces--;
+    maybe_finish_stop(c);
+}
+
+void hearth__cluster_round_ended(hearth__cluster *c) {
+    maybe_finish_stop(c);
 }
