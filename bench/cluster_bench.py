@@ -14,6 +14,7 @@ files per process for the one client process holding all 30,000).
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Tests", "clust
 os.environ.setdefault("HEARTH_BIN", "build/hearth-serve")
 import cluster  # noqa: E402
 
+DIRS = []  # removed at the end
 SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))
 LUA = """counter = 0
 request = function()
@@ -53,6 +55,7 @@ def raw_js(c, inflight):
 def single_node():
     port = cluster.free_port()
     d = tempfile.mkdtemp(prefix="hearth-bench-single-")
+    DIRS.append(d)
     p = subprocess.Popen(["build/hearth-serve", str(port), d, "always"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
@@ -112,6 +115,8 @@ def main():
         if single:
             single.terminate()
             single.wait()
+        for d in DIRS + [c.root]:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
