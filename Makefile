@@ -1,10 +1,13 @@
 # Hearth - build, test, install.
 #
 #   make            static + shared library, hearth.pc, and the hearth CLI
-#   make test       C tests (ASan + UBSan, leak-checked), swift test, and
-#                   the console in headless Chromium (make test-console)
+#   make test       C tests (ASan + UBSan, leak-checked), swift test, the
+#                   console in headless Chromium (make test-console) and
+#                   the cluster on real nats-servers (make test-cluster)
+#   make cluster    3 nats-servers (JetStream) + 3 Hearth nodes on loopback
 #   make serve      run the server on ./hearth-data (arrives with the server)
 #   make bench      benchmarks beside their anchors (not part of the tests)
+#   make bench-cluster  cluster writes/s and fan-out beside their anchors
 #   make fuzz       build the libFuzzer targets (clang)
 #   make install PREFIX=/usr/local
 #
@@ -13,9 +16,9 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libssl libcrypto zlib sqlite3
+PKGS      := jansson libuv libssl libcrypto zlib sqlite3 libnats
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
-             libwslay-dev libsqlite3-dev pkg-config
+             libwslay-dev libsqlite3-dev pkg-config libnats-dev nats-server
 
 # The version is written once, in include/hearth.h; the soname follows its
 # major number (a new major is a new ABI).
@@ -39,7 +42,8 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
-        test-e2e test-console test-console-assets bench bench-realtime bench-cache bench-rules bench-stall \
+        test-e2e test-console test-console-assets test-cluster cluster \
+        bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         fuzz install \
         clean serve
 
@@ -51,7 +55,8 @@ lib: deps $(BUILD)/libhearth.a $(BUILD)/libhearth.so $(BUILD)/hearth.pc
 deps:
 	@if ! pkg-config --exists $(PKGS) 2>/dev/null || \
 	    ! [ -f /usr/include/http_parser.h ] || \
-	    ! [ -f /usr/include/wslay/wslay.h ]; then \
+	    ! [ -f /usr/include/wslay/wslay.h ] || \
+	    ! { command -v nats-server || [ -x /usr/sbin/nats-server ]; } >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "make: installing $(APT_PKGS)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -87,7 +92,7 @@ $(BUILD)/hearth.pc: Makefile include/hearth.h
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3' \
+	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3 libnats' \
 	  'Libs: -L$${libdir} -lhearth' \
 	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
 	  'Cflags: -I$${includedir}' > $@
@@ -164,22 +169,8 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-# The console in headless Chromium (driven over the DevTools protocol, with
-# Python's standard library) against examples/serve.c built with the
-# sanitizers. Screenshots go to build/console-screens/.
-$(BUILD)/console-serve: examples/serve.c $(ASAN_OBJ)
-	$(CC) $(ASAN_CFLAGS) $< $(ASAN_OBJ) -o $@ $(LIBS)
-
-test-console: deps $(BUILD)/console-serve
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing chromium for the console test"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq chromium >/dev/null; \
-	  else echo "make: the console test needs chromium: sudo apt-get install chromium"; exit 1; fi; }
-	$(SAN_ENV) HEARTH_SERVE=$(BUILD)/console-serve python3 Tests/e2e/test_console.py
-
-test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console
+        test-e2e test-console test-console-assets test-cluster cluster \
+        bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
@@ -225,6 +216,14 @@ $(BUILD)/bench-stall: bench/stall_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
 # client's small GETs (about 5 s).
 bench-stall: lib $(BUILD)/bench-stall
 	$(BUILD)/bench-stall
+
+$(BUILD)/jetstream-raw: bench/jetstream_raw.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# Cluster mode beside its anchors (single node --fsync always, raw
+# JetStream publish-with-ack) and its fan-out over 3 nodes (about 2 min).
+bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-raw
+	python3 bench/cluster_bench.py
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules

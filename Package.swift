@@ -39,6 +39,7 @@ let package = Package(
                 .linkedLibrary("z"), .linkedLibrary("http_parser"), .linkedLibrary("wslay"),
                 .linkedLibrary("ssl"), // TLS for wss:// (net/tls.c)
                 .linkedLibrary("sqlite3"), // the client's cache (client/disk.c)
+                .linkedLibrary("nats"), // cluster mode on JetStream (cluster/)
             ]),
         .target(
             name: "Hearth",

@@ -1,8 +1,10 @@
 /* sse_fanout.c - one write fanned out to N server-sent event streams.
  *
- *   sse_fanout PORT STREAMS [ROUNDS]
+ *   sse_fanout PORT[,PORT...] STREAMS [ROUNDS]
  *
- * Opens STREAMS streams of /fanout.json on 127.0.0.1:PORT, waits for each
+ * Opens STREAMS streams of /fanout.json on 127.0.0.1:PORT (spread round
+ * robin over several ports: the nodes of a cluster, the write going to
+ * the first), waits for each
  * stream's first event, then, ROUNDS times: writes a new value with a PUT
  * on a separate connection and measures, for every stream, the time from
  * just before the PUT to the arrival of the event carrying that value.
@@ -30,7 +32,8 @@ typedef struct stream {
 static uv_loop_t *loop;
 static stream *streams;
 static int nstreams, rounds, round_no = -1, ready, arrived;
-static int port;
+static int port;           /* where the write goes */
+static int ports[16], nports;
 static uint64_t t_write;
 static double *latencies;
 static size_t nlat;
@@ -133,19 +136,22 @@ static int compare(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: sse_fanout PORT STREAMS [ROUNDS]\n");
+        fprintf(stderr, "usage: sse_fanout PORT[,PORT...] STREAMS [ROUNDS]\n");
         return 64;
     }
-    port = atoi(argv[1]);
+    for (char *save = NULL, *t = strtok_r(argv[1], ",", &save);
+         t && nports < 16; t = strtok_r(NULL, ",", &save))
+        ports[nports++] = atoi(t);
+    port = ports[0];
     nstreams = atoi(argv[2]);
     rounds = argc > 3 ? atoi(argv[3]) : 5;
     loop = uv_default_loop();
     streams = calloc((size_t)nstreams, sizeof *streams);
     latencies = calloc((size_t)nstreams * (size_t)rounds + 1, sizeof *latencies);
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", port, &a);
     for (int i = 0; i < nstreams; i++) {
         stream *s = &streams[i];
+        struct sockaddr_in a;
+        uv_ip4_addr("127.0.0.1", ports[i % nports], &a);
         s->seen_round = -1;
         uv_tcp_init(loop, &s->tcp);
         /* Streams come from 127.0.0.2 .. 127.0.0.33, as many clients

@@ -89,7 +89,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Megabytes of request bodies and WebSocket messages held at once (default 1024); one client address may hold a quarter.")
     var maxHeldMb: Int?
 
+    @Option(help: "Join a cluster: the NATS JetStream servers, comma-separated (nats://h1:4222,nats://h2:4222).")
+    var cluster: String?
+
+    @Option(help: "This node's name in the cluster (letters, digits, '-', '_').")
+    var node: String?
+
     func validate() throws {
+        if (cluster == nil) != (node == nil) {
+            throw ValidationError("--cluster and --node go together")
+        }
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
         }
@@ -137,7 +146,7 @@ struct ServeCommand: ParsableCommand {
                 authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
                 headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
                 maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
-                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }))
+                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }, cluster: cluster, node: node))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
@@ -159,6 +168,9 @@ struct ServeCommand: ParsableCommand {
                     : hasKeys
                         ? "there is no admin over the network (keys are configured without --admin-secret; \"owner\" is not accepted)"
                         : "the admin is Authorization: Bearer owner (realtime: gauth \"owner\"), as the emulator"))
+        if let cluster, let node {
+            Output.line("cluster: node \(node) on \(cluster); status: GET /.cluster/status.json (admin)")
+        }
         Output.line("stop with Ctrl-C")
 
         Interrupt.wait()

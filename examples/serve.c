@@ -1,7 +1,9 @@
 /* serve.c - embedding the Hearth server in a C program.
  *
  *   cc serve.c $(pkg-config --cflags --libs hearth) -o serve
- *   ./serve [PORT [DATA_DIR [always|batch|off]]]
+ *   ./serve [PORT [DATA_DIR [always|batch|off [NATS_URLS NODE]]]]
+ *
+ * With NATS_URLS and NODE the server joins a cluster (README "Cluster").
  *
  * Serves the REST and streaming API on 127.0.0.1 until SIGINT or SIGTERM,
  * then stops cleanly (writes in flight are finished and synced). */
@@ -41,6 +43,10 @@ int main(int argc, char **argv) {
         config.fsync_mode = strcmp(argv[3], "off") == 0     ? HEARTH_FSYNC_OFF
                             : strcmp(argv[3], "batch") == 0 ? HEARTH_FSYNC_BATCH
                                                             : HEARTH_FSYNC_ALWAYS;
+    if (argc > 5) {
+        config.cluster = argv[4];
+        config.node = argv[5];
+    }
     hearth_server_t *server;
     hearth_error_t err;
     if (hearth_server_start(&config, &server, &err)) {

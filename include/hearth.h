@@ -818,6 +818,14 @@ typedef struct hearth_server_config_s {
      * request is answered 503 (a WebSocket closed) rather than memory
      * growing. */
     int64_t max_held_bytes;
+    /* Cluster mode (README "Cluster"): the NATS servers of a JetStream
+     * cluster, comma-separated ("nats://h1:4222,nats://h2:4222"), and this
+     * node's name (letters, digits, '-', '_'). Every node serves every
+     * namespace; each namespace's writes are ordered by one node and go
+     * to a replicated log before they are acknowledged. NULL: one
+     * server. */
+    const char *HEARTH_NULLABLE cluster;
+    const char *HEARTH_NULLABLE node;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

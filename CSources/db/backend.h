@@ -7,7 +7,9 @@
  *     this process, its listeners, rules, durable store and group commit;
  *   - remote (db/backend_remote.c): the client engine of client/remote.c,
  *     talking to a server;
- *   - a cluster backend (a replicated log) would be a third.
+ *   - cluster (cluster/backend.c): the embedded engine whose commits are
+ *     appended to a replicated log first, opened by the cluster layer
+ *     through hearth__db_open_backend.
  * As hiredis keeps its transports behind redisContextFuncs, the handle
  * knows backends only through this table. Every entry runs on the loop
  * thread unless it says otherwise. Internal to db/.
@@ -19,6 +21,10 @@
 
 typedef struct hearth__db_backend {
     const char *name;
+    /* db->impl is a hearth__embedded (db/embedded.h): the embedded
+     * backend, or one built on it (the cluster's), which the owner's hooks
+     * of db/db.h reach too. */
+    bool embedded_impl;
     /* A client of a server: onDisconnect, auth tokens, online/offline and
      * /.info locations are its own. */
     bool client;
@@ -70,5 +76,11 @@ typedef struct hearth__db_backend {
 
 extern const hearth__db_backend hearth__db_embedded;
 extern const hearth__db_backend hearth__db_remote;
+
+/* hearth_db_open with a backend chosen by a layer above db/ (the cluster):
+ * the same checks, loop and queue. */
+int hearth__db_open_backend(const hearth__db_backend *backend,
+                            const hearth_db_config_t *config,
+                            hearth_db_t **out, hearth_error_t *err);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 hearth__embedded *hearth__embedded_of(hearth_db_t *db) {
-    return db->backend == &hearth__db_embedded ? db->impl : NULL;
+    return db->backend->embedded_impl ? db->impl : NULL;
 }
 
 /* The data at path in root. */
@@ -121,6 +121,18 @@ static void install(hearth_db_t *db, hearth_node_t *root,
     hearth_node_decref(old_root);
 }
 
+/* A compare-and-set's condition: 0 when the data at its path still has
+ * the hash, HEARTH_EDATASTALE when not (nothing is written then). */
+static int hash_holds(const hearth__embedded *e, const hearth__db_op *o) {
+    if (!o->conditional || o->nparts != 1)
+        return 0;
+    char have[HEARTH_HASH_SIZE];
+    const hearth_node_t *now = node_at(e->root, &o->parts[0].path);
+    if (hearth_node_hash(now, have))
+        return HEARTH_ENOMEM;
+    return strcmp(have, o->if_hash) ? HEARTH_EDATASTALE : 0;
+}
+
 /* Resolves server values and applies every part to the root as one write,
  * logs it, or changes nothing. */
 static int apply_write(hearth_db_t *db, hearth__db_op *o) {
@@ -134,7 +146,7 @@ static int apply_write(hearth_db_t *db, hearth__db_op *o) {
         small ? paths_small : hearth__malloc(o->nparts * sizeof *paths);
     hearth_node_t **values =
         small ? values_small : hearth__calloc(o->nparts, sizeof *values);
-    int rc = paths && values ? 0 : HEARTH_ENOMEM;
+    int rc = paths && values ? hash_holds(e, o) : HEARTH_ENOMEM;
     size_t resolved = 0;
     for (size_t i = 0; !rc && i < o->nparts; i++) {
         hearth__db_write_part *w = &o->parts[i];
@@ -409,6 +421,7 @@ static int embedded_close(hearth_db_t *db) {
 
 const hearth__db_backend hearth__db_embedded = {
     .name = "embedded",
+    .embedded_impl = true,
     .client = false,
     .create = embedded_create,
     .start = embedded_start,

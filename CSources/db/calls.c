@@ -22,13 +22,29 @@ int hearth__db_set_as(hearth_db_t *db, const hearth__db_caller *who,
                       const char *path, const hearth_node_t *value,
                       hearth_completion_cb cb, void *ctx,
                       hearth_free_cb ctx_free, hearth_error_t *err) {
+    return hearth__db_set_if_as(db, who, NULL, path, value, cb, ctx, ctx_free,
+                                err);
+}
+
+int hearth__db_set_if_as(hearth_db_t *db, const hearth__db_caller *who,
+                         const char *if_hash, const char *path,
+                         const hearth_node_t *value, hearth_completion_cb cb,
+                         void *ctx, hearth_free_cb ctx_free,
+                         hearth_error_t *err) {
     if (!db)
         return hearth__error(err, HEARTH_EINVAL, NULL, "db is NULL");
+    if (if_hash && strlen(if_hash) >= HEARTH_HASH_SIZE)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "not a hash: %.40s",
+                             if_hash);
     hearth__db_op *o;
     int rc = hearth__db_set_op(path, value, cb, ctx, ctx_free, &o, err);
     if (rc)
         return rc;
     judge_as(o, who);
+    if (if_hash) {
+        o->conditional = true;
+        strcpy(o->if_hash, if_hash);
+    }
     return hearth__db_queue(db, o, err);
 }
 

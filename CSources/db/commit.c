@@ -102,6 +102,39 @@ static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
     }
 }
 
+/* The commit's steps that may run on a worker thread: the replicated log
+ * first (when there is one), then the local log. */
+static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
+    if (e->replica)
+        batch->rc = e->replica->publish(e->replica_ctx, &batch->records);
+    if (!batch->rc)
+        hearth__store_commit_write(e->store, batch);
+}
+
+static int commit_begin(hearth__embedded *e, hearth__store_batch *batch) {
+    int rc = hearth__store_commit_begin(e->store, batch);
+    if (!rc && e->replica)
+        e->replica->begin(e->replica_ctx);
+    return rc;
+}
+
+static int commit_end(hearth__embedded *e, hearth__store_batch *batch) {
+    int rc = hearth__store_commit_end(e->store, batch);
+    if (e->replica)
+        e->replica->end(e->replica_ctx, rc);
+    return rc;
+}
+
+/* One commit on the loop thread. */
+static int commit_here(hearth__embedded *e) {
+    hearth__store_batch batch;
+    int rc = commit_begin(e, &batch);
+    if (rc)
+        return rc;
+    commit_write(e, &batch);
+    return commit_end(e, &batch);
+}
+
 void hearth__commit_flush(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     /* Writes made by completions join the list and are acknowledged by the
@@ -112,7 +145,7 @@ void hearth__commit_flush(hearth_db_t *db) {
     e->flushing = true;
     while (e->unacked) {
         hearth_node_t *committed = hearth_node_incref(e->root);
-        int rc = hearth__store_commit(e->store);
+        int rc = commit_here(e);
         hearth__db_op *o = e->unacked;
         e->unacked = e->unacked_tail = NULL;
         commit_outcome(db, committed, rc);
@@ -127,14 +160,14 @@ static void start_commit(hearth_db_t *db);
 static void commit_work(uv_work_t *req) {
     hearth_db_t *db = req->data;
     hearth__embedded *e = db->impl;
-    hearth__store_commit_write(e->store, &e->batch);
+    commit_write(e, &e->batch);
 }
 
 static void commit_done(uv_work_t *req, int status) {
     (void)status; /* never canceled */
     hearth_db_t *db = req->data;
     hearth__embedded *e = db->impl;
-    int rc = hearth__store_commit_end(e->store, &e->batch);
+    int rc = commit_end(e, &e->batch);
     hearth__db_op *o = e->inflight, *later = NULL;
     e->inflight = NULL;
     e->committing = false;
@@ -169,7 +202,7 @@ static void start_commit(hearth_db_t *db) {
     if (e->committing || !e->unacked || e->flushing)
         return;
     hearth__db_op *o = e->unacked;
-    int rc = hearth__store_commit_begin(e->store, &e->batch);
+    int rc = commit_begin(e, &e->batch);
     e->unacked = e->unacked_tail = NULL;
     if (rc) {
         commit_outcome(db, NULL, rc);
@@ -182,7 +215,7 @@ static void start_commit(hearth_db_t *db) {
     e->commit_work.data = db;
     if (uv_queue_work(db->loop, &e->commit_work, commit_work, commit_done)) {
         /* No worker: commit here. */
-        hearth__store_commit_write(e->store, &e->batch);
+        commit_write(e, &e->batch);
         commit_done(&e->commit_work, 0);
     }
 }

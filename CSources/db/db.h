@@ -54,6 +54,16 @@ int hearth__db_set_as(hearth_db_t *db, const hearth__db_caller *who,
                       const char *path, const hearth_node_t *value,
                       hearth_completion_cb cb, void *ctx,
                       hearth_free_cb ctx_free, hearth_error_t *err);
+/* hearth__db_set_as as a compare-and-set: applied only if the data at path
+ * still has hash if_hash when the write is ordered, else it completes with
+ * HEARTH_EDATASTALE and changes nothing. (One server checks it before
+ * queueing too, at the same moment; a cluster's followers cannot, so the
+ * leader checks it as it applies the write.) */
+int hearth__db_set_if_as(hearth_db_t *db, const hearth__db_caller *who,
+                         const char *if_hash, const char *path,
+                         const hearth_node_t *value, hearth_completion_cb cb,
+                         void *ctx, hearth_free_cb ctx_free,
+                         hearth_error_t *err);
 int hearth__db_update_json_as(hearth_db_t *db, const hearth__db_caller *who,
                               const char *path, const char *json, size_t len,
                               hearth_completion_cb cb, void *ctx,

@@ -8,6 +8,22 @@
 #include "db/handle.h"
 #include "rules/ruleset.h"
 
+/* A replicated log under the store (the cluster backend): each commit's
+ * records go to the log before they are written locally, and the commit
+ * fails (every write since the last good one undone) if the log refuses
+ * them. Each entry gets the ctx of hearth__embedded.replica_ctx. */
+typedef struct hearth__db_replica {
+    /* Loop thread, as a commit takes the records buffered since the last:
+     * whether this one goes to the log (false: records that came from it). */
+    void (*begin)(void *ctx);
+    /* The commit's worker thread (or the loop, for a flush): appends the
+     * records to the log; 0, or why not (nothing is then written). */
+    int (*publish)(void *ctx, const hearth__records *records);
+    /* Loop thread, with the commit's outcome, before its writes are
+     * acknowledged. */
+    void (*end)(void *ctx, int rc);
+} hearth__db_replica;
+
 typedef struct hearth__embedded {
     hearth_node_t *root;
     hearth__listeners listeners;
@@ -42,6 +58,9 @@ typedef struct hearth__embedded {
     uint64_t snapshot_gen;
     int snapshot_rc;
     int last_snapshot_rc;
+    /* a replicated log's hooks, or NULL */
+    const hearth__db_replica *replica;
+    void *replica_ctx;
 } hearth__embedded;
 
 /* The embedded state of db, or NULL for another backend. */

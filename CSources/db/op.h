@@ -57,6 +57,10 @@ typedef struct hearth__db_op {
      * unauthenticated), when it is applied. */
     bool judged;
     hearth_node_t *auth;
+    /* A compare-and-set (a one-part write): applied only if the data at
+     * the path still has this hash then (null's hash is ""). */
+    bool conditional;
+    char if_hash[HEARTH_HASH_SIZE];
     /* What one kind alone needs. */
     union {
         struct {

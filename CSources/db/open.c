@@ -75,6 +75,12 @@ static int start_loop(hearth_db_t *db, const hearth_db_config_t *config) {
 
 int hearth_db_open(const hearth_db_config_t *caller_config, hearth_db_t **out,
                    hearth_error_t *err) {
+    return hearth__db_open_backend(NULL, caller_config, out, err);
+}
+
+int hearth__db_open_backend(const hearth__db_backend *backend,
+                            const hearth_db_config_t *caller_config,
+                            hearth_db_t **out, hearth_error_t *err) {
     if (!out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "out is NULL");
     /* The caller's struct, of whatever version, as this library's. */
@@ -89,7 +95,9 @@ int hearth_db_open(const hearth_db_config_t *caller_config, hearth_db_t **out,
     hearth_db_t *db = hearth__calloc(1, sizeof *db);
     if (!db)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    db->backend = config->url ? &hearth__db_remote : &hearth__db_embedded;
+    if (!backend)
+        backend = config->url ? &hearth__db_remote : &hearth__db_embedded;
+    db->backend = backend;
     rc = db->backend->create(db, config, err);
     if (rc) {
         hearth__free(db);

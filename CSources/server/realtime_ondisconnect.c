@@ -60,6 +60,38 @@ static bool ondisconnect_data_valid(const char *path, bool merge, json_t *data,
     return true;
 }
 
+/* One onDisconnect write as the cluster keeps it (cluster/cluster.h):
+ * {"a": auth, "j": judged, "h": null, "w": [[path, value], ...]}. */
+static json_t *od_json(const session *s, const od_op *op) {
+    json_t *w = json_array();
+    if (!op->merge) {
+        json_array_append_new(w, json_pack("[sO]", op->path, op->data));
+    } else {
+        const char *key;
+        json_t *v;
+        json_object_foreach(op->data, key, v) {
+            json_t *full = json_sprintf("%s/%s", op->path, key);
+            json_array_append_new(w, json_pack("[oO]", full, v));
+        }
+    }
+    json_t *a = s->who.auth ? hearth_node_to_jansson(s->who.auth, HEARTH_JSON_EXPORT)
+                            : NULL;
+    return json_pack("{sosbsnso}", "a", a ? a : json_null(), "j", !s->who.admin,
+                     "h", "w", w);
+}
+
+/* In a cluster, the session's onDisconnect writes are kept where the
+ * namespace's leader runs them should this node die (NULL list: forgot). */
+static void keep_in_cluster(session *s) {
+    json_t *all = json_array();
+    for (od_op *op = s->ondisconnect; op; op = op->next)
+        json_array_append_new(all, od_json(s, op));
+    char *text = all ? json_dumps(all, JSON_COMPACT) : NULL;
+    hearth__cluster_ondisconnect_keep(s->ns->db, (uint64_t)(uintptr_t)s, text);
+    free(text);
+    json_decref(all);
+}
+
 static void od_free(session *s, od_op *op) {
     s->nondisconnect--;
     s->ondisconnect_bytes -= op->bytes;
@@ -88,6 +120,7 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
                 p = &op->next;
             }
         }
+        keep_in_cluster(s);
         hearth__realtime_reply(s, r, "ok", NULL);
         return;
     }
@@ -127,6 +160,7 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
     while (*tail)
         tail = &(*tail)->next;
     *tail = op;
+    keep_in_cluster(s);
     hearth__realtime_reply(s, r, "ok", NULL);
 }
 
@@ -135,6 +169,9 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
  * rules of that moment, as the identity the session has then (a session
  * that signed out writes as nobody). */
 void hearth__realtime_run_ondisconnect(session *s) {
+    if (s->ondisconnect)
+        hearth__cluster_ondisconnect_keep(s->ns->db, (uint64_t)(uintptr_t)s,
+                                          NULL); /* run here */
     while (s->ondisconnect) {
         od_op *op = s->ondisconnect;
         s->ondisconnect = op->next;

@@ -46,6 +46,8 @@ static void on_written(int status, void *ctx) {
         return;
     if (status == HEARTH_EDENIED)
         hearth__realtime_deny(p->s, p->r);
+    else if (status == HEARTH_EDATASTALE) /* a cluster's leader saw newer data */
+        hearth__realtime_reply(p->s, p->r, "datastale", json_string("hash mismatch"));
     else
         hearth__realtime_reply(p->s, p->r, status ? "unavailable" : "ok",
               status ? json_string(hearth_strerror(status)) : NULL);
@@ -133,7 +135,13 @@ void hearth__realtime_put(session *s, json_int_t r, json_t *b) {
         return;
     }
     pending *pd = new_pending(s, r);
-    int rc = pd ? hearth__realtime_judged_set(s, path, value, on_written, pd, pending_free, &err)
+    hearth__db_caller caller;
+    /* The hash goes with the write too: a cluster's leader checks it again
+     * as it orders the write (on one server it holds, as just seen). */
+    int rc = pd ? hearth__db_set_if_as(s->ns->db,
+                                       hearth__principal_caller(&s->who, &caller),
+                                       hash ? json_string_value(hash) : NULL, path,
+                                       value, on_written, pd, pending_free, &err)
                 : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth_node_decref(value);
     if (rc)

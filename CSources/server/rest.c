@@ -306,6 +306,11 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
+    if (strcmp(r.path, "/.cluster/status") == 0) {
+        hearth__rest_cluster_status(&r);
+        hearth__rest_free(&r);
+        return;
+    }
     if (strncmp(r.path, "/.settings/", 11) == 0) {
         settings(&r);
         hearth__rest_free(&r);

@@ -81,6 +81,8 @@ void hearth__rest_get(rest *r);
 void hearth__rest_write(rest *r);
 void hearth__rest_delete(rest *r);
 void hearth__rest_rules(rest *r);
+/* GET /.cluster/status.json (admin): the cluster as this node sees it. */
+void hearth__rest_cluster_status(rest *r);
 
 /* ---- the admin's other settings ---- */
 

@@ -68,6 +68,12 @@ static const char *error_status_message(int code, const char *message,
     case HEARTH_EIO:
         *status = 503;
         return "Storage failure: the write changed nothing";
+    case HEARTH_EDATASTALE: /* a cluster's leader saw newer data */
+        *status = 412;
+        return "Precondition failed: the data changed (if-match)";
+    case HEARTH_EDISCONNECTED: /* a cluster's leader did not answer */
+        *status = 503;
+        return "Unavailable: the write's outcome is unknown; read and retry";
     default:
         return message;
     }

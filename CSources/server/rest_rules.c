@@ -82,3 +82,23 @@ void hearth__rest_rules(rest *r) {
     hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
                          15);
 }
+
+void hearth__rest_cluster_status(rest *r) {
+    if (!r->who.admin) {
+        hearth__rest_reply_error(r->conn, 401, "Permission denied: the cluster's "
+                                  "status is for the admin");
+        return;
+    }
+    if (!r->srv->cluster) {
+        hearth__rest_reply_error(r->conn, 404, "Not found: this server is not "
+                                  "in a cluster (hearth serve --cluster)");
+        return;
+    }
+    char *text = hearth__cluster_status(r->srv->cluster);
+    if (!text) {
+        hearth__rest_reply_error(r->conn, 503, "Server out of memory");
+        return;
+    }
+    hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, text, strlen(text));
+    free(text);
+}

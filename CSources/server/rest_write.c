@@ -12,7 +12,8 @@
 /* A set judged by the rules as the caller when it is applied (the admin
  * is not judged); a refusal completes with HEARTH_EDENIED. */
 static int judged_set(rest *r, const char *path, const hearth_node_t *value,
-                      void *reply_ctx, hearth_error_t *err);
+                      const char *if_hash, void *reply_ctx,
+                      hearth_error_t *err);
 
 
 /* A write is answered after its commit, with the reply prepared when it
@@ -96,6 +97,27 @@ static void prepare_reply(pending_reply *p, const rest *r,
     prepared(p);
 }
 
+/* Whether the echo is the data as applied: for those who may read it, on
+ * one server. A cluster node may not have applied the write yet when the
+ * reply is prepared (its leader orders it): the echo is what was sent. */
+static bool echo_applied(const rest *r) {
+    return !r->srv->cluster && hearth__rest_may_read_here(r);
+}
+
+/* An if-match's ETag as the hash the write is conditional on (NULL:
+ * none), checked again where the write is ordered (a cluster's leader). */
+static const char *if_match_hash(const rest *r, char hash[HEARTH_HASH_SIZE]) {
+    const char *want = hearth__http_get_header(r->req, "if-match");
+    if (!want)
+        return NULL;
+    if (strcmp(want, "null_etag") == 0)
+        return hearth_node_hash(hearth__node_empty(), hash) ? NULL : hash;
+    if (strlen(want) >= HEARTH_HASH_SIZE)
+        return NULL; /* no hash matches it: check_if_match refused it */
+    strcpy(hash, want);
+    return hash;
+}
+
 static int parse_body(const rest *r, const char *base, hearth_node_t **out,
                       hearth_error_t *err) {
     hearth__path p;
@@ -117,22 +139,24 @@ static void put_value(rest *r, const hearth_node_t *value) {
         return;
     hearth_error_t err;
     pending_reply *p = new_reply(r);
-    int rc = p ? judged_set(r, r->path, value, p, &err)
+    char hash[HEARTH_HASH_SIZE];
+    int rc = p ? judged_set(r, r->path, value, if_match_hash(r, hash), p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         hearth__free(p);
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    bool readable = hearth__rest_may_read_here(r);
+    bool readable = echo_applied(r);
     prepare_reply(p, r, readable ? hearth__rest_value_at(r) : value, readable);
 }
 
 static int judged_set(rest *r, const char *path, const hearth_node_t *value,
-                      void *reply_ctx, hearth_error_t *err) {
+                      const char *if_hash, void *reply_ctx,
+                      hearth_error_t *err) {
     hearth__db_caller caller;
-    return hearth__db_set_as(r->ns->db, hearth__principal_caller(&r->who, &caller),
-                             path, value, on_write_done, reply_ctx,
+    return hearth__db_set_if_as(r->ns->db, hearth__principal_caller(&r->who, &caller),
+                             if_hash, path, value, on_write_done, reply_ctx,
                              release_reply, err);
 }
 
@@ -148,7 +172,7 @@ static void post_value(rest *r, const hearth_node_t *value) {
     hearth__buf_printf(&where, "%s/%s", strcmp(r->path, "/") ? r->path : "", key);
     char *child = hearth__buf_detach(&where, NULL);
     pending_reply *p = child ? new_reply(r) : NULL;
-    int rc = p ? judged_set(r, child, value, p, &err)
+    int rc = p ? judged_set(r, child, value, NULL, p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     hearth__free(child);
     if (rc) {
@@ -182,7 +206,7 @@ static void patch_parts(rest *r, const hearth__update_parts *u) {
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    bool readable = hearth__rest_may_read_here(r);
+    bool readable = echo_applied(r);
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__rest_jsonp_open(r, &b);
@@ -319,7 +343,9 @@ void hearth__rest_delete(rest *r) {
         return;
     hearth_error_t err;
     pending_reply *p = new_reply(r);
-    int rc = p ? judged_set(r, r->path, hearth__node_empty(), p, &err)
+    char hash[HEARTH_HASH_SIZE];
+    int rc = p ? judged_set(r, r->path, hearth__node_empty(),
+                            if_match_hash(r, hash), p, &err)
                : hearth__error_code(&err, HEARTH_ENOMEM);
     if (rc) {
         hearth__free(p);

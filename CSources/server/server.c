@@ -263,11 +263,22 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
                    hearth_error_t *err) {
     struct stat st;
     bool stored = stat(ns->dir, &st) == 0 || errno != ENOENT;
+    /* A cluster node keeps every namespace it serves: its local log and
+     * place in the replicated one. */
+    if (srv->cluster && !stored) {
+        int made = hearth__ns_make_dir(ns, err);
+        if (made)
+            return made;
+        stored = true;
+    }
     hearth_db_config_t config = {.size = sizeof config,
                                  .loop = &srv->loop,
                                  .data_dir = stored ? ns->dir : NULL,
                                  .fsync_mode = srv->fsync_mode};
-    int rc = hearth_db_open(&config, &ns->db, err);
+    int rc = srv->cluster
+                 ? hearth__cluster_open(srv->cluster, ns->name, &config,
+                                        &ns->db, err)
+                 : hearth_db_open(&config, &ns->db, err);
     if (!rc && !stored)
         rc = hearth__db_store_on_write(ns->db, ns->dir, srv->fsync_mode);
     if (rc == HEARTH_ENOMEM)
@@ -451,6 +462,9 @@ static void on_http_closed(void *ctx) {
      * each database commits and syncs the rest. */
     while (srv->nnamespaces)
         ns_forget(srv, srv->nnamespaces - 1);
+    if (srv->cluster)
+        hearth__cluster_stop(srv->cluster);
+    srv->cluster = NULL;
     uv_close((uv_handle_t *)&srv->stop, NULL);
     uv_close((uv_handle_t *)&srv->keepalive, NULL);
     uv_close((uv_handle_t *)&srv->expiry, NULL);
@@ -476,8 +490,14 @@ static void on_stop(uv_async_t *a) {
 static void run(void *arg) {
     hearth__server *srv = arg;
     hearth__namespace *ns;
-    srv->start_rc = hearth__server_namespace(srv, srv->default_namespace, &ns,
-                                             &srv->start_err);
+    srv->start_rc =
+        srv->cluster_urls
+            ? hearth__cluster_start(&srv->loop, srv->cluster_urls, srv->node,
+                                    &srv->cluster, &srv->start_err)
+            : 0;
+    if (!srv->start_rc)
+        srv->start_rc = hearth__server_namespace(
+            srv, srv->default_namespace, &ns, &srv->start_err);
     uv_sem_post(&srv->started);
     if (srv->start_rc)
         on_stop(&srv->stop);
@@ -490,6 +510,8 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->rules_file);
     hearth__free(srv->auth_secret);
     hearth__free(srv->admin_secret);
+    hearth__free(srv->cluster_urls);
+    hearth__free(srv->node);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
@@ -574,7 +596,13 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
                                                 strlen(config->auth_audience)))) ||
         (config->auth_issuer &&
          !(srv->auth_issuer = hearth__strndup(config->auth_issuer,
-                                              strlen(config->auth_issuer))))) {
+                                              strlen(config->auth_issuer)))) ||
+        (config->cluster &&
+         !(srv->cluster_urls = hearth__strndup(config->cluster,
+                                               strlen(config->cluster)))) ||
+        (config->cluster &&
+         !(srv->node = hearth__strndup(config->node ? config->node : "",
+                                       config->node ? strlen(config->node) : 0)))) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }

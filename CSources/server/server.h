@@ -6,6 +6,7 @@
 #ifndef HEARTH_SERVER_SERVER_H
 #define HEARTH_SERVER_SERVER_H
 
+#include "cluster/cluster.h"
 #include "db/db.h"
 #include "rules/ruleset.h"
 #include "server/http.h"
@@ -62,6 +63,8 @@ typedef struct hearth__server {
     struct hearth__jwt_keyset *public_keys; /* RS256/ES256, or NULL */
     char *auth_audience, *auth_issuer; /* a token's aud / iss, or NULL */
     char *admin_secret;     /* NULL: "owner" is the admin */
+    char *cluster_urls, *node; /* cluster mode, or NULL */
+    hearth__cluster *cluster;  /* joined on the server's thread */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */

@@ -72,6 +72,11 @@ public final class HearthServer: @unchecked Sendable {
         /// Bytes of request bodies and WebSocket messages held at once
         /// (nil: 1 GiB); one client address may hold a quarter of them.
         public var maxHeldBytes: Int64?
+        /// Cluster mode: the NATS servers of a JetStream cluster
+        /// ("nats://h1:4222,nats://h2:4222") and this node's name; nil: one
+        /// server.
+        public var cluster: String?
+        public var node: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -82,7 +87,8 @@ public final class HearthServer: @unchecked Sendable {
                     adminSecret: String? = nil, headerTimeout: TimeInterval? = nil,
                     bodyTimeout: TimeInterval? = nil, idleTimeout: TimeInterval? = nil,
                     maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil,
-                    maxHeldBytes: Int64? = nil) {
+                    maxHeldBytes: Int64? = nil, cluster: String? = nil,
+                    node: String? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -100,6 +106,8 @@ public final class HearthServer: @unchecked Sendable {
             self.maxConnections = maxConnections
             self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.maxHeldBytes = maxHeldBytes
+            self.cluster = cluster
+            self.node = node
         }
     }
 
@@ -122,6 +130,7 @@ public final class HearthServer: @unchecked Sendable {
             configuration.host, configuration.dataDirectory, configuration.defaultNamespace,
             configuration.rulesFile, configuration.authSecret, configuration.authKeysFile,
             configuration.adminSecret, configuration.authAudience, configuration.authIssuer,
+            configuration.cluster, configuration.node,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -135,6 +144,8 @@ public final class HearthServer: @unchecked Sendable {
         config.admin_secret = UnsafePointer(strings[6])
         config.auth_audience = UnsafePointer(strings[7])
         config.auth_issuer = UnsafePointer(strings[8])
+        config.cluster = UnsafePointer(strings[9])
+        config.node = UnsafePointer(strings[10])
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
         config.header_timeout_ms = Self.milliseconds(configuration.headerTimeout)

@@ -1,0 +1,304 @@
+/* backend.c - the cluster backend: the embedded engine (db/embedded.h)
+ * whose commits go to the namespace's log first. On the leader a write is
+ * applied at once (its events raised before the ok, as on one node) and
+ * acknowledged once its group's record is in the log and in the local
+ * log; elsewhere it is forwarded (cluster/forward.c). Records that came
+ * from the log are committed locally but never appended again. */
+#include "cluster/internal.h"
+
+#include "store/logfile.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    return e->replica_ctx;
+}
+
+#define EMBEDDED hearth__db_embedded
+
+/* ---- the replica hooks (db/commit.c) ---- */
+
+static void replica_begin(void *ctx) {
+    hearth__cluster_ns *n = ctx;
+    /* Records from the log and this node's own writes never share a
+     * commit (writes wait while the log's are uncommitted). */
+    n->batch_published = n->own_writes > 0;
+    n->batch_seq = 0;
+    n->batch_jerr = 0;
+    n->batch_applied = n->applied_seq;
+    n->log_writes = n->own_writes = 0;
+}
+
+/* Worker thread: the records in the local log's bytes, appended fenced
+ * by the sequence of the subject's last record this node's tree holds. */
+static int replica_publish(void *ctx, const hearth__records *records) {
+    hearth__cluster_ns *n = ctx;
+    if (!n->batch_published)
+        return 0;
+    hearth__buf bytes;
+    hearth__buf_init(&bytes);
+    hearth__buf_add(&bytes, HEARTH__LOG_HEADER, HEARTH__LOG_HEADER_LEN);
+    int rc = hearth__records_write(records, &bytes);
+    if (!rc && bytes.failed)
+        rc = HEARTH_ENOMEM;
+    if (!rc)
+        rc = hearth__cluster_append(n, bytes.data, bytes.len, n->batch_applied,
+                                    &n->batch_seq);
+    hearth__buf_free(&bytes);
+    return rc;
+}
+
+static void replica_end(void *ctx, int rc) {
+    hearth__cluster_ns *n = ctx;
+    if (!rc && n->batch_published) {
+        n->applied_seq = n->batch_seq;
+        n->durable_seq = n->batch_seq;
+    } else if (!rc) {
+        n->durable_seq = n->batch_applied;
+    }
+    if (!rc)
+        hearth__cluster_seq_write(n);
+    if (rc && n->batch_published) {
+        fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
+                "catching up from the log\n", n->name, hearth_strerror(rc),
+                n->batch_jerr == 10071 ? ", a newer record is there" : "");
+        if (n->batch_seq == 0)
+            hearth__cluster_step_down(n);
+    }
+}
+
+static const hearth__db_replica replica = {
+    .begin = replica_begin,
+    .publish = replica_publish,
+    .end = replica_end,
+};
+
+/* ---- writes ---- */
+
+/* Whether this node may order a write now: it leads, and no record of
+ * the log waits in the store to be committed without being appended. */
+static bool may_order(hearth_db_t *db, hearth__cluster_ns *n) {
+    if (!n->leader || n->applied_seq < n->lead_from)
+        return false;
+    hearth__embedded *e = db->impl;
+    if (n->log_writes && !e->committing)
+        hearth__commit_flush(db);
+    return n->log_writes == 0;
+}
+
+static void hold(hearth__cluster_ns *n, hearth__db_op *o) {
+    o->next = NULL;
+    if (n->held_tail)
+        n->held_tail->next = o;
+    else
+        n->held = o;
+    n->held_tail = o;
+}
+
+static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    if (!n->leader) {
+        hearth__cluster_forward(n, o);
+        return true;
+    }
+    if (!may_order(db, n)) {
+        hold(n, o);
+        return true;
+    }
+    n->own_writes++;
+    return EMBEDDED.write(db, o);
+}
+
+static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    if (n->leader && may_order(db, n)) {
+        n->own_writes++;
+        return EMBEDDED.transaction(db, o);
+    }
+    /* A function's transaction runs where the data is ordered; the
+     * realtime protocol's compare-and-set works on every node. */
+    hearth_node_t *none = hearth_node_null();
+    o->u.tx.done(HEARTH_EUNSUPPORTED, false, none, o->ctx);
+    hearth_node_decref(none);
+    return false;
+}
+
+void hearth__cluster_release_held(hearth__cluster_ns *n) {
+    hearth__db_op *o = n->held;
+    n->held = n->held_tail = NULL;
+    while (o) {
+        hearth__db_op *next = o->next;
+        o->next = NULL;
+        if (!cluster_write(n->db, o))
+            hearth__db_op_done(o);
+        o = next;
+    }
+    n->db->backend->settle(n->db, false);
+}
+
+/* ---- the rest is the embedded engine's ---- */
+
+static int cluster_create(hearth_db_t *db, const hearth_db_config_t *config,
+                          hearth_error_t *err) {
+    return EMBEDDED.create(db, config, err);
+}
+static int cluster_start(hearth_db_t *db) { return EMBEDDED.start(db); }
+static bool cluster_get(hearth_db_t *db, hearth__db_op *o) {
+    return EMBEDDED.get(db, o);
+}
+static void cluster_observe(hearth_db_t *db, hearth__db_op *o) {
+    EMBEDDED.observe(db, o);
+}
+static int cluster_get_now(hearth_db_t *db, const hearth__path *path,
+                           const hearth_query_t *q, hearth_node_t **out,
+                           hearth_error_t *err) {
+    return EMBEDDED.get_now(db, path, q, out, err);
+}
+static hearth__listeners *cluster_listeners(hearth_db_t *db) {
+    return EMBEDDED.listeners(db);
+}
+static void cluster_unlink(hearth_db_t *db, hearth__reg *reg) {
+    EMBEDDED.unlink(db, reg);
+}
+static void cluster_settle(hearth_db_t *db, bool may_wait) {
+    EMBEDDED.settle(db, may_wait);
+}
+
+static bool cluster_quiet(hearth_db_t *db) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    return EMBEDDED.quiet(db) && !n->held && !n->waiting &&
+           !n->forwarding && !n->log_writes;
+}
+
+/* The namespace leaves the cluster: no more forwarded writes served, no
+ * more records tailed, its lease left to expire. */
+static void leave(hearth__cluster_ns *n) {
+    hearth__cluster *c = n->c;
+    for (hearth__cluster_ns **p = &c->spaces; *p; p = &(*p)->next)
+        if (*p == n) {
+            *p = n->next;
+            break;
+        }
+    hearth__cluster_step_down(n);
+    if (n->tail_sub) {
+        natsSubscription_Unsubscribe(n->tail_sub);
+        natsSubscription_Destroy(n->tail_sub);
+        n->tail_sub = NULL;
+    }
+    hearth__cluster_forward_cancel(n, HEARTH_ECANCELED);
+    hearth__db_op *o = n->held;
+    n->held = n->held_tail = NULL;
+    while (o) {
+        hearth__db_op *next = o->next;
+        hearth__db_op_cancel(o);
+        o = next;
+    }
+    for (hearth__cluster_msg *q = n->records; q;) {
+        hearth__cluster_msg *next = q->next;
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
+        q = next;
+    }
+    n->records = n->records_tail = NULL;
+    hearth__buf_free(&n->chain);
+    hearth__buf_init(&n->chain);
+    n->chain_parts = 0;
+}
+
+static void cluster_stop(hearth_db_t *db) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    leave(n);
+    EMBEDDED.stop(db);
+}
+
+static int cluster_close(hearth_db_t *db) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    leave(n);
+    return EMBEDDED.close(db);
+}
+
+static void cluster_free(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    hearth__cluster_ns *n = e ? e->replica_ctx : NULL;
+    EMBEDDED.free(db);
+    if (n) {
+        hearth__cluster *c = n->c;
+        if (n->seq_fd > 0)
+            close(n->seq_fd);
+        hearth__free(n->name);
+        hearth__free(n);
+        hearth__cluster_space_freed(c);
+    }
+}
+
+const hearth__db_backend hearth__db_cluster = {
+    .name = "cluster",
+    .embedded_impl = true,
+    .client = false,
+    .create = cluster_create,
+    .start = cluster_start,
+    .write = cluster_write,
+    .transaction = cluster_transaction,
+    .get = cluster_get,
+    .observe = cluster_observe,
+    .client_op = NULL,
+    .get_now = cluster_get_now,
+    .offline_error = NULL,
+    .listeners = cluster_listeners,
+    .unlink = cluster_unlink,
+    .settle = cluster_settle,
+    .quiet = cluster_quiet,
+    .stop = cluster_stop,
+    .close = cluster_close,
+    .free = cluster_free,
+};
+
+/* ---- opening ---- */
+
+int hearth__cluster_open(hearth__cluster *c, const char *name,
+                         const hearth_db_config_t *config, hearth_db_t **out,
+                         hearth_error_t *err) {
+    if (!config->data_dir || !config->loop)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "cluster: a namespace needs a loop and a data "
+                             "directory");
+    hearth__cluster_ns *n = hearth__calloc(1, sizeof *n);
+    if (!n || !(n->name = hearth__strndup(name, strlen(name)))) {
+        hearth__free(n);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    n->c = c;
+    hearth__buf_init(&n->chain);
+    snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
+             config->data_dir);
+    int rc = hearth__cluster_stream(c, n, err);
+    /* The local log is fsynced before every ok (see the durability note
+     * in README's Cluster section). */
+    hearth_db_config_t local = *config;
+    local.fsync_mode = HEARTH_FSYNC_ALWAYS;
+    if (!rc)
+        rc = hearth__db_open_backend(&hearth__db_cluster, &local, &n->db, err);
+    if (rc) {
+        hearth__free(n->name);
+        hearth__free(n);
+        return rc;
+    }
+    hearth__embedded *e = n->db->impl;
+    e->replica = &replica;
+    e->replica_ctx = n;
+    c->open_spaces++;
+    n->applied_seq = n->durable_seq = n->stored_seq =
+        hearth__cluster_seq_read(n);
+    n->next = c->spaces;
+    c->spaces = n;
+    rc = hearth__cluster_tail_start(n, err);
+    if (rc) {
+        hearth_db_close(n->db); /* frees n */
+        return rc;
+    }
+    *out = n->db;
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* cluster.h - cluster mode (what the server sees): this node's link to a
+ * NATS JetStream cluster, and each namespace's database opened on it.
+ *
+ * A namespace's log is one subject of a replicated stream (one stream per
+ * partition of namespaces). The node holding the namespace's lease (a key
+ * with a TTL in a JetStream KV bucket) orders its writes: it applies them
+ * through the embedded engine (rules, compare-and-set, server values,
+ * multi-path atomicity), appends each group commit as one message with the
+ * subject's last sequence as the fence, then writes and fsyncs it to its
+ * local log before acknowledging. Every node tails the subject into its own
+ * tree, serving reads and listens locally; writes made on another node are
+ * forwarded to the leader by request/reply and acknowledged there once that
+ * node's own tail has applied them. Loop thread only, unless a function
+ * says otherwise.
+ */
+#ifndef HEARTH_CLUSTER_CLUSTER_H
+#define HEARTH_CLUSTER_CLUSTER_H
+
+#include "db/db.h"
+
+#include <uv.h>
+
+typedef struct hearth__cluster hearth__cluster;
+
+/* Joins the cluster at urls ("nats://h1:4222,nats://h2:4222") as node
+ * (letters, digits, '-', '_'): the streams and buckets are made if
+ * missing (as many replicas as urls, at most 3), this node's liveness key
+ * is kept alive on loop. */
+int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
+                          hearth__cluster **out, hearth_error_t *err);
+/* Leaves: every namespace must be closed first. The handles close on the
+ * loop; *c is freed once they have (run the loop). */
+void hearth__cluster_stop(hearth__cluster *c);
+
+/* Opens namespace name's database on the cluster (config: its loop and
+ * local data directory). */
+int hearth__cluster_open(hearth__cluster *c, const char *name,
+                         const hearth_db_config_t *config, hearth_db_t **out,
+                         hearth_error_t *err);
+
+/* The onDisconnect writes of a session of this node on namespace db (a
+ * cluster database; any other: nothing), kept in JetStream under the
+ * namespace, this node's run and the session so that if the node dies the
+ * namespace's leader runs them, judged as they say: writes is a JSON array
+ * of {"a": auth or null, "j": judged, "h": null, "w": [[path, value],
+ * ...]}; NULL forgets them (the session ran them itself). */
+void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
+                                       const char *writes);
+
+/* The operator's view as JSON text (to free with hearth__free): node,
+ * live nodes, each open namespace's leader, log sequence and lag. */
+char *hearth__cluster_status(hearth__cluster *c);
+
+#endif

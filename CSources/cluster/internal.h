@@ -1,0 +1,189 @@
+/* internal.h - the cluster layer's shared state (cluster/cluster.h says
+ * what it does). Internal to cluster/. */
+#ifndef HEARTH_CLUSTER_INTERNAL_H
+#define HEARTH_CLUSTER_INTERNAL_H
+
+#include "cluster/cluster.h"
+#include "db/check.h"
+#include "db/embedded.h"
+
+#include <nats/nats.h>
+
+#define HEARTH__CLUSTER_PARTITIONS 32
+#define HEARTH__CLUSTER_LEASE_MS 4000 /* a lease or liveness key's TTL */
+#define HEARTH__CLUSTER_TICK_MS 500   /* renewals, elections, retries */
+#define HEARTH__CLUSTER_WAIT_MS 5000  /* a JetStream call's bound */
+#define HEARTH__CLUSTER_FORWARD_MS 15000 /* a forwarded write's bound */
+#define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
+
+/* What a NATS thread hands to the loop. */
+typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY } hearth__cluster_msg_kind;
+typedef struct hearth__cluster_msg {
+    struct hearth__cluster_msg *next;
+    hearth__cluster_msg_kind kind;
+    natsMsg *msg;
+    uint64_t seq; /* MSG_LOG: its stream sequence */
+} hearth__cluster_msg;
+
+typedef struct hearth__cluster_ns hearth__cluster_ns;
+
+/* A lease given up, deleted by the next round if still as it was. */
+typedef struct hearth__lease_release {
+    struct hearth__lease_release *next;
+    char name[130];
+    uint64_t rev;
+} hearth__lease_release;
+typedef struct hearth__forward hearth__forward;
+
+struct hearth__cluster {
+    uv_loop_t *loop;
+    char *node;
+    int replicas;
+    natsConnection *nc;
+    jsCtx *js;
+    kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
+    char run[24]; /* this process's run of the node, in liveness and keys */
+    bool made_stream[HEARTH__CLUSTER_PARTITIONS];
+    /* NATS threads -> loop */
+    uv_mutex_t lock;
+    hearth__cluster_msg *head, *tail;
+    bool stopping; /* under lock: NATS threads drop what they get */
+    uv_async_t wake;
+    uv_timer_t tick;
+    int closing; /* handles still to close at stop */
+    /* Namespaces whose databases are not yet freed: a commit of theirs
+     * may still be appending on a worker thread, so the link outlives
+     * them (a stop asked meanwhile finishes with the last). */
+    int open_spaces;
+    bool stop_asked;
+    bool round_running; /* the leases' round on a worker (lease.c) */
+    hearth__lease_release *releases;
+    uint64_t ticks;
+    hearth__cluster_ns *spaces; /* open namespaces */
+    /* forwarded writes awaiting the leader's answer */
+    natsSubscription *replies;
+    char inbox[96];
+    uint64_t next_id;
+    hearth__forward *forwards;
+    struct hearth__joining *joining; /* forwarded writes arriving in parts */
+};
+
+/* One open namespace (hearth__embedded.replica_ctx of its database). */
+struct hearth__cluster_ns {
+    hearth__cluster *c;
+    hearth__cluster_ns *next;
+    hearth_db_t *db;
+    char *name;
+    char subject[96]; /* its log: hearth.ns.<partition>.<name> */
+    char stream[32];
+    char seq_file[4096]; /* the local store's place in the log */
+    /* The log's records are in the tree up to here: the fence of the next
+     * append. */
+    uint64_t applied_seq;
+    uint64_t durable_seq; /* ... and in the local store up to here */
+    uint64_t stored_seq;  /* what seq_file says */
+    int seq_fd;           /* seq_file, open once written (0: not yet) */
+    /* leadership */
+    bool leader;
+    uint64_t lease_rev;
+    uint64_t lead_from; /* the log's end when the lease was won: writes
+                           wait until the tree has caught up to it */
+    char leader_name[64]; /* who holds the lease, as last seen */
+    natsSubscription *serving; /* forwarded writes, while leader */
+    /* what the store buffers since the last commit began */
+    size_t log_writes, own_writes;
+    bool batch_published; /* the commit in flight goes to the log */
+    uint64_t batch_seq;   /* its sequence once appended (worker thread) */
+    uint64_t batch_applied; /* applied_seq when it began */
+    int batch_jerr;       /* the log's refusal, if any */
+    /* the tail */
+    natsSubscription *tail_sub;
+    hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    hearth__buf chain;   /* the parts of a chain received so far */
+    size_t chain_parts;  /* how many */
+    /* client writes waiting: for leadership settled, or for the tail */
+    hearth__db_op *held, *held_tail;
+    hearth__forward *waiting; /* answered, acknowledged at their seq */
+    int forwarding;           /* sent, not yet answered */
+};
+
+/* ---- link.c ---- */
+/* Any thread: queues m for the loop (or drops it when stopping). */
+void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                          natsMsg *m, uint64_t seq);
+hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name);
+/* A NATS status as a Hearth error (EIO unless it says more). */
+int hearth__cluster_error(natsStatus s);
+/* A namespace's database is freed: the last lets a stop finish. */
+void hearth__cluster_space_freed(hearth__cluster *c);
+/* Makes namespace n's stream if this node has not yet. */
+int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
+                           hearth_error_t *err);
+
+/* ---- append.c ---- */
+/* Appends a group commit's bytes after sequence `after` (0: none), as one
+ * message or a chain of parts; *seq: the last one's. Worker thread. */
+int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
+                           size_t len, uint64_t after, uint64_t *seq);
+/* Whether m is part i of k of a chain; marking it so. */
+bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k);
+natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);
+/* The bytes a message may carry, less room for its headers. */
+size_t hearth__cluster_room(hearth__cluster *c);
+
+/* ---- backend.c ---- */
+extern const hearth__db_backend hearth__db_cluster;
+hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db);
+/* Runs the writes held while leadership settled (loop thread). */
+void hearth__cluster_release_held(hearth__cluster_ns *n);
+
+/* ---- tail.c ---- */
+int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err);
+void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *m);
+/* Applies the records received, unless this node's own writes wait for
+ * the log (they come first: the log refuses them, or they are its next). */
+void hearth__cluster_tail_drain(hearth__cluster_ns *n);
+/* The local store's place in the log (seq_file), read and written. */
+uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n);
+void hearth__cluster_seq_write(hearth__cluster_ns *n);
+
+/* ---- lease.c ---- */
+void hearth__cluster_on_tick(uv_timer_t *t);
+/* Stops leading n at once; its lease is deleted by the next round. */
+void hearth__cluster_step_down(hearth__cluster_ns *n);
+/* Deletes the leases given up now (at stop: no round follows). */
+void hearth__cluster_releases_flush(hearth__cluster *c);
+
+/* ---- link.c ---- */
+/* A leases' round ended: a stop waiting for it may finish. */
+void hearth__cluster_round_ended(hearth__cluster *c);
+
+/* ---- ondisconnect.c ---- */
+/* The leaders' sweep (one listing for all the namespaces this node
+ * leads): runs the onDisconnect writes of sessions whose node's run is no
+ * longer alive, then forgets them. */
+void hearth__cluster_orphans_run(hearth__cluster *c);
+
+/* ---- forward.c ---- */
+/* A write on a node that does not lead: sent to the leader; o is kept. */
+void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
+/* The leader's side: one forwarded write (m's reply subject answers). */
+void hearth__cluster_serve(hearth__cluster *c, natsMsg *m);
+/* Queues one write as forward.c's body describes it (doc), judged as it
+ * says, on n's database; cb as hearth__db_set_as's. */
+struct json_t;
+int hearth__cluster_submit(hearth__cluster_ns *n, struct json_t *doc,
+                           hearth_completion_cb cb, void *ctx,
+                           hearth_free_cb ctx_free, hearth_error_t *err);
+void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m);
+/* Forgets forwarded writes still arriving in parts after old ms (0:
+ * all). */
+void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old);
+/* Retries and timeouts of forwarded writes; acknowledges those n's tail
+ * has reached. */
+void hearth__cluster_forward_tick(hearth__cluster *c);
+void hearth__cluster_forward_applied(hearth__cluster_ns *n);
+/* Ends every forwarded write of n (closing) with rc. */
+void hearth__cluster_forward_cancel(hearth__cluster_ns *n, int rc);
+
+#endif

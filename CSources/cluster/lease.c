@@ -1,0 +1,234 @@
+/* lease.c - who orders each namespace's writes. A lease is a key per
+ * namespace in the KV bucket hearth_leases (TTL 4 s) holding the node's
+ * name, made with create (only if absent) and renewed every second with
+ * revision compare-and-set; a node that fails to renew stops leading at
+ * once. The lease only decides who appends: the fence on every append
+ * keeps the log right even when two nodes believe they lead. Liveness:
+ * each node keeps a key in hearth_nodes (same TTL) whose value tells how
+ * far it has applied each of its namespaces.
+ *
+ * The KV calls of a tick run as one round on a worker thread (a slow NATS
+ * server never pauses the loop): the loop hands it each open namespace's
+ * name and lease, and applies its findings (won, kept, lost, who holds
+ * it) when it ends; at most one round runs at a time. */
+#include "cluster/internal.h"
+
+#include "tree/json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One namespace in a round: what the loop knew, what the round found. */
+typedef enum { SEEN_NOTHING, HELD_BY, WON, KEPT, LOST } lease_outcome;
+typedef struct lease_job {
+    char name[130], stream[32], subject[96];
+    bool leader;
+    uint64_t rev;
+    lease_outcome outcome;
+    uint64_t new_rev, log_end;
+    char holder[64];
+} lease_job;
+
+typedef struct lease_round {
+    uv_work_t work;
+    hearth__cluster *c;
+    bool renew; /* every second: liveness and leases renewed */
+    char *alive; /* the liveness value */
+    lease_job *jobs;
+    size_t njobs;
+    hearth__lease_release *releases; /* leases given up, to delete */
+} lease_round;
+
+static void on_forward_msg(natsConnection *nc, natsSubscription *sub,
+                           natsMsg *m, void *closure) {
+    (void)nc, (void)sub;
+    hearth__cluster_post(closure, MSG_FORWARD, m, 0);
+}
+
+/* Deletes the leases given up, if still as they were (any thread). */
+static void release_all(hearth__cluster *c, hearth__lease_release *r) {
+    while (r) {
+        hearth__lease_release *next = r->next;
+        kvEntry *e = NULL;
+        if (kvStore_Get(&e, c->leases, r->name) == NATS_OK &&
+            kvEntry_Revision(e) == r->rev)
+            kvStore_Delete(c->leases, r->name);
+        kvEntry_Destroy(e);
+        hearth__free(r);
+        r = next;
+    }
+}
+
+void hearth__cluster_releases_flush(hearth__cluster *c) {
+    release_all(c, c->releases);
+    c->releases = NULL;
+}
+
+void hearth__cluster_step_down(hearth__cluster_ns *n) {
+    if (!n->leader)
+        return;
+    n->leader = false;
+    if (n->serving) {
+        natsSubscription_Unsubscribe(n->serving);
+        natsSubscription_Destroy(n->serving);
+        n->serving = NULL;
+    }
+    /* The lease goes with the next round, if still ours, for a quicker
+     * successor (else it expires). */
+    hearth__lease_release *r = hearth__calloc(1, sizeof *r);
+    if (r) {
+        snprintf(r->name, sizeof r->name, "%s", n->name);
+        r->rev = n->lease_rev;
+        r->next = n->c->releases;
+        n->c->releases = r;
+    }
+    n->leader_name[0] = '\0';
+}
+
+/* The subject's last sequence in the log (0: none): where a new leader's
+ * tree must be before it orders anything. */
+static uint64_t log_end(hearth__cluster *c, const lease_job *j) {
+    natsMsg *m = NULL;
+    jsErrCode jerr = 0;
+    uint64_t seq = 0;
+    if (js_GetLastMsg(&m, c->js, j->stream, j->subject, NULL, &jerr) == NATS_OK)
+        seq = natsMsg_GetSequence(m);
+    natsMsg_Destroy(m);
+    return seq;
+}
+
+/* Worker thread: one namespace's lease. */
+static void lease_job_run(hearth__cluster *c, lease_job *j, bool renew) {
+    const char *me = c->node;
+    if (j->leader) {
+        if (!renew)
+            return;
+        bool kept = kvStore_Update(&j->new_rev, c->leases, j->name, me,
+                                   (int)strlen(me), j->rev) == NATS_OK;
+        j->outcome = kept ? KEPT : LOST;
+        return;
+    }
+    kvEntry *e = NULL;
+    natsStatus s = kvStore_Get(&e, c->leases, j->name);
+    if (s == NATS_OK) {
+        j->outcome = HELD_BY;
+        snprintf(j->holder, sizeof j->holder, "%s", kvEntry_ValueString(e));
+    } else if (s == NATS_NOT_FOUND &&
+               kvStore_Create(&j->new_rev, c->leases, j->name, me,
+                              (int)strlen(me)) == NATS_OK) {
+        j->outcome = WON;
+        j->log_end = log_end(c, j);
+    }
+    kvEntry_Destroy(e);
+}
+
+static void round_work(uv_work_t *w) {
+    lease_round *r = w->data;
+    hearth__cluster *c = r->c;
+    if (r->renew && r->alive) {
+        uint64_t rev;
+        kvStore_PutString(&rev, c->nodes, c->node, r->alive);
+    }
+    release_all(c, r->releases);
+    r->releases = NULL;
+    for (size_t i = 0; i < r->njobs; i++)
+        lease_job_run(c, &r->jobs[i], r->renew);
+}
+
+static void lead(hearth__cluster_ns *n, const lease_job *j) {
+    hearth__cluster *c = n->c;
+    char subj[128];
+    snprintf(subj, sizeof subj, "hearth.fwd.%s", n->name);
+    if (natsConnection_Subscribe(&n->serving, c->nc, subj, on_forward_msg, c) !=
+        NATS_OK)
+        return; /* the lease expires; someone else leads */
+    n->leader = true;
+    n->lease_rev = j->new_rev;
+    n->lead_from = j->log_end;
+    snprintf(n->leader_name, sizeof n->leader_name, "%s", c->node);
+    hearth__cluster_tail_drain(n);
+}
+
+/* Loop: what the round found, for the namespaces still open. */
+static void round_done(uv_work_t *w, int status) {
+    (void)status;
+    lease_round *r = w->data;
+    hearth__cluster *c = r->c;
+    c->round_running = false;
+    for (size_t i = 0; i < r->njobs; i++) {
+        lease_job *j = &r->jobs[i];
+        hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
+        if (!n)
+            continue; /* closed meanwhile: a lease won expires */
+        if (j->outcome == WON && !n->leader)
+            lead(n, j);
+        else if (j->outcome == KEPT && n->leader)
+            n->lease_rev = j->new_rev;
+        else if (j->outcome == LOST && n->leader)
+            hearth__cluster_step_down(n); /* someone else may lead */
+        else if (j->outcome == HELD_BY && !n->leader)
+            snprintf(n->leader_name, sizeof n->leader_name, "%s", j->holder);
+    }
+    free(r->alive);
+    hearth__free(r->jobs);
+    hearth__free(r);
+    hearth__cluster_round_ended(c);
+}
+
+/* This node's liveness value: {"ns": {"<name>": applied sequence},
+ * "run": its run}. */
+static char *liveness(hearth__cluster *c) {
+    json_t *ns = json_object();
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
+    json_t *doc = json_pack("{soss}", "ns", ns, "run", c->run);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+static void start_round(hearth__cluster *c, bool renew) {
+    size_t count = 0;
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        count++;
+    lease_round *r = hearth__calloc(1, sizeof *r);
+    lease_job *jobs = count ? hearth__calloc(count, sizeof *jobs) : NULL;
+    if (!r || (count && !jobs)) {
+        hearth__free(r);
+        hearth__free(jobs);
+        return; /* the next tick tries again */
+    }
+    size_t i = 0;
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next, i++) {
+        snprintf(jobs[i].name, sizeof jobs[i].name, "%s", n->name);
+        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s", n->stream);
+        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", n->subject);
+        jobs[i].leader = n->leader;
+        jobs[i].rev = n->lease_rev;
+    }
+    r->c = c;
+    r->renew = renew;
+    r->alive = renew ? liveness(c) : NULL;
+    r->jobs = jobs;
+    r->njobs = count;
+    r->releases = c->releases;
+    c->releases = NULL;
+    r->work.data = r;
+    c->round_running = true;
+    if (uv_queue_work(c->loop, &r->work, round_work, round_done)) {
+        round_work(&r->work); /* no worker: here */
+        round_done(&r->work, 0);
+    }
+}
+
+void hearth__cluster_on_tick(uv_timer_t *t) {
+    hearth__cluster *c = t->data;
+    bool second = c->ticks++ % 2 == 0;
+    if (!c->round_running && !c->stop_asked)
+        start_round(c, second);
+    if (c->ticks % 4 == 1)
+        hearth__cluster_orphans_run(c);
+    hearth__cluster_forward_tick(c);
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        hearth__cluster_tail_drain(n);
+}

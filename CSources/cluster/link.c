@@ -1,0 +1,345 @@
+/* link.c - this node's link to NATS: the connection, JetStream, the lease
+ * and liveness buckets, the streams, and the one way from NATS's threads
+ * to the loop (a locked list and a coalesced uv_async_send). */
+#include "cluster/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+int hearth__cluster_error(natsStatus s) {
+    switch (s) {
+    case NATS_OK:
+        return 0;
+    case NATS_NO_MEMORY:
+        return HEARTH_ENOMEM;
+    case NATS_TIMEOUT:
+    case NATS_CONNECTION_CLOSED:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_NO_SERVER:
+        return HEARTH_EDISCONNECTED;
+    default:
+        return HEARTH_EIO;
+    }
+}
+
+void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                          natsMsg *m, uint64_t seq) {
+    hearth__cluster_msg *q = hearth__calloc(1, sizeof *q);
+    uv_mutex_lock(&c->lock);
+    bool keep = q && !c->stopping;
+    if (keep) {
+        q->kind = kind;
+        q->msg = m;
+        q->seq = seq;
+        if (c->tail)
+            c->tail->next = q;
+        else
+            c->head = q;
+        c->tail = q;
+        uv_async_send(&c->wake);
+    }
+    uv_mutex_unlock(&c->lock);
+    if (!keep) { /* no memory: a lost record is caught up by the fence */
+        hearth__free(q);
+        natsMsg_Destroy(m);
+    }
+}
+
+hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        if (strcmp(n->name, name) == 0)
+            return n;
+    return NULL;
+}
+
+/* The namespace a subject ends with (hearth.ns.<p>.<name>,
+ * hearth.fwd.<name>). */
+static hearth__cluster_ns *ns_of_subject(hearth__cluster *c, const char *subj) {
+    const char *dot = subj ? strrchr(subj, '.') : NULL;
+    return dot ? hearth__cluster_find(c, dot + 1) : NULL;
+}
+
+static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
+    if (q->kind == MSG_REPLY) {
+        hearth__cluster_on_reply(c, q->msg);
+    } else if (q->kind == MSG_FORWARD) {
+        hearth__cluster_serve(c, q->msg);
+    } else {
+        hearth__cluster_ns *n = ns_of_subject(c, natsMsg_GetSubject(q->msg));
+        if (n) {
+            hearth__cluster_tail_push(n, q);
+            return; /* kept until applied */
+        }
+        natsMsg_Destroy(q->msg);
+    }
+    hearth__free(q);
+}
+
+static void on_wake(uv_async_t *a) {
+    hearth__cluster *c = a->data;
+    uv_mutex_lock(&c->lock);
+    hearth__cluster_msg *q = c->head;
+    c->head = c->tail = NULL;
+    uv_mutex_unlock(&c->lock);
+    while (q) {
+        hearth__cluster_msg *next = q->next;
+        q->next = NULL;
+        dispatch(c, q);
+        q = next;
+    }
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        hearth__cluster_tail_drain(n);
+}
+
+static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
+                         natsMsg *m, void *closure) {
+    (void)nc, (void)sub;
+    hearth__cluster_post(closure, MSG_REPLY, m, 0);
+}
+
+/* ---- setup ---- */
+
+static int nats_fail(hearth_error_t *err, natsStatus s, const char *what) {
+    return hearth__error(err, hearth__cluster_error(s) ? hearth__cluster_error(s)
+                                                       : HEARTH_EIO,
+                         NULL, "cluster: %s: %s", what,
+                         nats_GetLastError(NULL) ? nats_GetLastError(NULL)
+                                                 : natsStatus_GetText(s));
+}
+
+/* The servers of a comma-separated list, into opts. */
+static natsStatus set_servers(natsOptions *opts, const char *urls, int *count) {
+    char *copy = hearth__strndup(urls, strlen(urls));
+    const char *list[16];
+    int n = 0;
+    if (!copy)
+        return NATS_NO_MEMORY;
+    for (char *save = NULL, *u = strtok_r(copy, ",", &save); u && n < 16;
+         u = strtok_r(NULL, ",", &save))
+        list[n++] = u;
+    natsStatus s = n ? natsOptions_SetServers(opts, list, n) : NATS_INVALID_ARG;
+    hearth__free(copy);
+    *count = n;
+    return s;
+}
+
+static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
+    natsOptions *opts = NULL;
+    int count = 0;
+    natsStatus s = natsOptions_Create(&opts);
+    if (s == NATS_OK)
+        s = set_servers(opts, urls, &count);
+    if (s == NATS_OK)
+        s = natsOptions_SetName(opts, c->node);
+    /* Keep trying through a server's death: the others take over. */
+    if (s == NATS_OK)
+        s = natsOptions_SetMaxReconnect(opts, -1);
+    if (s == NATS_OK)
+        s = natsOptions_SetReconnectWait(opts, 200);
+    if (s == NATS_OK)
+        s = natsOptions_SetTimeout(opts, 2000);
+    /* Each forwarded write and its answer goes out at once, not when the
+     * library's flusher thread next runs. */
+    if (s == NATS_OK)
+        s = natsOptions_SetSendAsap(opts, true);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(&c->nc, opts);
+    natsOptions_Destroy(opts);
+    c->replicas = count < 3 ? count : 3;
+    return s;
+}
+
+static natsStatus bucket(hearth__cluster *c, const char *name, bool ttl,
+                         kvStore **out) {
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = name;
+    kc.History = 1;
+    if (ttl)
+        kc.TTL = (int64_t)HEARTH__CLUSTER_LEASE_MS * 1000000; /* ns */
+    kc.Replicas = c->replicas;
+    natsStatus s = js_CreateKeyValue(out, c->js, &kc);
+    if (s != NATS_OK) /* made by another node already */
+        s = js_KeyValue(out, c->js, name);
+    return s;
+}
+
+int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
+                           hearth_error_t *err) {
+    unsigned p = (unsigned)(crc32(0, (const unsigned char *)n->name,
+                                  (unsigned)strlen(n->name)) %
+                            HEARTH__CLUSTER_PARTITIONS);
+    snprintf(n->stream, sizeof n->stream, "HEARTH_P%u", p);
+    snprintf(n->subject, sizeof n->subject, "hearth.ns.%u.%s", p, n->name);
+    if (c->made_stream[p])
+        return 0;
+    char subjects[32];
+    snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
+    const char *list[] = {subjects};
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = n->stream;
+    cfg.Subjects = list;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.Replicas = c->replicas;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
+        /* Made by another node with other settings: use it as it is. */
+        s = js_GetStreamInfo(&si, c->js, n->stream, NULL, &jerr);
+        jsStreamInfo_Destroy(si);
+        if (s != NATS_OK)
+            return nats_fail(err, s, "cannot make the log's stream");
+    }
+    c->made_stream[p] = true;
+    return 0;
+}
+
+static int link_up(hearth__cluster *c, const char *urls, hearth_error_t *err) {
+    natsStatus s = connect_nats(c, urls);
+    if (s != NATS_OK)
+        return nats_fail(err, s, "cannot connect");
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    s = natsConnection_JetStream(&c->js, c->nc, &jo);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_leases", true, &c->leases);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_nodes", true, &c->nodes);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_ondisconnect", false, &c->orphans);
+    if (s != NATS_OK)
+        return nats_fail(err, s, "cannot open JetStream's lease buckets");
+    snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
+    snprintf(c->inbox, sizeof c->inbox, "_INBOX.hearth.%s.%s", c->node, c->run);
+    char wild[sizeof c->inbox + 2];
+    snprintf(wild, sizeof wild, "%s.*", c->inbox);
+    s = natsConnection_Subscribe(&c->replies, c->nc, wild, on_reply_msg, c);
+    return s == NATS_OK ? 0 : nats_fail(err, s, "cannot subscribe");
+}
+
+static bool valid_node(const char *node) {
+    size_t len = node ? strlen(node) : 0;
+    if (!len || len > 48)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!(node[i] >= 'a' && node[i] <= 'z') &&
+            !(node[i] >= 'A' && node[i] <= 'Z') &&
+            !(node[i] >= '0' && node[i] <= '9') && node[i] != '-' &&
+            node[i] != '_')
+            return false;
+    return true;
+}
+
+static void drop_link(hearth__cluster *c) {
+    if (c->replies) {
+        natsSubscription_Unsubscribe(c->replies);
+        natsSubscription_Destroy(c->replies);
+    }
+    kvStore_Destroy(c->leases);
+    kvStore_Destroy(c->nodes);
+    kvStore_Destroy(c->orphans);
+    jsCtx_Destroy(c->js);
+    natsConnection_Destroy(c->nc);
+}
+
+static void cluster_free(hearth__cluster *c) {
+    hearth__cluster_joins_expire(c, 0);
+    hearth__cluster_msg *q = c->head;
+    while (q) {
+        hearth__cluster_msg *next = q->next;
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
+        q = next;
+    }
+    uv_mutex_destroy(&c->lock);
+    hearth__free(c->node);
+    hearth__free(c);
+}
+
+int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
+                          hearth__cluster **out, hearth_error_t *err) {
+    if (!urls || !*urls)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "cluster: no NATS URL");
+    if (!valid_node(node))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "cluster: invalid node name \"%.64s\": use 1 to "
+                             "48 letters, digits, '-' and '_'",
+                             node ? node : "");
+    hearth__cluster *c = hearth__calloc(1, sizeof *c);
+    if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
+        uv_mutex_init(&c->lock)) {
+        if (c)
+            hearth__free(c->node);
+        hearth__free(c);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    c->loop = loop;
+    int rc = link_up(c, urls, err);
+    if (rc) {
+        drop_link(c);
+        cluster_free(c);
+        return rc;
+    }
+    uv_async_init(loop, &c->wake, on_wake);
+    c->wake.data = c;
+    uv_timer_init(loop, &c->tick);
+    c->tick.data = c;
+    uv_timer_start(&c->tick, hearth__cluster_on_tick, 0,
+                   HEARTH__CLUSTER_TICK_MS);
+    *out = c;
+    return 0;
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+    hearth__cluster *c = h->data;
+    if (--c->closing == 0)
+        cluster_free(c);
+}
+
+static void finish_stop(hearth__cluster *c) {
+    uv_mutex_lock(&c->lock);
+    c->stopping = true;
+    uv_mutex_unlock(&c->lock);
+    /* Our liveness key goes at once, and the leases we gave up: the others
+     * take over at their next round. */
+    kvStore_Delete(c->nodes, c->node);
+    hearth__cluster_releases_flush(c);
+    if (c->replies) {
+        natsSubscription_Drain(c->replies);
+        natsSubscription_WaitForDrainCompletion(c->replies, 2000);
+    }
+    drop_link(c);
+    c->replies = NULL;
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->wake, on_handle_closed);
+    uv_close((uv_handle_t *)&c->tick, on_handle_closed);
+}
+
+/* The link goes once stopping was asked, every namespace's database is
+ * freed and no leases' round uses it. */
+static void maybe_finish_stop(hearth__cluster *c) {
+    if (c->stop_asked && c->open_spaces == 0 && !c->round_running)
+        finish_stop(c);
+}
+
+void hearth__cluster_stop(hearth__cluster *c) {
+    c->stop_asked = true;
+    uv_timer_stop(&c->tick);
+    maybe_finish_stop(c);
+}
+
+void hearth__cluster_space_freed(hearth__cluster *c) {
+    c->open_spaces--;
+    maybe_finish_stop(c);
+}
+
+void hearth__cluster_round_ended(hearth__cluster *c) {
+    maybe_finish_stop(c);
+}

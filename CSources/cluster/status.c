@@ -1,0 +1,67 @@
+/* status.c - GET /.cluster/status.json: this node, the live nodes (their
+ * liveness keys), who leads each namespace open here, how far the log of
+ * each has reached here and how far behind it each other node that tails
+ * it was at its last liveness report (each second). */
+#include "cluster/internal.h"
+
+#include <jansson.h>
+#include <string.h>
+
+/* Every live node's liveness value, {"<node>": {"ns": {...}}}. */
+static json_t *live_nodes(hearth__cluster *c) {
+    json_t *all = json_object();
+    kvKeysList keys = {0};
+    if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
+        return all;
+    for (int i = 0; i < keys.Count; i++) {
+        kvEntry *e = NULL;
+        json_t *v = NULL;
+        if (kvStore_Get(&e, c->nodes, keys.Keys[i]) == NATS_OK)
+            v = json_loads(kvEntry_ValueString(e), 0, NULL);
+        json_object_set_new(all, keys.Keys[i], v ? v : json_object());
+        kvEntry_Destroy(e);
+    }
+    kvKeysList_Destroy(&keys);
+    return all;
+}
+
+static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
+    json_t *lag = json_object();
+    const char *node;
+    json_t *v;
+    json_object_foreach(live, node, v) {
+        json_t *seq = json_object_get(json_object_get(v, "ns"), n->name);
+        if (strcmp(node, n->c->node) == 0) /* this node: as it is now */
+            json_object_set_new(lag, node, json_integer(0));
+        else if (json_is_integer(seq)) {
+            json_int_t behind = (json_int_t)n->applied_seq - json_integer_value(seq);
+            json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
+        }
+    }
+    return json_pack("{s:s, s:s, s:I, s:I, s:o, s:i}", "stream", n->stream,
+                     "role", n->leader ? "leader" : "follower", "seq",
+                     (json_int_t)n->applied_seq, "durable_seq",
+                     (json_int_t)n->durable_seq, "lag", lag, "pending",
+                     (int)(n->waiting != NULL) + (int)(n->held != NULL));
+}
+
+char *hearth__cluster_status(hearth__cluster *c) {
+    json_t *live = live_nodes(c);
+    json_t *nodes = json_array(), *leaders = json_object(),
+           *spaces = json_object();
+    const char *node;
+    json_t *v;
+    json_object_foreach(live, node, v) json_array_append_new(nodes, json_string(node));
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+        if (n->leader_name[0])
+            json_object_set_new(leaders, n->name, json_string(n->leader_name));
+        json_object_set_new(spaces, n->name, namespace_status(n, live));
+    }
+    json_t *doc = json_pack("{s:s, s:o, s:o, s:o, s:i}", "node", c->node,
+                            "nodes", nodes, "leaders", leaders, "namespaces",
+                            spaces, "replicas", c->replicas);
+    json_decref(live);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(doc);
+    return text;
+}

@@ -1,0 +1,319 @@
+/* test_cluster.c - the cluster backend (cluster/) against a real
+ * nats-server with JetStream on a free loopback port: two nodes of one
+ * process share a loop, each with its own data directory. Skipped (passes
+ * with a note) where nats-server is not installed. */
+#include "test.h"
+
+#include "cluster/cluster.h"
+#include "db/db.h"
+
+#include <nats/nats.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+static const char *nats_bin(void) {
+    if (access("/usr/sbin/nats-server", X_OK) == 0)
+        return "/usr/sbin/nats-server";
+    if (access("/usr/bin/nats-server", X_OK) == 0)
+        return "/usr/bin/nats-server";
+    return NULL;
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* One nats-server with JetStream in its own directory. */
+typedef struct nats_proc {
+    pid_t pid;
+    char dir[64];
+    char url[64];
+} nats_proc;
+
+static bool nats_start(nats_proc *n) {
+    const char *bin = nats_bin();
+    if (!bin) {
+        printf("  (skipped: nats-server is not installed)\n");
+        return false;
+    }
+    strcpy(n->dir, "/tmp/hearth-nats-XXXXXX");
+    CHECK(mkdtemp(n->dir) != NULL);
+    char port[16];
+    int p = free_port();
+    snprintf(port, sizeof port, "%d", p);
+    snprintf(n->url, sizeof n->url, "nats://127.0.0.1:%d", p);
+    n->pid = fork();
+    if (n->pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(bin, bin, "-js", "-a", "127.0.0.1", "-p", port, "-sd", n->dir,
+              (char *)NULL);
+        _exit(127);
+    }
+    /* Ready once it accepts a connection. */
+    for (int i = 0; i < 100; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)p)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+        close(fd);
+        if (rc == 0)
+            return true;
+        usleep(50 * 1000);
+    }
+    CHECK(!"nats-server did not start");
+    return false;
+}
+
+static void nats_stop(nats_proc *n) {
+    kill(n->pid, SIGTERM);
+    waitpid(n->pid, NULL, 0);
+    remove_tree(n->dir);
+    nats_Close(); /* the client library's own threads and memory */
+}
+
+/* A node: its cluster link and one namespace's database on it. */
+typedef struct node {
+    hearth__cluster *c;
+    hearth_db_t *db;
+    char dir[64];
+} node;
+
+static void node_open(uv_loop_t *loop, const nats_proc *n, node *x,
+                      const char *name) {
+    if (!x->dir[0]) {
+        strcpy(x->dir, "/tmp/hearth-node-XXXXXX");
+        CHECK(mkdtemp(x->dir) != NULL);
+    }
+    hearth_error_t err;
+    if (!x->c) {
+        int rc = hearth__cluster_start(loop, n->url, name, &x->c, &err);
+        if (rc)
+            fprintf(stderr, "  %s\n", err.message);
+        CHECK_INT(rc, 0);
+    }
+    hearth_db_config_t config = {.size = sizeof config, .loop = loop,
+                                 .data_dir = x->dir};
+    int rc = hearth__cluster_open(x->c, "t", &config, &x->db, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.message);
+    CHECK_INT(rc, 0);
+}
+
+static void node_close(uv_loop_t *loop, node *x, bool leave) {
+    CHECK_INT(hearth_db_close(x->db), 0);
+    x->db = NULL;
+    if (leave) {
+        hearth__cluster_stop(x->c);
+        x->c = NULL;
+    }
+    uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* A write's outcome, and what its own node showed at its ok. */
+typedef struct outcome {
+    bool done;
+    int rc;
+    hearth_db_t *db;
+    char *seen; /* the node's data at the ok, as JSON */
+} outcome;
+
+static void on_done(int rc, void *ctx) {
+    outcome *o = ctx;
+    o->done = true;
+    o->rc = rc;
+    o->seen = to_json(hearth__db_root(o->db));
+}
+
+/* Runs the loop until every outcome is in (the test's time limit bounds
+ * it). */
+static void wait_for(uv_loop_t *loop, outcome *o, int n) {
+    for (;;) {
+        bool all = true;
+        for (int i = 0; i < n; i++)
+            all = all && o[i].done;
+        if (all)
+            return;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+}
+
+/* Two nodes of one namespace on a fresh nats-server; false: skipped. */
+typedef struct pair {
+    nats_proc nats;
+    uv_loop_t loop;
+    node a, b;
+} pair;
+
+static bool pair_start(pair *p) {
+    memset(p, 0, sizeof *p);
+    if (!nats_start(&p->nats))
+        return false;
+    uv_loop_init(&p->loop);
+    node_open(&p->loop, &p->nats, &p->a, "t1");
+    node_open(&p->loop, &p->nats, &p->b, "t2");
+    return true;
+}
+
+static void pair_end(pair *p, outcome *o, int n) {
+    for (int i = 0; i < n; i++)
+        free(o[i].seen);
+    node_close(&p->loop, &p->a, true);
+    node_close(&p->loop, &p->b, true);
+    uv_run(&p->loop, UV_RUN_DEFAULT);
+    CHECK_INT(uv_loop_close(&p->loop), 0);
+    remove_tree(p->a.dir);
+    remove_tree(p->b.dir);
+    nats_stop(&p->nats);
+}
+
+static void set(node *x, const char *path, const char *json,
+                const char *if_hash, outcome *o) {
+    o->db = x->db;
+    hearth_node_t *v = node_from(json);
+    CHECK_INT(hearth__db_set_if_as(x->db, NULL, if_hash, path, v, on_done, o,
+                                   NULL, NULL),
+              0);
+    hearth_node_decref(v);
+}
+
+/* A write made on either node is acknowledged there only once that node
+ * shows it, and every node ends with every write. */
+static void test_writes_from_both_nodes(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[4] = {{0}};
+    set(&p.a, "/x", "1", NULL, &o[0]);
+    set(&p.b, "/y", "2", NULL, &o[1]);
+    wait_for(&p.loop, o, 2);
+    CHECK_INT(o[0].rc, 0);
+    CHECK_INT(o[1].rc, 0);
+    CHECK(strstr(o[0].seen, "\"x\":1") != NULL);
+    CHECK(strstr(o[1].seen, "\"y\":2") != NULL);
+    /* Barriers: a later write on each node is ordered after both. */
+    set(&p.a, "/z", "3", NULL, &o[2]);
+    set(&p.b, "/z", "3", NULL, &o[3]);
+    wait_for(&p.loop, o + 2, 2);
+    CHECK_STR(o[2].seen, "{\"x\":1,\"y\":2,\"z\":3}");
+    CHECK_STR(o[3].seen, "{\"x\":1,\"y\":2,\"z\":3}");
+    pair_end(&p, o, 4);
+}
+
+/* Two nodes' compare-and-set on the same data, both made against null
+ * (whose hash is ""): the leader checks each as it orders it, so exactly
+ * one stands and the other is refused, changing nothing. */
+static void test_compare_and_set_across_nodes(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    char empty[HEARTH_HASH_SIZE];
+    hearth_node_t *null = hearth_node_null();
+    CHECK_INT(hearth_node_hash(null, empty), 0);
+    hearth_node_decref(null);
+    outcome o[4] = {{0}};
+    set(&p.a, "/c", "\"a\"", empty, &o[0]);
+    set(&p.b, "/c", "\"b\"", empty, &o[1]);
+    wait_for(&p.loop, o, 2);
+    CHECK((o[0].rc == 0) != (o[1].rc == 0));
+    CHECK(o[0].rc == HEARTH_EDATASTALE || o[1].rc == HEARTH_EDATASTALE);
+    const char *winner = o[0].rc == 0 ? "\"a\"" : "\"b\"";
+    set(&p.a, "/d", "1", NULL, &o[2]);
+    set(&p.b, "/d", "1", NULL, &o[3]);
+    wait_for(&p.loop, o + 2, 2);
+    const hearth_node_t *c = NULL;
+    CHECK_INT(hearth_node_get(hearth__db_root(p.b.db), "/c", &c, NULL), 0);
+    char *json = to_json(c);
+    CHECK_STR(json, winner);
+    free(json);
+    pair_end(&p, o, 4);
+}
+
+/* A node that was away comes back from its local store and its place in
+ * the log, and catches up on what was written meanwhile. */
+static void test_node_catches_up_after_restart(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    set(&p.b, "/before", "1", NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
+    CHECK_INT(o[0].rc, 0);
+    node_close(&p.loop, &p.b, true);
+    uv_run(&p.loop, UV_RUN_NOWAIT);
+    set(&p.a, "/while_away", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
+    CHECK_INT(o[1].rc, 0);
+    node_open(&p.loop, &p.nats, &p.b, "t2");
+    set(&p.b, "/after", "3", NULL, &o[2]); /* acknowledged once b is past it */
+    wait_for(&p.loop, o + 2, 1);
+    CHECK_INT(o[2].rc, 0);
+    CHECK_STR(o[2].seen, "{\"after\":3,\"before\":1,\"while_away\":2}");
+    pair_end(&p, o, 3);
+}
+
+/* A group commit bigger than the servers' largest message (1 MB) goes as
+ * a chain of parts, and a forwarded write that big goes to the leader in
+ * parts: both nodes end with the whole value. */
+static void test_record_bigger_than_a_message(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    size_t len = 3u << 20;
+    char *json = malloc(len + 3);
+    json[0] = '"';
+    memset(json + 1, 'x', len);
+    strcpy(json + 1 + len, "\"");
+    outcome o[4] = {{0}};
+    set(&p.a, "/small", "1", NULL, &o[3]); /* someone leads by its ok */
+    wait_for(&p.loop, o + 3, 1);
+    free(o[3].seen);
+    char *status = hearth__cluster_status(p.a.c);
+    node *leader = strstr(status, "\"role\":\"leader\"") ? &p.a : &p.b;
+    node *follower = leader == &p.a ? &p.b : &p.a;
+    free(status);
+    o[3] = (outcome){0};
+    set(leader, "/big", json, NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
+    CHECK_INT(o[0].rc, 0);
+    json[1] = 'y'; /* forwarded in parts, appended as a chain */
+    set(follower, "/big", json, NULL, &o[3]);
+    wait_for(&p.loop, o + 3, 1);
+    CHECK_INT(o[3].rc, 0);
+    set(&p.a, "/after", "1", NULL, &o[1]); /* barriers on both nodes */
+    set(&p.b, "/after", "1", NULL, &o[2]);
+    wait_for(&p.loop, o + 1, 2);
+    for (int i = 1; i < 3; i++) {
+        CHECK_INT(o[i].rc, 0);
+        CHECK_INT((int)strlen(o[i].seen),
+                  (int)(len + strlen("{\"after\":1,\"big\":\"\",\"small\":1}")));
+        CHECK(strstr(o[i].seen, "\"big\":\"yxx") != NULL);
+    }
+    free(json);
+    pair_end(&p, o, 4);
+}
+
+const test_case cluster_tests[] = {
+    {"cluster_record_bigger_than_a_message",
+     test_record_bigger_than_a_message},
+    {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
+    {"cluster_compare_and_set_across_nodes",
+     test_compare_and_set_across_nodes},
+    {"cluster_node_catches_up_after_restart",
+     test_node_catches_up_after_restart},
+    {NULL, NULL},
+};
