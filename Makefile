@@ -169,8 +169,38 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 
-        test-e2e test-console test-console-assets test-cluster cluster \
-        bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
+# The console in headless Chromium (driven over the DevTools protocol, with
+# Python's standard library) against examples/serve.c built with the
+# sanitizers. Screenshots go to build/console-screens/.
+$(BUILD)/console-serve: examples/serve.c $(ASAN_OBJ)
+	$(CC) $(ASAN_CFLAGS) $< $(ASAN_OBJ) -o $@ $(LIBS)
+
+test-console: deps $(BUILD)/console-serve
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing chromium for the console test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make: the console test needs chromium: sudo apt-get install chromium"; exit 1; fi; }
+	$(SAN_ENV) HEARTH_SERVE=$(BUILD)/console-serve python3 Tests/e2e/test_console.py
+
+
+# Cluster mode (README "Cluster"): three nats-servers clustered with
+# JetStream and three `hearth serve --cluster` nodes on loopback, on free
+# ports; order, compare-and-set, kill -9 of the leader and of a nats-server.
+test-cluster: deps
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_cluster.py
+
+# The same cluster to try by hand: prints the URLs, Ctrl-C stops it all
+# (ports from CLUSTER_BASE: NATS +1..3, routes +11..13, Hearth +21..23).
+CLUSTER_BASE ?= 9100
+cluster: deps
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE)
+
+test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console \
+      test-cluster
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
