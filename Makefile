@@ -39,6 +39,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e bench bench-realtime bench-cache bench-rules bench-stall \
+        bench-connections bench-fanout bench-bigdata \
         fuzz install \
         clean serve
 
@@ -174,6 +175,21 @@ $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
 
 $(BUILD)/sse-fanout: bench/sse_fanout.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+$(BUILD)/swarm: bench/swarm.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# Server RSS per idle realtime session (one listen each) beside nginx per
+# idle keep-alive connection; N=sessions (default: what the open-file
+# limit lets one server process hold). About 1 minute.
+bench-connections: lib $(BUILD)/hearth-serve $(BUILD)/swarm
+	bench/connections_bench.sh
+
+# One write to 10,000 realtime listeners and 10,000 SSE streams beside a
+# Redis PUBLISH to 10,000 subscribers, then to as many listeners as the
+# open-file limit allows. About 1 minute.
+bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout
+	bench/fanout_bench.sh
 
 $(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
