@@ -191,6 +191,15 @@ bench-connections: lib $(BUILD)/hearth-serve $(BUILD)/swarm
 bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout
 	bench/fanout_bench.sh
 
+$(BUILD)/json-load: bench/json_load.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# A 1 GB database written through the server, then a new server's start
+# to first answer and RSS beside jansson loading its export file (about
+# 2 minutes; SIZE=MB to change the size).
+bench-bigdata: lib $(BUILD)/hearth-serve $(BUILD)/json-load
+	bench/bigdata_bench.sh
+
 $(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
 

@@ -29,6 +29,7 @@ row "workload" "p50 ms" "p99 ms" "max ms" "delivered"
 
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save '' \
+  --protected-mode no \
   --appendonly no --maxclients $(( limit - 100 )) >/dev/null 2>&1 &
 pids+=($!)
 wait_port "$redis_port"

@@ -227,7 +227,7 @@ static void on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= (uint16_t)used;
     if (c->len >= CONN_BUF - 1) {
-        fprintf(stderr, "swarm: an answer too big for this client\n");
+        fprintf(stderr, "swarm: an answer too big for this client: %.80s\n", c->buf);
         _exit(2);
     }
 }
