@@ -231,12 +231,16 @@ bench-stall: lib $(BUILD)/bench-stall
 	$(BUILD)/bench-stall
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
-       $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules
+       $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules \
+       $(BUILD)/swarm $(BUILD)/json-load
 	$(BUILD)/bench-tree
 	$(BUILD)/bench-realtime
 	$(BUILD)/bench-cache
 	$(BUILD)/bench-rules
 	bench/server_bench.sh
+	bench/connections_bench.sh
+	bench/fanout_bench.sh
+	bench/bigdata_bench.sh
 
 FUZZ_CC     ?= clang
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
