@@ -44,6 +44,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
+        bench-connections bench-fanout bench-bigdata \
         fuzz install \
         clean serve
 
@@ -217,6 +218,30 @@ $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
 $(BUILD)/sse-fanout: bench/sse_fanout.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
+$(BUILD)/swarm: bench/swarm.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# Server RSS per idle realtime session (one listen each) beside nginx per
+# idle keep-alive connection; N=sessions (default: what the open-file
+# limit lets one server process hold). About 1 minute.
+bench-connections: lib $(BUILD)/hearth-serve $(BUILD)/swarm
+	bench/connections_bench.sh
+
+# One write to 10,000 realtime listeners and 10,000 SSE streams beside a
+# Redis PUBLISH to 10,000 subscribers, then to as many listeners as the
+# open-file limit allows. About 1 minute.
+bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout
+	bench/fanout_bench.sh
+
+$(BUILD)/json-load: bench/json_load.c
+	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+
+# A 1 GB database written through the server, then a new server's start
+# to first answer and RSS beside jansson loading its export file (about
+# 2 minutes; SIZE=MB to change the size).
+bench-bigdata: lib $(BUILD)/hearth-serve $(BUILD)/json-load
+	bench/bigdata_bench.sh
+
 $(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
 
@@ -256,12 +281,16 @@ bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-
 	python3 bench/cluster_bench.py
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
-       $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules
+       $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules \
+       $(BUILD)/swarm $(BUILD)/json-load
 	$(BUILD)/bench-tree
 	$(BUILD)/bench-realtime
 	$(BUILD)/bench-cache
 	$(BUILD)/bench-rules
 	bench/server_bench.sh
+	bench/connections_bench.sh
+	bench/fanout_bench.sh
+	bench/bigdata_bench.sh
 
 FUZZ_CC     ?= clang
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))

@@ -31,27 +31,7 @@ for tool in nginx redis-server redis-benchmark wrk; do
   fi
 done
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  exit 1
-}
+. bench/bench_lib.sh
 
 cat > "$work/put.lua" <<'EOF'
 wrk.method = "PUT"
@@ -68,13 +48,6 @@ run_wrk() {
     $1 == "50%" { p50 = ms($2) }
     $1 == "99%" { p99 = ms($2) }
     END { printf "%.0f %.3f %.3f\n", rps, p50, p99 }' "$work/wrk.out"
-}
-
-start_hearth() { # PORT FSYNC
-  mkdir -p "$work/data-$2"
-  "$SERVE" "$1" "$work/data-$2" "$2" > "$work/hearth-$2.log" 2>&1 &
-  pids+=($!)
-  wait_port "$1"
 }
 
 row() { printf '%-34s %12s %10s %10s\n' "$@"; }

@@ -22,7 +22,16 @@ struct hearth__ws {
     bool dead;
     size_t held;    /* bytes of the message being assembled, budgeted */
     bool over;      /* the budget refused a frame: the connection goes */
+    /* What wslay writes during one pump (a frame's header and payload come
+     * in separate calls), sent in one write: one syscall and one packet
+     * per message, not two. Empty and freed between pumps. */
+    hearth__buf out;
 };
+
+/* Bytes gathered before they are written even within a pump; a piece
+ * larger goes out as it is, so that a large message is not copied whole
+ * once more. */
+#define OUT_FLUSH (64 * 1024)
 
 int hearth__ws_check_request(const char *upgrade, const char *key,
                              const char *version, char accept[29]) {
@@ -40,11 +49,26 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
     return hearth__ws_take(ctx, buf, len, &ws->in, &ws->in_len);
 }
 
+/* Writes what was gathered; false when the connection is gone. */
+static bool flush_out(hearth__ws *ws) {
+    bool ok = !ws->out.failed && ws->conn &&
+              (ws->out.len == 0 ||
+               ws->t->send(ws->conn, ws->out.data, ws->out.len) == 0);
+    hearth__buf_free(&ws->out);
+    return ok;
+}
+
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data,
                        size_t len, int flags, void *user) {
     (void)flags;
     hearth__ws *ws = user;
-    if (!ws->conn || ws->t->send(ws->conn, (const char *)data, len) != 0) {
+    if (ws->out.len + len > OUT_FLUSH && !flush_out(ws))
+        ws->out.failed = true;
+    if (len > OUT_FLUSH && !ws->out.failed) /* large: not copied again */
+        ws->out.failed = !ws->conn || ws->t->send(ws->conn, (const char *)data, len);
+    else if (ws->conn && !ws->out.failed)
+        hearth__buf_add(&ws->out, data, len);
+    if (!ws->conn || ws->out.failed) {
         wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
         return -1;
     }
@@ -94,8 +118,10 @@ static void pump(hearth__ws *ws) {
     if (!ws->conn)
         return;
     ws->depth++;
-    if (wslay_event_send(ws->ctx) != 0 ||
-        (!wslay_event_want_read(ws->ctx) && !wslay_event_want_write(ws->ctx)))
+    bool sent = wslay_event_send(ws->ctx) == 0;
+    bool flushed = flush_out(ws);
+    if (ws->conn && (!flushed || !sent || (!wslay_event_want_read(ws->ctx) &&
+                                           !wslay_event_want_write(ws->ctx))))
         ws->t->end(ws->conn);
     ws->depth--;
 }

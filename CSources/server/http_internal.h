@@ -14,6 +14,9 @@
 
 #include <http_parser.h>
 
+/* Bytes one read takes at most. */
+#define HEARTH__HTTP_READ_CHUNK (64 * 1024)
+
 struct hearth__http_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -34,6 +37,10 @@ struct hearth__http_server {
     int live_conns;
     void (*done)(void *ctx);
     void *done_ctx;
+    /* Every read lands here first (one read at a time on the loop); a
+     * connection copies into its own `in` only what it must keep past
+     * the read, so an idle connection holds no input buffer. */
+    char read_buf[HEARTH__HTTP_READ_CHUNK];
 };
 
 struct hearth__http_conn {
@@ -42,7 +49,7 @@ struct hearth__http_conn {
     hearth__http_conn *prev, *next;
     int refs; /* the handle, and a request being answered */
     http_parser parser;
-    char *in;
+    char *in; /* input kept past a read, unparsed from in_off; NULL: none */
     size_t in_len, in_off, in_cap;
     /* the request being parsed */
     hearth__http_request req;

@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#define READ_CHUNK (64 * 1024)
 #define MAX_BUFFERED_INPUT (1024 * 1024) /* unparsed input while busy */
 
 static http_parser_settings settings;
@@ -225,8 +224,11 @@ void hearth__http_process(hearth__http_conn *c) {
             break;
         }
     }
-    if (c->in_off == c->in_len)
-        c->in_off = c->in_len = 0;
+    if (c->in_off == c->in_len) { /* all parsed: hold nothing while idle */
+        hearth__free(c->in);
+        c->in = NULL;
+        c->in_off = c->in_len = c->in_cap = 0;
+    }
     c->processing = false;
     /* Resume reading once the backlog of unparsed input is small again. */
     if (!c->reading && !c->closing && !c->streaming && !c->no_more &&
@@ -237,28 +239,33 @@ void hearth__http_process(hearth__http_conn *c) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     hearth__http_conn *c = h->data;
-    if (c->in_off > 0 && c->in_off == c->in_len)
-        c->in_off = c->in_len = 0;
-    if (c->in_off > 0 && c->in_cap - c->in_len < READ_CHUNK) {
+    *buf = uv_buf_init(c->server->read_buf, sizeof c->server->read_buf);
+}
+
+/* Appends what was read to the connection's own input, which grows to what
+ * it must hold (a request arriving in pieces, requests pipelined behind
+ * one being answered). False when memory runs out. */
+static bool keep_input(hearth__http_conn *c, const char *data, size_t len) {
+    if (c->in_off > 0 && c->in_cap - c->in_len < len) {
         memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
         c->in_len -= c->in_off;
         c->in_off = 0;
     }
-    if (c->in_cap - c->in_len < READ_CHUNK) {
-        size_t cap = c->in_len + READ_CHUNK;
+    if (c->in_cap - c->in_len < len) {
+        size_t cap = c->in_cap * 2 > c->in_len + len ? c->in_cap * 2
+                                                     : c->in_len + len;
         char *in = hearth__realloc(c->in, cap);
-        if (!in) {
-            *buf = uv_buf_init(NULL, 0);
-            return;
-        }
+        if (!in)
+            return false;
         c->in = in;
         c->in_cap = cap;
     }
-    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+    memcpy(c->in + c->in_len, data, len);
+    c->in_len += len;
+    return true;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-    (void)buf;
     hearth__http_conn *c = stream->data;
     if (nread < 0) {
         hearth__http_conn_close(c);
@@ -267,9 +274,18 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (c->streaming || c->no_more) { /* a stream, an upgrade, or done */
         c->last_in = uv_now(c->server->loop);
         c->pinged = false;
-        c->in_len += (size_t)nread;
-        size_t len = c->in_len - c->in_off;
-        const char *data = c->in + c->in_off;
+        /* The new protocol takes the bytes as they are (its handler copies
+         * what it keeps); input held from before goes first. */
+        const char *data = buf->base;
+        size_t len = (size_t)nread;
+        if (c->in_len > c->in_off) {
+            if (!keep_input(c, data, len)) {
+                hearth__http_conn_close(c);
+                return;
+            }
+            data = c->in + c->in_off;
+            len = c->in_len - c->in_off;
+        }
         c->in_off = c->in_len = 0;
         if (c->on_data && len && !c->no_more) {
             if (c->meter)
@@ -278,7 +294,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         }
         return;
     }
-    c->in_len += (size_t)nread;
+    if (!keep_input(c, buf->base, (size_t)nread)) {
+        hearth__http_conn_close(c);
+        return;
+    }
     if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
         uv_read_stop(stream);
         c->reading = false;

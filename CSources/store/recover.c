@@ -4,6 +4,7 @@
 #include "store/logfile.h"
 #include "tree/json.h"
 
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -225,5 +226,9 @@ int hearth__store_recover(const char *dir, bool find_damage,
                          err);
     hearth__free(snaps);
     hearth__free(logs);
+    /* Parsing held the data twice (jansson's tree beside ours) and freed
+     * one: give those pages back, else the process stays at its peak
+     * (about 1.7x jansson's own RSS for the same data, not 1.0x). */
+    malloc_trim(0);
     return rc;
 }
