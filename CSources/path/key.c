@@ -115,26 +115,43 @@ int hearth__name_compare(const hearth__name *a, const hearth__name *b) {
     return hearth__utf16_compare(a->s, a->len, b->s, b->len);
 }
 
+/* The first 8 bytes of s[0..len), big-endian, zero-padded. */
+static uint64_t prefix8(const char *s, size_t len) {
+    unsigned char b[8] = {0};
+    memcpy(b, s, len < 8 ? len : 8);
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
 uint64_t hearth__name_sort(const hearth__name *name) {
     if (name->sentinel == HEARTH__NAME_MIN)
         return 0;
     if (name->sentinel == HEARTH__NAME_MAX)
         return UINT64_MAX;
-    if (name->is_int) /* below every string: value, then length */
+    if (name->is_int) /* below every string: value, then length (< 2^40) */
         return ((uint64_t)((int64_t)name->ival + 2147483648LL) << 8) |
                (name->len & 0xFF);
-    /* Strings: the top bit, then the first 7 bytes (keys hold no NUL, so
-     * padding with 0 puts a shorter prefix first). UTF-16 order is byte
-     * order except that U+E000-U+FFFF (lead bytes EE, EF) sort above the
-     * supplementary planes (F0-F4): lift those two lead bytes above F4. */
-    uint64_t sort = 1ULL << 63;
-    for (unsigned i = 0; i < 7; i++) {
-        unsigned char c = i < name->len ? (unsigned char)name->s[i] : 0;
+    /* Strings: the first 8 bytes (keys hold no NUL, so padding with 0 puts
+     * a shorter prefix first; a first byte of at least 1 puts every string
+     * at or above 2^56, over the integers). Eight bytes tell apart keys
+     * such as "k0000001" and "k0000002" without a look at the key itself.
+     * UTF-16 order is byte order except that U+E000-U+FFFF (lead bytes EE,
+     * EF) sort above the supplementary planes (F0-F4): lift those two lead
+     * bytes above F4 (to F5, F6: never in UTF-8, so nothing else maps
+     * there). ASCII, the usual case, has nothing to lift. */
+    uint64_t sort = prefix8(name->s, name->len);
+    if (!(sort & 0x8080808080808080ULL))
+        return sort;
+    uint64_t lifted = 0;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        unsigned c = (unsigned)(sort >> shift) & 0xFF;
         if (c == 0xEE || c == 0xEF)
-            c = (unsigned char)(c + 7);
-        sort |= (uint64_t)c << (8 * (6 - i));
+            c += 7;
+        lifted = lifted << 8 | c;
     }
-    return sort;
+    return lifted;
 }
 
 hearth__key *hearth__key_new(const hearth__name *name) {

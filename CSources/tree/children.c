@@ -250,6 +250,7 @@ typedef struct level {
 
 typedef struct path_walk {
     level lv[HEARTH__BT_MAX_DEPTH];
+    uint64_t sort;  /* name's hearth__name_sort, computed once */
     int leaf;       /* index of the leaf level */
     bool found;     /* name is present */
     bool rightmost; /* the path is the tree's last */
@@ -257,7 +258,7 @@ typedef struct path_walk {
 
 static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     bool unique = page_unique(t);
-    uint64_t sort = hearth__name_sort(name);
+    uint64_t sort = w->sort = hearth__name_sort(name);
     int d = 0;
     w->rightmost = true;
     for (;;) {
@@ -323,7 +324,9 @@ static unsigned split_keep(bool rightmost) {
 }
 
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node) {
+                   hearth_node_t *node, hearth_node_t **replaced) {
+    if (replaced)
+        *replaced = NULL;
     if (!*t) {
         hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
         hearth__bt *l = k ? leaf_alloc(1) : NULL;
@@ -397,11 +400,14 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     if (w.found) {
         hearth_node_t *old = e[lf->slot].node;
         e[lf->slot].node = node;
-        hearth_node_decref(old);
+        if (replaced)
+            *replaced = old;
+        else
+            hearth_node_decref(old);
     } else if (lf->sibling) {
         hearth__entry all[ORDER + 1];
         memcpy(all, e, lf->slot * sizeof *all);
-        all[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
+        all[lf->slot] = (hearth__entry){new_key, node, w.sort};
         memcpy(all + lf->slot + 1, e + lf->slot,
                (ORDER - lf->slot) * sizeof *all);
         unsigned keep = split_keep(w.rightmost);
@@ -415,7 +421,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else {
         memmove(e + lf->slot + 1, e + lf->slot,
                 (cur->n - lf->slot) * sizeof *e);
-        e[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
+        e[lf->slot] = (hearth__entry){new_key, node, w.sort};
         cur->n++;
         cur->count++;
     }

@@ -45,9 +45,12 @@ bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name);
 
 /* Inserts or replaces name -> node. `key` (borrowed, may be NULL) is reused
  * for a new entry, else one is made from name. Takes over the caller's
- * reference to node on success only. */
+ * reference to node on success only. With `replaced`, it gets the node
+ * that was there (the tree's reference, now the caller's) or NULL, so a
+ * caller needs no lookup of its own before; without, that node is
+ * released. */
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node);
+                   hearth_node_t *node, hearth_node_t **replaced);
 /* Removes name if present. */
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name);
 

@@ -413,7 +413,7 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         }
         hearth__bt *tree = NULL;
         hearth_node_incref(child); /* the tree's own reference */
-        int rc = hearth__bt_put(&tree, name, NULL, child);
+        int rc = hearth__bt_put(&tree, name, NULL, child, NULL);
         if (rc) {
             hearth_node_decref(child);
             return rc;
@@ -427,8 +427,11 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         *out = obj;
         return 0;
     }
-    const hearth__entry *old = hearth__bt_find(n->u.obj.tree, name);
     bool removing = hearth__node_is_empty(child);
+    /* A put finds the old child on its one walk down; a removal looks
+     * first, since a missing or last child changes what it does. */
+    const hearth__entry *old =
+        removing ? hearth__bt_find(n->u.obj.tree, name) : NULL;
     if (removing && !old) {
         hearth_node_decref(child);
         *out = n;
@@ -444,13 +447,19 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         return HEARTH_ENOMEM;
     bool had_priority = old && old->node->priority;
     unsigned old_depth = old ? node_depth(old->node) : 0;
+    hearth_node_t *replaced = NULL;
     int rc = removing ? hearth__bt_remove(&target->u.obj.tree, name)
-                      : hearth__bt_put(&target->u.obj.tree, name,
-                                       old ? old->key : NULL, child);
+                      : hearth__bt_put(&target->u.obj.tree, name, NULL,
+                                       child, &replaced);
     if (rc) {
         if (target != n)
             hearth_node_decref(target);
         return rc;
+    }
+    if (replaced) {
+        had_priority = replaced->priority != NULL;
+        old_depth = node_depth(replaced);
+        hearth_node_decref(replaced);
     }
     child_changed(target, had_priority, old_depth, child);
     if (removing)

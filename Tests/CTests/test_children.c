@@ -21,7 +21,7 @@ static int put_int(hearth__bt **t, int key, double value) {
     hearth_node_t *node = hearth_node_number(value);
     if (!node)
         return HEARTH_ENOMEM;
-    int rc = hearth__bt_put(t, &name, NULL, node);
+    int rc = hearth__bt_put(t, &name, NULL, node, NULL);
     if (rc)
         hearth_node_decref(node);
     return rc;
@@ -249,7 +249,7 @@ static void test_bt_string_keys(void) {
         keys[i] = heap_copy(buf);
         hearth__name name = name_of(keys[i]);
         hearth_node_t *v = hearth_node_string(keys[i], strlen(keys[i]));
-        int rc = hearth__bt_put(&t, &name, NULL, v);
+        int rc = hearth__bt_put(&t, &name, NULL, v, NULL);
         CHECK_INT(rc, 0);
         if (rc)
             hearth_node_decref(v);
@@ -324,12 +324,25 @@ static void test_bt_replace(void) {
     /* A caller-supplied key is reused for a new entry. */
     hearth__key *key = hearth__key_from_cstr("shared");
     hearth__name name = hearth__key_name(key);
-    CHECK_INT(hearth__bt_put(&t, &name, key, hearth_node_boolean(true)), 0);
+    CHECK_INT(hearth__bt_put(&t, &name, key, hearth_node_boolean(true), NULL), 0);
     e = hearth__bt_find(t, &name);
     CHECK(e && e->key == key);
     hearth__key_decref(key);
+    /* Asked for, the replaced node comes back to the caller (so a node's
+     * put needs no lookup before it), and a new key gives NULL. */
+    hearth_node_t *was = e->node, *replaced = NULL;
+    CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(8), &replaced), 0);
+    CHECK(replaced == was);
+    hearth_node_decref(replaced);
+    hearth__name fresh;
+    hearth__name_init(&fresh, "fresh", 5);
+    CHECK_INT(hearth__bt_put(&t, &fresh, NULL, hearth_node_number(9), &replaced), 0);
+    CHECK(replaced == NULL);
+    CHECK_INT(hearth__bt_put(&t, &fresh, NULL, hearth_node_number(10), &replaced), 0);
+    CHECK(replaced && hearth_node_number_value(replaced) == 9);
+    hearth_node_decref(replaced);
     CHECK_INT(remove_int(&t, 1000), 0); /* absent */
-    CHECK_INT(hearth__bt_count(t), 101);
+    CHECK_INT(hearth__bt_count(t), 102);
     CHECK(hearth__bt_check(t));
     hearth__bt_decref(t);
 }
@@ -551,7 +564,7 @@ static int bt_op_under_failures(hearth__bt **t, bool shared, int kind, int key,
         char buf[16];
         hearth__name name = int_name(key, buf);
         hearth__alloc_fail_after(k);
-        int rc = kind == 0 ? hearth__bt_put(t, &name, NULL, node)
+        int rc = kind == 0 ? hearth__bt_put(t, &name, NULL, node, NULL)
                            : hearth__bt_remove(t, &name);
         hearth__alloc_fail_after(-1);
         if (rc == HEARTH_ENOMEM) {
@@ -704,7 +717,7 @@ static hearth__bt *diff_tree(int n) {
         snprintf(key, sizeof key, "k%05d", i);
         hearth__name name;
         hearth__name_init(&name, key, strlen(key));
-        CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(i)), 0);
+        CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(i), NULL), 0);
     }
     return t;
 }
@@ -712,7 +725,7 @@ static hearth__bt *diff_tree(int n) {
 static void put_num(hearth__bt **t, const char *key, double v) {
     hearth__name name;
     hearth__name_init(&name, key, strlen(key));
-    CHECK_INT(hearth__bt_put(t, &name, NULL, hearth_node_number(v)), 0);
+    CHECK_INT(hearth__bt_put(t, &name, NULL, hearth_node_number(v), NULL), 0);
 }
 
 static void test_bt_diff(void) {

@@ -250,6 +250,19 @@ static void test_name_sort_agrees(void) {
     hearth__name_init(&any, "\xf4\x8f\xbf\xbf", 4);
     CHECK(hearth__name_sort(&min) < hearth__name_sort(&any));
     CHECK(hearth__name_sort(&any) < hearth__name_sort(&max));
+    /* Eight bytes are told apart without the keys (fixed-width ids such
+     * as "k0000001" never tie), with the lead bytes EE and EF lifted. */
+    static const char *const apart[][2] = {{"k0000001", "k0000002"},
+                                           {"abcdefgh", "abcdefgz"},
+                                           {"ab\xee\x80\x80xyz", "ab\xf0\x9f\x90\xb5xy"}};
+    for (size_t i = 0; i < sizeof apart / sizeof *apart; i++) {
+        hearth__name a, b;
+        hearth__name_init(&a, apart[i][0], strlen(apart[i][0]));
+        hearth__name_init(&b, apart[i][1], strlen(apart[i][1]));
+        CHECK(hearth__name_sort(&a) != hearth__name_sort(&b));
+        CHECK((hearth__name_sort(&a) < hearth__name_sort(&b)) ==
+              (hearth__name_compare(&a, &b) < 0));
+    }
 }
 
 
