@@ -139,11 +139,15 @@ static inline const hearth__key *page_first_key(const hearth__bt *p) {
     return page_first(p).key;
 }
 
-/* name (with its sort) against a key: the sorts decide unless equal. */
+/* name (with its sort) against a key: the sorts decide unless equal. A
+ * string of under 8 bytes is all in its sort, so equal sorts are equal
+ * keys and the key itself (often a cache miss away) is not read. */
 static inline int compare_key(const hearth__name *name, uint64_t sort,
                               const hearth__key *key, uint64_t key_sort) {
     if (sort != key_sort)
         return sort < key_sort ? -1 : 1;
+    if (name->len < 8 && sort >= (1ULL << 56) && sort != UINT64_MAX)
+        return 0;
     hearth__name kn = hearth__key_name(key);
     return hearth__name_compare(name, &kn);
 }
@@ -224,17 +228,22 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
     return rank + leaf_lower(t, name, sort, found);
 }
 
-bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name) {
+const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
+                                          const hearth__name *name,
+                                          bool *alone) {
+    *alone = false;
     if (!t)
-        return false;
+        return NULL;
     uint64_t sort = hearth__name_sort(name);
-    for (;;) {
-        if (!page_unique(t))
-            return false;
-        if (t->leaf)
-            return true;
+    bool unique = page_unique(t);
+    while (!t->leaf) {
         t = as_inner(t)->kid[inner_slot(t, name, sort)];
+        unique = unique && page_unique(t);
     }
+    bool found;
+    unsigned i = leaf_lower(t, name, sort, &found);
+    *alone = unique;
+    return found ? &as_leaf(t)->e[i] : NULL;
 }
 
 /* ---- update planning ---- */

@@ -513,11 +513,16 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
         return 0;
     }
     const hearth__name *name = &p->seg[i];
-    hearth_node_t *child = (hearth_node_t *)hearth__node_child(n, name);
+    /* The child and whether its pages are held alone: one walk. */
+    bool alone = false;
+    const hearth__entry *e =
+        n->type == HEARTH_TYPE_OBJECT
+            ? hearth__bt_find_held(n->u.obj.tree, name, &alone)
+            : NULL;
+    hearth_node_t *child = e ? e->node : (hearth_node_t *)&empty_node;
     bool child_mut =
-        mut && n->type == HEARTH_TYPE_OBJECT && child != &empty_node &&
-        atomic_load_explicit(&child->refs, memory_order_acquire) == 1 &&
-        hearth__bt_path_unique(n->u.obj.tree, name);
+        mut && e && alone &&
+        atomic_load_explicit(&child->refs, memory_order_acquire) == 1;
     bool had_priority = child->priority != NULL;
     unsigned old_depth = node_depth(child);
     hearth_node_t *nc;
