@@ -312,13 +312,16 @@ static void inner_recount(hearth__bt *p) {
 }
 
 /* Points inner page p's slot s at the level below's resulting page,
- * releasing the reference p held to the old one when it changed. */
+ * releasing the reference p held to the old one when it changed, and
+ * moves p's count by the kid's change (not a sum over all its kids: that
+ * read every count on the path at every update). */
 static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below) {
     hearth__bt *kid = level_page(below);
     if (kid != below->page) {
         as_inner(p)->kid[s] = kid;
         hearth__bt_decref(below->page);
     }
+    p->count = p->count - as_inner(p)->cnt[s] + kid->count;
     as_inner(p)->cnt[s] = kid->count;
     if (kid->n)
         as_inner(p)->first[s] = page_first(kid);
@@ -469,9 +472,11 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
                        (total - keep) * sizeof *firsts);
                 l->sibling->n = (uint16_t)(total - keep);
                 inner_recount(l->sibling);
+                inner_recount(p);
+            } else {
+                p->count += below->sibling->count;
             }
         }
-        inner_recount(p);
     }
 
     level *top = &w.lv[0];
@@ -535,7 +540,6 @@ int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
                     rest * sizeof in->first[0]);
             p->n--;
         }
-        inner_recount(p);
     }
 
     level *top = &w.lv[0];
