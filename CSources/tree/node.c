@@ -614,7 +614,8 @@ int hearth_node_set_child_new(hearth_node_t **node, const char *key,
                               hearth_node_t *value, hearth_error_t *err) {
     if (!value)
         return hearth__error(err, HEARTH_EINVAL, NULL, "value is NULL");
-    int rc = hearth__key_check(key, strlen(key), NULL, err);
+    size_t len = strlen(key);
+    int rc = hearth__key_check(key, len, NULL, err);
     if (!rc && 1 + node_depth(value) > HEARTH_MAX_DEPTH)
         rc = hearth__error(err, HEARTH_EDEPTH, NULL,
                            "child under \"%s\" would nest deeper than %d "
@@ -622,7 +623,7 @@ int hearth_node_set_child_new(hearth_node_t **node, const char *key,
                            key, HEARTH_MAX_DEPTH);
     if (!rc) {
         hearth__name name;
-        hearth__name_init(&name, key, strlen(key));
+        hearth__name_init(&name, key, len);
         rc = hearth__node_put_child(node, &name, value);
         if (!rc)
             return 0;
