@@ -117,11 +117,16 @@ int hearth__name_compare(const hearth__name *a, const hearth__name *b) {
 
 /* The first 8 bytes of s[0..len), big-endian, zero-padded. */
 static uint64_t prefix8(const char *s, size_t len) {
-    unsigned char b[8] = {0};
-    memcpy(b, s, len < 8 ? len : 8);
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (len >= 8) { /* one load */
+        uint64_t v;
+        memcpy(&v, s, 8);
+        return __builtin_bswap64(v);
+    }
+#endif
     uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        v = v << 8 | b[i];
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (i < len ? (unsigned char)s[i] : 0u);
     return v;
 }
 
