@@ -159,17 +159,80 @@ uint64_t hearth__name_sort(const hearth__name *name) {
     return lifted;
 }
 
-hearth__key *hearth__key_new(const hearth__name *name) {
+static hearth__key *key_alloc(const hearth__name *name, unsigned refs) {
     hearth__key *key = hearth__malloc(sizeof *key + name->len + 1);
     if (!key)
         return NULL;
-    atomic_init(&key->refs, 1);
+    atomic_init(&key->refs, refs);
     key->len = name->len;
     key->ival = name->ival;
     key->is_int = name->is_int;
     memcpy(key->s, name->s, name->len);
     key->s[name->len] = '\0';
     return key;
+}
+
+/* ---- shared short keys ----
+ * The same short keys ("name", "uid", "a") recur in object after object.
+ * The first INTERN_SLOTS distinct ones of up to 8 bytes a process sees are
+ * made once and shared for good: they are never counted (copying a page
+ * of children then touches only the children, not each key's count, a
+ * cache miss apiece) and never freed. Later ones are ordinary counted
+ * keys, so the table stays bounded (4,096 keys). A key of up to 8 bytes
+ * is told exactly by its bytes as one number (prefix8: keys hold no NUL),
+ * kept in a table of its own, so a search reads no key. A slot's key is
+ * set once by compare-and-swap, then its number is published. */
+enum { INTERN_BITS = 12, INTERN_SLOTS = 1 << INTERN_BITS, INTERN_PROBES = 4 };
+static _Atomic(hearth__key *) intern_key[INTERN_SLOTS];
+static _Atomic uint64_t intern_bytes[INTERN_SLOTS];
+
+static bool same_key(const hearth__key *k, const hearth__name *name) {
+    return k->len == name->len && memcmp(k->s, name->s, name->len) == 0;
+}
+
+/* The shared key for name, made if a slot is free; NULL when there is no
+ * room (or no memory): the caller makes a counted key. */
+static hearth__key *intern(const hearth__name *name) {
+    uint64_t bytes = prefix8(name->s, name->len);
+    uint64_t h = (bytes * 0x9E3779B97F4A7C15ULL) >> (64 - INTERN_BITS);
+    hearth__key *made = NULL;
+    for (unsigned i = 0; i < INTERN_PROBES; i++) {
+        unsigned at = (unsigned)(h + i) & (INTERN_SLOTS - 1);
+        uint64_t there = atomic_load_explicit(&intern_bytes[at], memory_order_acquire);
+        if (there == bytes) {
+            hearth__free(made);
+            return atomic_load_explicit(&intern_key[at], memory_order_relaxed);
+        }
+        if (there)
+            continue;
+        /* Free, or being filled by another thread. */
+        hearth__key *k = atomic_load_explicit(&intern_key[at], memory_order_acquire);
+        if (!k) {
+            if (!made && !(made = key_alloc(name, HEARTH__KEY_SHARED)))
+                return NULL;
+            if (atomic_compare_exchange_strong_explicit(&intern_key[at], &k, made,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                atomic_store_explicit(&intern_bytes[at], bytes, memory_order_release);
+                return made;
+            }
+        }
+        if (same_key(k, name)) {
+            hearth__free(made);
+            return k;
+        }
+    }
+    hearth__free(made);
+    return NULL;
+}
+
+hearth__key *hearth__key_new(const hearth__name *name) {
+    if (name->len >= 1 && name->len <= 8) {
+        hearth__key *k = intern(name);
+        if (k)
+            return k;
+    }
+    return key_alloc(name, 1);
 }
 
 hearth__key *hearth__key_from_cstr(const char *s) {
@@ -179,7 +242,7 @@ hearth__key *hearth__key_from_cstr(const char *s) {
 }
 
 void hearth__key_decref(hearth__key *key) {
-    if (key &&
+    if (key && !hearth__key_shared(key) &&
         atomic_fetch_sub_explicit(&key->refs, 1, memory_order_acq_rel) == 1)
         hearth__free(key);
 }
