@@ -44,7 +44,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
-        bench-connections bench-fanout bench-bigdata \
+        bench-connections bench-fanout bench-bigdata bench-listen-hash \
         fuzz install \
         clean serve
 
@@ -280,13 +280,22 @@ $(BUILD)/jetstream-raw: bench/jetstream_raw.c
 bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-raw
 	python3 bench/cluster_bench.py
 
+$(BUILD)/bench-listen-hash: bench/listen_hash_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+# Bytes sent to a client reconnecting to 10,000 children it holds, with
+# and without the listen's hash (issue goal: 100x fewer; a second or two).
+bench-listen-hash: lib $(BUILD)/bench-listen-hash
+	$(BUILD)/bench-listen-hash
+
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules \
-       $(BUILD)/swarm $(BUILD)/json-load
+       $(BUILD)/swarm $(BUILD)/json-load $(BUILD)/bench-listen-hash
 	$(BUILD)/bench-tree
 	$(BUILD)/bench-realtime
 	$(BUILD)/bench-cache
 	$(BUILD)/bench-rules
+	$(BUILD)/bench-listen-hash
 	bench/server_bench.sh
 	bench/connections_bench.sh
 	bench/fanout_bench.sh

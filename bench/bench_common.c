@@ -4,6 +4,8 @@
  */
 #include "bench_common.h"
 
+#include "hearth.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -63,6 +65,21 @@ const char *bench_data_dir_create(const char *prefix) {
         die("mkdtemp: %s", strerror(errno));
     atexit(bench_data_dir_remove);
     return data_dir;
+}
+
+/* ---- an in-process server ---- */
+
+hearth_server_t *bench_server_start(const char *data_dir, int *port) {
+    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
+                                     .data_dir = data_dir,
+                                     .default_namespace = "bench",
+                                     .fsync_mode = HEARTH_FSYNC_OFF};
+    hearth_server_t *server;
+    hearth_error_t err;
+    if (hearth_server_start(&config, &server, &err))
+        die("server: %s", err.message);
+    *port = hearth_server_port(server);
+    return server;
 }
 
 /* ---- time ---- */

@@ -36,6 +36,14 @@ const char *bench_data_dir_create(const char *prefix);
 /* Removes it now (as at exit; a second call does nothing). */
 void bench_data_dir_remove(void);
 
+/* ---- an in-process server ---- */
+
+struct hearth_server_s;
+
+/* Starts a server on 127.0.0.1 (a free port, put in *port) with its data
+ * in data_dir, namespace "bench" by default, fsync off; dies on failure. */
+struct hearth_server_s *bench_server_start(const char *data_dir, int *port);
+
 /* ---- time ---- */
 
 /* CLOCK_MONOTONIC in nanoseconds: the same clock on every thread. */

@@ -587,15 +587,7 @@ int main(void) {
     json_object_seed(0x2545F491u);
     data_dir = bench_data_dir_create("hearth-realtime-bench");
 
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
-                                     .data_dir = data_dir,
-                                     .default_namespace = "bench",
-                                     .fsync_mode = HEARTH_FSYNC_OFF};
-    hearth_server_t *server;
-    hearth_error_t err;
-    if (hearth_server_start(&config, &server, &err))
-        die("server: %s", err.message);
-    port = hearth_server_port(server);
+    hearth_server_t *server = bench_server_start(data_dir, &port);
 
     char cpu[128];
     cpu_model(cpu, sizeof cpu);

@@ -1,14 +1,34 @@
 /* fuzz_json.c - libFuzzer target for the JSON-to-node parser and its
  * validation. Whatever the input, it must either give a node that survives
  * a serialize/parse round trip unchanged, or an error code with a message;
- * never a crash, a leak or undefined behaviour. */
+ * never a crash, a leak or undefined behaviour. And the direct parser of
+ * the usual text (json_parse.c) must agree with the full path through
+ * jansson whenever it takes the text. */
 #include "hearth.h"
+#include "tree/json.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* What the direct parser takes, the jansson path reads the same. */
+static void check_direct_agrees(const char *text, size_t size) {
+    hearth_node_t *direct = NULL, *full = NULL;
+    if (hearth__json_parse_plain(text, size, HEARTH_MAX_DEPTH, &direct))
+        return;
+    json_t *json;
+    if (hearth__json_load(text, size, &json, NULL) ||
+        hearth__node_from_jansson_at(json, 0, "", 0, &full, NULL))
+        abort(); /* the direct parser took what jansson refuses */
+    json_decref(json);
+    if (!hearth_node_equal(direct, full))
+        abort();
+    hearth_node_decref(direct);
+    hearth_node_decref(full);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    check_direct_agrees((const char *)data, size);
     hearth_node_t *node = NULL;
     hearth_error_t err;
     int rc = hearth_node_from_json((const char *)data, size,

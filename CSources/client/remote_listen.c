@@ -32,6 +32,22 @@ void hearth__remote_publish_info(hearth__remote *r) {
 
 /* ---- listens ---- */
 
+/* The hash of what the server last sent for l's view, when the view holds
+ * all of it (for a tagged query, its window): the server answers a listen
+ * whose hash matches with ok alone, and the view's cache stands as the
+ * server's data (listen complete). Without a complete cache, no hash:
+ * the server sends the data. */
+static bool cached_hash(const listen_rec *l, char out[HEARTH_HASH_SIZE]) {
+    const hearth__sview *sv = hearth__sview_of(l->view);
+    if (!sv || !sv->ready || !sv->server.complete)
+        return false;
+    if (!sv->server.node) {
+        out[0] = '\0'; /* nothing there: null's hash */
+        return true;
+    }
+    return hearth_node_hash(sv->server.node, out) == 0;
+}
+
 static json_t *listen_body(const listen_rec *l, bool with_hash) {
     json_t *b = json_pack("{s:s}", "p", l->path);
     if (!b)
@@ -43,8 +59,9 @@ static json_t *listen_body(const listen_rec *l, bool with_hash) {
         json_object_set_new(b, "q", qo ? qo : json_object());
         json_object_set_new(b, "t", json_integer(l->tag));
     }
-    if (with_hash)
-        json_object_set_new(b, "h", json_string(""));
+    char hash[HEARTH_HASH_SIZE];
+    if (with_hash && cached_hash(l, hash))
+        json_object_set_new(b, "h", json_string(hash));
     return b;
 }
 
@@ -141,15 +158,16 @@ int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
         }
         *l = (listen_rec){reg->view, text, copy, tag, false, r->listens};
         r->listens = l;
-        hearth__remote_send_listen(r, l);
         if (hearth__remote_is_info(text))
             hearth__remote_publish_info(r);
-        /* What the server sent last time, from disk, until it answers. */
+        /* What the server sent last time, from disk, until it answers;
+         * the listen carries its hash, so unchanged data is not sent. */
         hearth_node_t *stored = hearth__remote_is_info(text) ? NULL : hearth__remote_stored_view(r, text, copy);
         if (stored) {
             hearth__sync_server_set(&r->sync, path, stored, tag);
             hearth_node_decref(stored);
         }
+        hearth__remote_send_listen(r, l);
     }
     hearth__remote_raise_events(r);
     return 0;

@@ -115,39 +115,124 @@ int hearth__name_compare(const hearth__name *a, const hearth__name *b) {
     return hearth__utf16_compare(a->s, a->len, b->s, b->len);
 }
 
+/* The first 8 bytes of s[0..len), big-endian, zero-padded. */
+static uint64_t prefix8(const char *s, size_t len) {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (len >= 8) { /* one load */
+        uint64_t v;
+        memcpy(&v, s, 8);
+        return __builtin_bswap64(v);
+    }
+#endif
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (i < len ? (unsigned char)s[i] : 0u);
+    return v;
+}
+
 uint64_t hearth__name_sort(const hearth__name *name) {
     if (name->sentinel == HEARTH__NAME_MIN)
         return 0;
     if (name->sentinel == HEARTH__NAME_MAX)
         return UINT64_MAX;
-    if (name->is_int) /* below every string: value, then length */
+    if (name->is_int) /* below every string: value, then length (< 2^40) */
         return ((uint64_t)((int64_t)name->ival + 2147483648LL) << 8) |
                (name->len & 0xFF);
-    /* Strings: the top bit, then the first 7 bytes (keys hold no NUL, so
-     * padding with 0 puts a shorter prefix first). UTF-16 order is byte
-     * order except that U+E000-U+FFFF (lead bytes EE, EF) sort above the
-     * supplementary planes (F0-F4): lift those two lead bytes above F4. */
-    uint64_t sort = 1ULL << 63;
-    for (unsigned i = 0; i < 7; i++) {
-        unsigned char c = i < name->len ? (unsigned char)name->s[i] : 0;
+    /* Strings: the first 8 bytes (keys hold no NUL, so padding with 0 puts
+     * a shorter prefix first; a first byte of at least 1 puts every string
+     * at or above 2^56, over the integers). Eight bytes tell apart keys
+     * such as "k0000001" and "k0000002" without a look at the key itself.
+     * UTF-16 order is byte order except that U+E000-U+FFFF (lead bytes EE,
+     * EF) sort above the supplementary planes (F0-F4): lift those two lead
+     * bytes above F4 (to F5, F6: never in UTF-8, so nothing else maps
+     * there). ASCII, the usual case, has nothing to lift. */
+    uint64_t sort = prefix8(name->s, name->len);
+    if (!(sort & 0x8080808080808080ULL))
+        return sort;
+    uint64_t lifted = 0;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        unsigned c = (unsigned)(sort >> shift) & 0xFF;
         if (c == 0xEE || c == 0xEF)
-            c = (unsigned char)(c + 7);
-        sort |= (uint64_t)c << (8 * (6 - i));
+            c += 7;
+        lifted = lifted << 8 | c;
     }
-    return sort;
+    return lifted;
 }
 
-hearth__key *hearth__key_new(const hearth__name *name) {
+static hearth__key *key_alloc(const hearth__name *name, unsigned refs) {
     hearth__key *key = hearth__malloc(sizeof *key + name->len + 1);
     if (!key)
         return NULL;
-    atomic_init(&key->refs, 1);
+    atomic_init(&key->refs, refs);
     key->len = name->len;
     key->ival = name->ival;
     key->is_int = name->is_int;
     memcpy(key->s, name->s, name->len);
     key->s[name->len] = '\0';
     return key;
+}
+
+/* ---- shared short keys ----
+ * The same short keys ("name", "uid", "a") recur in object after object.
+ * The first INTERN_SLOTS distinct ones of up to 8 bytes a process sees are
+ * made once and shared for good: they are never counted (copying a page
+ * of children then touches only the children, not each key's count, a
+ * cache miss apiece) and never freed. Later ones are ordinary counted
+ * keys, so the table stays bounded (4,096 keys). A key of up to 8 bytes
+ * is told exactly by its bytes as one number (prefix8: keys hold no NUL),
+ * kept in a table of its own, so a search reads no key. A slot's key is
+ * set once by compare-and-swap, then its number is published. */
+enum { INTERN_BITS = 12, INTERN_SLOTS = 1 << INTERN_BITS, INTERN_PROBES = 4 };
+static _Atomic(hearth__key *) intern_key[INTERN_SLOTS];
+static _Atomic uint64_t intern_bytes[INTERN_SLOTS];
+
+static bool same_key(const hearth__key *k, const hearth__name *name) {
+    return k->len == name->len && memcmp(k->s, name->s, name->len) == 0;
+}
+
+/* The shared key for name, made if a slot is free; NULL when there is no
+ * room (or no memory): the caller makes a counted key. */
+static hearth__key *intern(const hearth__name *name) {
+    uint64_t bytes = prefix8(name->s, name->len);
+    uint64_t h = (bytes * 0x9E3779B97F4A7C15ULL) >> (64 - INTERN_BITS);
+    hearth__key *made = NULL;
+    for (unsigned i = 0; i < INTERN_PROBES; i++) {
+        unsigned at = (unsigned)(h + i) & (INTERN_SLOTS - 1);
+        uint64_t there = atomic_load_explicit(&intern_bytes[at], memory_order_acquire);
+        if (there == bytes) {
+            hearth__free(made);
+            return atomic_load_explicit(&intern_key[at], memory_order_relaxed);
+        }
+        if (there)
+            continue;
+        /* Free, or being filled by another thread. */
+        hearth__key *k = atomic_load_explicit(&intern_key[at], memory_order_acquire);
+        if (!k) {
+            if (!made && !(made = key_alloc(name, HEARTH__KEY_SHARED)))
+                return NULL;
+            if (atomic_compare_exchange_strong_explicit(&intern_key[at], &k, made,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                atomic_store_explicit(&intern_bytes[at], bytes, memory_order_release);
+                return made;
+            }
+        }
+        if (same_key(k, name)) {
+            hearth__free(made);
+            return k;
+        }
+    }
+    hearth__free(made);
+    return NULL;
+}
+
+hearth__key *hearth__key_new(const hearth__name *name) {
+    if (name->len >= 1 && name->len <= 8) {
+        hearth__key *k = intern(name);
+        if (k)
+            return k;
+    }
+    return key_alloc(name, 1);
 }
 
 hearth__key *hearth__key_from_cstr(const char *s) {
@@ -157,7 +242,7 @@ hearth__key *hearth__key_from_cstr(const char *s) {
 }
 
 void hearth__key_decref(hearth__key *key) {
-    if (key &&
+    if (key && !hearth__key_shared(key) &&
         atomic_fetch_sub_explicit(&key->refs, 1, memory_order_acq_rel) == 1)
         hearth__free(key);
 }

@@ -55,8 +55,18 @@ int hearth__utf16_compare(const char *a, size_t alen, const char *b,
 
 hearth__key *hearth__key_new(const hearth__name *name);
 hearth__key *hearth__key_from_cstr(const char *s);
+/* The count of a key shared for good (see key.c's interning): counting
+ * leaves it alone. */
+#define HEARTH__KEY_SHARED 0x80000000u
+
+static inline bool hearth__key_shared(const hearth__key *key) {
+    return atomic_load_explicit(&((hearth__key *)key)->refs,
+                                memory_order_relaxed) == HEARTH__KEY_SHARED;
+}
+
 static inline hearth__key *hearth__key_incref(hearth__key *key) {
-    atomic_fetch_add_explicit(&key->refs, 1, memory_order_relaxed);
+    if (!hearth__key_shared(key))
+        atomic_fetch_add_explicit(&key->refs, 1, memory_order_relaxed);
     return key;
 }
 void hearth__key_decref(hearth__key *key);

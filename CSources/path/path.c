@@ -4,15 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *forbidden_char(const char *s, size_t len) {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7F || c == '.' || c == '$' || c == '#' ||
-            c == '[' || c == ']' || c == '/')
-            return s + i;
-    }
-    return NULL;
-}
+/* The ASCII bytes a key may not hold: control characters, . $ # [ ] /
+ * and DEL. */
+static const bool forbidden[128] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['#'] = 1, ['$'] = 1, ['.'] = 1, ['/'] = 1, ['['] = 1, [']'] = 1,
+    [0x7F] = 1};
 
 int hearth__key_check(const char *s, size_t len, const char *where,
                       hearth_error_t *err) {
@@ -25,11 +23,21 @@ int hearth__key_check(const char *s, size_t len, const char *where,
                              "bytes",
                              len, where ? " at " : "", where ? where : "",
                              HEARTH_MAX_KEY_BYTES);
-    if (!hearth__utf8_valid(s, len))
+    /* One pass finds the first forbidden byte and whether any byte is
+     * not ASCII (only then is UTF-8 checked, and it is reported first). */
+    const char *bad = NULL;
+    bool multibyte = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80)
+            multibyte = true;
+        else if (forbidden[c] && !bad)
+            bad = s + i;
+    }
+    if (multibyte && !hearth__utf8_valid(s, len))
         return hearth__error(err, HEARTH_EKEY, where,
                              "key%s%s is not valid UTF-8",
                              where ? " at " : "", where ? where : "");
-    const char *bad = forbidden_char(s, len);
     if (bad) {
         unsigned char c = (unsigned char)*bad;
         char shown[8];

@@ -127,7 +127,7 @@ static int put(hearth__index *ix, hearth__buf *b, const hearth__key *key,
         return rc;
     hearth__name name = buf_name(b);
     hearth_node_t *ref = hearth_node_incref(child);
-    rc = hearth__bt_put(&ix->tree, &name, NULL, ref);
+    rc = hearth__bt_put(&ix->tree, &name, NULL, ref, NULL);
     if (rc)
         hearth_node_decref(ref);
     return rc;

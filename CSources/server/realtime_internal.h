@@ -32,6 +32,10 @@ struct listen {
     hearth_node_t *last; /* what the client holds now */
     hearth_observer_t handle;
     json_t *wire_query;  /* as asked: checked again when the rules change */
+    /* The client's hash of what it holds (the listen's h), until the
+     * first value: when that value hashes the same, it is not sent. */
+    char client_hash[HEARTH_HASH_SIZE];
+    bool has_client_hash;
     listen_t *next;
 };
 

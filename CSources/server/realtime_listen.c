@@ -74,9 +74,20 @@ static void push_change(listen_t *l, const hearth_node_t *now) {
     hearth__buf_free(&scratch);
 }
 
+/* Whether the client already holds now: the first value, hashed as the
+ * client hashed its cache (the listen's h). The service answers such a
+ * listen with ok alone; a reconnecting client then sends no data back. */
+static bool client_has(listen_t *l, const hearth_node_t *now) {
+    if (!l->has_client_hash)
+        return false;
+    l->has_client_hash = false; /* later values are changes */
+    char mine[HEARTH_HASH_SIZE];
+    return !hearth_node_hash(now, mine) && strcmp(mine, l->client_hash) == 0;
+}
+
 static void on_value(const hearth_event_t *ev, void *ctx) {
     listen_t *l = ctx;
-    if (l->s->ws)
+    if (l->s->ws && !client_has(l, ev->node))
         push_change(l, ev->node);
     hearth_node_decref(l->last);
     l->last = hearth_node_incref(ev->node);
@@ -195,6 +206,11 @@ void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
         json_t *tag = json_object_get(b, "t");
         l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
         l->filtered = !hearth__query_loads_all(q);
+        const char *h = json_string_value(json_object_get(b, "h"));
+        if (h && strlen(h) < HEARTH_HASH_SIZE) { /* longer: no hash of ours */
+            strcpy(l->client_hash, h);
+            l->has_client_hash = true;
+        }
     }
     if (!l || !l->path || !l->identity) {
         if (l) {

@@ -29,10 +29,16 @@ typedef struct bt_first {
     uint64_t sort;
 } bt_first;
 
+/* A kid page and its entry count, side by side: the descent reads the
+ * pointer, and an update then changes the count on the same cache line. */
+typedef struct bt_kid {
+    hearth__bt *page;
+    size_t count;
+} bt_kid;
+
 typedef struct inner_page {
     hearth__bt h;
-    hearth__bt *kid[ORDER];
-    size_t cnt[ORDER];
+    bt_kid kid[ORDER];
     bt_first first[ORDER]; /* kid[i]'s first key (borrowed) and its sort */
 } inner_page;
 
@@ -101,7 +107,7 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
     memcpy(as_inner(c), as_inner(p), sizeof(inner_page));
     atomic_init(&c->refs, 1);
     for (unsigned i = 0; i < p->n; i++)
-        hearth__bt_incref(as_inner(c)->kid[i]);
+        hearth__bt_incref(as_inner(c)->kid[i].page);
     return c;
 }
 
@@ -122,7 +128,7 @@ void hearth__bt_decref(hearth__bt *t) {
         }
     } else {
         for (unsigned i = 0; i < t->n; i++)
-            hearth__bt_decref(as_inner(t)->kid[i]);
+            hearth__bt_decref(as_inner(t)->kid[i].page);
     }
     hearth__free(t);
 }
@@ -139,11 +145,15 @@ static inline const hearth__key *page_first_key(const hearth__bt *p) {
     return page_first(p).key;
 }
 
-/* name (with its sort) against a key: the sorts decide unless equal. */
+/* name (with its sort) against a key: the sorts decide unless equal. A
+ * string of under 8 bytes is all in its sort, so equal sorts are equal
+ * keys and the key itself (often a cache miss away) is not read. */
 static inline int compare_key(const hearth__name *name, uint64_t sort,
                               const hearth__key *key, uint64_t key_sort) {
     if (sort != key_sort)
         return sort < key_sort ? -1 : 1;
+    if (name->len < 8 && sort >= (1ULL << 56) && sort != UINT64_MAX)
+        return 0;
     hearth__name kn = hearth__key_name(key);
     return hearth__name_compare(name, &kn);
 }
@@ -187,7 +197,7 @@ const hearth__entry *hearth__bt_find(const hearth__bt *t,
         return NULL;
     uint64_t sort = hearth__name_sort(name);
     while (!t->leaf)
-        t = as_inner(t)->kid[inner_slot(t, name, sort)];
+        t = as_inner(t)->kid[inner_slot(t, name, sort)].page;
     bool found;
     unsigned i = leaf_lower(t, name, sort, &found);
     return found ? &as_leaf(t)->e[i] : NULL;
@@ -199,11 +209,11 @@ const hearth__entry *hearth__bt_at(const hearth__bt *t, size_t index) {
     while (!t->leaf) {
         const inner_page *in = as_inner(t);
         unsigned i = 0;
-        while (index >= in->cnt[i]) {
-            index -= in->cnt[i];
+        while (index >= in->kid[i].count) {
+            index -= in->kid[i].count;
             i++;
         }
-        t = in->kid[i];
+        t = in->kid[i].page;
     }
     return &as_leaf(t)->e[index];
 }
@@ -218,23 +228,28 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
     while (!t->leaf) {
         unsigned s = inner_slot(t, name, sort);
         for (unsigned i = 0; i < s; i++)
-            rank += as_inner(t)->cnt[i];
-        t = as_inner(t)->kid[s];
+            rank += as_inner(t)->kid[i].count;
+        t = as_inner(t)->kid[s].page;
     }
     return rank + leaf_lower(t, name, sort, found);
 }
 
-bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name) {
+const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
+                                          const hearth__name *name,
+                                          bool *alone) {
+    *alone = false;
     if (!t)
-        return false;
+        return NULL;
     uint64_t sort = hearth__name_sort(name);
-    for (;;) {
-        if (!page_unique(t))
-            return false;
-        if (t->leaf)
-            return true;
-        t = as_inner(t)->kid[inner_slot(t, name, sort)];
+    bool unique = page_unique(t);
+    while (!t->leaf) {
+        t = as_inner(t)->kid[inner_slot(t, name, sort)].page;
+        unique = unique && page_unique(t);
     }
+    bool found;
+    unsigned i = leaf_lower(t, name, sort, &found);
+    *alone = unique;
+    return found ? &as_leaf(t)->e[i] : NULL;
 }
 
 /* ---- update planning ---- */
@@ -250,6 +265,7 @@ typedef struct level {
 
 typedef struct path_walk {
     level lv[HEARTH__BT_MAX_DEPTH];
+    uint64_t sort;  /* name's hearth__name_sort, computed once */
     int leaf;       /* index of the leaf level */
     bool found;     /* name is present */
     bool rightmost; /* the path is the tree's last */
@@ -257,7 +273,7 @@ typedef struct path_walk {
 
 static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     bool unique = page_unique(t);
-    uint64_t sort = hearth__name_sort(name);
+    uint64_t sort = w->sort = hearth__name_sort(name);
     int d = 0;
     w->rightmost = true;
     for (;;) {
@@ -275,7 +291,7 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
         }
         l->slot = inner_slot(t, name, sort);
         w->rightmost = w->rightmost && l->slot == (unsigned)t->n - 1u;
-        t = as_inner(t)->kid[l->slot];
+        t = as_inner(t)->kid[l->slot].page;
         unique = unique && page_unique(t);
         d++;
     }
@@ -297,20 +313,26 @@ static inline hearth__bt *level_page(const level *l) {
 static void inner_recount(hearth__bt *p) {
     size_t count = 0;
     for (unsigned i = 0; i < p->n; i++)
-        count += as_inner(p)->cnt[i];
+        count += as_inner(p)->kid[i].count;
     p->count = count;
 }
 
 /* Points inner page p's slot s at the level below's resulting page,
- * releasing the reference p held to the old one when it changed. */
-static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below) {
+ * releasing the reference p held to the old one when it changed, and
+ * moves p's count by the kid's change (not a sum over all its kids: that
+ * read every count on the path at every update). The kid's first key is
+ * read again only when it may have changed (first_moved): reading it is
+ * a cache miss on the kid's first entry. */
+static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below,
+                              bool first_moved) {
     hearth__bt *kid = level_page(below);
     if (kid != below->page) {
-        as_inner(p)->kid[s] = kid;
+        as_inner(p)->kid[s].page = kid;
         hearth__bt_decref(below->page);
     }
-    as_inner(p)->cnt[s] = kid->count;
-    if (kid->n)
+    p->count = p->count - as_inner(p)->kid[s].count + kid->count;
+    as_inner(p)->kid[s].count = kid->count;
+    if (kid->n && first_moved)
         as_inner(p)->first[s] = page_first(kid);
     return kid;
 }
@@ -323,7 +345,9 @@ static unsigned split_keep(bool rightmost) {
 }
 
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node) {
+                   hearth_node_t *node, hearth_node_t **replaced) {
+    if (replaced)
+        *replaced = NULL;
     if (!*t) {
         hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
         hearth__bt *l = k ? leaf_alloc(1) : NULL;
@@ -397,11 +421,14 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     if (w.found) {
         hearth_node_t *old = e[lf->slot].node;
         e[lf->slot].node = node;
-        hearth_node_decref(old);
+        if (replaced)
+            *replaced = old;
+        else
+            hearth_node_decref(old);
     } else if (lf->sibling) {
         hearth__entry all[ORDER + 1];
         memcpy(all, e, lf->slot * sizeof *all);
-        all[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
+        all[lf->slot] = (hearth__entry){new_key, node, w.sort};
         memcpy(all + lf->slot + 1, e + lf->slot,
                (ORDER - lf->slot) * sizeof *all);
         unsigned keep = split_keep(w.rightmost);
@@ -415,48 +442,49 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else {
         memmove(e + lf->slot + 1, e + lf->slot,
                 (cur->n - lf->slot) * sizeof *e);
-        e[lf->slot] = (hearth__entry){new_key, node, hearth__name_sort(name)};
+        e[lf->slot] = (hearth__entry){new_key, node, w.sort};
         cur->n++;
         cur->count++;
     }
 
+    /* Copies keep their keys: a first key moves only with a new entry in
+     * front. */
+    bool first_moved = !w.found && lf->slot == 0;
     for (int d = w.leaf - 1; d >= 0; d--) {
         level *l = &w.lv[d];
         hearth__bt *p = level_page(l);
         level *below = &w.lv[d + 1];
-        relink_kid(p, l->slot, below);
+        relink_kid(p, l->slot, below, first_moved);
+        /* p's own first key moves with its first kid's. */
+        first_moved = first_moved && l->slot == 0;
         if (below->sibling) {
-            hearth__bt *kids[ORDER + 1];
-            size_t cnts[ORDER + 1];
+            bt_kid kids[ORDER + 1];
             bt_first firsts[ORDER + 1];
             inner_page *in = as_inner(p);
             unsigned s = l->slot + 1, n = p->n;
             memcpy(kids, in->kid, s * sizeof *kids);
-            memcpy(cnts, in->cnt, s * sizeof *cnts);
             memcpy(firsts, in->first, s * sizeof *firsts);
-            kids[s] = below->sibling;
-            cnts[s] = below->sibling->count;
+            kids[s] = (bt_kid){below->sibling, below->sibling->count};
             firsts[s] = page_first(below->sibling);
             memcpy(kids + s + 1, in->kid + s, (n - s) * sizeof *kids);
-            memcpy(cnts + s + 1, in->cnt + s, (n - s) * sizeof *cnts);
             memcpy(firsts + s + 1, in->first + s, (n - s) * sizeof *firsts);
             unsigned total = n + 1;
             unsigned keep = l->sibling ? split_keep(w.rightmost) : total;
             memcpy(in->kid, kids, keep * sizeof *kids);
-            memcpy(in->cnt, cnts, keep * sizeof *cnts);
             memcpy(in->first, firsts, keep * sizeof *firsts);
             p->n = (uint16_t)keep;
             if (l->sibling) {
                 inner_page *sib = as_inner(l->sibling);
                 memcpy(sib->kid, kids + keep, (total - keep) * sizeof *kids);
-                memcpy(sib->cnt, cnts + keep, (total - keep) * sizeof *cnts);
                 memcpy(sib->first, firsts + keep,
                        (total - keep) * sizeof *firsts);
                 l->sibling->n = (uint16_t)(total - keep);
                 inner_recount(l->sibling);
+                inner_recount(p);
+            } else {
+                p->count += below->sibling->count;
             }
         }
-        inner_recount(p);
     }
 
     level *top = &w.lv[0];
@@ -465,10 +493,8 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
         hearth__bt_decref(top->page); /* the caller's reference */
     if (top->sibling) {
         inner_page *r = as_inner(new_root);
-        r->kid[0] = root;
-        r->kid[1] = top->sibling;
-        r->cnt[0] = root->count;
-        r->cnt[1] = top->sibling->count;
+        r->kid[0] = (bt_kid){root, root->count};
+        r->kid[1] = (bt_kid){top->sibling, top->sibling->count};
         r->first[0] = page_first(root);
         r->first[1] = page_first(top->sibling);
         new_root->n = 2;
@@ -508,19 +534,17 @@ int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
     for (int d = w.leaf - 1; d >= 0; d--) {
         level *l = &w.lv[d];
         hearth__bt *p = level_page(l);
-        hearth__bt *kid = relink_kid(p, l->slot, &w.lv[d + 1]);
+        hearth__bt *kid = relink_kid(p, l->slot, &w.lv[d + 1], true);
         if (kid->n == 0) {
             /* The kid emptied: drop it from this page. */
             inner_page *in = as_inner(p);
             unsigned s = l->slot, rest = p->n - s - 1;
             hearth__bt_decref(kid);
             memmove(in->kid + s, in->kid + s + 1, rest * sizeof in->kid[0]);
-            memmove(in->cnt + s, in->cnt + s + 1, rest * sizeof in->cnt[0]);
             memmove(in->first + s, in->first + s + 1,
                     rest * sizeof in->first[0]);
             p->n--;
         }
-        inner_recount(p);
     }
 
     level *top = &w.lv[0];
@@ -532,7 +556,7 @@ int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
         root = NULL;
     }
     while (root && !root->leaf && root->n == 1) {
-        hearth__bt *kid = as_inner(root)->kid[0];
+        hearth__bt *kid = as_inner(root)->kid[0].page;
         hearth__bt_incref(kid);
         hearth__bt_decref(root);
         root = kid;
@@ -548,7 +572,7 @@ int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
 static void free_shallow(hearth__bt *p) {
     if (!p->leaf)
         for (unsigned i = 0; i < p->n; i++)
-            free_shallow(as_inner(p)->kid[i]);
+            free_shallow(as_inner(p)->kid[i].page);
     hearth__free(p);
 }
 
@@ -604,8 +628,7 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
                 (unsigned)(nlower - from < ORDER ? nlower - from : ORDER);
             for (unsigned k = 0; k < take; k++) {
                 hearth__bt *kid = lower[from + k];
-                as_inner(p)->kid[k] = kid;
-                as_inner(p)->cnt[k] = kid->count;
+                as_inner(p)->kid[k] = (bt_kid){kid, kid->count};
                 as_inner(p)->first[k] = page_first(kid);
             }
             p->n = (uint16_t)take;
@@ -639,14 +662,14 @@ void hearth__bt_iter_init(hearth__bt_iter *it, const hearth__bt *t,
     while (!t->leaf) {
         const inner_page *in = as_inner(t);
         unsigned i = 0;
-        while (start >= in->cnt[i]) {
-            start -= in->cnt[i];
+        while (start >= in->kid[i].count) {
+            start -= in->kid[i].count;
             i++;
         }
         it->page[d] = t;
         it->slot[d] = i;
         d++;
-        t = in->kid[i];
+        t = in->kid[i].page;
     }
     it->page[d] = t;
     it->slot[d] = (unsigned)start;
@@ -662,11 +685,11 @@ static void iter_leave(hearth__bt_iter *it, int d) {
         it->depth = -1;
         return;
     }
-    const hearth__bt *p = as_inner(it->page[d])->kid[it->slot[d]];
+    const hearth__bt *p = as_inner(it->page[d])->kid[it->slot[d]].page;
     while (++d, !p->leaf) {
         it->page[d] = p;
         it->slot[d] = 0;
-        p = as_inner(p)->kid[0];
+        p = as_inner(p)->kid[0].page;
     }
     it->page[d] = p;
     it->slot[d] = 0;
@@ -782,8 +805,8 @@ static bool check_page(const hearth__bt *p, const hearth__key **prev,
     }
     size_t count = 0;
     for (unsigned i = 0; i < p->n; i++) {
-        const hearth__bt *kid = as_inner(p)->kid[i];
-        if (as_inner(p)->cnt[i] != kid->count ||
+        const hearth__bt *kid = as_inner(p)->kid[i].page;
+        if (as_inner(p)->kid[i].count != kid->count ||
             as_inner(p)->first[i].key != page_first_key(kid) ||
             as_inner(p)->first[i].sort != page_first(kid).sort)
             return false;

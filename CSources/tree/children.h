@@ -39,15 +39,21 @@ const hearth__entry *hearth__bt_at(const hearth__bt *t, size_t index);
 /* Number of entries ordered before name; *found tells whether name is in. */
 size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
                        bool *found);
-/* Whether the caller, holding t alone, also holds every page down to name's
- * leaf alone (so the entry's node is reachable only through this tree). */
-bool hearth__bt_path_unique(const hearth__bt *t, const hearth__name *name);
+/* hearth__bt_find, and in the same walk whether the caller, holding t
+ * alone, also holds every page down to name's leaf alone (*alone; so the
+ * entry's node is reachable only through this tree). */
+const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
+                                          const hearth__name *name,
+                                          bool *alone);
 
 /* Inserts or replaces name -> node. `key` (borrowed, may be NULL) is reused
  * for a new entry, else one is made from name. Takes over the caller's
- * reference to node on success only. */
+ * reference to node on success only. With `replaced`, it gets the node
+ * that was there (the tree's reference, now the caller's) or NULL, so a
+ * caller needs no lookup of its own before; without, that node is
+ * released. */
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node);
+                   hearth_node_t *node, hearth_node_t **replaced);
 /* Removes name if present. */
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name);
 

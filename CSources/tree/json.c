@@ -1,5 +1,6 @@
-/* json.c - JSON in (through jansson, validated as Hearth data) and out
- * (text written directly, or jansson values). */
+/* json.c - JSON in (the usual text straight to nodes in json_parse.c; the
+ * rest through jansson, validated as Hearth data) and out (text written
+ * directly, or jansson values). */
 #include "tree/json.h"
 
 #include "path/path.h"
@@ -99,52 +100,82 @@ static int parse_server_value(const json_t *sv, parse_ctx *c, unsigned depth,
     return *out ? 0 : fail(c, depth, HEARTH_ENOMEM, "out of memory");
 }
 
+/* ---- children being gathered (shared with json_parse.c) ---- */
+
 static int compare_entries(const void *a, const void *b) {
-    hearth__name na = hearth__key_name(((const hearth__entry *)a)->key);
-    hearth__name nb = hearth__key_name(((const hearth__entry *)b)->key);
+    const hearth__entry *ea = a, *eb = b;
+    if (ea->sort != eb->sort)
+        return ea->sort < eb->sort ? -1 : 1;
+    hearth__name na = hearth__key_name(ea->key);
+    hearth__name nb = hearth__key_name(eb->key);
     return hearth__name_compare(&na, &nb);
 }
 
-static void free_entries(hearth__entry *e, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        hearth__key_decref(e[i].key);
-        hearth_node_decref(e[i].node);
+void hearth__kids_free(hearth__kids *k) {
+    for (size_t i = 0; i < k->n; i++) {
+        hearth__key_decref(k->e[i].key);
+        hearth_node_decref(k->e[i].node);
     }
-    hearth__free(e);
+    hearth__free(k->e);
+    *k = (hearth__kids){0};
 }
 
-/* Adds (key, child) unless child is null; takes over child. */
-static int add_entry(hearth__entry **entries, size_t *n, size_t *cap,
-                     const char *key, size_t len, hearth_node_t *child) {
+int hearth__kids_add(hearth__kids *k, const char *key, size_t len,
+                     hearth_node_t *child) {
     if (hearth__node_is_empty(child)) {
         hearth_node_decref(child);
         return 0;
     }
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        hearth__entry *e = hearth__realloc(*entries, ncap * sizeof *e);
+    if (k->n == k->cap) {
+        size_t ncap = k->cap ? k->cap * 2 : 8;
+        hearth__entry *e = hearth__realloc(k->e, ncap * sizeof *e);
         if (!e) {
             hearth_node_decref(child);
             return HEARTH_ENOMEM;
         }
-        *entries = e;
-        *cap = ncap;
+        k->e = e;
+        k->cap = ncap;
     }
     hearth__name name;
     hearth__name_init(&name, key, len);
-    hearth__key *k = hearth__key_new(&name);
-    if (!k) {
+    hearth__key *kk = hearth__key_new(&name);
+    if (!kk) {
         hearth_node_decref(child);
         return HEARTH_ENOMEM;
     }
-    (*entries)[(*n)++] = (hearth__entry){k, child, 0};
+    k->e[k->n++] = (hearth__entry){kk, child, hearth__name_sort(&name)};
     return 0;
+}
+
+int hearth__kids_node(hearth__kids *k, hearth_node_t **out) {
+    /* Text written by Hearth (or any sorted source) is in key order
+     * already: sort only what is not. */
+    size_t i = 1;
+    while (i < k->n && compare_entries(&k->e[i - 1], &k->e[i]) < 0)
+        i++;
+    if (i < k->n) {
+        qsort(k->e, k->n, sizeof *k->e, compare_entries);
+        for (i = 1; i < k->n; i++)
+            if (compare_entries(&k->e[i - 1], &k->e[i]) == 0) {
+                hearth__kids_free(k);
+                return HEARTH_EJSON; /* a key twice: only raw text has */
+            }
+    }
+    hearth__bt *tree = NULL;
+    int rc = hearth__bt_build(k->e, k->n, &tree);
+    if (rc) {
+        hearth__kids_free(k);
+        return rc;
+    }
+    hearth__free(k->e);
+    *k = (hearth__kids){0};
+    *out = hearth__node_obj_new(tree, NULL);
+    return *out ? 0 : HEARTH_ENOMEM;
 }
 
 static int parse_children(const json_t *j, parse_ctx *c, unsigned depth,
                           hearth_node_t **out) {
-    hearth__entry *entries = NULL;
-    size_t n = 0, cap = 0;
+    hearth__kids kids = {0};
     int rc = 0;
     if (depth + 1 > c->max_depth && (json_is_array(j) ? json_array_size(j)
                                                       : json_object_size(j)))
@@ -159,7 +190,7 @@ static int parse_children(const json_t *j, parse_ctx *c, unsigned depth,
             hearth_node_t *child;
             rc = parse(json_array_get(j, i), c, depth + 1, &child);
             if (!rc)
-                rc = add_entry(&entries, &n, &cap, key, len, child);
+                rc = hearth__kids_add(&kids, key, len, child);
         }
     } else {
         for (void *it = json_object_iter((json_t *)j); !rc && it;
@@ -180,23 +211,15 @@ static int parse_children(const json_t *j, parse_ctx *c, unsigned depth,
             hearth_node_t *child;
             rc = parse(json_object_iter_value(it), c, depth + 1, &child);
             if (!rc)
-                rc = add_entry(&entries, &n, &cap, key, len, child);
+                rc = hearth__kids_add(&kids, key, len, child);
         }
-        if (!rc && n > 1)
-            qsort(entries, n, sizeof *entries, compare_entries);
     }
-    hearth__bt *tree = NULL;
-    if (!rc)
-        rc = hearth__bt_build(entries, n, &tree);
     if (rc) {
-        if (rc == HEARTH_ENOMEM)
-            fail(c, depth, rc, "out of memory");
-        free_entries(entries, n);
-        return rc;
+        hearth__kids_free(&kids);
+        return rc == HEARTH_ENOMEM ? fail(c, depth, rc, "out of memory") : rc;
     }
-    hearth__free(entries);
-    *out = hearth__node_obj_new(tree, NULL);
-    return *out ? 0 : fail(c, depth, HEARTH_ENOMEM, "out of memory");
+    rc = hearth__kids_node(&kids, out); /* jansson's keys are distinct */
+    return rc ? fail(c, depth, rc, "out of memory") : 0;
 }
 
 static int parse(const json_t *j, parse_ctx *c, unsigned depth,
@@ -272,15 +295,18 @@ static int parse(const json_t *j, parse_ctx *c, unsigned depth,
     return *out ? 0 : fail(c, depth, HEARTH_ENOMEM, "out of memory");
 }
 
+/* How many keys deep a value written base_depth keys deep may go. */
+static unsigned keys_below(unsigned base_depth) {
+    return base_depth >= HEARTH_MAX_DEPTH ? 0 : HEARTH_MAX_DEPTH - base_depth;
+}
+
 int hearth__node_from_jansson_at(const json_t *json, unsigned flags,
                                  const char *base, unsigned base_depth,
                                  hearth_node_t **out, hearth_error_t *err) {
     if (!json)
         return hearth__error(err, HEARTH_EINVAL, NULL, "JSON value is NULL");
     parse_ctx c = {.flags = flags,
-                   .max_depth = base_depth >= HEARTH_MAX_DEPTH
-                                    ? 0
-                                    : HEARTH_MAX_DEPTH - base_depth,
+                   .max_depth = keys_below(base_depth),
                    .base = base,
                    .err = err};
     hearth_node_t *n;
@@ -323,6 +349,14 @@ int hearth__json_load(const char *text, size_t len, json_t **out,
 int hearth__node_from_json_at(const char *text, size_t len, unsigned flags,
                               const char *base, unsigned base_depth,
                               hearth_node_t **out, hearth_error_t *err) {
+    /* The usual text goes straight to nodes; the rest (special members,
+     * errors) through jansson, which names what is wrong. */
+    if (text) {
+        if (len == (size_t)-1)
+            len = strlen(text);
+        if (!hearth__json_parse_plain(text, len, keys_below(base_depth), out))
+            return 0;
+    }
     json_t *json;
     int rc = hearth__json_load(text, len, &json, err);
     if (rc)

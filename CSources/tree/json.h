@@ -3,6 +3,7 @@
 #define HEARTH_TREE_JSON_H
 
 #include "common/internal.h"
+#include "tree/children.h"
 
 #include <jansson.h>
 
@@ -19,6 +20,30 @@ int hearth__node_from_jansson_at(const json_t *json, unsigned flags,
 int hearth__node_from_json_at(const char *text, size_t len, unsigned flags,
                               const char *base, unsigned base_depth,
                               hearth_node_t **out, hearth_error_t *err);
+
+/* Children being gathered for an object node, in any order. */
+typedef struct hearth__kids {
+    hearth__entry *e;
+    size_t n, cap;
+} hearth__kids;
+
+/* Adds key -> child unless child is empty (null); takes over child. */
+int hearth__kids_add(hearth__kids *k, const char *key, size_t len,
+                     hearth_node_t *child);
+void hearth__kids_free(hearth__kids *k);
+/* The object node of the children (null when none); k is emptied either
+ * way. HEARTH_EJSON when a key came twice. */
+int hearth__kids_node(hearth__kids *k, hearth_node_t **out);
+
+/* Parses the usual JSON (keys that are plain names, no ".priority",
+ * ".value" or ".sv", within max_depth keys and the size limits) straight
+ * into a node, with no jansson values between. HEARTH__JSON_UNUSUAL when
+ * the text is anything else, malformed included, or memory ran out: the
+ * caller then takes the full path through jansson, which gives the same
+ * nodes and names what is wrong. Nothing is left allocated then. */
+#define HEARTH__JSON_UNUSUAL 1
+int hearth__json_parse_plain(const char *text, size_t len, unsigned max_depth,
+                             hearth_node_t **out);
 
 /* Appends node as JSON text (HEARTH_JSON_* flags). */
 void hearth__node_write_json(hearth__buf *b, const hearth_node_t *n,

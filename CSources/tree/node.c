@@ -413,7 +413,7 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         }
         hearth__bt *tree = NULL;
         hearth_node_incref(child); /* the tree's own reference */
-        int rc = hearth__bt_put(&tree, name, NULL, child);
+        int rc = hearth__bt_put(&tree, name, NULL, child, NULL);
         if (rc) {
             hearth_node_decref(child);
             return rc;
@@ -427,8 +427,11 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         *out = obj;
         return 0;
     }
-    const hearth__entry *old = hearth__bt_find(n->u.obj.tree, name);
     bool removing = hearth__node_is_empty(child);
+    /* A put finds the old child on its one walk down; a removal looks
+     * first, since a missing or last child changes what it does. */
+    const hearth__entry *old =
+        removing ? hearth__bt_find(n->u.obj.tree, name) : NULL;
     if (removing && !old) {
         hearth_node_decref(child);
         *out = n;
@@ -444,13 +447,19 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
         return HEARTH_ENOMEM;
     bool had_priority = old && old->node->priority;
     unsigned old_depth = old ? node_depth(old->node) : 0;
+    hearth_node_t *replaced = NULL;
     int rc = removing ? hearth__bt_remove(&target->u.obj.tree, name)
-                      : hearth__bt_put(&target->u.obj.tree, name,
-                                       old ? old->key : NULL, child);
+                      : hearth__bt_put(&target->u.obj.tree, name, NULL,
+                                       child, &replaced);
     if (rc) {
         if (target != n)
             hearth_node_decref(target);
         return rc;
+    }
+    if (replaced) {
+        had_priority = replaced->priority != NULL;
+        old_depth = node_depth(replaced);
+        hearth_node_decref(replaced);
     }
     child_changed(target, had_priority, old_depth, child);
     if (removing)
@@ -504,11 +513,16 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
         return 0;
     }
     const hearth__name *name = &p->seg[i];
-    hearth_node_t *child = (hearth_node_t *)hearth__node_child(n, name);
+    /* The child and whether its pages are held alone: one walk. */
+    bool alone = false;
+    const hearth__entry *e =
+        n->type == HEARTH_TYPE_OBJECT
+            ? hearth__bt_find_held(n->u.obj.tree, name, &alone)
+            : NULL;
+    hearth_node_t *child = e ? e->node : (hearth_node_t *)&empty_node;
     bool child_mut =
-        mut && n->type == HEARTH_TYPE_OBJECT && child != &empty_node &&
-        atomic_load_explicit(&child->refs, memory_order_acquire) == 1 &&
-        hearth__bt_path_unique(n->u.obj.tree, name);
+        mut && e && alone &&
+        atomic_load_explicit(&child->refs, memory_order_acquire) == 1;
     bool had_priority = child->priority != NULL;
     unsigned old_depth = node_depth(child);
     hearth_node_t *nc;
@@ -600,7 +614,8 @@ int hearth_node_set_child_new(hearth_node_t **node, const char *key,
                               hearth_node_t *value, hearth_error_t *err) {
     if (!value)
         return hearth__error(err, HEARTH_EINVAL, NULL, "value is NULL");
-    int rc = hearth__key_check(key, strlen(key), NULL, err);
+    size_t len = strlen(key);
+    int rc = hearth__key_check(key, len, NULL, err);
     if (!rc && 1 + node_depth(value) > HEARTH_MAX_DEPTH)
         rc = hearth__error(err, HEARTH_EDEPTH, NULL,
                            "child under \"%s\" would nest deeper than %d "
@@ -608,7 +623,7 @@ int hearth_node_set_child_new(hearth_node_t **node, const char *key,
                            key, HEARTH_MAX_DEPTH);
     if (!rc) {
         hearth__name name;
-        hearth__name_init(&name, key, strlen(key));
+        hearth__name_init(&name, key, len);
         rc = hearth__node_put_child(node, &name, value);
         if (!rc)
             return 0;

@@ -11,7 +11,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
@@ -1564,6 +1566,239 @@ static void test_urls(void) {
     }
 }
 
+/* ---- listen hashes ---- */
+
+/* A TCP relay on a loopback port to the server, counting the bytes the
+ * server sends the client. While paused it holds no connection: the one
+ * it relays is cut and new ones are refused. */
+typedef struct relay {
+    int listener, port, target;
+    _Atomic size_t down;
+    _Atomic bool paused, stop;
+    _Atomic unsigned asked, done; /* pauses asked for, and seen through */
+    _Atomic unsigned relayed;     /* connections relayed so far */
+    pthread_t thread;
+} relay;
+
+static void relay_pair_close(int pair[2]) {
+    for (int i = 0; i < 2; i++)
+        if (pair[i] >= 0)
+            close(pair[i]);
+    pair[0] = pair[1] = -1;
+}
+
+/* Moves what one side has to the other; false when either side ended. */
+static bool relay_move(relay *r, int from, int to, bool down) {
+    char buf[65536];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0)
+        return false;
+    if (down)
+        atomic_fetch_add(&r->down, (size_t)n);
+    for (ssize_t at = 0; at < n;) {
+        ssize_t k = write(to, buf + at, (size_t)(n - at));
+        if (k <= 0)
+            return false;
+        at += k;
+    }
+    return true;
+}
+
+static void *relay_run(void *arg) {
+    relay *r = arg;
+    int pair[2] = {-1, -1}; /* client, server */
+    while (!atomic_load(&r->stop)) {
+        if (atomic_load(&r->paused)) {
+            relay_pair_close(pair);
+            atomic_store(&r->done, atomic_load(&r->asked));
+        }
+        struct pollfd p[3] = {{r->listener, POLLIN, 0}, {pair[0], POLLIN, 0},
+                              {pair[1], POLLIN, 0}};
+        if (poll(p, 3, 10) <= 0)
+            continue;
+        if (p[0].revents & POLLIN) {
+            int c = accept(r->listener, NULL, NULL);
+            if (c >= 0 && (atomic_load(&r->paused) || pair[0] >= 0)) {
+                close(c);
+            } else if (c >= 0) {
+                struct sockaddr_in a = {.sin_family = AF_INET,
+                                        .sin_port = htons((uint16_t)r->target)};
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                pair[0] = c;
+                pair[1] = socket(AF_INET, SOCK_STREAM, 0);
+                if (connect(pair[1], (struct sockaddr *)&a, sizeof a))
+                    relay_pair_close(pair);
+                else
+                    atomic_fetch_add(&r->relayed, 1);
+            }
+        }
+        if (((p[1].revents & (POLLIN | POLLHUP)) && !relay_move(r, pair[0], pair[1], false)) ||
+            ((p[2].revents & (POLLIN | POLLHUP)) && !relay_move(r, pair[1], pair[0], true)))
+            relay_pair_close(pair);
+    }
+    relay_pair_close(pair);
+    return NULL;
+}
+
+static void relay_start(relay *r, int target) {
+    memset(r, 0, sizeof *r);
+    r->target = target;
+    r->listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    CHECK_INT(bind(r->listener, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_INT(listen(r->listener, 8), 0);
+    CHECK_INT(getsockname(r->listener, (struct sockaddr *)&a, &len), 0);
+    r->port = ntohs(a.sin_port);
+    CHECK_INT(pthread_create(&r->thread, NULL, relay_run, r), 0);
+}
+
+/* Cuts the relayed connection and refuses new ones until relay_resume. */
+static void relay_pause(relay *r) {
+    atomic_store(&r->paused, true);
+    unsigned want = atomic_fetch_add(&r->asked, 1) + 1;
+    while (atomic_load(&r->done) < want)
+        sleep_ms(1);
+}
+
+static void relay_resume(relay *r) { atomic_store(&r->paused, false); }
+
+static void relay_stop(relay *r) {
+    atomic_store(&r->stop, true);
+    pthread_join(r->thread, NULL);
+    close(r->listener);
+}
+
+/* The last value of an observer, whole. */
+typedef struct last_value {
+    pthread_mutex_t lock;
+    char *json;
+    int values;
+} last_value;
+
+static void on_last_value(const hearth_event_t *e, void *ctx) {
+    last_value *v = ctx;
+    if (e->type != HEARTH_EVENT_VALUE)
+        return;
+    char *j = hearth_node_to_json(e->node, 0, NULL);
+    pthread_mutex_lock(&v->lock);
+    free(v->json);
+    v->json = strdup(j);
+    v->values++;
+    pthread_mutex_unlock(&v->lock);
+    hearth_free(j);
+}
+
+static bool last_value_is(last_value *v, const char *want) {
+    pthread_mutex_lock(&v->lock);
+    bool same = v->json && strcmp(v->json, want) == 0;
+    pthread_mutex_unlock(&v->lock);
+    return same;
+}
+
+/* 50 children of 200 bytes each: "{\"k10\":\"aaa...\",...}". */
+static char *big_list(char fill) {
+    static const size_t n = 50, len = 200;
+    char *out = malloc(n * (len + 16) + 3), *at = out;
+    *at++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        at += sprintf(at, "%s\"k%zu\":\"", i ? "," : "", 10 + i);
+        memset(at, fill, len);
+        at += len;
+        *at++ = '"';
+    }
+    strcpy(at, "}");
+    return out;
+}
+
+/* A client that reconnects, or opens on its disk cache, holding data the
+ * server still has sends the hash of it with each listen (the whole list,
+ * and a tagged query's window): the server sends no data back, and the
+ * observers show the cached data as the server's. When the data changed,
+ * it is sent. */
+static void test_listen_hash_spares_unchanged_data(void) {
+    hearth_server_t *s = start_server(0);
+    relay rl;
+    relay_start(&rl, hearth_server_port(s));
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    char *list = big_list('a'), *changed = big_list('b');
+    hearth_db_t *writer = client(hearth_server_port(s), "hash");
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(writer, "/list", list, &d);
+    CHECK(wait_count(&d, 1, 5000));
+
+    hearth_db_t *a = cached_client(rl.port, "hash", cache, 0);
+    last_value all = {PTHREAD_MUTEX_INITIALIZER, NULL, 0},
+               last = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+    hearth_query_t *q;
+    hearth_observer_t h;
+    CHECK_INT(hearth_query_create(&q), 0);
+    CHECK_INT(hearth_query_limit_to_last(q, 2, NULL), 0);
+    CHECK_INT(hearth_db_observe(a, "/list", NULL, HEARTH_MASK_VALUE, on_last_value,
+                                &all, NULL, &h, NULL), 0);
+    CHECK_INT(hearth_db_observe(a, "/list", q, HEARTH_MASK_VALUE, on_last_value,
+                                &last, NULL, &h, NULL), 0);
+    round_trip(a);
+    CHECK(last_value_is(&all, list));
+    CHECK(atomic_load(&rl.down) > strlen(list)); /* the first time, sent */
+
+    /* Reconnecting, unchanged: the hello, two oks and the round trip (on
+     * a new connection: the relay counts it). */
+    relay_pause(&rl);
+    atomic_store(&rl.down, 0);
+    unsigned relayed = atomic_load(&rl.relayed);
+    relay_resume(&rl);
+    round_trip(a);
+    CHECK(atomic_load(&rl.relayed) == relayed + 1);
+    CHECK(atomic_load(&rl.down) < 1000);
+    CHECK(last_value_is(&all, list));
+
+    /* Reconnecting after a change made while cut off: sent. */
+    relay_pause(&rl);
+    atomic_store(&rl.down, 0);
+    set_json(writer, "/list", changed, &d);
+    CHECK(wait_count(&d, 2, 5000));
+    relay_resume(&rl);
+    round_trip(a);
+    CHECK(atomic_load(&rl.down) > strlen(changed));
+    CHECK(last_value_is(&all, changed));
+    hearth_db_close(a);
+
+    /* A new client on the same disk cache: its values come from the
+     * cache, the server sends none of the data, and they stand. */
+    atomic_store(&rl.down, 0);
+    hearth_db_t *b = cached_client(rl.port, "hash", cache, 0);
+    last_value again = {PTHREAD_MUTEX_INITIALIZER, NULL, 0},
+               window = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+    CHECK_INT(hearth_db_observe(b, "/list", NULL, HEARTH_MASK_VALUE, on_last_value,
+                                &again, NULL, &h, NULL), 0);
+    CHECK_INT(hearth_db_observe(b, "/list", q, HEARTH_MASK_VALUE, on_last_value,
+                                &window, NULL, &h, NULL), 0);
+    round_trip(b);
+    CHECK(atomic_load(&rl.down) < 1000);
+    CHECK(last_value_is(&again, changed));
+    CHECK(window.json && strstr(window.json, "\"k58\"") && strstr(window.json, "\"k59\"") &&
+          !strstr(window.json, "\"k57\""));
+    char *j = get_json(b, "/list/k10");
+    CHECK(j[1] == 'b');
+    free(j);
+    hearth_db_close(b);
+
+    hearth_query_free(q);
+    free(all.json);
+    free(last.json);
+    free(again.json);
+    free(window.json);
+    free(list);
+    free(changed);
+    hearth_db_close(writer);
+    relay_stop(&rl);
+    remove_tree(cache);
+    finish_server(s);
+}
+
 const test_case client_tests[] = {
     {"client_local_events_first", test_local_events_first},
     {"client_two_clients", test_two_clients},
@@ -1599,5 +1834,6 @@ const test_case client_tests[] = {
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},
     {"client_urls", test_urls},
+    {"client_listen_hash_spares_unchanged_data", test_listen_hash_spares_unchanged_data},
     {NULL, NULL},
 };

@@ -718,6 +718,20 @@ static void write_under_failures(const char *text, unsigned flags, int line) {
     hearth_node_decref(n);
 }
 
+/* An object of 700 members, each item_fmt filled with (separator, i, i);
+ * free() it. */
+static char *wide_object(const char *item_fmt) {
+    char *wide = malloc(40000);
+    strcpy(wide, "{");
+    for (int i = 0; i < 700; i++) {
+        char item[64];
+        snprintf(item, sizeof item, item_fmt, i ? "," : "", i, i);
+        strcat(wide, item);
+    }
+    strcat(wide, "}");
+    return wide;
+}
+
 static void test_alloc_failure(void) {
     static const char *const texts[] = {
         "null",
@@ -739,16 +753,92 @@ static void test_alloc_failure(void) {
         write_under_failures(texts[i], HEARTH_JSON_PRETTY, __LINE__);
     }
     /* A wide object: many entries, a multi-level children tree. */
-    char *wide = malloc(20000);
-    strcpy(wide, "{");
-    for (int i = 0; i < 700; i++) {
-        char item[32];
-        snprintf(item, sizeof item, "%s\"k%d\":%d", i ? "," : "", i, i);
-        strcat(wide, item);
-    }
-    strcat(wide, "}");
+    char *wide = wide_object("%s\"k%d\":%d");
     parse_under_failures(wide, __LINE__);
     write_under_failures(wide, 0, __LINE__);
+    free(wide);
+}
+
+/* ---- the direct parser of the usual text (json_parse.c) ---- */
+
+static size_t jansson_allocs;
+
+static void *counting_malloc(size_t size) {
+    jansson_allocs++;
+    return malloc(size);
+}
+
+/* text through the direct parser (which must take it: took) and through
+ * jansson give the same node. */
+static void check_direct(const char *text, bool took, int line) {
+    hearth_node_t *direct = NULL, *full = NULL;
+    int rc = hearth__json_parse_plain(text, strlen(text), HEARTH_MAX_DEPTH, &direct);
+    if ((rc == 0) != took) {
+        fprintf(stderr, "  test_json.c:%d: direct parser %s %s\n", line,
+                rc ? "refused" : "took", text);
+        test_failures++;
+    }
+    if (rc)
+        return;
+    json_t *json;
+    CHECK_INT(hearth__json_load(text, strlen(text), &json, NULL), 0);
+    CHECK_INT(hearth_node_from_jansson(json, 0, &full, NULL), 0);
+    json_decref(json);
+    if (!hearth_node_equal(direct, full)) {
+        fprintf(stderr, "  test_json.c:%d: direct and jansson differ on %s\n", line, text);
+        test_failures++;
+    }
+    hearth_node_decref(direct);
+    hearth_node_decref(full);
+}
+
+/* Plain data is read straight into nodes, with no jansson value built
+ * (what made parsing twice jansson's time), and reads the same as through
+ * jansson; the rest (special members, duplicate keys, anything malformed)
+ * is left to the jansson path, which names the errors. */
+static void test_direct_parser(void) {
+    static const char *const taken[] = {
+        "null", "true", "false", "0", "-0", "12", "-3.25", "1e3", "1E+2", "2.5e-3",
+        "123456789012345678901", "0.1", "\"\"", "\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\"",
+        "\"\\u00e9\\ud83d\\udc35\\u0000\"", "\"\xc3\xa9\"", " [ 1 , null , {} , [ ] , \"x\" ] ",
+        "{}", "[]", "{\"b\":1,\"a\":{\"c\":[true]},\"10\":2,\"9\":3,\"-1\":4}",
+        "{\"k0000002\":1,\"k0000001\":2}", "[[[[1]]],[[2]]]",
+    };
+    for (size_t i = 0; i < sizeof taken / sizeof *taken; i++)
+        check_direct(taken[i], true, __LINE__);
+    static const char *const left[] = {
+        "", " ", "nul", "01", "-", "1.", ".5", "1e", "+1", "1e999", "\"\\x\"",
+        "\"\\ud83d\"", "\"\\udc35\"", "\"\xc3\"", "\"\x01\"", "[1,]", "[1 2]",
+        "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1,\"a\":2}", "{\"a\":1,\"a\":null}",
+        "{\"a\":null}", "{\".priority\":1,\"a\":2}", "{\".value\":1}",
+        "{\".sv\":\"timestamp\"}", "{\"a/b\":1}", "{\"\\u0041\":1}", "{\"\":1}",
+        "1 2", "[1]x", "{\"a\":1",
+    };
+    for (size_t i = 0; i < sizeof left / sizeof *left; i++)
+        check_direct(left[i], false, __LINE__);
+    /* Past the depth limit, the direct parser leaves the error to jansson's
+     * path; empty containers are allowed anywhere. */
+    hearth_node_t *n = NULL;
+    CHECK(hearth__json_parse_plain("{\"a\":{\"b\":1}}", 13, 1, &n) != 0);
+    CHECK_INT(hearth__json_parse_plain("[{}]", 4, 1, &n), 0);
+    CHECK_JSON(n, "null");
+    hearth_node_decref(n);
+
+    json_malloc_t was_malloc;
+    json_free_t was_free;
+    json_get_alloc_funcs(&was_malloc, &was_free);
+    json_set_alloc_funcs(counting_malloc, free);
+    jansson_allocs = 0;
+    char *wide = wide_object("%s\"k%d\":{\"n\":%d,\"s\":\"v\"}");
+    CHECK_INT(hearth_node_from_json(wide, (size_t)-1, 0, &n, NULL), 0);
+    CHECK_INT(hearth_node_child_count(n), 700);
+    hearth_node_decref(n);
+    CHECK_INT(jansson_allocs, 0);
+    /* Special members still go through jansson. */
+    CHECK_INT(hearth_node_from_json("{\".value\":1,\".priority\":2}", (size_t)-1, 0, &n, NULL), 0);
+    CHECK(jansson_allocs > 0);
+    hearth_node_decref(n);
+    json_set_alloc_funcs(was_malloc, was_free);
     free(wide);
 }
 
@@ -765,5 +855,6 @@ const test_case json_tests[] = {
     {"json_limits", test_limits},
     {"json_jansson", test_jansson},
     {"json_alloc_failure", test_alloc_failure},
+    {"json_direct_parser", test_direct_parser},
     {NULL, NULL},
 };

@@ -250,11 +250,50 @@ static void test_name_sort_agrees(void) {
     hearth__name_init(&any, "\xf4\x8f\xbf\xbf", 4);
     CHECK(hearth__name_sort(&min) < hearth__name_sort(&any));
     CHECK(hearth__name_sort(&any) < hearth__name_sort(&max));
+    /* Eight bytes are told apart without the keys (fixed-width ids such
+     * as "k0000001" never tie), with the lead bytes EE and EF lifted. */
+    static const char *const apart[][2] = {{"k0000001", "k0000002"},
+                                           {"abcdefgh", "abcdefgz"},
+                                           {"ab\xee\x80\x80xyz", "ab\xf0\x9f\x90\xb5xy"}};
+    for (size_t i = 0; i < sizeof apart / sizeof *apart; i++) {
+        hearth__name a, b;
+        hearth__name_init(&a, apart[i][0], strlen(apart[i][0]));
+        hearth__name_init(&b, apart[i][1], strlen(apart[i][1]));
+        CHECK(hearth__name_sort(&a) != hearth__name_sort(&b));
+        CHECK((hearth__name_sort(&a) < hearth__name_sort(&b)) ==
+              (hearth__name_compare(&a, &b) < 0));
+    }
 }
 
 
+/* Keys of up to 8 bytes are made once and shared for good (copying a page of
+ * children then leaves their counts alone); long ones are counted. */
+static void test_short_keys_shared(void) {
+    hearth__key *a = hearth__key_from_cstr("shared");
+    hearth__key *b = hearth__key_from_cstr("shared");
+    CHECK(a == b);
+    CHECK(hearth__key_shared(a));
+    hearth__key_incref(a);
+    hearth__key_decref(a);
+    hearth__key_decref(a);
+    hearth__key_decref(b);
+    CHECK_STR(a->s, "shared"); /* never freed (ASan would object) */
+    hearth__key *l1 = hearth__key_from_cstr("a longer key");
+    hearth__key *l2 = hearth__key_from_cstr("a longer key");
+    CHECK(l1 != l2);
+    CHECK(!hearth__key_shared(l1));
+    CHECK_INT(atomic_load(&l1->refs), 1);
+    hearth__key_decref(l1);
+    hearth__key_decref(l2);
+    /* An integer key keeps its integer form. */
+    hearth__key *n = hearth__key_from_cstr("42");
+    CHECK(n->is_int && n->ival == 42);
+    hearth__key_decref(n);
+}
+
 const test_case key_tests[] = {
     {"tree_name_sort_agrees", test_name_sort_agrees},
+    {"tree_short_keys_shared", test_short_keys_shared},
     {"tree_key_order", test_key_order},
     {"tree_key_integer_form", test_key_integer_form},
     {"tree_key_sentinels", test_key_sentinels},

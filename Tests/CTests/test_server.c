@@ -958,6 +958,74 @@ static void test_listens_per_session_capped(void) {
     remove_tree(data_dir);
 }
 
+/* Sends request r, then a get (r + 1) as a barrier; returns whether a
+ * data push for path came before the get's reply. */
+static bool listen_pushes(int fd, int r, const char *body, const char *path) {
+    char msg[1024], want[32], push[128];
+    snprintf(msg, sizeof msg, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"q\",\"b\":%s}}", r, body);
+    ws_send(fd, msg);
+    snprintf(msg, sizeof msg,
+             "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"g\",\"b\":{\"p\":\"/barrier\"}}}", r + 1);
+    ws_send(fd, msg);
+    snprintf(want, sizeof want, "{\"r\":%d,", r + 1);
+    snprintf(push, sizeof push, "\"a\":\"d\",\"b\":{\"p\":\"%s\"", path);
+    bool pushed = false;
+    char *text;
+    while ((text = ws_recv(fd)) && !strstr(text, want)) {
+        pushed = pushed || strstr(text, push) != NULL;
+        free(text);
+    }
+    CHECK(text != NULL);
+    free(text);
+    return pushed;
+}
+
+/* A listen whose h is the hash of the data (or of a tagged query's
+ * window) is answered ok without the data; a wrong h gets the data; and
+ * a matched listen still pushes later changes. */
+static void test_listen_hash_skips_known_data(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/h.json", NULL, "{\"x\":1,\"y\":2,\"z\":3}", 200, NULL);
+    char all[HEARTH_HASH_SIZE], window[HEARTH_HASH_SIZE], body[256];
+    hearth_node_t *n = node_from("{\"x\":1,\"y\":2,\"z\":3}");
+    CHECK_INT(hearth_node_hash(n, all), 0);
+    hearth_node_decref(n);
+    n = node_from("{\"x\":1,\"y\":2}");
+    CHECK_INT(hearth_node_hash(n, window), 0);
+    hearth_node_decref(n);
+    int fd = ws_open(port, "default");
+    CHECK(fd >= 0);
+    free(ws_recv(fd)); /* the hello */
+
+    snprintf(body, sizeof body, "{\"p\":\"/h\",\"h\":\"%s\"}", all);
+    CHECK(!listen_pushes(fd, 1, body, "/h"));
+    snprintf(body, sizeof body,
+             "{\"p\":\"/h\",\"q\":{\"l\":2,\"vf\":\"l\"},\"t\":1,\"h\":\"%s\"}", window);
+    CHECK(!listen_pushes(fd, 3, body, "/h"));
+    CHECK(!listen_pushes(fd, 5, "{\"p\":\"/none\",\"h\":\"\"}", "/none"));
+    /* The matched listen is live: a change is pushed. */
+    EXPECT_REQ(port, "PUT", "/h/x.json", NULL, "7", 200, NULL);
+    char *text = ws_recv(fd);
+    CHECK(text && strstr(text, "\"p\":\"/h"));
+    free(text);
+    close(fd);
+
+    fd = ws_open(port, "default");
+    CHECK(fd >= 0);
+    free(ws_recv(fd));
+    snprintf(body, sizeof body, "{\"p\":\"/h\",\"h\":\"%s\"}", all); /* now stale */
+    CHECK(listen_pushes(fd, 1, body, "/h"));
+    snprintf(body, sizeof body,
+             "{\"p\":\"/h\",\"q\":{\"l\":2,\"vf\":\"l\"},\"t\":1,\"h\":\"%s\"}", window);
+    CHECK(listen_pushes(fd, 3, body, "/h"));
+    CHECK(listen_pushes(fd, 5, "{\"p\":\"/h/y\",\"h\":\"wrong\"}", "/h/y"));
+    CHECK(listen_pushes(fd, 7, "{\"p\":\"/h/z\"}", "/h/z"));
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 /* Entries of a directory, "." and ".." aside. */
 static int dir_entries(const char *dir) {
     DIR *d = opendir(dir);
@@ -1034,11 +1102,12 @@ static void test_idle_namespaces_close(void) {
     CHECK(open_fds() <= fds_before);
     EXPECT_REQ(port, "GET", "/v.json?ns=sleepy", NULL, NULL, 200, "1");
     /* A session's namespace stays open while others close around it: its
-     * listen (null: nothing there yet) still hears writes. */
+     * listen (null: nothing there yet; no h, so the null is sent) still
+     * hears writes. */
     int fd = ws_open(port, "held");
     CHECK(fd >= 0);
     free(ws_recv(fd)); /* the hello */
-    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"q\",\"b\":{\"p\":\"/\",\"h\":\"\"}}}");
+    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"q\",\"b\":{\"p\":\"/\"}}}");
     char *push = ws_recv(fd);
     CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/\",\"d\":null}}}");
     free(push);
@@ -1715,6 +1784,7 @@ const test_case server_tests[] = {
     {"server_slow_stream_is_dropped", test_slow_stream_is_dropped},
     {"server_restart_keeps_data", test_restart_keeps_data},
     {"server_listens_per_session_capped", test_listens_per_session_capped},
+    {"server_listen_hash_skips_known_data", test_listen_hash_skips_known_data},
     {"server_junk_namespaces_create_nothing", test_junk_namespaces_create_nothing},
     {"server_idle_namespaces_close", test_idle_namespaces_close},
     {"server_disk_full_answers_507_and_heals",
