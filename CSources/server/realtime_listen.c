@@ -207,7 +207,11 @@ void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
         l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
         l->filtered = !hearth__query_loads_all(q);
         const char *h = json_string_value(json_object_get(b, "h"));
-        if (h && strlen(h) < HEARTH_HASH_SIZE) { /* longer: no hash of ours */
+        /* An empty h is what every client holding nothing sends (the
+         * hash of its empty cache), so it proves nothing: such a listen
+         * gets its data, null included, as the protocol describes. A
+         * longer one than ours is no hash of ours. */
+        if (h && *h && strlen(h) < HEARTH_HASH_SIZE) {
             strcpy(l->client_hash, h);
             l->has_client_hash = true;
         }
