@@ -812,6 +812,13 @@ typedef struct hearth_server_config_s {
      * request is answered 503 (a WebSocket closed) rather than memory
      * growing. */
     int64_t max_held_bytes;
+    /* HTTPS and WSS on the same port (fields of version 0.3): a PEM
+     * certificate chain (the server's certificate first) and its PEM
+     * private key. TLS 1.2 or later with forward-secret AEAD ciphers only.
+     * Both or neither; a file that cannot be used fails the start with an
+     * error naming it. */
+    const char *HEARTH_NULLABLE tls_cert_file;
+    const char *HEARTH_NULLABLE tls_key_file;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a
@@ -823,6 +830,13 @@ HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
                                       hearth_error_t *HEARTH_NULLABLE err);
 /* The port the server listens on. */
 HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
+/* Reads the TLS certificate and key files again (after a renewal; `hearth
+ * serve` calls it on SIGHUP): connections accepted from now on use them,
+ * open ones keep the old. When a file cannot be used the error names it
+ * and the certificate in force stays. HEARTH_EINVAL for a server started
+ * without TLS. Any thread. */
+HEARTH_EXTERN int hearth_server_reload_tls(hearth_server_t *server,
+                                           hearth_error_t *HEARTH_NULLABLE err);
 /* Stops accepting, finishes and acknowledges the writes in flight, closes
  * every namespace (its log synced), joins the thread and frees server. */
 HEARTH_EXTERN int hearth_server_stop(hearth_server_t *server);

@@ -87,6 +87,12 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
  * are read. */
 void hearth__http_set_head_handler(hearth__http_server *s,
                                    hearth__http_head_handler on_head);
+/* Serves HTTPS (and WSS) from now on with config (taken over; NULL:
+ * plain HTTP again), replacing the certificate of connections accepted
+ * from now on; any thread. */
+struct hearth__tls_config;
+int hearth__http_set_tls(hearth__http_server *s,
+                         struct hearth__tls_config *config);
 /* The port actually bound (useful with port 0). */
 int hearth__http_port(const hearth__http_server *s);
 /* Stops listening and closes every connection; `done` runs when all

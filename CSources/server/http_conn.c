@@ -32,6 +32,8 @@ static void server_maybe_free(hearth__http_server *s) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
         hearth__budget_free(s->budget);
+        hearth__tls_config_free(s->tls);
+        uv_mutex_destroy(&s->tls_lock);
         hearth__free(s);
         if (done)
             done(ctx);
@@ -49,6 +51,8 @@ void hearth__http_conn_release(hearth__http_conn *c) {
     hearth__http_server *s = c->server;
     hearth__http_free_request(c);
     hearth__budget_peer_release(s->budget, c->peer);
+    hearth__tls_free(c->tls);
+    hearth__free(c->cipher_in);
     hearth__free(c->in);
     hearth__free(c);
     s->live_conns--;
@@ -198,7 +202,8 @@ static void on_connection(uv_stream_t *listener, int status) {
     struct sockaddr_storage addr = {0};
     int addr_len = sizeof addr;
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
-    if (!(c->peer = hearth__budget_peer(s->budget, &addr))) {
+    if (!(c->peer = hearth__budget_peer(s->budget, &addr)) ||
+        hearth__http_tls_accept(c)) {
         hearth__http_conn_close(c);
         return;
     }
@@ -242,7 +247,9 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
-    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share))) {
+    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share)) ||
+        uv_mutex_init(&s->tls_lock)) {
+        hearth__budget_free(s->budget);
         hearth__free(s);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }

@@ -3,7 +3,8 @@
  * and connection structs and the calls between http_conn.c (connections,
  * timeouts, the connection limit, listening), http_parse.c (requests in,
  * refusals), http_respond.c (answers and streams out) and http_upgrade.c
- * (connections handed to another protocol). Loop thread only.
+ * (connections handed to another protocol) and http_tls.c (HTTPS). Loop
+ * thread only, but for the TLS certificate's lock.
  */
 #ifndef HEARTH_SERVER_HTTP_INTERNAL_H
 #define HEARTH_SERVER_HTTP_INTERNAL_H
@@ -11,6 +12,8 @@
 #include "server/http.h"
 
 #include "server/budget.h"
+
+#include "net/tls.h"
 
 #include <http_parser.h>
 
@@ -26,6 +29,10 @@ struct hearth__http_server {
     size_t nconns;   /* open, not closing */
     uv_timer_t sweep; /* times connections out */
     int port;
+    /* HTTPS: the certificate new connections use (NULL: plain HTTP),
+     * replaced from any thread under tls_lock. */
+    hearth__tls_config *tls;
+    uv_mutex_t tls_lock;
     bool closing;
     int open_handles; /* listener + sweep timer + connections */
     /* Connection structs not yet freed: a closed connection whose request
@@ -76,6 +83,9 @@ struct hearth__http_conn {
     int writes_pending;
     void (*on_close)(void *ctx);
     void *on_close_ctx;
+    /* HTTPS: the session, and the buffer ciphertext is read into */
+    hearth__tls *tls;
+    char *cipher_in;
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, const char *data, size_t len);
 };
@@ -121,6 +131,23 @@ int hearth__http_may_take_over(hearth__http_conn *c, const char *content_type,
  * goes out and on_close runs when it closes. */
 void hearth__http_take_over(hearth__http_conn *c, const char *head, size_t len,
                             void (*on_close)(void *ctx), void *ctx);
+
+/* Queues data (taken over, freed when written) as it is: no TLS. */
+int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len);
+
+/* http_tls.c */
+#define HEARTH__HTTP_TLS_CHUNK (64 * 1024) /* ciphertext read at once */
+/* A TLS session for a new connection when the server has a certificate
+ * (else nothing). HEARTH_ENOMEM. */
+int hearth__http_tls_accept(hearth__http_conn *c);
+/* Ciphertext read from the socket: decrypts what it can to after c->in's
+ * unparsed bytes without counting it in c->in_len, and sends the session's
+ * answers. The count of plaintext bytes, or -1: close the connection. */
+ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
+                               size_t len);
+/* Encrypts data into a new buffer (*out NULL when nothing is to go). */
+int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len,
+                          char **out, size_t *out_len);
 
 /* http_upgrade.c */
 /* The idle check of an upgraded connection (ping, then close). */

@@ -244,6 +244,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
         c->in_len -= c->in_off;
         c->in_off = 0;
     }
+    if (c->tls) {
+        /* Ciphertext goes apart; what it decrypts to joins c->in. */
+        if (!c->cipher_in)
+            c->cipher_in = hearth__malloc(HEARTH__HTTP_TLS_CHUNK);
+        *buf = uv_buf_init(c->cipher_in,
+                           c->cipher_in ? HEARTH__HTTP_TLS_CHUNK : 0);
+        return;
+    }
     if (c->in_cap - c->in_len < READ_CHUNK) {
         size_t cap = c->in_len + READ_CHUNK;
         char *in = hearth__realloc(c->in, cap);
@@ -258,9 +266,13 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-    (void)buf;
     hearth__http_conn *c = stream->data;
     if (nread < 0) {
+        hearth__http_conn_close(c);
+        return;
+    }
+    if (c->tls && nread > 0 &&
+        (nread = hearth__http_tls_input(c, buf->base, (size_t)nread)) < 0) {
         hearth__http_conn_close(c);
         return;
     }

@@ -11,6 +11,7 @@ typedef struct write_req {
     uv_write_t req;
     hearth__http_conn *conn;
     hearth__shared_buf *shared; /* the bytes, when shared by many writes */
+    char *owned;                /* or when made elsewhere (ciphertext) */
     char data[];
 } write_req;
 
@@ -34,24 +35,60 @@ static void on_written(uv_write_t *req, int status) {
     hearth__http_conn *c = w->conn;
     c->writes_pending--;
     hearth__shared_buf_release(w->shared);
+    hearth__free(w->owned);
     hearth__free(w);
     if (status < 0 || (c->close_when_sent && c->writes_pending == 0))
         hearth__http_conn_close(c);
     hearth__http_conn_release(c);
 }
 
-/* Queues w (owning its bytes or a shared buffer reference); the write and
- * the connection stay alive until on_written. */
-static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+static void write_req_free(write_req *w) {
+    hearth__shared_buf_release(w->shared);
+    hearth__free(w->owned);
+    hearth__free(w);
+}
+
+/* Queues w as it is; the write and the connection stay alive until
+ * on_written. */
+static int queue_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
-        hearth__shared_buf_release(w->shared);
-        hearth__free(w);
+        write_req_free(w);
         hearth__http_conn_close(c);
         return HEARTH_ECLOSED;
     }
     c->refs++;
     c->writes_pending++;
     return 0;
+}
+
+int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len) {
+    write_req *w = hearth__calloc(1, sizeof *w);
+    if (!w || c->closing) {
+        hearth__free(data);
+        hearth__free(w);
+        if (!w)
+            hearth__http_conn_close(c);
+        return w ? HEARTH_ECLOSED : HEARTH_ENOMEM;
+    }
+    w->conn = c;
+    w->owned = data;
+    return queue_write(c, w, uv_buf_init(data, (unsigned)len));
+}
+
+/* Queues w (owning its bytes or a shared buffer reference), encrypted
+ * first on an HTTPS connection. */
+static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    if (!c->tls)
+        return queue_write(c, w, buf);
+    char *sealed;
+    size_t len;
+    int rc = hearth__http_tls_seal(c, buf.base, buf.len, &sealed, &len);
+    write_req_free(w);
+    if (rc) {
+        hearth__http_conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    return sealed ? hearth__http_send_owned(c, sealed, len) : 0;
 }
 
 int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
@@ -68,6 +105,7 @@ int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
         memcpy(w->data + alen, b, blen);
     w->conn = c;
     w->shared = NULL;
+    w->owned = NULL;
     return start_write(c, w, uv_buf_init(w->data, (unsigned)(alen + blen)));
 }
 
@@ -244,7 +282,7 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     if (c->closing)
         return HEARTH_ECLOSED;
     size_t offset = 0;
-    if (c->writes_pending == 0) {
+    if (c->writes_pending == 0 && !c->tls) {
         /* Nothing queued: try the socket now, which for a fan-out to many
          * streams usually takes it all without queuing anything. */
         uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
@@ -267,6 +305,7 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     }
     w->conn = c;
     w->shared = b;
+    w->owned = NULL;
     b->refs++;
     return start_write(c, w,
                        uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));

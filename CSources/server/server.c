@@ -2,6 +2,7 @@
 #include "server/server.h"
 #include "server/access.h"
 
+#include "net/tls.h"
 #include "rules/jwt.h"
 
 #include "query/index.h"
@@ -489,6 +490,8 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->rules_file);
     hearth__free(srv->auth_secret);
     hearth__free(srv->admin_secret);
+    hearth__free(srv->tls_cert_file);
+    hearth__free(srv->tls_key_file);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
@@ -520,6 +523,11 @@ static int read_config(const hearth_server_config_t *caller,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "invalid default namespace \"%s\"",
                              config->default_namespace);
+    if (!config->tls_cert_file != !config->tls_key_file)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "TLS needs both a certificate file and a key "
+                             "file (only the %s is given)",
+                             config->tls_cert_file ? "certificate" : "key");
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
@@ -586,6 +594,14 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "the admin secret must be at least 16 characters");
     }
+    if (config->tls_cert_file &&
+        (!(srv->tls_cert_file = hearth__strndup(config->tls_cert_file,
+                                                strlen(config->tls_cert_file))) ||
+         !(srv->tls_key_file = hearth__strndup(config->tls_key_file,
+                                               strlen(config->tls_key_file))))) {
+        free_server(srv);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     if (config->auth_keys_file) {
         int rc = hearth__jwt_keyset_load(config->auth_keys_file,
                                          &srv->public_keys, err);
@@ -607,12 +623,26 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
             return rc;
         }
     }
+    hearth__tls_config *tls = NULL;
+    if (config->tls_cert_file) {
+        int rc = hearth__tls_config_load(config->tls_cert_file,
+                                         config->tls_key_file, &tls, err);
+        if (rc) {
+            free_server(srv);
+            return rc;
+        }
+    }
     if (uv_loop_init(&srv->loop)) {
+        hearth__tls_config_free(tls);
         free_server(srv);
         return hearth__error_code(err, HEARTH_ELOOP);
     }
     int rc = hearth__http_listen(&srv->loop, host, config->port, &limits,
                                  hearth__rest_handle, srv, &srv->http, err);
+    if (!rc)
+        hearth__http_set_tls(srv->http, tls);
+    else
+        hearth__tls_config_free(tls);
     if (rc) {
         uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets the listener close */
         uv_loop_close(&srv->loop);
@@ -663,6 +693,17 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
 
 int hearth_server_port(const hearth_server_t *server) {
     return hearth__http_port(((const hearth__server *)server)->http);
+}
+
+int hearth_server_reload_tls(hearth_server_t *server, hearth_error_t *err) {
+    hearth__server *srv = (hearth__server *)server;
+    if (!srv || !srv->tls_cert_file)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the server was started without TLS");
+    hearth__tls_config *tls;
+    int rc = hearth__tls_config_load(srv->tls_cert_file, srv->tls_key_file,
+                                     &tls, err);
+    return rc ? rc : hearth__http_set_tls(srv->http, tls);
 }
 
 int hearth_server_stop(hearth_server_t *server) {

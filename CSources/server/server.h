@@ -62,6 +62,7 @@ typedef struct hearth__server {
     struct hearth__jwt_keyset *public_keys; /* RS256/ES256, or NULL */
     char *auth_audience, *auth_issuer; /* a token's aud / iss, or NULL */
     char *admin_secret;     /* NULL: "owner" is the admin */
+    char *tls_cert_file, *tls_key_file; /* HTTPS, read again on reload */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */
