@@ -142,7 +142,8 @@ test-swift: deps
 	$(SWIFT_TEST_ENV) HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
-# and the outsider's attacks on a server with rules and keys.
+# the outsider's attacks on a server with rules and keys, and running it in
+# production (TLS, reload on SIGHUP).
 PYVENV := $(BUILD)/pyvenv
 $(PYVENV)/ok:
 	python3 -m venv $(PYVENV)
@@ -157,6 +158,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_ops.py
 
 test: test-layers test-c test-fuzz test-install test-swift test-e2e
 

@@ -89,7 +89,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Megabytes of request bodies and WebSocket messages held at once (default 1024); one client address may hold a quarter.")
     var maxHeldMb: Int?
 
+    @Option(help: "A PEM certificate chain: serve HTTPS and WSS on the port (with --tls-key; reloaded on SIGHUP).")
+    var tlsCert: String?
+
+    @Option(help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
     func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("give --tls-cert and --tls-key together")
+        }
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
         }
@@ -137,13 +146,15 @@ struct ServeCommand: ParsableCommand {
                 authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
                 headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
                 maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
-                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }))
+                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 },
+                tlsCertFile: tlsCert, tlsKeyFile: tlsKey))
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
         }
         let hasKeys = authSecret != nil || authKeys != nil
-        Output.line("hearth \(Database.sdkVersion()) listening on http://\(host):\(server.port)")
+        let scheme = tlsCert == nil ? "http" : "https"
+        Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
         Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(
@@ -159,9 +170,18 @@ struct ServeCommand: ParsableCommand {
                     : hasKeys
                         ? "there is no admin over the network (keys are configured without --admin-secret; \"owner\" is not accepted)"
                         : "the admin is Authorization: Bearer owner (realtime: gauth \"owner\"), as the emulator"))
-        Output.line("stop with Ctrl-C")
+        Output.line("stop with Ctrl-C" + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate"))
 
+        let reload = tlsCert == nil ? nil : Interrupt.onHangUp {
+            do {
+                try server.reloadTLS()
+                Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
+            } catch {
+                Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
+            }
+        }
         Interrupt.wait()
+        reload?.cancel()
         server.stop()
         Output.line("stopped")
     }

@@ -72,6 +72,12 @@ public final class HearthServer: @unchecked Sendable {
         /// Bytes of request bodies and WebSocket messages held at once
         /// (nil: 1 GiB); one client address may hold a quarter of them.
         public var maxHeldBytes: Int64?
+        /// HTTPS and WSS on the same port: a PEM certificate chain and its
+        /// PEM private key (both or neither). TLS 1.2 or later,
+        /// forward-secret AEAD ciphers only; ``HearthServer/reloadTLS()``
+        /// reads them again.
+        public var tlsCertFile: String?
+        public var tlsKeyFile: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -82,7 +88,8 @@ public final class HearthServer: @unchecked Sendable {
                     adminSecret: String? = nil, headerTimeout: TimeInterval? = nil,
                     bodyTimeout: TimeInterval? = nil, idleTimeout: TimeInterval? = nil,
                     maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil,
-                    maxHeldBytes: Int64? = nil) {
+                    maxHeldBytes: Int64? = nil, tlsCertFile: String? = nil,
+                    tlsKeyFile: String? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -100,6 +107,8 @@ public final class HearthServer: @unchecked Sendable {
             self.maxConnections = maxConnections
             self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.maxHeldBytes = maxHeldBytes
+            self.tlsCertFile = tlsCertFile
+            self.tlsKeyFile = tlsKeyFile
         }
     }
 
@@ -122,6 +131,7 @@ public final class HearthServer: @unchecked Sendable {
             configuration.host, configuration.dataDirectory, configuration.defaultNamespace,
             configuration.rulesFile, configuration.authSecret, configuration.authKeysFile,
             configuration.adminSecret, configuration.authAudience, configuration.authIssuer,
+            configuration.tlsCertFile, configuration.tlsKeyFile,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -135,6 +145,8 @@ public final class HearthServer: @unchecked Sendable {
         config.admin_secret = UnsafePointer(strings[6])
         config.auth_audience = UnsafePointer(strings[7])
         config.auth_issuer = UnsafePointer(strings[8])
+        config.tls_cert_file = UnsafePointer(strings[9])
+        config.tls_key_file = UnsafePointer(strings[10])
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
         config.header_timeout_ms = Self.milliseconds(configuration.headerTimeout)
@@ -186,6 +198,18 @@ public final class HearthServer: @unchecked Sendable {
         guard status == 0, let token else { throw HearthError(status: status, details: err) }
         defer { hearth_free(token) }
         return String(cString: token)
+    }
+
+    /// Reads the TLS certificate and key files again (after a renewal):
+    /// new connections use them, open ones keep the old. Throws, naming
+    /// the file, when one cannot be used; the certificate in force stays.
+    public func reloadTLS() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle else { return }
+        var err = hearth_error_t()
+        let status = hearth_server_reload_tls(handle, &err)
+        guard status == 0 else { throw HearthError(status: status, details: err) }
     }
 
     /// Stops accepting, finishes and acknowledges the writes in flight,

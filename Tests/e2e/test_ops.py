@@ -1,0 +1,136 @@
+"""End-to-end tests of running `hearth serve` in production: TLS with the
+Firebase Admin SDK over https (trusting a CA made here through
+REQUESTS_CA_BUNDLE) and the certificate reloaded on SIGHUP.
+
+Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_ops.py
+"""
+
+import os
+import queue
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import unittest
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_python_clients import Server, run_tests  # noqa: E402
+
+
+def openssl(cwd, *args):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_ca(cwd, ca):
+    openssl(cwd, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+            "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{ca}.key",
+            "-out", f"{ca}.pem", "-days", "2", "-subj", f"/CN={ca}")
+
+
+def make_cert(cwd, ca, name):
+    with open(os.path.join(cwd, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl(cwd, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", "/CN=localhost")
+    openssl(cwd, "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem",
+            "-CAkey", f"{ca}.key", "-set_serial", "9", "-days", "2",
+            "-extfile", "san.ext", "-out", f"{name}.pem")
+
+
+def https_get(port, path, cafile):
+    ctx = ssl.create_default_context(cafile=cafile)
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}.json",
+                                context=ctx, timeout=10) as r:
+        return r.read().decode()
+
+
+class TLS(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import firebase_admin
+        from firebase_admin import credentials, db, _utils
+
+        class Owner(credentials.Base):
+            """The admin credential of a server without keys ("owner")."""
+
+            def get_credential(self):
+                return _utils.EmulatorAdminCredentials()
+
+        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-tls-")
+        cls.pki = os.path.join(cls.dir, "pki")
+        os.mkdir(cls.pki)
+        make_ca(cls.pki, "ca")
+        make_cert(cls.pki, "ca", "server")
+        cls.server = Server(os.path.join(cls.dir, "data"))
+        cls.server.extra_args = [
+            "--tls-cert", os.path.join(cls.pki, "server.pem"),
+            "--tls-key", os.path.join(cls.pki, "server.key")]
+        cls.server.start()
+        os.environ.pop("FIREBASE_DATABASE_EMULATOR_HOST", None)
+        os.environ["REQUESTS_CA_BUNDLE"] = os.path.join(cls.pki, "ca.pem")
+        cls.app = firebase_admin.initialize_app(
+            Owner(), {"databaseURL": f"https://127.0.0.1:{cls.server.port}"},
+            name="hearth-e2e-tls")
+        cls.db = db
+
+    @classmethod
+    def tearDownClass(cls):
+        import firebase_admin
+        firebase_admin.delete_app(cls.app)
+        os.environ.pop("REQUESTS_CA_BUNDLE", None)
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def ref(self, path):
+        return self.db.reference(path, app=self.app)
+
+    def test_admin_sdk_over_https(self):
+        self.ref("/users/ada").set({"name": "Ada", "born": 1815})
+        self.assertEqual(self.ref("/users/ada/name").get(), "Ada")
+        self.ref("/users").update({"bob/name": "Bob"})
+        self.assertEqual(self.ref("/users/bob").get(), {"name": "Bob"})
+        # A stream (server-sent events) over TLS.
+        events = queue.Queue()
+        reg = self.ref("/live").listen(events.put)
+        try:
+            first = events.get(timeout=10)
+            self.assertEqual(first.data, None)
+            self.ref("/live").set({"n": 1})
+            while True:
+                e = events.get(timeout=10)
+                if e.data == {"n": 1} or e.data == 1:
+                    break
+        finally:
+            reg.close()
+
+    def test_sighup_reloads_certificate(self):
+        make_ca(self.pki, "next")
+        make_cert(self.pki, "next", "renewed")
+        shutil.copy(os.path.join(self.pki, "renewed.pem"),
+                    os.path.join(self.pki, "server.pem"))
+        shutil.copy(os.path.join(self.pki, "renewed.key"),
+                    os.path.join(self.pki, "server.key"))
+        next_ca = os.path.join(self.pki, "next.pem")
+        self.server.proc.send_signal(signal.SIGHUP)
+        # The reload is asynchronous to us: poll until the new CA works.
+        for _ in range(200):
+            try:
+                https_get(self.server.port, "/missing", next_ca)
+                break
+            except (ssl.SSLError, urllib.error.URLError):
+                time.sleep(0.05)
+        self.assertEqual(https_get(self.server.port, "/missing", next_ca), "null")
+        with self.assertRaises(urllib.error.URLError):
+            https_get(self.server.port, "/missing", os.path.join(self.pki, "ca.pem"))
+        self.assertIsNone(self.server.proc.poll())  # SIGHUP did not end it
+
+
+if __name__ == "__main__":
+    run_tests(__name__)
