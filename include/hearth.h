@@ -750,6 +750,13 @@ HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const cha
 
 typedef struct hearth_server_s hearth_server_t;
 
+/* Access and event logs on stderr, one line each. */
+typedef enum hearth_log_format {
+    HEARTH_LOG_OFF = 0,
+    HEARTH_LOG_TEXT = 1, /* time door type namespace path status in= out= ms */
+    HEARTH_LOG_JSON = 2  /* one JSON object a line */
+} hearth_log_format;
+
 typedef struct hearth_server_config_s {
     size_t size; /* sizeof(hearth_server_config_t), or 0: see the config
                     structs' rule above hearth_db_config_t */
@@ -819,6 +826,12 @@ typedef struct hearth_server_config_s {
      * error naming it. */
     const char *HEARTH_NULLABLE tls_cert_file;
     const char *HEARTH_NULLABLE tls_key_file;
+    /* Access and event logs on stderr (default off). */
+    hearth_log_format log_format;
+    /* GET /.metrics (Prometheus text) is the admin's on the main port;
+     * with metrics_port it is also served on 127.0.0.1:metrics_port
+     * without credentials (0: no such port). */
+    int metrics_port;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a
@@ -830,6 +843,8 @@ HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
                                       hearth_error_t *HEARTH_NULLABLE err);
 /* The port the server listens on. */
 HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
+/* The metrics port bound, or 0 when none was asked for. */
+HEARTH_EXTERN int hearth_server_metrics_port(const hearth_server_t *server);
 /* Reads the TLS certificate and key files again (after a renewal; `hearth
  * serve` calls it on SIGHUP): connections accepted from now on use them,
  * open ones keep the old. When a file cannot be used the error names it

@@ -286,6 +286,23 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
 
+void hearth__http_set_observer(hearth__http_server *s,
+                               void (*observe)(void *ctx,
+                                               const hearth__http_record *r)) {
+    s->observe = observe;
+}
+
+hearth__http_note *hearth__http_note_of(hearth__http_conn *c) {
+    return &c->note;
+}
+
+void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
+                          uint64_t *out, size_t *open) {
+    *in = s->bytes_in;
+    *out = s->bytes_out;
+    *open = s->nconns;
+}
+
 void hearth__http_set_head_handler(hearth__http_server *s,
                                    hearth__http_head_handler on_head) {
     s->on_head = on_head;

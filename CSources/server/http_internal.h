@@ -24,6 +24,8 @@ struct hearth__http_server {
     hearth__budget *budget; /* held bodies and messages, per peer */
     hearth__http_handler handler;
     hearth__http_head_handler on_head;
+    void (*observe)(void *ctx, const hearth__http_record *r);
+    uint64_t bytes_in, bytes_out;
     void *ctx;
     hearth__http_conn *conns;
     size_t nconns;   /* open, not closing */
@@ -59,6 +61,8 @@ struct hearth__http_conn {
     hearth__peer *peer; /* its remote address's share of the budget */
     size_t held;        /* bytes of the budget it holds (the body) */
     int reject_status; /* 413 etc. decided while parsing */
+    hearth__http_note note; /* the handler's, of the request answered */
+    uint64_t handed_ns;     /* when the request went to its handler */
     bool ready;        /* a complete request awaits its handler */
     bool busy;         /* handed to the handler, not yet answered */
     bool streaming;
@@ -148,6 +152,10 @@ ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
 /* Encrypts data into a new buffer (*out NULL when nothing is to go). */
 int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len,
                           char **out, size_t *out_len);
+
+/* Tells the observer how the request being answered ended. */
+void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
+                          size_t bytes_out);
 
 /* http_upgrade.c */
 /* The idle check of an upgraded connection (ping, then close). */

@@ -22,6 +22,7 @@ static void reject(hearth__http_conn *c, int status, const char *message) {
     memcpy(body + n, "\"}", 3);
     n += 2;
     c->req.keep_alive = false;
+    c->handed_ns = uv_hrtime();
     c->busy = true;
     c->refs++;
     hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
@@ -82,6 +83,7 @@ static int on_message_begin(http_parser *p) {
     if (c->no_more)
         return -1; /* nothing more is read on this connection */
     hearth__http_free_request(c);
+    memset(&c->note, 0, sizeof c->note);
     c->in_request = true;
     c->head_done = false;
     /* The whole head within the timeout, however slowly it trickles. */
@@ -196,6 +198,7 @@ void hearth__http_process(hearth__http_conn *c) {
             c->ready = false;
             c->busy = true;
             c->refs++;
+            c->handed_ns = uv_hrtime();
             c->server->handler(c, &c->req, c->server->ctx);
             continue;
         }
@@ -271,6 +274,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         hearth__http_conn_close(c);
         return;
     }
+    c->server->bytes_in += (uint64_t)nread;
     if (c->tls && nread > 0 &&
         (nread = hearth__http_tls_input(c, buf->base, (size_t)nread)) < 0) {
         hearth__http_conn_close(c);

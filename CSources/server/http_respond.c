@@ -51,6 +51,7 @@ static void write_req_free(write_req *w) {
 /* Queues w as it is; the write and the connection stay alive until
  * on_written. */
 static int queue_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    c->server->bytes_out += buf.len;
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
         write_req_free(w);
         hearth__http_conn_close(c);
@@ -159,6 +160,16 @@ bool hearth__http_head_ok(const char *content_type, const char *headers) {
     return false;
 }
 
+void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
+                          size_t bytes_out) {
+    hearth__http_server *s = c->server;
+    if (!s->observe || !c->req.target)
+        return; /* no observer, or a refusal before any request */
+    hearth__http_record r = {&c->req, &c->note, kind, status, bytes_out,
+                             uv_hrtime() - c->handed_ns};
+    s->observe(s->ctx, &r);
+}
+
 void hearth__http_finish_request(hearth__http_conn *c) {
     c->busy = false;
     hearth__http_free_request(c);
@@ -208,6 +219,7 @@ void hearth__http_respond(hearth__http_conn *c, int status,
                      "Content-Length: 0\r\nConnection: close\r\n\r\n");
     if (!keep)
         c->close_when_sent = true;
+    hearth__http_observe(c, "rest", status, len);
     hearth__http_send_bytes(c, head, (size_t)n, body, len);
     hearth__http_finish_request(c);
 }
@@ -254,6 +266,7 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
                      "Connection: close\r\n\r\n",
                      status, reason(status), content_type,
                      headers ? headers : "");
+    hearth__http_observe(c, "sse", status, 0);
     hearth__http_take_over(c, head, (size_t)n, on_close, ctx);
     return 0;
 }
@@ -287,6 +300,8 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
          * streams usually takes it all without queuing anything. */
         uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n > 0)
+            c->server->bytes_out += (uint64_t)n;
         if (n == (int)b->len)
             return 0;
         if (n > 0)

@@ -78,5 +78,7 @@ void hearth__rest_get(rest *r);
 void hearth__rest_write(rest *r);
 void hearth__rest_delete(rest *r);
 void hearth__rest_rules(rest *r);
+/* /.metrics and /.profile (rest_ops.c): true when r was one (answered). */
+bool hearth__rest_ops(rest *r);
 
 #endif

@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 #include "server/access.h"
+#include "server/observe.h"
 
 #include "net/tls.h"
 #include "rules/jwt.h"
@@ -468,6 +469,9 @@ static void on_stop(uv_async_t *a) {
     if (srv->rules_file)
         uv_fs_poll_stop(&srv->rules_poll);
     hearth__sse_close_all(srv);
+    if (srv->metrics_http)
+        hearth__http_close(srv->metrics_http, NULL, NULL);
+    hearth__observe_event(srv, "stop", NULL);
     hearth__http_close(srv->http, on_http_closed, srv);
 }
 
@@ -481,6 +485,8 @@ static void run(void *arg) {
     uv_sem_post(&srv->started);
     if (srv->start_rc)
         on_stop(&srv->stop);
+    else
+        hearth__observe_event(srv, "start", srv->data_dir);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     hearth__thread_cleanup();
 }
@@ -496,6 +502,7 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
+    hearth__metrics_free(&srv->metrics);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
     hearth__free(srv);
@@ -528,6 +535,12 @@ static int read_config(const hearth_server_config_t *caller,
                              "TLS needs both a certificate file and a key "
                              "file (only the %s is given)",
                              config->tls_cert_file ? "certificate" : "key");
+    if (config->log_format < HEARTH_LOG_OFF || config->log_format > HEARTH_LOG_JSON)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "unknown log format %d",
+                             (int)config->log_format);
+    if (config->metrics_port < 0 || config->metrics_port > 65535)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
+                             config->metrics_port);
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
@@ -565,6 +578,7 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
+    srv->log_format = config->log_format;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);
     if ((config->auth_secret &&
          !(srv->auth_secret = hearth__strndup(config->auth_secret,
@@ -650,6 +664,17 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return rc;
     }
     hearth__http_set_head_handler(srv->http, hearth__rest_head);
+    hearth__http_set_observer(srv->http, hearth__observe_http);
+    if (config->metrics_port &&
+        (rc = hearth__http_listen(&srv->loop, "127.0.0.1", config->metrics_port,
+                                  &limits, hearth__metrics_handle, srv,
+                                  &srv->metrics_http, err))) {
+        hearth__http_close(srv->http, NULL, NULL);
+        uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets both close */
+        uv_loop_close(&srv->loop);
+        free_server(srv);
+        return rc;
+    }
     uv_async_init(&srv->loop, &srv->stop, on_stop);
     srv->stop.data = srv;
     uv_timer_init(&srv->loop, &srv->keepalive);
@@ -691,6 +716,11 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
     return 0;
 }
 
+int hearth_server_metrics_port(const hearth_server_t *server) {
+    const hearth__server *srv = (const hearth__server *)server;
+    return srv->metrics_http ? hearth__http_port(srv->metrics_http) : 0;
+}
+
 int hearth_server_port(const hearth_server_t *server) {
     return hearth__http_port(((const hearth__server *)server)->http);
 }
@@ -703,7 +733,12 @@ int hearth_server_reload_tls(hearth_server_t *server, hearth_error_t *err) {
     hearth__tls_config *tls;
     int rc = hearth__tls_config_load(srv->tls_cert_file, srv->tls_key_file,
                                      &tls, err);
-    return rc ? rc : hearth__http_set_tls(srv->http, tls);
+    if (rc)
+        return rc;
+    hearth__http_set_tls(srv->http, tls);
+    /* (From the caller's thread: the log line is one write, never torn.) */
+    hearth__observe_event(srv, "tls_reload", srv->tls_cert_file);
+    return 0;
 }
 
 int hearth_server_stop(hearth_server_t *server) {

@@ -1,0 +1,43 @@
+/*
+ * metrics.h - the server's counters for GET /.metrics (Prometheus text
+ * format 0.0.4). A counter is a name with its labels ("name{a=\"b\"}"),
+ * kept in a small table on the server's loop: no lock, nothing per
+ * request but a lookup among a few hundred keys. Namespaces get their
+ * own counters up to a bound; the rest count as namespace="_other", so
+ * a client naming endless namespaces cannot grow the table.
+ */
+#ifndef HEARTH_SERVER_METRICS_H
+#define HEARTH_SERVER_METRICS_H
+
+#include "common/histogram.h"
+#include "common/internal.h"
+
+#define HEARTH__METRICS_MAX_NAMESPACES 100
+
+typedef struct hearth__counter {
+    char *key; /* name{labels} */
+    uint64_t value;
+} hearth__counter;
+
+typedef struct hearth__metrics {
+    hearth__counter *counters;
+    size_t n, cap;
+    char **namespaces; /* those with counters of their own */
+    size_t nnamespaces;
+    hearth__histogram request_seconds; /* every REST request's handling */
+} hearth__metrics;
+
+void hearth__metrics_free(hearth__metrics *m);
+/* Adds `by` to the counter `key` (made at 0 when new; dropped silently
+ * when memory fails: metrics never fail a request). */
+void hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by);
+/* The label value of namespace ns: itself, or "_other" past the bound. */
+const char *hearth__metrics_ns(hearth__metrics *m, const char *ns);
+/* Writes every counter, by name, with its # HELP and # TYPE lines. */
+void hearth__metrics_write_counters(const hearth__metrics *m, hearth__buf *out);
+/* Writes a histogram (seconds) named name. */
+void hearth__metrics_write_histogram(hearth__buf *out, const char *name,
+                                     const char *help,
+                                     hearth__histogram *h);
+
+#endif

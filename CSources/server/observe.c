@@ -1,0 +1,204 @@
+/* observe.c - each operation into the metrics, the access log and the
+ * profilers' streams (see observe.h). */
+#include "server/observe.h"
+
+#include "server/profile.h"
+#include "tree/json.h"
+
+#include <http_parser.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the metrics ---- */
+
+static void count_op(hearth__metrics *m, const hearth__op *op) {
+    char key[320];
+    snprintf(key, sizeof key,
+             "hearth_requests_total{door=\"%s\",type=\"%s\",status=\"%s\"}",
+             op->door, op->type, op->status);
+    hearth__metrics_add(m, key, 1);
+    if (op->write && strcmp(op->door, "realtime") != 0) {
+        snprintf(key, sizeof key,
+                 "hearth_writes_total{door=\"%s\",status=\"%s\"}", op->door,
+                 op->status);
+        hearth__metrics_add(m, key, 1);
+    }
+    if (op->denied) {
+        snprintf(key, sizeof key, "hearth_rules_denials_total{door=\"%s\"}",
+                 op->door);
+        hearth__metrics_add(m, key, 1);
+    }
+    if (!op->ns[0])
+        return;
+    const char *ns = hearth__metrics_ns(m, op->ns);
+    snprintf(key, sizeof key,
+             "hearth_namespace_requests_total{namespace=\"%s\",kind=\"%s\"}",
+             ns, op->write ? "write" : op->listen ? "listen" : "read");
+    hearth__metrics_add(m, key, 1);
+    snprintf(key, sizeof key,
+             "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"in\"}",
+             ns);
+    hearth__metrics_add(m, key, op->bytes_in);
+    snprintf(key, sizeof key,
+             "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"out\"}",
+             ns);
+    hearth__metrics_add(m, key, op->bytes_out);
+}
+
+void hearth__observe_realtime_write(hearth__server *srv, const char *status) {
+    char key[128];
+    snprintf(key, sizeof key,
+             "hearth_writes_total{door=\"realtime\",status=\"%s\"}", status);
+    hearth__metrics_add(&srv->metrics, key, 1);
+}
+
+void hearth__observe_realtime_denial(hearth__server *srv) {
+    hearth__metrics_add(&srv->metrics,
+                        "hearth_rules_denials_total{door=\"realtime\"}", 1);
+}
+
+bool hearth__observe_unindexed(const hearth__namespace *ns, const char *path,
+                               const json_t *wire_q) {
+    const char *child = json_string_value(json_object_get(wire_q, "i"));
+    if (!child || child[0] == '.' || !path || strlen(path) >= 768)
+        return false; /* no child order (".key", ".value", ".priority") */
+    char copy[768];
+    const char *keys[HEARTH_MAX_DEPTH];
+    size_t n = 0;
+    snprintf(copy, sizeof copy, "%s", path);
+    for (char *save, *k = strtok_r(copy, "/", &save); k && n < HEARTH_MAX_DEPTH;
+         k = strtok_r(NULL, "/", &save))
+        keys[n++] = k;
+    return !hearth__rules_indexed(ns->rules, keys, n, child);
+}
+
+/* ---- the log ---- */
+
+/* Now as 2026-11-24T03:22:26.123Z. */
+static void timestamp(char out[32]) {
+    int64_t ms = hearth_now_ms();
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* A line to stderr in one write, so lines of threads never interleave. */
+static void emit(hearth__buf *b) {
+    hearth__buf_addc(b, '\n');
+    if (!b->failed)
+        fwrite(b->data, 1, b->len, stderr);
+    hearth__buf_free(b);
+}
+
+/* s for a text log: control characters and spaces shown as '?' and '_'
+ * so that a line stays one line of space-separated fields. */
+static void add_field(hearth__buf *b, const char *s) {
+    if (!*s)
+        s = "-";
+    for (; *s; s++)
+        hearth__buf_addc(b, (unsigned char)*s < 0x20 || *s == 0x7f ? '?'
+                            : *s == ' '                            ? '_'
+                                                                   : *s);
+}
+
+static void add_json_field(hearth__buf *b, const char *name, const char *v) {
+    hearth__buf_printf(b, ",\"%s\":", name);
+    hearth__json_write_string(b, v, strlen(v));
+}
+
+static void log_op(hearth__server *srv, const hearth__op *op) {
+    char when[32];
+    timestamp(when);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    double ms = (double)op->duration_ns / 1e6;
+    if (srv->log_format == HEARTH_LOG_JSON) {
+        hearth__buf_printf(&b, "{\"time\":\"%s\",\"log\":\"access\"", when);
+        add_json_field(&b, "door", op->door);
+        add_json_field(&b, "type", op->type);
+        add_json_field(&b, "ns", op->ns);
+        add_json_field(&b, "path", op->path);
+        add_json_field(&b, "status", op->status);
+        hearth__buf_printf(&b,
+                           ",\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64
+                           ",\"ms\":%.3f}",
+                           op->bytes_in, op->bytes_out, ms);
+    } else {
+        const char *fields[] = {when, op->door, op->type, op->ns, op->path,
+                                op->status};
+        for (size_t i = 0; i < HEARTH__ARRAY_SIZE(fields); i++) {
+            add_field(&b, fields[i]);
+            hearth__buf_addc(&b, ' ');
+        }
+        hearth__buf_printf(&b, "in=%" PRIu64 " out=%" PRIu64 " %.3fms",
+                           op->bytes_in, op->bytes_out, ms);
+    }
+    emit(&b);
+}
+
+void hearth__observe_event(hearth__server *srv, const char *what,
+                           const char *detail) {
+    if (srv->log_format == HEARTH_LOG_OFF)
+        return;
+    char when[32];
+    timestamp(when);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    if (srv->log_format == HEARTH_LOG_JSON) {
+        hearth__buf_printf(&b, "{\"time\":\"%s\",\"log\":\"event\"", when);
+        add_json_field(&b, "event", what);
+        if (detail)
+            add_json_field(&b, "detail", detail);
+        hearth__buf_addc(&b, '}');
+    } else {
+        hearth__buf_printf(&b, "%s event %s", when, what);
+        if (detail) {
+            hearth__buf_addc(&b, ' ');
+            hearth__buf_adds(&b, detail); /* ours, one line */
+        }
+    }
+    emit(&b);
+}
+
+/* ---- every operation ---- */
+
+void hearth__observe_op(hearth__server *srv, const hearth__op *op) {
+    count_op(&srv->metrics, op);
+    if (srv->log_format != HEARTH_LOG_OFF)
+        log_op(srv, op);
+    if (srv->profilers) /* the one branch it costs when nobody profiles */
+        hearth__profile_emit(srv, op);
+}
+
+static bool is_write(int method) {
+    return method == HTTP_PUT || method == HTTP_POST || method == HTTP_PATCH ||
+           method == HTTP_DELETE;
+}
+
+void hearth__observe_http(void *ctx, const hearth__http_record *r) {
+    hearth__server *srv = ctx;
+    char status[8];
+    snprintf(status, sizeof status, "%d", r->status);
+    bool rest = strcmp(r->kind, "rest") == 0;
+    hearth__op op = {
+        .door = r->kind,
+        .type = http_method_str((enum http_method)r->req->method),
+        .ns = r->note->ns,
+        .path = r->note->path,
+        .status = status,
+        .write = rest && is_write(r->req->method),
+        .listen = !rest,
+        .denied = r->status == 401,
+        .unindexed = r->note->unindexed,
+        .bytes_in = r->req->body_len,
+        .bytes_out = r->bytes_out,
+        .duration_ns = r->duration_ns,
+    };
+    if (rest)
+        hearth__hist_observe(&srv->metrics.request_seconds, r->duration_ns);
+    hearth__observe_op(srv, &op);
+}
