@@ -22,6 +22,8 @@ struct ServeCommand: ParsableCommand {
               hearth serve --rules database.rules.json --fsync batch
               hearth serve --rules database.rules.json --auth-secret-file secret.txt
               hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
+              hearth serve --tls-cert cert.pem --tls-key key.pem --port 443
+              hearth serve --log-format json --metrics-port 9100
               curl -X PUT -d '{"name":"Ada"}' http://127.0.0.1:9000/users/ada.json
 
             Rules: --rules FILE applies to every namespace and is read again when it \
@@ -95,7 +97,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The PEM private key of --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "Access and event logs on stderr: off, text or json.")
+    var logFormat: HearthServer.LogFormat = .off
+
+    @Option(help: "Also serve GET /.metrics (Prometheus text) on 127.0.0.1 at this port, without credentials.")
+    var metricsPort: Int?
+
     func validate() throws {
+        if let metricsPort, !(1...65535).contains(metricsPort) {
+            throw ValidationError("--metrics-port must be between 1 and 65535")
+        }
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give --tls-cert and --tls-key together")
         }
@@ -140,14 +151,17 @@ struct ServeCommand: ParsableCommand {
         let adminSecret = try secret(self.adminSecret, file: adminSecretFile, option: "--admin-secret-file")
         let server: HearthServer
         do {
-            server = try HearthServer(.init(
+            var configuration = HearthServer.Configuration(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
                 fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
                 authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
                 headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
                 maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
                 maxHeldBytes: maxHeldMb.map { Int64($0) << 20 },
-                tlsCertFile: tlsCert, tlsKeyFile: tlsKey))
+                tlsCertFile: tlsCert, tlsKeyFile: tlsKey)
+            configuration.logFormat = logFormat
+            configuration.metricsPort = metricsPort
+            server = try HearthServer(configuration)
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
@@ -206,3 +220,4 @@ extension ServeCommand {
 }
 
 extension HearthServer.FsyncMode: ExpressibleByArgument {}
+extension HearthServer.LogFormat: ExpressibleByArgument {}

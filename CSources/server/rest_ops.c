@@ -80,6 +80,8 @@ bool hearth__rest_ops(rest *r) {
     bool metrics = strcmp(r->path, "/.metrics") == 0;
     if (!metrics && strcmp(r->path, "/.profile") != 0)
         return false;
+    snprintf(hearth__http_note_of(r->conn)->path,
+             sizeof hearth__http_note_of(r->conn)->path, "%s", r->path);
     char why[256];
     const char *token = hearth__rest_param_get(r, "auth");
     if (!hearth__principal_of(r->srv, r->req, token, NULL, &r->who, why,

@@ -25,6 +25,11 @@ public final class HearthServer: @unchecked Sendable {
         case off
     }
 
+    /// Access and event logs on standard error, one line each.
+    public enum LogFormat: String, Sendable, CaseIterable {
+        case off, text, json
+    }
+
     public struct Configuration: Sendable {
         /// An IP address to listen on.
         public var host: String
@@ -78,6 +83,11 @@ public final class HearthServer: @unchecked Sendable {
         /// reads them again.
         public var tlsCertFile: String?
         public var tlsKeyFile: String?
+        /// Access and event logs on standard error (default off).
+        public var logFormat: LogFormat = .off
+        /// Also serve GET /.metrics on 127.0.0.1 at this port, without
+        /// credentials (on the main port it is the admin's).
+        public var metricsPort: Int?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -147,6 +157,12 @@ public final class HearthServer: @unchecked Sendable {
         config.auth_issuer = UnsafePointer(strings[8])
         config.tls_cert_file = UnsafePointer(strings[9])
         config.tls_key_file = UnsafePointer(strings[10])
+        config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
+        config.log_format = switch configuration.logFormat {
+        case .off: HEARTH_LOG_OFF
+        case .text: HEARTH_LOG_TEXT
+        case .json: HEARTH_LOG_JSON
+        }
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
         config.header_timeout_ms = Self.milliseconds(configuration.headerTimeout)

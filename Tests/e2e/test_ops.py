@@ -1,10 +1,12 @@
 """End-to-end tests of running `hearth serve` in production: TLS with the
 Firebase Admin SDK over https (trusting a CA made here through
-REQUESTS_CA_BUNDLE) and the certificate reloaded on SIGHUP.
+REQUESTS_CA_BUNDLE) and the certificate reloaded on SIGHUP; `hearth
+profile`'s reports and raw stream against a known workload.
 
 Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_ops.py
 """
 
+import json
 import os
 import queue
 import shutil
@@ -19,7 +21,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_python_clients import Server, run_tests  # noqa: E402
+from test_python_clients import HEARTH, Server, http, run_tests  # noqa: E402
 
 
 def openssl(cwd, *args):
@@ -130,6 +132,75 @@ class TLS(unittest.TestCase):
         with self.assertRaises(urllib.error.URLError):
             https_get(self.server.port, "/missing", os.path.join(self.pki, "ca.pem"))
         self.assertIsNone(self.server.proc.poll())  # SIGHUP did not end it
+
+
+class Profile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-profile-")
+        cls.server = Server(cls.dir).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def profiled(self, *extra):
+        """Runs `hearth profile` over the workload; its stdout."""
+        streams_before = self.profile_streams()
+        proc = subprocess.Popen(
+            [HEARTH, "profile", "--url", f"http://127.0.0.1:{self.server.port}",
+             "--duration", "3s", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The barrier: the server counts the profile stream it began.
+        for _ in range(200):
+            if self.profile_streams() > streams_before:
+                break
+            time.sleep(0.02)
+        for i in range(5):
+            status, _ = http("PUT", self.server.url(f"/items/{i}"), {"n": i})
+            self.assertEqual(status, 200)
+        for _ in range(2):
+            http("GET", self.server.url("/items"))
+        http("GET", self.server.url("/items", '?orderBy="$value"&limitToFirst=1'))
+        out, err = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, err)
+        return out
+
+    def profile_streams(self):
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.server.port}/.metrics",
+            headers={"Authorization": "Bearer owner"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith('hearth_requests_total{door="sse",type="GET",status="200"}'):
+                    return float(line.split()[-1])
+        return 0
+
+    def test_reports(self):
+        out = self.profiled()
+        lines = out.splitlines()
+        self.assertIn("Speed report", lines[0])
+        puts = [l.split() for l in lines if l.startswith("PUT ")]
+        self.assertEqual(puts[0][:3], ["PUT", "/items/$id", "5"])
+        float(puts[0][3]), float(puts[0][4])  # avg and p99 ms
+        gets = [l.split() for l in lines if l.startswith("GET ") and "/items" in l]
+        self.assertEqual(gets[0][:3], ["GET", "/items", "3"])
+        bandwidth = lines[lines.index("Bandwidth report") + 2:]
+        items = [l.split() for l in bandwidth if l.startswith("/items/$id ")]
+        # In: json.dumps writes {"n": i} (8 bytes); out: {"n":i} (7).
+        self.assertEqual(items[0][1:3], ["40", "35"])
+        unindexed = lines[lines.index("Unindexed queries") + 2:]
+        self.assertEqual(unindexed[0].split(), ["GET", "/items", "1"])
+
+    def test_raw(self):
+        out = self.profiled("--raw")
+        ops = [json.loads(l) for l in out.splitlines()]
+        puts = [o for o in ops if o["type"] == "PUT"]
+        self.assertEqual(len(puts), 5)
+        self.assertEqual({o["path"] for o in puts}, {f"/items/{i}" for i in range(5)})
+        self.assertTrue(all(o["write"] and o["status"] == "200" for o in puts))
+        self.assertEqual(sum(o["unindexed"] for o in ops), 1)
 
 
 if __name__ == "__main__":
