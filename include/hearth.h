@@ -520,6 +520,16 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
                                 hearth_repair_report_t *HEARTH_NULLABLE report,
                                 hearth_error_t *HEARTH_NULLABLE err);
 
+/* Copies the data of a data directory (a namespace's: data_dir/NAME of
+ * the server's) into out_file as export-format JSON, consistent as of one
+ * commit, while a server may hold the directory and go on writing: its
+ * files are only read. out_file is written whole or not at all (through
+ * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
+ * when the directory cannot be read or is damaged, or out_file cannot be
+ * written. `hearth import` (or `hearth restore`) puts it back. */
+HEARTH_EXTERN int hearth_backup(const char *data_dir, const char *out_file,
+                                hearth_error_t *HEARTH_NULLABLE err);
+
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
 typedef void (*hearth_completion_cb)(int status, void *HEARTH_NULLABLE ctx);
 typedef void (*hearth_free_cb)(void *HEARTH_NULLABLE ctx);

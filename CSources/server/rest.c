@@ -259,7 +259,8 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
-    if (hearth__rest_ops(&r)) {
+    char opsbuf[130];
+    if (hearth__rest_ops(&r, namespace_name(&r, opsbuf, sizeof opsbuf))) {
         hearth__rest_free(&r);
         return;
     }

@@ -78,7 +78,10 @@ void hearth__rest_get(rest *r);
 void hearth__rest_write(rest *r);
 void hearth__rest_delete(rest *r);
 void hearth__rest_rules(rest *r);
-/* /.metrics and /.profile (rest_ops.c): true when r was one (answered). */
-bool hearth__rest_ops(rest *r);
+/* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
+ * true when r was one (answered). */
+bool hearth__rest_ops(rest *r, const char *ns_name);
+/* GET /.backup (rest_backup.c). */
+void hearth__rest_backup(rest *r, const char *ns_name);
 
 #endif

@@ -1,10 +1,12 @@
-/* rest_ops.c - the operator's endpoints: GET /.metrics (Prometheus text)
- * and GET /.profile (the operations stream), both the admin's; and the
+/* rest_ops.c - the operator's endpoints, all the admin's: GET /.metrics
+ * (Prometheus text), GET /.profile (the operations stream) and GET
+ * /.backup (rest_backup.c); and the
  * metrics port, which answers /.metrics to anyone who can reach it. */
 #include "server/rest_internal.h"
 
 #include "server/profile.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -76,12 +78,15 @@ void hearth__metrics_handle(hearth__http_conn *conn,
         hearth__rest_reply_error(conn, 404, "Not found: only GET /.metrics here");
 }
 
-bool hearth__rest_ops(rest *r) {
-    bool metrics = strcmp(r->path, "/.metrics") == 0;
-    if (!metrics && strcmp(r->path, "/.profile") != 0)
+bool hearth__rest_ops(rest *r, const char *ns_name) {
+    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup"};
+    size_t which = 0;
+    while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
+        which++;
+    if (which == HEARTH__ARRAY_SIZE(paths))
         return false;
-    snprintf(hearth__http_note_of(r->conn)->path,
-             sizeof hearth__http_note_of(r->conn)->path, "%s", r->path);
+    hearth__http_note *note = hearth__http_note_of(r->conn);
+    snprintf(note->path, sizeof note->path, "%s", r->path);
     char why[256];
     const char *token = hearth__rest_param_get(r, "auth");
     if (!hearth__principal_of(r->srv, r->req, token, NULL, &r->who, why,
@@ -91,9 +96,11 @@ bool hearth__rest_ops(rest *r) {
                                  "Permission denied: the admin's only");
     else if (r->method != HTTP_GET)
         hearth__rest_reply_error(r->conn, 405, "Method not allowed");
-    else if (metrics)
+    else if (which == 0)
         answer_metrics(r->srv, r->conn);
-    else
+    else if (which == 1)
         hearth__profile_start(r->srv, r->conn);
+    else
+        hearth__rest_backup(r, ns_name);
     return true;
 }
