@@ -24,6 +24,7 @@ struct ServeCommand: ParsableCommand {
               hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
               hearth serve --tls-cert cert.pem --tls-key key.pem --port 443
               hearth serve --log-format json --metrics-port 9100
+              hearth serve --config /etc/hearth/hearth.json --port 9001
               curl -X PUT -d '{"name":"Ada"}' http://127.0.0.1:9000/users/ada.json
 
             Rules: --rules FILE applies to every namespace and is read again when it \
@@ -103,6 +104,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Also serve GET /.metrics (Prometheus text) on 127.0.0.1 at this port, without credentials.")
     var metricsPort: Int?
 
+    @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
+    var config: String?
+
     func validate() throws {
         if let metricsPort, !(1...65535).contains(metricsPort) {
             throw ValidationError("--metrics-port must be between 1 and 65535")
@@ -147,6 +151,12 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let config {
+            var merged = try Self.merging(configFile: config, arguments: Self.argumentsAfterServe())
+            merged.config = nil
+            try merged.run()
+            return
+        }
         let authSecret = try secret(self.authSecret, file: authSecretFile, option: "--auth-secret-file")
         let adminSecret = try secret(self.adminSecret, file: adminSecretFile, option: "--admin-secret-file")
         let server: HearthServer
@@ -216,6 +226,50 @@ extension ServeCommand {
         return hasKeys
             ? "the default with keys, locked: {\"rules\": {\".read\": false, \".write\": false}}"
             : "the default without keys, open: {\"rules\": {\".read\": true, \".write\": true}}"
+    }
+}
+
+extension ServeCommand {
+    /// What followed `serve` on the command line.
+    static func argumentsAfterServe() -> [String] {
+        let args = CommandLine.arguments
+        guard let i = args.firstIndex(of: "serve") else { return [] }
+        return Array(args[(i + 1)...])
+    }
+
+    /// Every option's name, from the command's own properties ("_authSecret"
+    /// is auth-secret), so the file knows each option as soon as it exists.
+    static var optionNames: Set<String> {
+        Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
+            child.label.map { label in
+                label.dropFirst().map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
+            }
+        })
+    }
+
+    /// The options of the file, then those of the command line: a later
+    /// occurrence of an option wins, so the command line overrides.
+    static func merging(configFile path: String, arguments: [String]) throws -> ServeCommand {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--config: cannot read \(path)")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw ValidationError("--config \(path): not a JSON object of options")
+        }
+        let known = optionNames.subtracting(["config"])
+        var fileArguments: [String] = []
+        for key in object.keys.sorted() {
+            guard known.contains(key) else {
+                throw ValidationError(
+                    "--config \(path): unknown key \"\(key)\" (the keys are: \(known.sorted().joined(separator: ", ")))")
+            }
+            switch object[key] {
+            case let text as String: fileArguments += ["--\(key)", text]
+            case let number as NSNumber: fileArguments += ["--\(key)", number.stringValue]
+            default: throw ValidationError("--config \(path): \"\(key)\" must be a string or a number")
+            }
+        }
+        return try ServeCommand.parse(fileArguments + arguments)
     }
 }
 

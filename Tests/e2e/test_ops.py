@@ -3,7 +3,8 @@ Firebase Admin SDK over https (trusting a CA made here through
 REQUESTS_CA_BUNDLE) and the certificate reloaded on SIGHUP; `hearth
 profile`'s reports and raw stream against a known workload; `hearth backup`
 under writes, a server killed with SIGKILL during a backup, and `hearth
-restore` into a fresh directory that is then served.
+restore` into a fresh directory that is then served; `hearth serve
+--config` with options on the command line overriding the file.
 
 Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_ops.py
 """
@@ -306,6 +307,46 @@ class Backup(unittest.TestCase):
             self.assertEqual(prefix_length(data), prefix_length(saved))
         finally:
             restored.stop()
+
+
+class ConfigFile(unittest.TestCase):
+    def test_file_with_overrides_and_unknown_keys(self):
+        from test_python_clients import free_port
+        tmp = tempfile.mkdtemp(prefix="hearth-e2e-config-")
+        try:
+            path = os.path.join(tmp, "hearth.json")
+            file_port, flag_port = free_port(), free_port()
+            with open(path, "w") as f:
+                json.dump({"port": file_port, "data": os.path.join(tmp, "d"),
+                           "fsync": "off", "log-format": "json",
+                           "header-timeout": 5}, f)
+            proc = subprocess.Popen(
+                [HEARTH, "serve", "--config", path, "--port", str(flag_port)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                server = Server(os.path.join(tmp, "d"), port=flag_port)
+                for _ in range(200):  # until it listens
+                    try:
+                        status, _ = http("PUT", server.url("/x"), 1)
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                self.assertEqual(status, 200)
+                # The file's data directory holds it.
+                self.assertTrue(os.path.isdir(os.path.join(tmp, "d", "default")))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate(timeout=20)
+            self.assertIn(f"listening on http://127.0.0.1:{flag_port}", out)
+            events = [json.loads(l) for l in err.splitlines()]  # the file's log format
+            self.assertEqual(events[0]["event"], "start")
+            with open(path, "w") as f:
+                json.dump({"port": 1, "tls-certificate": "x.pem"}, f)
+            code, _, err = hearth("serve", "--config", path)
+            self.assertEqual(code, 64)
+            self.assertIn('unknown key "tls-certificate"', err)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
