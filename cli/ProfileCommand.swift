@@ -20,7 +20,7 @@ struct ProfileCommand: ParsableCommand {
 
             Examples:
               hearth profile --url http://127.0.0.1:9000 --duration 30s
-              hearth profile --url https://db.example.com --auth "$ADMIN" --raw
+              hearth profile --url https://db.example.com --token "$ADMIN" --raw
             """)
 
     @Option(help: "The server (http://HOST:PORT or https://...).")
@@ -33,7 +33,7 @@ struct ProfileCommand: ParsableCommand {
     var raw = false
 
     @Option(help: "The admin credential (default: $HEARTH_AUTH_TOKEN, else \"owner\").")
-    var auth: String?
+    var token: String?
 
     func validate() throws {
         guard Self.seconds(duration) != nil else {
@@ -55,7 +55,7 @@ struct ProfileCommand: ParsableCommand {
         }
         components.path = "/.profile"
         var request = URLRequest(url: components.url!)
-        let credential = auth ?? ProcessInfo.processInfo.environment["HEARTH_AUTH_TOKEN"] ?? "owner"
+        let credential = token ?? ProcessInfo.processInfo.environment["HEARTH_AUTH_TOKEN"] ?? "owner"
         request.setValue("Bearer \(credential)", forHTTPHeaderField: "Authorization")
         let collector = ProfileCollector(raw: raw)
         let session = URLSession(configuration: .default, delegate: collector, delegateQueue: nil)
