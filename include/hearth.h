@@ -829,7 +829,7 @@ typedef struct hearth_server_config_s {
      * request is answered 503 (a WebSocket closed) rather than memory
      * growing. */
     int64_t max_held_bytes;
-    /* HTTPS and WSS on the same port (fields of version 0.3): a PEM
+    /* HTTPS and WSS on the same port (fields added after version 0.2): a PEM
      * certificate chain (the server's certificate first) and its PEM
      * private key. TLS 1.2 or later with forward-secret AEAD ciphers only.
      * Both or neither; a file that cannot be used fails the start with an
