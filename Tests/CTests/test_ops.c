@@ -373,14 +373,20 @@ static int count_lines_with(const char *text, const char *a, const char *b) {
     return n;
 }
 
-static void test_profiler_streams_operations(void) {
-    hearth_server_t *s = start_ops(false);
-    int port = hearth_server_port(s);
+/* A socket reading the server's operations stream, past its head. */
+static int open_profile(int port) {
     int fd = test_connect(port);
     const char *ask = "GET /.profile HTTP/1.1\r\nHost: x\r\n"
                       "Authorization: Bearer owner\r\n\r\n";
     CHECK(write(fd, ask, strlen(ask)) == (ssize_t)strlen(ask));
-    free(read_until(fd, "\r\n\r\n")); /* the stream's head */
+    free(read_until(fd, "\r\n\r\n"));
+    return fd;
+}
+
+static void test_profiler_streams_operations(void) {
+    hearth_server_t *s = start_ops(false);
+    int port = hearth_server_port(s);
+    int fd = open_profile(port);
     for (int i = 0; i < 3; i++)
         free(curl("-X PUT -d '\"%d\"' http://127.0.0.1:%d/users/u%d/name.json",
                   i, port, i));
@@ -419,11 +425,7 @@ static void on_set(int status, void *ctx) {
 static void test_realtime_operations_observed(void) {
     hearth_server_t *s = start_ops(false);
     int port = hearth_server_port(s);
-    int fd = test_connect(port);
-    const char *ask = "GET /.profile HTTP/1.1\r\nHost: x\r\n"
-                      "Authorization: Bearer owner\r\n\r\n";
-    CHECK(write(fd, ask, strlen(ask)) == (ssize_t)strlen(ask));
-    free(read_until(fd, "\r\n\r\n"));
+    int fd = open_profile(port);
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=default", port);
     hearth_db_config_t config = {.size = sizeof config, .url = url};
