@@ -27,27 +27,60 @@ void hearth__metrics_free(hearth__metrics *m) {
     for (size_t i = 0; i < m->nnamespaces; i++)
         hearth__free(m->namespaces[i]);
     hearth__free(m->counters);
+    hearth__free(m->index);
     hearth__free(m->namespaces);
     memset(m, 0, sizeof *m);
 }
 
-void hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
+static uint64_t hash_of(const char *key) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of key in the index: where it is, or the empty one where it
+ * would go. The index has twice the counters' capacity, so one is empty. */
+static size_t slot_of(const hearth__metrics *m, const char *key) {
+    size_t mask = m->cap * 2 - 1, i = (size_t)hash_of(key) & mask;
+    while (m->index[i] && strcmp(m->counters[m->index[i] - 1].key, key) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the table and rebuilds the index; false when memory fails. */
+static bool grow(hearth__metrics *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    hearth__counter *c = hearth__realloc(m->counters, cap * sizeof *c);
+    if (!c)
+        return false;
+    m->counters = c;
+    size_t *index = hearth__calloc(cap * 2, sizeof *index);
+    if (!index)
+        return false;
+    hearth__free(m->index);
+    m->index = index;
+    m->cap = cap;
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->counters[i].key, key) == 0) {
-            m->counters[i].value += by;
+        m->index[slot_of(m, m->counters[i].key)] = i + 1;
+    return true;
+}
+
+void hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
+    if (m->cap) {
+        size_t at = m->index[slot_of(m, key)];
+        if (at) {
+            m->counters[at - 1].value += by;
             return;
         }
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        hearth__counter *c = hearth__realloc(m->counters, cap * sizeof *c);
-        if (!c)
-            return;
-        m->counters = c;
-        m->cap = cap;
     }
+    if (m->n == m->cap && !grow(m))
+        return;
     char *copy = hearth__strndup(key, strlen(key));
-    if (copy)
-        m->counters[m->n++] = (hearth__counter){copy, by};
+    if (!copy)
+        return;
+    m->counters[m->n] = (hearth__counter){copy, by};
+    m->index[slot_of(m, key)] = ++m->n;
 }
 
 const char *hearth__metrics_ns(hearth__metrics *m, const char *ns) {

@@ -1,8 +1,10 @@
 /*
  * metrics.h - the server's counters for GET /.metrics (Prometheus text
  * format 0.0.4). A counter is a name with its labels ("name{a=\"b\"}"),
- * kept in a small table on the server's loop: no lock, nothing per
- * request but a lookup among a few hundred keys. Namespaces get their
+ * kept in a table on the server's loop, found by hash: no lock, nothing
+ * per request but a few lookups. Every label value comes from a closed
+ * set (doors, methods, actions, statuses) or is a valid namespace name,
+ * so no client can add keys without bound. Namespaces get their
  * own counters up to a bound; the rest count as namespace="_other", so
  * a client naming endless namespaces cannot grow the table.
  */
@@ -20,8 +22,9 @@ typedef struct hearth__counter {
 } hearth__counter;
 
 typedef struct hearth__metrics {
-    hearth__counter *counters;
+    hearth__counter *counters; /* in the order they appeared */
     size_t n, cap;
+    size_t *index; /* 2 * cap slots: 1 + a counter's place, 0: empty */
     char **namespaces; /* those with counters of their own */
     size_t nnamespaces;
     hearth__histogram request_seconds; /* every REST request's handling */

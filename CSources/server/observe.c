@@ -191,7 +191,7 @@ void hearth__observe_http(void *ctx, const hearth__http_record *r) {
         .path = r->note->path,
         .status = status,
         .write = rest && is_write(r->req->method),
-        .listen = !rest,
+        .listen = strcmp(r->kind, "sse") == 0,
         .denied = r->status == 401,
         .unindexed = r->note->unindexed,
         .bytes_in = r->req->body_len,

@@ -108,6 +108,17 @@ static void do_unauth(session *s, json_int_t r) {
 
 static void dispatch(session *s, json_int_t r, const char *a, json_t *b);
 
+/* The action's name for the metrics, the log and the profiler: one of
+ * the protocol's, else "unknown" (a client cannot invent label values). */
+static const char *known_action(const char *a) {
+    static const char *const actions[] = {"q", "n", "p", "m", "g", "o", "om",
+                                          "oc", "auth", "gauth", "unauth", "s"};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(actions); i++)
+        if (strcmp(a, actions[i]) == 0)
+            return actions[i];
+    return "unknown";
+}
+
 /* One message of len bytes that arrived at `start` (uv_hrtime). */
 static void handle(session *s, json_t *msg, size_t len, uint64_t start) {
     const char *t = json_string_value(json_object_get(msg, "t"));
@@ -132,7 +143,7 @@ static void handle(session *s, json_t *msg, size_t len, uint64_t start) {
     json_int_t r = json_integer_value(rj);
     dispatch(s, r, a, b);
     const char *path = json_string_value(json_object_get(b, "p"));
-    hearth__op op = {.door = "realtime", .type = a, .ns = s->ns->name,
+    hearth__op op = {.door = "realtime", .type = known_action(a), .ns = s->ns->name,
                      .path = path ? path : "", .status = "handled",
                      .write = !strcmp(a, "p") || !strcmp(a, "m"),
                      .listen = !strcmp(a, "q"), .bytes_in = len,

@@ -917,6 +917,29 @@ static char *ws_request(int fd, int r, const char *action, const char *body) {
         free(got_);                                                            \
     } while (0)
 
+/* A realtime action the protocol does not have is counted as "unknown":
+ * what a client sends never becomes a label of the metrics (no quote
+ * breaking the Prometheus text, no counter per invented name). */
+static void test_invented_actions_are_not_metric_labels(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    int fd = ws_open(port, "default");
+    for (int r = 1; r <= 20; r++) {
+        char action[32];
+        snprintf(action, sizeof action, "x\\\"%d", r); /* x\"1 ... on the wire */
+        free(ws_request(fd, r, action, "{}"));
+    }
+    response m = request(port, "GET", "/.metrics", OWNER, NULL);
+    CHECK_INT(m.status, 200);
+    CHECK(strstr(m.body, "x\"") == NULL);
+    CHECK(strstr(m.body, "hearth_requests_total{door=\"realtime\",type=\"unknown\","
+                         "status=\"handled\"} 20\n") != NULL);
+    free(m.body);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
+
 /* One session holds at most 10,000 listens: the next is refused (the
  * client cancels that query), and one ended makes room again. */
 static void test_listens_per_session_capped(void) {
@@ -1632,5 +1655,7 @@ const test_case server_tests[] = {
     {"server_stop_with_an_answer_pending", test_stop_with_an_answer_pending},
     {"server_large_bodies_parsed_off_the_loop",
      test_large_bodies_parsed_off_the_loop},
+    {"server_invented_actions_are_not_metric_labels",
+     test_invented_actions_are_not_metric_labels},
     {NULL, NULL},
 };
