@@ -523,7 +523,9 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
 /* Copies the data of a data directory (a namespace's: data_dir/NAME of
  * the server's) into out_file as export-format JSON, consistent as of one
  * commit, while a server may hold the directory and go on writing: its
- * files are only read. out_file is written whole or not at all (through
+ * files are only read (held open first, so that a snapshot cannot remove
+ * them meanwhile; links to them are made in a directory under $TMPDIR,
+ * and removed, Linux's /proc/self/fd). out_file is written whole or not at all (through
  * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
  * when the directory cannot be read or is damaged, or out_file cannot be
  * written. `hearth import` (or `hearth restore`) puts it back. */

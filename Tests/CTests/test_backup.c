@@ -5,12 +5,16 @@
  * no half-written copy. */
 #include "test.h"
 
+#include "db/db.h"
+#include "store/store.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <uv.h>
 
 static char dir[64];
 
@@ -232,7 +236,85 @@ static void test_backup_killed_leaves_data_intact(void) {
     remove_tree(dir);
 }
 
+/* ---- snapshots racing the copy ---- */
+
+typedef struct racer {
+    char dir[128], out[140];
+    atomic_bool stop;
+    atomic_int copies;
+    int failures, shrank, holes;
+    pthread_t thread;
+} racer;
+
+/* Copies the directory again and again while it is written to and
+ * snapshotted: every copy must succeed and be a prefix, never shorter
+ * than the one before. */
+static void *copy_on(void *arg) {
+    racer *r = arg;
+    int last = 0;
+    while (!atomic_load(&r->stop)) {
+        hearth_error_t err;
+        if (hearth_backup(r->dir, r->out, &err)) {
+            fprintf(stderr, "  backup: %s\n", err.message);
+            r->failures++;
+            continue;
+        }
+        size_t len;
+        char *text = read_file(r->out, &len);
+        int m = prefix_length(text);
+        free(text);
+        r->holes += m < 0;
+        r->shrank += m < last;
+        last = m > last ? m : last;
+        atomic_fetch_add(&r->copies, 1);
+    }
+    return NULL;
+}
+
+static void on_acked(int status, void *ctx) {
+    CHECK_INT(status, 0);
+    uv_sem_post(ctx);
+}
+
+static void test_backup_races_snapshots(void) {
+    racer r = {0};
+    strcpy(r.dir, "/tmp/hearth-backup-race-XXXXXX");
+    CHECK(mkdtemp(r.dir) != NULL);
+    snprintf(r.out, sizeof r.out, "%s.json", r.dir);
+    hearth_db_config_t config = {.size = sizeof config, .data_dir = r.dir,
+                                 .fsync_mode = HEARTH_FSYNC_OFF};
+    hearth_db_t *db = NULL;
+    CHECK_INT(hearth_db_open(&config, &db, NULL), 0);
+    /* A snapshot every few writes (set before any write: the queue's
+     * lock orders it before the loop's use). */
+    hearth__store_set_snapshot_threshold(hearth__db_store(db), 300);
+    atomic_init(&r.stop, false);
+    pthread_create(&r.thread, NULL, copy_on, &r);
+    uv_sem_t acked;
+    uv_sem_init(&acked, 0);
+    /* Until the copies have raced many snapshots. */
+    for (int k = 0; k < 400 || (atomic_load(&r.copies) < 10 && k < 20000); k++) {
+        char path[32];
+        snprintf(path, sizeof path, "/w/%d", k);
+        hearth_node_t *v = hearth_node_number(k);
+        CHECK_INT(hearth_db_set(db, path, v, on_acked, &acked, NULL, NULL), 0);
+        hearth_node_decref(v);
+        uv_sem_wait(&acked);
+    }
+    atomic_store(&r.stop, true);
+    pthread_join(r.thread, NULL);
+    uv_sem_destroy(&acked);
+    CHECK_INT(hearth_db_close(db), 0);
+    CHECK(atomic_load(&r.copies) >= 10);
+    CHECK_INT(r.failures, 0);
+    CHECK_INT(r.holes, 0);
+    CHECK_INT(r.shrank, 0);
+    unlink(r.out);
+    remove_tree(r.dir);
+}
+
 const test_case backup_tests[] = {
+    {"backup_races_snapshots", test_backup_races_snapshots},
     {"backup_of_directory_under_writes", test_backup_of_directory_under_writes},
     {"backup_endpoint_under_writes", test_backup_endpoint_under_writes},
     {"backup_killed_leaves_data_intact", test_backup_killed_leaves_data_intact},
