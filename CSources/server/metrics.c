@@ -32,7 +32,7 @@ void hearth__metrics_free(hearth__metrics *m) {
     memset(m, 0, sizeof *m);
 }
 
-static uint64_t hash_of(const char *key) {
+uint64_t hearth__metrics_hash(const char *key) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *key; key++)
         h = (h ^ (unsigned char)*key) * 1099511628211ull;
@@ -42,7 +42,7 @@ static uint64_t hash_of(const char *key) {
 /* The slot of key in the index: where it is, or the empty one where it
  * would go. The index has twice the counters' capacity, so one is empty. */
 static size_t slot_of(const hearth__metrics *m, const char *key) {
-    size_t mask = m->cap * 2 - 1, i = (size_t)hash_of(key) & mask;
+    size_t mask = m->cap * 2 - 1, i = (size_t)hearth__metrics_hash(key) & mask;
     while (m->index[i] && strcmp(m->counters[m->index[i] - 1].key, key) != 0)
         i = (i + 1) & mask;
     return i;
@@ -66,21 +66,22 @@ static bool grow(hearth__metrics *m) {
     return true;
 }
 
-void hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
+size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
     if (m->cap) {
         size_t at = m->index[slot_of(m, key)];
         if (at) {
             m->counters[at - 1].value += by;
-            return;
+            return at;
         }
     }
     if (m->n == m->cap && !grow(m))
-        return;
+        return 0;
     char *copy = hearth__strndup(key, strlen(key));
     if (!copy)
-        return;
+        return 0;
     m->counters[m->n] = (hearth__counter){copy, by};
     m->index[slot_of(m, key)] = ++m->n;
+    return m->n;
 }
 
 const char *hearth__metrics_ns(hearth__metrics *m, const char *ns) {

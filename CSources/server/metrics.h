@@ -21,6 +21,16 @@ typedef struct hearth__counter {
     uint64_t value;
 } hearth__counter;
 
+/* The counters one kind of operation (door, type, status, namespace,
+ * flags: observe.c's tag) adds to, so that counting it again is a few
+ * additions, not a key built and looked up per counter. */
+#define HEARTH__METRICS_MEMO 64
+#define HEARTH__MEMO_COUNTERS 6
+typedef struct hearth__metrics_memo {
+    char tag[128];
+    size_t counters[HEARTH__MEMO_COUNTERS]; /* 1 + a counter's place; 0: none */
+} hearth__metrics_memo;
+
 typedef struct hearth__metrics {
     hearth__counter *counters; /* in the order they appeared */
     size_t n, cap;
@@ -28,12 +38,16 @@ typedef struct hearth__metrics {
     char **namespaces; /* those with counters of their own */
     size_t nnamespaces;
     hearth__histogram request_seconds; /* every REST request's handling */
+    hearth__metrics_memo memo[HEARTH__METRICS_MEMO];
 } hearth__metrics;
 
 void hearth__metrics_free(hearth__metrics *m);
-/* Adds `by` to the counter `key` (made at 0 when new; dropped silently
- * when memory fails: metrics never fail a request). */
-void hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by);
+/* Adds `by` to the counter `key` (made at 0 when new): 1 + its place in
+ * m->counters (stable), or 0 when memory failed (the count is dropped:
+ * metrics never fail a request). */
+size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by);
+/* FNV-1a of a string: the counters' index, the memo's slots. */
+uint64_t hearth__metrics_hash(const char *key);
 /* The label value of namespace ns: itself, or "_other" past the bound. */
 const char *hearth__metrics_ns(hearth__metrics *m, const char *ns);
 /* Writes every counter, by name, with its # HELP and # TYPE lines. */

@@ -13,22 +13,29 @@
 
 /* ---- the metrics ---- */
 
-static void count_op(hearth__metrics *m, const hearth__op *op) {
+/* The counters an operation adds to, in this order (0: none). */
+enum { C_REQUESTS, C_WRITES, C_DENIALS, C_NS_REQUESTS, C_NS_IN, C_NS_OUT };
+
+/* Finds (making them) the counters of op's kind: the slow way, once per
+ * kind of operation; the memo remembers them. */
+static void find_counters(hearth__metrics *m, const hearth__op *op,
+                          size_t at[HEARTH__MEMO_COUNTERS]) {
     char key[320];
+    memset(at, 0, HEARTH__MEMO_COUNTERS * sizeof *at);
     snprintf(key, sizeof key,
              "hearth_requests_total{door=\"%s\",type=\"%s\",status=\"%s\"}",
              op->door, op->type, op->status);
-    hearth__metrics_add(m, key, 1);
+    at[C_REQUESTS] = hearth__metrics_add(m, key, 0);
     if (op->write && strcmp(op->door, "realtime") != 0) {
         snprintf(key, sizeof key,
                  "hearth_writes_total{door=\"%s\",status=\"%s\"}", op->door,
                  op->status);
-        hearth__metrics_add(m, key, 1);
+        at[C_WRITES] = hearth__metrics_add(m, key, 0);
     }
     if (op->denied) {
         snprintf(key, sizeof key, "hearth_rules_denials_total{door=\"%s\"}",
                  op->door);
-        hearth__metrics_add(m, key, 1);
+        at[C_DENIALS] = hearth__metrics_add(m, key, 0);
     }
     if (!op->ns[0])
         return;
@@ -36,15 +43,55 @@ static void count_op(hearth__metrics *m, const hearth__op *op) {
     snprintf(key, sizeof key,
              "hearth_namespace_requests_total{namespace=\"%s\",kind=\"%s\"}",
              ns, op->write ? "write" : op->listen ? "listen" : "read");
-    hearth__metrics_add(m, key, 1);
+    at[C_NS_REQUESTS] = hearth__metrics_add(m, key, 0);
     snprintf(key, sizeof key,
              "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"in\"}",
              ns);
-    hearth__metrics_add(m, key, op->bytes_in);
+    at[C_NS_IN] = hearth__metrics_add(m, key, 0);
     snprintf(key, sizeof key,
              "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"out\"}",
              ns);
-    hearth__metrics_add(m, key, op->bytes_out);
+    at[C_NS_OUT] = hearth__metrics_add(m, key, 0);
+}
+
+/* What tells kinds of operations apart: "door|type|status|ns|flags". */
+static size_t kind_tag(const hearth__op *op, char *tag, size_t cap) {
+    const char *parts[] = {op->door, op->type, op->status, op->ns};
+    size_t n = 0;
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(parts); i++) {
+        size_t len = strlen(parts[i]);
+        if (n + len + 5 >= cap)
+            return 0; /* too long to remember: the slow way */
+        memcpy(tag + n, parts[i], len);
+        n += len;
+        tag[n++] = '|';
+    }
+    tag[n++] = (char)('0' + op->write + 2 * op->listen + 4 * op->denied);
+    tag[n] = '\0';
+    return n;
+}
+
+static void count_op(hearth__metrics *m, const hearth__op *op) {
+    char tag[sizeof m->memo[0].tag];
+    size_t len = kind_tag(op, tag, sizeof tag);
+    hearth__metrics_memo *slot =
+        &m->memo[len ? hearth__metrics_hash(tag) % HEARTH__METRICS_MEMO : 0];
+    size_t fresh[HEARTH__MEMO_COUNTERS];
+    size_t *at = fresh;
+    if (len && strcmp(slot->tag, tag) == 0) {
+        at = slot->counters;
+    } else {
+        find_counters(m, op, fresh);
+        if (len) { /* remembered, replacing what the slot held */
+            memcpy(slot->tag, tag, len + 1);
+            memcpy(slot->counters, fresh, sizeof fresh);
+        }
+    }
+    const uint64_t by[HEARTH__MEMO_COUNTERS] = {1, 1, 1, 1, op->bytes_in,
+                                                op->bytes_out};
+    for (size_t i = 0; i < HEARTH__MEMO_COUNTERS; i++)
+        if (at[i])
+            m->counters[at[i] - 1].value += by[i];
 }
 
 void hearth__observe_realtime_write(hearth__server *srv, const char *status) {
