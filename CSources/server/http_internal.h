@@ -149,9 +149,11 @@ int hearth__http_tls_accept(hearth__http_conn *c);
  * answers. The count of plaintext bytes, or -1: close the connection. */
 ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
                                size_t len);
-/* Encrypts data into a new buffer (*out NULL when nothing is to go). */
-int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len,
-                          char **out, size_t *out_len);
+/* Encrypts data into the session (records wait for the flush). */
+int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len);
+/* Queues what the session has for the peer: records, handshake messages,
+ * alerts, session tickets. */
+int hearth__http_tls_flush(hearth__http_conn *c);
 
 /* Tells the observer how the request being answered ended. */
 void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,

@@ -76,26 +76,32 @@ int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len) {
     return queue_write(c, w, uv_buf_init(data, (unsigned)len));
 }
 
-/* Queues w (owning its bytes or a shared buffer reference), encrypted
- * first on an HTTPS connection. */
-static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
-    if (!c->tls)
-        return queue_write(c, w, buf);
-    char *sealed;
-    size_t len;
-    int rc = hearth__http_tls_seal(c, buf.base, buf.len, &sealed, &len);
-    write_req_free(w);
-    if (rc) {
+/* On an HTTPS connection: a + b encrypted and queued, in one flush. */
+static int send_sealed(hearth__http_conn *c, const char *a, size_t alen,
+                       const char *b, size_t blen) {
+    if (hearth__http_tls_seal(c, a, alen) || hearth__http_tls_seal(c, b, blen)) {
         hearth__http_conn_close(c);
         return HEARTH_ECLOSED;
     }
-    return sealed ? hearth__http_send_owned(c, sealed, len) : 0;
+    return hearth__http_tls_flush(c);
+}
+
+/* Queues w (owning its bytes or a shared buffer reference), encrypted
+ * instead on an HTTPS connection. */
+static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    if (!c->tls)
+        return queue_write(c, w, buf);
+    int rc = send_sealed(c, buf.base, buf.len, NULL, 0);
+    write_req_free(w);
+    return rc;
 }
 
 int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
                       const char *b, size_t blen) {
     if (c->closing)
         return HEARTH_ECLOSED;
+    if (c->tls) /* no plaintext copy: straight into the session */
+        return send_sealed(c, a, alen, b, blen);
     write_req *w = hearth__malloc(sizeof *w + alen + blen);
     if (!w) {
         hearth__http_conn_close(c);

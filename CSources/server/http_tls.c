@@ -27,9 +27,7 @@ int hearth__http_tls_accept(hearth__http_conn *c) {
     return rc;
 }
 
-/* Sends what the TLS session has for the peer (handshake messages, alerts,
- * session tickets). */
-static int flush(hearth__http_conn *c) {
+int hearth__http_tls_flush(hearth__http_conn *c) {
     char *out;
     size_t len;
     int rc = hearth__tls_take(c->tls, &out, &len);
@@ -66,7 +64,7 @@ ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
         c->in_len -= plain;
         if (n <= 0) {
             /* A failed handshake's alert still goes out (best effort). */
-            if (flush(c) || n < 0)
+            if (hearth__http_tls_flush(c) || n < 0)
                 return -1;
             return (ssize_t)plain;
         }
@@ -74,8 +72,7 @@ ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
     }
 }
 
-int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len,
-                          char **out, size_t *out_len) {
-    int rc = hearth__tls_write(c->tls, data, len);
-    return rc ? rc : hearth__tls_take(c->tls, out, out_len);
+int hearth__http_tls_seal(hearth__http_conn *c, const char *data,
+                          size_t len) {
+    return len ? hearth__tls_write(c->tls, data, len) : 0;
 }
