@@ -133,6 +133,39 @@ static void test_https_with_curl(void) {
     teardown();
 }
 
+/* A body of megabytes both ways: many TLS records per read and per
+ * answer, and the large body parsed off the loop. */
+static void test_large_bodies_over_https(void) {
+    setup();
+    hearth_server_t *s = start_tls();
+    int port = hearth_server_port(s);
+    char body_path[192];
+    snprintf(body_path, sizeof body_path, "%s", in_pki("big.json"));
+    FILE *f = fopen(body_path, "w");
+    fputc('{', f);
+    for (int i = 0; i < 60000; i++)
+        fprintf(f, "%s\"k%05d\":\"%040d\"", i ? "," : "", i, i);
+    fputc('}', f);
+    long size = ftell(f);
+    fclose(f);
+    char opts[256];
+    snprintf(opts, sizeof opts, "-X PUT --data-binary @%s -o /dev/null", body_path);
+    CHECK_CURL(opts, "ca.pem", port, "/big.json", " 200");
+    char got_path[192];
+    snprintf(got_path, sizeof got_path, "%s", in_pki("got.json"));
+    snprintf(opts, sizeof opts, "-o %s", got_path);
+    CHECK_CURL(opts, "ca.pem", port, "/big.json", " 200");
+    size_t got_len = 0, sent_len = 0;
+    char *got = read_file(got_path, &got_len);
+    char *sent = read_file(body_path, &sent_len);
+    CHECK_INT(got_len, size);
+    CHECK(got && sent && got_len == sent_len && memcmp(got, sent, got_len) == 0);
+    free(got);
+    free(sent);
+    CHECK_INT(hearth_server_stop(s), 0);
+    teardown();
+}
+
 /* ---- Hearth's own client over wss:// ---- */
 
 typedef struct done_flag {
@@ -261,6 +294,7 @@ static void test_reload_takes_new_certificate(void) {
 const test_case tls_tests[] = {
     {"tls_https_with_curl", test_https_with_curl},
     {"tls_own_client_over_wss", test_own_client_over_wss},
+    {"tls_large_bodies_over_https", test_large_bodies_over_https},
     {"tls_bad_files_fail_start", test_bad_files_fail_start},
     {"tls_reload_takes_new_certificate", test_reload_takes_new_certificate},
     {NULL, NULL},
