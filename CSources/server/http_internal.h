@@ -90,6 +90,7 @@ struct hearth__http_conn {
     /* HTTPS: the session, and the buffer ciphertext is read into */
     hearth__tls *tls;
     char *cipher_in;
+    bool tls_closed; /* the peer's close_notify came: close once handled */
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, const char *data, size_t len);
 };
@@ -146,7 +147,9 @@ int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len);
 int hearth__http_tls_accept(hearth__http_conn *c);
 /* Ciphertext read from the socket: decrypts what it can to after c->in's
  * unparsed bytes without counting it in c->in_len, and sends the session's
- * answers. The count of plaintext bytes, or -1: close the connection. */
+ * answers. The count of plaintext bytes, or -1: close the connection.
+ * After the peer's close_notify, c->tls_closed: the bytes before it are
+ * handled, then the connection closes. */
 ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
                                size_t len);
 /* Encrypts data into the session (records wait for the flush). */

@@ -289,14 +289,16 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         c->in_off = c->in_len = 0;
         if (c->on_data && len && !c->no_more)
             c->on_data(c->on_close_ctx, data, len);
-        return;
+    } else {
+        c->in_len += (size_t)nread;
+        if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
+            uv_read_stop(stream);
+            c->reading = false;
+        }
+        hearth__http_process(c);
     }
-    c->in_len += (size_t)nread;
-    if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
-        uv_read_stop(stream);
-        c->reading = false;
-    }
-    hearth__http_process(c);
+    if (c->tls_closed) /* as a plain connection's end, after its bytes */
+        hearth__http_conn_close(c);
 }
 
 void hearth__http_start_reading(hearth__http_conn *c) {

@@ -64,9 +64,12 @@ ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
         c->in_len -= plain;
         if (n <= 0) {
             /* A failed handshake's alert still goes out (best effort). */
-            if (hearth__http_tls_flush(c) || n < 0)
+            if (hearth__http_tls_flush(c) || (n < 0 && n != HEARTH_ECLOSED))
                 return -1;
-            return (ssize_t)plain;
+            /* close_notify: what came before it is handled first, as the
+             * bytes before a plain connection's end are. */
+            c->tls_closed = n == HEARTH_ECLOSED;
+            return c->tls_closed && !plain ? -1 : (ssize_t)plain;
         }
         plain += (size_t)n;
     }

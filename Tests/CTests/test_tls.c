@@ -4,7 +4,9 @@
  * certificate files that cannot be used, and the reload (SIGHUP). */
 #include "test.h"
 
+#include <openssl/ssl.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
@@ -166,6 +168,40 @@ static void test_large_bodies_over_https(void) {
     teardown();
 }
 
+/* A request and the client's close_notify in one segment: the request
+ * is handled before the connection closes, as the bytes before a plain
+ * connection's end are. */
+static void test_request_then_close_notify(void) {
+    setup();
+    hearth_server_t *s = start_tls();
+    int port = hearth_server_port(s);
+    int fd = test_connect(port);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    CHECK_INT(SSL_connect(ssl), 1);
+    /* From here the records go to memory, then out in one send(). */
+    BIO *mem = BIO_new(BIO_s_mem());
+    SSL_set0_wbio(ssl, mem);
+    const char *put = "PUT /said.json HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Length: 5\r\n\r\n\"bye\"";
+    CHECK(SSL_write(ssl, put, (int)strlen(put)) > 0);
+    SSL_shutdown(ssl);
+    char *bytes;
+    long n = BIO_get_mem_data(mem, &bytes);
+    CHECK(n > 0 && send(fd, bytes, (size_t)n, 0) == n);
+    char sink[256];
+    while (read(fd, sink, sizeof sink) > 0) { /* until the server closes */
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    CHECK_CURL("", "ca.pem", port, "/said.json", "\"bye\" 200");
+    CHECK_INT(hearth_server_stop(s), 0);
+    teardown();
+}
+
 /* ---- Hearth's own client over wss:// ---- */
 
 typedef struct done_flag {
@@ -295,6 +331,7 @@ const test_case tls_tests[] = {
     {"tls_https_with_curl", test_https_with_curl},
     {"tls_own_client_over_wss", test_own_client_over_wss},
     {"tls_large_bodies_over_https", test_large_bodies_over_https},
+    {"tls_request_then_close_notify", test_request_then_close_notify},
     {"tls_bad_files_fail_start", test_bad_files_fail_start},
     {"tls_reload_takes_new_certificate", test_reload_takes_new_certificate},
     {NULL, NULL},
