@@ -525,7 +525,7 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
  * commit, while a server may hold the directory and go on writing: its
  * files are only read (held open first, so that a snapshot cannot remove
  * them meanwhile; links to them are made in a directory under $TMPDIR,
- * and removed, Linux's /proc/self/fd). out_file is written whole or not at all (through
+ * hearth-backup-pin-*, and removed after: Linux's /proc/self/fd). out_file is written whole or not at all (through
  * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
  * when the directory cannot be read or is damaged, or out_file cannot be
  * written. `hearth import` (or `hearth restore`) puts it back. */

@@ -2,7 +2,9 @@
  * running server may hold, without its lock and without changing a byte
  * of it. The files recovery needs (the newest snapshot and the logs from
  * it on) are opened first and named, in a private directory under
- * $TMPDIR, by links to the open files (/proc/self/fd/N): a snapshot that
+ * $TMPDIR (hearth-backup-pin-*, removed after; a backup killed meanwhile
+ * leaves it, holding only dangling links), by links to the open files
+ * (/proc/self/fd/N): a snapshot that
  * removes them meanwhile cannot take them away, so the copy only starts
  * over when one lands in the microseconds between listing and opening.
  * Recovery then reads them (find_damage: nothing on disk changes); the
@@ -83,7 +85,7 @@ static int pin(const char *dir, pinned *p, hearth_error_t *err) {
     }
     uint64_t base = nsnaps ? snaps[nsnaps - 1] : 0;
     const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof p->dir, "%s/hearth-backup-XXXXXX",
+    snprintf(p->dir, sizeof p->dir, "%s/hearth-backup-pin-XXXXXX",
              tmp && *tmp ? tmp : "/tmp");
     int rc = 0;
     if (!(p->fds = hearth__calloc(nlogs + 1, sizeof *p->fds)) ||
