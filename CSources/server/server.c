@@ -361,14 +361,26 @@ static void on_expiry(uv_timer_t *t) {
 /* The rules file changed: every namespace takes the new document, and
  * what it no longer allows ends; a document that does not check leaves
  * the rules in force. */
+/* What happened to the rules file: the line it always was on stderr, or
+ * with logs on, an event among them (one JSON line in json). */
+static void rules_note(hearth__server *srv, const char *event,
+                       const char *text) {
+    if (srv->log_format == HEARTH_LOG_OFF)
+        fprintf(stderr, "hearth: %s\n", text);
+    else
+        hearth__observe_event(srv, event, text);
+}
+
 static void on_rules_changed(uv_fs_poll_t *poll, int status,
                              const uv_stat_t *prev, const uv_stat_t *now) {
     (void)prev;
     (void)now;
     hearth__server *srv = poll->data;
+    char note[600];
     if (status < 0) {
-        fprintf(stderr, "hearth: rules file %s: %s; the rules in force stay\n",
-                srv->rules_file, uv_strerror(status));
+        snprintf(note, sizeof note, "rules file %s: %s; the rules in force stay",
+                 srv->rules_file, uv_strerror(status));
+        rules_note(srv, "rules_not_reloaded", note);
         return;
     }
     size_t len;
@@ -380,8 +392,10 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
                                   strerror(errno));
     hearth__free(text);
     if (rc) {
-        fprintf(stderr, "hearth: rules file %s not reloaded: %s; the rules in "
-                        "force stay\n", srv->rules_file, err.message);
+        snprintf(note, sizeof note,
+                 "rules file %s not reloaded: %s; the rules in force stay",
+                 srv->rules_file, err.message);
+        rules_note(srv, "rules_not_reloaded", note);
         return;
     }
     for (size_t i = 0; i < srv->nnamespaces; i++) {
@@ -394,7 +408,8 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
     }
     json_decref(srv->rules_override);
     srv->rules_override = doc;
-    fprintf(stderr, "hearth: rules reloaded from %s\n", srv->rules_file);
+    snprintf(note, sizeof note, "rules reloaded from %s", srv->rules_file);
+    rules_note(srv, "rules_reload", note);
 }
 
 /* The most connections the open-file limit allows while keeping a

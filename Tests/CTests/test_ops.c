@@ -478,14 +478,35 @@ static void test_json_logs(void) {
     int saved = dup(2);
     FILE *log = fopen(log_path, "w");
     dup2(fileno(log), 2);
+    char rules[128];
+    snprintf(rules, sizeof rules, "%s.rules", dir);
+    FILE *r = fopen(rules, "w");
+    fputs("{\"rules\": {\".read\": true, \".write\": true}}", r);
+    fclose(r);
     hearth_server_config_t c = {.size = sizeof c, .host = "127.0.0.1",
                                 .data_dir = dir, .fsync_mode = HEARTH_FSYNC_OFF,
+                                .rules_file = rules,
                                 .log_format = HEARTH_LOG_JSON};
     hearth_server_t *s = NULL;
     CHECK_INT(hearth_server_start(&c, &s, NULL), 0);
     int port = hearth_server_port(s);
     free(curl("-X PUT -d '\"hi there\"' 'http://127.0.0.1:%d/a%%20b.json'", port));
+    /* A rules file reloaded is an event among the JSON lines too (it was
+     * a plain "hearth: ..." line). */
+    r = fopen(rules, "w");
+    fputs("{\"rules\": {\".read\": true, \".write\": false}} ", r);
+    fclose(r);
+    bool reloaded = false;
+    for (int waited = 0; !reloaded && waited < 5000; waited += 20) {
+        size_t n;
+        char *sofar = read_file(log_path, &n);
+        reloaded = sofar && strstr(sofar, "\"rules_reload\"");
+        free(sofar);
+        usleep(20000);
+    }
+    CHECK(reloaded);
     CHECK_INT(hearth_server_stop(s), 0); /* the barrier: every line is out */
+    unlink(rules);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -511,8 +532,8 @@ static void test_json_logs(void) {
         json_decref(j);
     }
     CHECK_INT(access, 1);
-    CHECK_INT(events, 2); /* start, stop */
-    CHECK_INT(lines, 3);
+    CHECK_INT(events, 3); /* start, rules_reload, stop */
+    CHECK_INT(lines, 4);
     free(text);
     unlink(log_path);
     remove_tree(dir);
