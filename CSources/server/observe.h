@@ -1,6 +1,6 @@
 /*
  * observe.h - what the server tells of each operation: the metrics'
- * counters, the access log on stderr (--log-format), and the operations
+ * counters, the access log on stderr (--log-format, log.c), and the operations
  * stream of anyone profiling (GET /.profile). Every REST request arrives
  * here from the HTTP server's observer, every realtime request from its
  * session; loop thread only.
@@ -34,9 +34,5 @@ bool hearth__observe_unindexed(const hearth__namespace *ns, const char *path,
                                const json_t *wire_q);
 /* A realtime request the rules refused. */
 void hearth__observe_realtime_denial(hearth__server *srv);
-/* An event of the server's life (start, stop, TLS reload, rules reload)
- * for the log: what, and a detail (may be NULL). */
-void hearth__observe_event(hearth__server *srv, const char *what,
-                           const char *detail);
 
 #endif

@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 #include "server/access.h"
+#include "server/log.h"
 #include "server/observe.h"
 
 #include "net/tls.h"
@@ -368,7 +369,7 @@ static void rules_note(hearth__server *srv, const char *event,
     if (srv->log_format == HEARTH_LOG_OFF)
         fprintf(stderr, "hearth: %s\n", text);
     else
-        hearth__observe_event(srv, event, text);
+        hearth__log_event(srv, event, text);
 }
 
 static void on_rules_changed(uv_fs_poll_t *poll, int status,
@@ -486,7 +487,7 @@ static void on_stop(uv_async_t *a) {
     hearth__sse_close_all(srv);
     if (srv->metrics_http)
         hearth__http_close(srv->metrics_http, NULL, NULL);
-    hearth__observe_event(srv, "stop", NULL);
+    hearth__log_event(srv, "stop", NULL);
     hearth__http_close(srv->http, on_http_closed, srv);
 }
 
@@ -501,7 +502,7 @@ static void run(void *arg) {
     if (srv->start_rc)
         on_stop(&srv->stop);
     else
-        hearth__observe_event(srv, "start", srv->data_dir);
+        hearth__log_event(srv, "start", srv->data_dir);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     hearth__thread_cleanup();
 }
@@ -752,7 +753,7 @@ int hearth_server_reload_tls(hearth_server_t *server, hearth_error_t *err) {
         return rc;
     hearth__http_set_tls(srv->http, tls);
     /* (From the caller's thread: the log line is one write, never torn.) */
-    hearth__observe_event(srv, "tls_reload", srv->tls_cert_file);
+    hearth__log_event(srv, "tls_reload", srv->tls_cert_file);
     return 0;
 }
 
