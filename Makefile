@@ -137,7 +137,7 @@ $(BUILD)/fuzz-smoke/%: fuzz/fuzz_%.c fuzz/driver.c $(ASAN_OBJ)
 
 test-fuzz: deps $(FUZZ_NAMES:%=$(BUILD)/fuzz-smoke/%)
 	@for t in $(FUZZ_NAMES); do \
-	  FUZZ_ROUNDS=$$( [ $$t = http ] && echo 300 || echo 20000 ) $(SAN_ENV) \
+	  FUZZ_ROUNDS=$$(case $$t in http) echo 300;; https) echo 2000;; *) echo 20000;; esac) $(SAN_ENV) \
 	  $(BUILD)/fuzz-smoke/$$t fuzz/seeds/$$t/* || exit 1; \
 	done
 
@@ -154,7 +154,8 @@ test-swift: deps
 	$(SWIFT_TEST_ENV) HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
-# and the outsider's attacks on a server with rules and keys.
+# the outsider's attacks on a server with rules and keys, and running it in
+# production (TLS, reload on SIGHUP).
 PYVENV := $(BUILD)/pyvenv
 $(PYVENV)/ok:
 	python3 -m venv $(PYVENV)
@@ -169,6 +170,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_ops.py
 
 # The console in headless Chromium (driven over the DevTools protocol, with
 # Python's standard library) against examples/serve.c built with the

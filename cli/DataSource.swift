@@ -234,7 +234,19 @@ struct ServerStore {
     private func request(_ method: String, path: String, query: [URLQueryItem], body: Data?) throws
         -> Data
     {
-        var req = URLRequest(url: url(for: path, query: query))
+        try request(method, url: url(for: path, query: query), body: body)
+    }
+
+    /// An admin endpoint of the namespace (such as /.backup): no ".json".
+    func endpoint(_ path: String) throws -> Data {
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        components.path = path
+        components.queryItems = namespace.map { [URLQueryItem(name: "ns", value: $0)] }
+        return try request("GET", url: components.url!, body: nil)
+    }
+
+    private func request(_ method: String, url: URL, body: Data?) throws -> Data {
+        var req = URLRequest(url: url)
         req.httpMethod = method
         req.httpBody = body
         req.setValue("Bearer \(credential)", forHTTPHeaderField: "Authorization")

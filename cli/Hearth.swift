@@ -28,7 +28,8 @@ struct HearthCommand: AsyncParsableCommand {
             ServeCommand.self, GetCommand.self, SetCommand.self, UpdateCommand.self,
             PushCommand.self, RemoveCommand.self, WatchCommand.self, ExportCommand.self,
             ImportCommand.self, RulesCommand.self, TokenCommand.self,
-            VersionCommand.self, CheckCommand.self, RepairCommand.self,
+            VersionCommand.self, CheckCommand.self, RepairCommand.self, ProfileCommand.self,
+            BackupCommand.self, RestoreCommand.self,
         ])
 
     /// Parses the arguments, runs the command and exits with the CLI's

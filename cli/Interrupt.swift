@@ -26,4 +26,15 @@ enum Interrupt {
         done.wait()
         sources.forEach { $0.cancel() }
     }
+
+    /// Runs `action` on each SIGHUP (a reload) until the source is
+    /// cancelled; the signal no longer ends the process meanwhile.
+    static func onHangUp(_ action: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(
+            signal: SIGHUP, queue: DispatchQueue(label: "hearth.hangup"))
+        source.setEventHandler(handler: action)
+        source.resume()
+        return source
+    }
 }

@@ -22,6 +22,9 @@ struct ServeCommand: ParsableCommand {
               hearth serve --rules database.rules.json --fsync batch
               hearth serve --rules database.rules.json --auth-secret-file secret.txt
               hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
+              hearth serve --tls-cert cert.pem --tls-key key.pem --port 443
+              hearth serve --log-format json --metrics-port 9100
+              hearth serve --config /etc/hearth/hearth.json --port 9001
               curl -X PUT -d '{"name":"Ada"}' http://127.0.0.1:9000/users/ada.json
 
             Rules: --rules FILE applies to every namespace and is read again when it \
@@ -95,7 +98,28 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "This node's name in the cluster (letters, digits, '-', '_').")
     var node: String?
 
+    @Option(help: "A PEM certificate chain: serve HTTPS and WSS on the port (with --tls-key; reloaded on SIGHUP).")
+    var tlsCert: String?
+
+    @Option(help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(help: "Access and event logs on stderr: off, text or json.")
+    var logFormat: HearthServer.LogFormat = .off
+
+    @Option(help: "Also serve GET /.metrics (Prometheus text) on 127.0.0.1 at this port, without credentials.")
+    var metricsPort: Int?
+
+    @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
+    var config: String?
+
     func validate() throws {
+        if let metricsPort, !(1...65535).contains(metricsPort) {
+            throw ValidationError("--metrics-port must be between 1 and 65535")
+        }
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("give --tls-cert and --tls-key together")
+        }
         if (cluster == nil) != (node == nil) {
             throw ValidationError("--cluster and --node go together")
         }
@@ -136,23 +160,34 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let config {
+            var merged = try Self.merging(configFile: config, arguments: Self.argumentsAfterServe())
+            merged.config = nil
+            try merged.run()
+            return
+        }
         let authSecret = try secret(self.authSecret, file: authSecretFile, option: "--auth-secret-file")
         let adminSecret = try secret(self.adminSecret, file: adminSecretFile, option: "--admin-secret-file")
         let server: HearthServer
         do {
-            server = try HearthServer(.init(
+            var configuration = HearthServer.Configuration(
                 host: host, port: port, dataDirectory: data, defaultNamespace: namespace,
                 fsync: fsync, rulesFile: rules, authSecret: authSecret, authKeysFile: authKeys,
                 authAudience: authAudience, authIssuer: authIssuer, adminSecret: adminSecret,
                 headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, idleTimeout: idleTimeout,
                 maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
-                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }, cluster: cluster, node: node))
+                maxHeldBytes: maxHeldMb.map { Int64($0) << 20 }, cluster: cluster, node: node,
+                tlsCertFile: tlsCert, tlsKeyFile: tlsKey)
+            configuration.logFormat = logFormat
+            configuration.metricsPort = metricsPort
+            server = try HearthServer(configuration)
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
         }
         let hasKeys = authSecret != nil || authKeys != nil
-        Output.line("hearth \(Database.sdkVersion()) listening on http://\(host):\(server.port)")
+        let scheme = tlsCert == nil ? "http" : "https"
+        Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
         Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(
@@ -171,9 +206,18 @@ struct ServeCommand: ParsableCommand {
         if let cluster, let node {
             Output.line("cluster: node \(node) on \(cluster); status: GET /.cluster/status.json (admin)")
         }
-        Output.line("stop with Ctrl-C")
+        Output.line("stop with Ctrl-C" + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate"))
 
+        let reload = tlsCert == nil ? nil : Interrupt.onHangUp {
+            do {
+                try server.reloadTLS()
+                Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
+            } catch {
+                Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
+            }
+        }
         Interrupt.wait()
+        reload?.cancel()
         server.stop()
         Output.line("stopped")
     }
@@ -197,4 +241,49 @@ extension ServeCommand {
     }
 }
 
+extension ServeCommand {
+    /// What followed `serve` on the command line.
+    static func argumentsAfterServe() -> [String] {
+        let args = CommandLine.arguments
+        guard let i = args.firstIndex(of: "serve") else { return [] }
+        return Array(args[(i + 1)...])
+    }
+
+    /// Every option's name, from the command's own properties ("_authSecret"
+    /// is auth-secret), so the file knows each option as soon as it exists.
+    static var optionNames: Set<String> {
+        Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
+            child.label.map { label in
+                label.dropFirst().map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
+            }
+        })
+    }
+
+    /// The options of the file, then those of the command line: a later
+    /// occurrence of an option wins, so the command line overrides.
+    static func merging(configFile path: String, arguments: [String]) throws -> ServeCommand {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--config: cannot read \(path)")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw ValidationError("--config \(path): not a JSON object of options")
+        }
+        let known = optionNames.subtracting(["config"])
+        var fileArguments: [String] = []
+        for key in object.keys.sorted() {
+            guard known.contains(key) else {
+                throw ValidationError(
+                    "--config \(path): unknown key \"\(key)\" (the keys are: \(known.sorted().joined(separator: ", ")))")
+            }
+            switch object[key] {
+            case let text as String: fileArguments += ["--\(key)", text]
+            case let number as NSNumber: fileArguments += ["--\(key)", number.stringValue]
+            default: throw ValidationError("--config \(path): \"\(key)\" must be a string or a number")
+            }
+        }
+        return try ServeCommand.parse(fileArguments + arguments)
+    }
+}
+
 extension HearthServer.FsyncMode: ExpressibleByArgument {}
+extension HearthServer.LogFormat: ExpressibleByArgument {}

@@ -12,6 +12,7 @@
 #include "hearth.h"
 
 #include "fuzz_server.h"
+#include "fuzz_socket.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -35,14 +36,7 @@ static void start_once(void) {
 static size_t exchange(const uint8_t *data, size_t size, char *reply,
                        size_t cap) {
     int fd = fuzz_connect(port);
-    for (size_t off = 0; off < size;) {
-        ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
+    fuzz_send_all(fd, data, size);
     shutdown(fd, SHUT_WR);
     size_t got = 0;
     struct pollfd p = {fd, POLLIN, 0};

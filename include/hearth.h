@@ -526,6 +526,18 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
                                 hearth_repair_report_t *HEARTH_NULLABLE report,
                                 hearth_error_t *HEARTH_NULLABLE err);
 
+/* Copies the data of a data directory (a namespace's: data_dir/NAME of
+ * the server's) into out_file as export-format JSON, consistent as of one
+ * commit, while a server may hold the directory and go on writing: its
+ * files are only read (held open first, so that a snapshot cannot remove
+ * them meanwhile; links to them are made in a directory under $TMPDIR,
+ * hearth-backup-pin-*, and removed after: Linux's /proc/self/fd). out_file is written whole or not at all (through
+ * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
+ * when the directory cannot be read or is damaged, or out_file cannot be
+ * written. `hearth import` (or `hearth restore`) puts it back. */
+HEARTH_EXTERN int hearth_backup(const char *data_dir, const char *out_file,
+                                hearth_error_t *HEARTH_NULLABLE err);
+
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
 typedef void (*hearth_completion_cb)(int status, void *HEARTH_NULLABLE ctx);
 typedef void (*hearth_free_cb)(void *HEARTH_NULLABLE ctx);
@@ -756,6 +768,13 @@ HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const cha
 
 typedef struct hearth_server_s hearth_server_t;
 
+/* Access and event logs on stderr, one line each. */
+typedef enum hearth_log_format {
+    HEARTH_LOG_OFF = 0,
+    HEARTH_LOG_TEXT = 1, /* time door type namespace path status in= out= ms */
+    HEARTH_LOG_JSON = 2  /* one JSON object a line */
+} hearth_log_format;
+
 typedef struct hearth_server_config_s {
     size_t size; /* sizeof(hearth_server_config_t), or 0: see the config
                     structs' rule above hearth_db_config_t */
@@ -818,6 +837,8 @@ typedef struct hearth_server_config_s {
      * request is answered 503 (a WebSocket closed) rather than memory
      * growing. */
     int64_t max_held_bytes;
+    /* ---- fields added after version 0.2 (read only when size covers
+     * them) ---- */
     /* Cluster mode (README "Cluster"): the NATS servers of a JetStream
      * cluster, comma-separated ("nats://h1:4222,nats://h2:4222"), and this
      * node's name (letters, digits, '-', '_'). Every node serves every
@@ -826,6 +847,19 @@ typedef struct hearth_server_config_s {
      * server. */
     const char *HEARTH_NULLABLE cluster;
     const char *HEARTH_NULLABLE node;
+    /* HTTPS and WSS on the same port: a PEM
+     * certificate chain (the server's certificate first) and its PEM
+     * private key. TLS 1.2 or later with forward-secret AEAD ciphers only.
+     * Both or neither; a file that cannot be used fails the start with an
+     * error naming it. */
+    const char *HEARTH_NULLABLE tls_cert_file;
+    const char *HEARTH_NULLABLE tls_key_file;
+    /* Access and event logs on stderr (default off). */
+    hearth_log_format log_format;
+    /* GET /.metrics (Prometheus text) is the admin's on the main port;
+     * with metrics_port it is also served on 127.0.0.1:metrics_port
+     * without credentials (0: no such port). */
+    int metrics_port;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a
@@ -837,6 +871,15 @@ HEARTH_EXTERN int hearth_server_start(const hearth_server_config_t *config,
                                       hearth_error_t *HEARTH_NULLABLE err);
 /* The port the server listens on. */
 HEARTH_EXTERN int hearth_server_port(const hearth_server_t *server);
+/* The metrics port bound, or 0 when none was asked for. */
+HEARTH_EXTERN int hearth_server_metrics_port(const hearth_server_t *server);
+/* Reads the TLS certificate and key files again (after a renewal; `hearth
+ * serve` calls it on SIGHUP): connections accepted from now on use them,
+ * open ones keep the old. When a file cannot be used the error names it
+ * and the certificate in force stays. HEARTH_EINVAL for a server started
+ * without TLS. Any thread. */
+HEARTH_EXTERN int hearth_server_reload_tls(hearth_server_t *server,
+                                           hearth_error_t *HEARTH_NULLABLE err);
 /* Stops accepting, finishes and acknowledges the writes in flight, closes
  * every namespace (its log synced), joins the thread and frees server. */
 HEARTH_EXTERN int hearth_server_stop(hearth_server_t *HEARTH_NULLABLE server);

@@ -74,6 +74,111 @@ int hearth__tls_client_new(const char *host, hearth__tls **out) {
     return 0;
 }
 
+/* ---- the server's side ---- */
+
+/* The TLS 1.2 suites kept: ephemeral key exchange (forward secrecy) and
+ * AEAD only, no CBC, no RSA key transport, no SHA-1 MACs. TLS 1.3's own
+ * suites are all of that already. */
+static const char SERVER_CIPHERS_1_2[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+struct hearth__tls_config {
+    SSL_CTX *ctx;
+};
+
+/* OpenSSL's first queued reason, or `fallback` (the queue is cleared). */
+static const char *openssl_reason(const char *fallback) {
+    unsigned long e = ERR_peek_last_error();
+    const char *r = e ? ERR_reason_error_string(e) : NULL;
+    ERR_clear_error();
+    return r ? r : fallback;
+}
+
+/* Offers http/1.1 to a client that asks for ALPN (curl offers h2 first:
+ * this server speaks HTTP/1.1 only). */
+static int select_alpn(SSL *ssl, const unsigned char **out,
+                       unsigned char *outlen, const unsigned char *in,
+                       unsigned int inlen, void *arg) {
+    (void)ssl;
+    (void)arg;
+    static const unsigned char http11[] = "\x08http/1.1";
+    unsigned char *chosen;
+    if (SSL_select_next_proto(&chosen, outlen, http11, sizeof http11 - 1, in,
+                              inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+static int server_ctx_setup(SSL_CTX *ctx, const char *cert_file,
+                            const char *key_file, hearth_error_t *err) {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_set_cipher_list(ctx, SERVER_CIPHERS_1_2) != 1)
+        return hearth__error(err, HEARTH_EIO, NULL, "TLS: %s",
+                             openssl_reason("no cipher suite available"));
+    SSL_CTX_set_alpn_select_cb(ctx, select_alpn, NULL);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1)
+        return hearth__error(err, HEARTH_EIO, cert_file,
+                             "cannot use the TLS certificate file %s: %s",
+                             cert_file, openssl_reason("not a PEM certificate"));
+    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1)
+        return hearth__error(err, HEARTH_EIO, key_file,
+                             "cannot use the TLS key file %s: %s", key_file,
+                             openssl_reason("not a PEM private key"));
+    if (SSL_CTX_check_private_key(ctx) != 1)
+        return hearth__error(err, HEARTH_EIO, key_file,
+                             "the TLS key file %s does not match the "
+                             "certificate in %s: %s",
+                             key_file, cert_file, openssl_reason("mismatch"));
+    return 0;
+}
+
+int hearth__tls_config_load(const char *cert_file, const char *key_file,
+                            hearth__tls_config **out, hearth_error_t *err) {
+    hearth__tls_config *c = hearth__calloc(1, sizeof *c);
+    if (!c || !(c->ctx = SSL_CTX_new(TLS_server_method()))) {
+        hearth__free(c);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
+    int rc = server_ctx_setup(c->ctx, cert_file, key_file, err);
+    if (rc) {
+        hearth__tls_config_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void hearth__tls_config_free(hearth__tls_config *c) {
+    if (!c)
+        return;
+    SSL_CTX_free(c->ctx);
+    hearth__free(c);
+}
+
+int hearth__tls_server_new(hearth__tls_config *c, hearth__tls **out) {
+    hearth__tls *t = hearth__calloc(1, sizeof *t);
+    if (!t)
+        return HEARTH_ENOMEM;
+    SSL_CTX_up_ref(c->ctx); /* the session outlives a reload */
+    t->ctx = c->ctx;
+    if (attach_bios(t)) {
+        hearth__tls_free(t);
+        return HEARTH_ENOMEM;
+    }
+    SSL_set_accept_state(t->ssl);
+    *out = t;
+    return 0;
+}
+
+bool hearth__tls_ready(const hearth__tls *t) {
+    return SSL_is_init_finished(t->ssl);
+}
+
 void hearth__tls_free(hearth__tls *t) {
     if (!t)
         return;

@@ -2,8 +2,8 @@
  * tls.h - TLS over memory buffers (OpenSSL memory BIOs), internal to the
  * core: the caller moves the bytes between the socket and this session,
  * so TLS sits on any libuv stream and runs on the loop's thread without
- * blocking. The realtime client uses it for wss://; the server can take
- * the same session for its own connections (only a constructor differs).
+ * blocking. The realtime client uses it for wss://, the server for
+ * https:// and wss:// (only the constructor differs).
  *
  * The flow: bytes read from the socket go in with hearth__tls_feed;
  * hearth__tls_handshake, then hearth__tls_read give what they decrypt;
@@ -14,6 +14,9 @@
 #ifndef HEARTH_NET_TLS_H
 #define HEARTH_NET_TLS_H
 
+#include "common/internal.h"
+
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct hearth__tls hearth__tls;
@@ -24,6 +27,20 @@ typedef struct hearth__tls hearth__tls;
  * refuses the setup (nothing is left allocated then). */
 int hearth__tls_client_new(const char *host, hearth__tls **out);
 void hearth__tls_free(hearth__tls *t);
+
+/* A server's certificate chain and key, loaded from PEM files: TLS 1.2 or
+ * later, forward-secret AEAD ciphers only, no renegotiation, no
+ * compression. Errors name the file at fault (HEARTH_EIO). Sessions made
+ * from it keep what they need, so it may be freed (or replaced by a new
+ * load, as on SIGHUP) while they go on. */
+typedef struct hearth__tls_config hearth__tls_config;
+int hearth__tls_config_load(const char *cert_file, const char *key_file,
+                            hearth__tls_config **out, hearth_error_t *err);
+void hearth__tls_config_free(hearth__tls_config *c);
+/* A server session for one accepted connection. HEARTH_ENOMEM. */
+int hearth__tls_server_new(hearth__tls_config *c, hearth__tls **out);
+/* Whether the handshake has completed. */
+bool hearth__tls_ready(const hearth__tls *t);
 
 /* Ciphertext read from the socket. HEARTH_ENOMEM when it cannot be held. */
 int hearth__tls_feed(hearth__tls *t, const char *data, size_t len);

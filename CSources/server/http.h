@@ -87,12 +87,46 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
  * are read. */
 void hearth__http_set_head_handler(hearth__http_server *s,
                                    hearth__http_head_handler on_head);
+/* Serves HTTPS (and WSS) from now on with config (taken over; NULL:
+ * plain HTTP again), replacing the certificate of connections accepted
+ * from now on; any thread. */
+struct hearth__tls_config;
+int hearth__http_set_tls(hearth__http_server *s,
+                         struct hearth__tls_config *config);
 /* The port actually bound (useful with port 0). */
 int hearth__http_port(const hearth__http_server *s);
 /* Stops listening and closes every connection; `done` runs when all
  * handles are closed and the server is freed. */
 void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
                         void *ctx);
+
+/* What the handler tells of the request it answers, for the observer
+ * (metrics, access logs, the profiler); empty at each new request. */
+typedef struct hearth__http_note {
+    char ns[64];    /* the namespace ("" when none) */
+    char path[192]; /* the location, cut when longer */
+    bool unindexed; /* a query that had to scan */
+} hearth__http_note;
+hearth__http_note *hearth__http_note_of(hearth__http_conn *conn);
+
+/* One answered request, as the observer sees it. kind: "rest" for a
+ * whole answer, "sse" for a stream begun, "websocket" for an upgrade. */
+typedef struct hearth__http_record {
+    const hearth__http_request *req;
+    const hearth__http_note *note;
+    const char *kind;
+    int status;
+    size_t bytes_out;     /* the answer's body */
+    uint64_t duration_ns; /* from the request's arrival to its answer */
+} hearth__http_record;
+/* Called (loop thread) for each answered request. */
+void hearth__http_set_observer(hearth__http_server *s,
+                               void (*observe)(void *ctx,
+                                               const hearth__http_record *r));
+/* Bytes read from and written to the server's sockets so far (TLS
+ * records included), and the connections open now. */
+void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
+                          uint64_t *out, size_t *open);
 
 /* A header's value by lower-case name, or NULL. */
 const char *hearth__http_get_header(const hearth__http_request *req,

@@ -32,6 +32,8 @@ static void server_maybe_free(hearth__http_server *s) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
         hearth__budget_free(s->budget);
+        hearth__tls_config_free(s->tls);
+        uv_mutex_destroy(&s->tls_lock);
         hearth__free(s);
         if (done)
             done(ctx);
@@ -49,6 +51,7 @@ void hearth__http_conn_release(hearth__http_conn *c) {
     hearth__http_server *s = c->server;
     hearth__http_free_request(c);
     hearth__budget_peer_release(s->budget, c->peer);
+    hearth__tls_free(c->tls);
     hearth__free(c->in);
     hearth__free(c);
     s->live_conns--;
@@ -198,7 +201,8 @@ static void on_connection(uv_stream_t *listener, int status) {
     struct sockaddr_storage addr = {0};
     int addr_len = sizeof addr;
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
-    if (!(c->peer = hearth__budget_peer(s->budget, &addr))) {
+    if (!(c->peer = hearth__budget_peer(s->budget, &addr)) ||
+        hearth__http_tls_accept(c)) {
         hearth__http_conn_close(c);
         return;
     }
@@ -242,7 +246,9 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
-    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share))) {
+    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share)) ||
+        uv_mutex_init(&s->tls_lock)) {
+        hearth__budget_free(s->budget);
         hearth__free(s);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
@@ -278,6 +284,23 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 }
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
+
+void hearth__http_set_observer(hearth__http_server *s,
+                               void (*observe)(void *ctx,
+                                               const hearth__http_record *r)) {
+    s->observe = observe;
+}
+
+hearth__http_note *hearth__http_note_of(hearth__http_conn *c) {
+    return &c->note;
+}
+
+void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
+                          uint64_t *out, size_t *open) {
+    *in = s->bytes_in;
+    *out = s->bytes_out;
+    *open = s->nconns;
+}
 
 void hearth__http_set_head_handler(hearth__http_server *s,
                                    hearth__http_head_handler on_head) {

@@ -3,7 +3,8 @@
  * and connection structs and the calls between http_conn.c (connections,
  * timeouts, the connection limit, listening), http_parse.c (requests in,
  * refusals), http_respond.c (answers and streams out) and http_upgrade.c
- * (connections handed to another protocol). Loop thread only.
+ * (connections handed to another protocol) and http_tls.c (HTTPS). Loop
+ * thread only, but for the TLS certificate's lock.
  */
 #ifndef HEARTH_SERVER_HTTP_INTERNAL_H
 #define HEARTH_SERVER_HTTP_INTERNAL_H
@@ -11,6 +12,8 @@
 #include "server/http.h"
 
 #include "server/budget.h"
+
+#include "net/tls.h"
 
 #include <http_parser.h>
 
@@ -24,11 +27,17 @@ struct hearth__http_server {
     hearth__budget *budget; /* held bodies and messages, per peer */
     hearth__http_handler handler;
     hearth__http_head_handler on_head;
+    void (*observe)(void *ctx, const hearth__http_record *r);
+    uint64_t bytes_in, bytes_out;
     void *ctx;
     hearth__http_conn *conns;
     size_t nconns;   /* open, not closing */
     uv_timer_t sweep; /* times connections out */
     int port;
+    /* HTTPS: the certificate new connections use (NULL: plain HTTP),
+     * replaced from any thread under tls_lock. */
+    hearth__tls_config *tls;
+    uv_mutex_t tls_lock;
     bool closing;
     int open_handles; /* listener + sweep timer + connections */
     /* Connection structs not yet freed: a closed connection whose request
@@ -59,6 +68,8 @@ struct hearth__http_conn {
     hearth__peer *peer; /* its remote address's share of the budget */
     size_t held;        /* bytes of the budget it holds (the body) */
     int reject_status; /* 413 etc. decided while parsing */
+    hearth__http_note note; /* the handler's, of the request answered */
+    uint64_t handed_ns;     /* when the request went to its handler */
     bool ready;        /* a complete request awaits its handler */
     bool busy;         /* handed to the handler, not yet answered */
     bool streaming;
@@ -83,6 +94,9 @@ struct hearth__http_conn {
     int writes_pending;
     void (*on_close)(void *ctx);
     void *on_close_ctx;
+    /* HTTPS: the session (ciphertext is read into the server's buffer) */
+    hearth__tls *tls;
+    bool tls_closed; /* the peer's close_notify came: close once handled */
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, const char *data, size_t len);
     hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
@@ -129,6 +143,31 @@ int hearth__http_may_take_over(hearth__http_conn *c, const char *content_type,
  * goes out and on_close runs when it closes. */
 void hearth__http_take_over(hearth__http_conn *c, const char *head, size_t len,
                             void (*on_close)(void *ctx), void *ctx);
+
+/* Queues data (taken over, freed when written) as it is: no TLS. */
+int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len);
+
+/* http_tls.c */
+#define HEARTH__HTTP_TLS_CHUNK (64 * 1024) /* plaintext room made at once */
+/* A TLS session for a new connection when the server has a certificate
+ * (else nothing). HEARTH_ENOMEM. */
+int hearth__http_tls_accept(hearth__http_conn *c);
+/* Ciphertext read from the socket: decrypts what it can to after c->in's
+ * unparsed bytes without counting it in c->in_len, and sends the session's
+ * answers. The count of plaintext bytes, or -1: close the connection.
+ * After the peer's close_notify, c->tls_closed: the bytes before it are
+ * handled, then the connection closes. */
+ssize_t hearth__http_tls_input(hearth__http_conn *c, const char *data,
+                               size_t len);
+/* Encrypts data into the session (records wait for the flush). */
+int hearth__http_tls_seal(hearth__http_conn *c, const char *data, size_t len);
+/* Queues what the session has for the peer: records, handshake messages,
+ * alerts, session tickets. */
+int hearth__http_tls_flush(hearth__http_conn *c);
+
+/* Tells the observer how the request being answered ended. */
+void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
+                          size_t bytes_out);
 
 /* http_upgrade.c */
 /* The idle check of an upgraded connection (ping, then close). */

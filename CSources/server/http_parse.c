@@ -21,6 +21,7 @@ static void reject(hearth__http_conn *c, int status, const char *message) {
     memcpy(body + n, "\"}", 3);
     n += 2;
     c->req.keep_alive = false;
+    c->handed_ns = uv_hrtime();
     c->busy = true;
     c->refs++;
     hearth__http_respond(c, status, "application/json; charset=utf-8", NULL,
@@ -81,6 +82,7 @@ static int on_message_begin(http_parser *p) {
     if (c->no_more)
         return -1; /* nothing more is read on this connection */
     hearth__http_free_request(c);
+    memset(&c->note, 0, sizeof c->note);
     c->in_request = true;
     c->head_done = false;
     /* The whole head within the timeout, however slowly it trickles. */
@@ -195,6 +197,7 @@ void hearth__http_process(hearth__http_conn *c) {
             c->ready = false;
             c->busy = true;
             c->refs++;
+            c->handed_ns = uv_hrtime();
             c->server->handler(c, &c->req, c->server->ctx);
             continue;
         }
@@ -239,6 +242,9 @@ void hearth__http_process(hearth__http_conn *c) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     hearth__http_conn *c = h->data;
+    /* Every connection reads into the server's one buffer (a TLS
+     * connection's ciphertext too: its session copies it in), and keeps
+     * only what it has not parsed yet. */
     *buf = uv_buf_init(c->server->read_buf, sizeof c->server->read_buf);
 }
 
@@ -265,12 +271,26 @@ static bool keep_input(hearth__http_conn *c, const char *data, size_t len) {
     return true;
 }
 
+/* Adds what was read to the connection's unparsed input: a plain
+ * connection's bytes as they are, a TLS connection's decrypted (its
+ * close_notify noted in c->tls_closed). False to close the connection. */
+static bool take_input(hearth__http_conn *c, const char *data, size_t len) {
+    if (!c->tls)
+        return keep_input(c, data, len);
+    ssize_t plain = len ? hearth__http_tls_input(c, data, len) : 0;
+    if (plain < 0)
+        return false;
+    c->in_len += (size_t)plain;
+    return true;
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     hearth__http_conn *c = stream->data;
     if (nread < 0) {
         hearth__http_conn_close(c);
         return;
     }
+    c->server->bytes_in += (uint64_t)nread;
     if (c->streaming || c->no_more) { /* a stream, an upgrade, or done */
         c->last_in = uv_now(c->server->loop);
         c->pinged = false;
@@ -278,8 +298,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
          * what it keeps); input held from before goes first. */
         const char *data = buf->base;
         size_t len = (size_t)nread;
-        if (c->in_len > c->in_off) {
-            if (!keep_input(c, data, len)) {
+        if (c->tls || c->in_len > c->in_off) {
+            if (!take_input(c, data, len)) {
                 hearth__http_conn_close(c);
                 return;
             }
@@ -292,17 +312,19 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
                 c->meter->in += len;
             c->on_data(c->on_close_ctx, data, len);
         }
-        return;
+    } else {
+        if (!take_input(c, buf->base, (size_t)nread)) {
+            hearth__http_conn_close(c);
+            return;
+        }
+        if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
+            uv_read_stop(stream);
+            c->reading = false;
+        }
+        hearth__http_process(c);
     }
-    if (!keep_input(c, buf->base, (size_t)nread)) {
+    if (c->tls_closed) /* as a plain connection's end, after its bytes */
         hearth__http_conn_close(c);
-        return;
-    }
-    if (c->busy && c->in_len - c->in_off >= MAX_BUFFERED_INPUT) {
-        uv_read_stop(stream);
-        c->reading = false;
-    }
-    hearth__http_process(c);
 }
 
 void hearth__http_start_reading(hearth__http_conn *c) {

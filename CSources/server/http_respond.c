@@ -11,6 +11,7 @@ typedef struct write_req {
     uv_write_t req;
     hearth__http_conn *conn;
     hearth__shared_buf *shared; /* the bytes, when shared by many writes */
+    char *owned;                /* or when made elsewhere (ciphertext) */
     char data[];
 } write_req;
 
@@ -34,18 +35,25 @@ static void on_written(uv_write_t *req, int status) {
     hearth__http_conn *c = w->conn;
     c->writes_pending--;
     hearth__shared_buf_release(w->shared);
+    hearth__free(w->owned);
     hearth__free(w);
     if (status < 0 || (c->close_when_sent && c->writes_pending == 0))
         hearth__http_conn_close(c);
     hearth__http_conn_release(c);
 }
 
-/* Queues w (owning its bytes or a shared buffer reference); the write and
- * the connection stay alive until on_written. */
-static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+static void write_req_free(write_req *w) {
+    hearth__shared_buf_release(w->shared);
+    hearth__free(w->owned);
+    hearth__free(w);
+}
+
+/* Queues w as it is; the write and the connection stay alive until
+ * on_written. */
+static int queue_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    c->server->bytes_out += buf.len;
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
-        hearth__shared_buf_release(w->shared);
-        hearth__free(w);
+        write_req_free(w);
         hearth__http_conn_close(c);
         return HEARTH_ECLOSED;
     }
@@ -56,10 +64,46 @@ static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
     return 0;
 }
 
+int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len) {
+    write_req *w = hearth__calloc(1, sizeof *w);
+    if (!w || c->closing) {
+        hearth__free(data);
+        hearth__free(w);
+        if (!w)
+            hearth__http_conn_close(c);
+        return w ? HEARTH_ECLOSED : HEARTH_ENOMEM;
+    }
+    w->conn = c;
+    w->owned = data;
+    return queue_write(c, w, uv_buf_init(data, (unsigned)len));
+}
+
+/* On an HTTPS connection: a + b encrypted and queued, in one flush. */
+static int send_sealed(hearth__http_conn *c, const char *a, size_t alen,
+                       const char *b, size_t blen) {
+    if (hearth__http_tls_seal(c, a, alen) || hearth__http_tls_seal(c, b, blen)) {
+        hearth__http_conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    return hearth__http_tls_flush(c);
+}
+
+/* Queues w (owning its bytes or a shared buffer reference), encrypted
+ * instead on an HTTPS connection. */
+static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
+    if (!c->tls)
+        return queue_write(c, w, buf);
+    int rc = send_sealed(c, buf.base, buf.len, NULL, 0);
+    write_req_free(w);
+    return rc;
+}
+
 int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
                       const char *b, size_t blen) {
     if (c->closing)
         return HEARTH_ECLOSED;
+    if (c->tls) /* no plaintext copy: straight into the session */
+        return send_sealed(c, a, alen, b, blen);
     write_req *w = hearth__malloc(sizeof *w + alen + blen);
     if (!w) {
         hearth__http_conn_close(c);
@@ -70,6 +114,7 @@ int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
         memcpy(w->data + alen, b, blen);
     w->conn = c;
     w->shared = NULL;
+    w->owned = NULL;
     return start_write(c, w, uv_buf_init(w->data, (unsigned)(alen + blen)));
 }
 
@@ -122,6 +167,16 @@ bool hearth__http_head_ok(const char *content_type, const char *headers) {
     fprintf(stderr, "hearth: refused to send a header holding a control "
                     "character\n");
     return false;
+}
+
+void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
+                          size_t bytes_out) {
+    hearth__http_server *s = c->server;
+    if (!s->observe || !c->req.target)
+        return; /* no observer, or a refusal before any request */
+    hearth__http_record r = {&c->req, &c->note, kind, status, bytes_out,
+                             uv_hrtime() - c->handed_ns};
+    s->observe(s->ctx, &r);
 }
 
 void hearth__http_finish_request(hearth__http_conn *c) {
@@ -177,6 +232,7 @@ void hearth__http_respond(hearth__http_conn *c, int status,
                      "Content-Length: 0\r\nConnection: close\r\n\r\n");
     if (!keep)
         c->close_when_sent = true;
+    hearth__http_observe(c, "rest", status, len);
     hearth__http_send_bytes(c, head, (size_t)n, body, len);
     hearth__http_finish_request(c);
 }
@@ -223,6 +279,7 @@ int hearth__http_stream_begin(hearth__http_conn *c, int status,
                      "Connection: close\r\n\r\n",
                      status, reason(status), content_type,
                      headers ? headers : "");
+    hearth__http_observe(c, "sse", status, 0);
     hearth__http_take_over(c, head, (size_t)n, on_close, ctx);
     return 0;
 }
@@ -251,11 +308,13 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     if (c->closing)
         return HEARTH_ECLOSED;
     size_t offset = 0;
-    if (c->writes_pending == 0) {
+    if (c->writes_pending == 0 && !c->tls) {
         /* Nothing queued: try the socket now, which for a fan-out to many
          * streams usually takes it all without queuing anything. */
         uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n > 0)
+            c->server->bytes_out += (uint64_t)n;
         if (n == (int)b->len)
             return 0;
         if (n > 0)
@@ -274,6 +333,7 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
     }
     w->conn = c;
     w->shared = b;
+    w->owned = NULL;
     b->refs++;
     return start_write(c, w,
                        uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));

@@ -18,6 +18,7 @@ int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
                      "HTTP/1.1 101 Switching Protocols\r\n"
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
                      headers ? headers : "");
+    hearth__http_observe(c, "websocket", 101, 0);
     c->last_in = uv_now(c->server->loop);
     c->on_data = on_data;
     hearth__http_take_over(c, head, (size_t)n, on_close, ctx);

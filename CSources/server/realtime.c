@@ -73,6 +73,7 @@ void hearth__realtime_session_release(session *s) {
 static void recheck_session(session *s);
 
 void hearth__realtime_deny(session *s, json_int_t r) {
+    hearth__observe_realtime_denial(s->srv);
     hearth__realtime_reply(s, r, "permission_denied", json_string("Permission denied"));
 }
 
@@ -106,7 +107,21 @@ static void do_unauth(session *s, json_int_t r) {
 }
 
 
-static void handle(session *s, json_t *msg) {
+static void dispatch(session *s, json_int_t r, const char *a, json_t *b);
+
+/* The action's name for the metrics, the log and the profiler: one of
+ * the protocol's, else "unknown" (a client cannot invent label values). */
+static const char *known_action(const char *a) {
+    static const char *const actions[] = {"q", "n", "p", "m", "g", "o", "om",
+                                          "oc", "auth", "gauth", "unauth", "s"};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(actions); i++)
+        if (strcmp(a, actions[i]) == 0)
+            return actions[i];
+    return "unknown";
+}
+
+/* One message of len bytes that arrived at `start` (uv_hrtime). */
+static void handle(session *s, json_t *msg, size_t len, uint64_t start) {
     const char *t = json_string_value(json_object_get(msg, "t"));
     json_t *d = json_object_get(msg, "d");
     if (t && strcmp(t, "c") == 0) {
@@ -131,6 +146,19 @@ static void handle(session *s, json_t *msg) {
                         !strcmp(a, "q") || !strcmp(a, "g")   ? HEARTH__USAGE_READ
                         : !strcmp(a, "p") || !strcmp(a, "m") ? HEARTH__USAGE_WRITE
                                                              : HEARTH__USAGE_NONE);
+    dispatch(s, r, a, b);
+    const char *path = json_string_value(json_object_get(b, "p"));
+    hearth__op op = {.door = "realtime", .type = known_action(a), .ns = s->ns->name,
+                     .path = path ? path : "", .status = "handled",
+                     .write = !strcmp(a, "p") || !strcmp(a, "m"),
+                     .listen = !strcmp(a, "q"), .bytes_in = len,
+                     .unindexed = hearth__observe_unindexed(
+                         s->ns, path, json_object_get(b, "q")),
+                     .duration_ns = uv_hrtime() - start};
+    hearth__observe_op(s->srv, &op);
+}
+
+static void dispatch(session *s, json_int_t r, const char *a, json_t *b) {
     if (strcmp(a, "q") == 0)
         hearth__realtime_listen(s, r, b);
     else if (strcmp(a, "n") == 0)
@@ -167,10 +195,11 @@ static void on_message(void *user, const char *text, size_t len) {
     }
     if (rc == HEARTH__V5_MORE)
         return;
+    uint64_t start = uv_hrtime();
     json_t *msg = hearth__v5_parse(joined, joined_len);
     hearth__v5_joiner_reset(&s->pieces); /* a joined message's memory */
     if (msg)
-        handle(s, msg);
+        handle(s, msg, joined_len, start);
     json_decref(msg);
 }
 
@@ -201,6 +230,15 @@ static void recheck_session(session *s) {
                                    "c", "b", body));
         *p = l->next;
         hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
+    }
+}
+
+void hearth__realtime_count(const hearth__server *srv, size_t *sessions,
+                            size_t *listens) {
+    *sessions = *listens = 0;
+    for (const session *s = srv->sessions; s; s = s->next) {
+        *sessions += 1;
+        *listens += s->nlistens;
     }
 }
 

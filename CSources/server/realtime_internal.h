@@ -4,6 +4,7 @@
 #ifndef HEARTH_SERVER_REALTIME_INTERNAL_H
 #define HEARTH_SERVER_REALTIME_INTERNAL_H
 
+#include "server/observe.h"
 #include "server/realtime.h"
 
 #include "net/v5.h"

@@ -42,6 +42,10 @@ typedef struct pending {
 
 static void on_written(int status, void *ctx) {
     pending *p = ctx;
+    hearth__observe_realtime_write(p->s->srv,
+                                   status == HEARTH_EDENIED ? "permission_denied"
+                                   : status                 ? "unavailable"
+                                                            : "ok");
     if (!p->s->ws)
         return;
     if (status == HEARTH_EDENIED)

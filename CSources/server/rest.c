@@ -285,6 +285,11 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
+    char opsbuf[130];
+    if (hearth__rest_ops(&r, namespace_name(&r, opsbuf, sizeof opsbuf))) {
+        hearth__rest_free(&r);
+        return;
+    }
     if (!strip_json(&r)) {
         hearth__rest_reply_error(conn, 404, "Not found: REST paths end in .json");
         hearth__rest_free(&r);
@@ -302,6 +307,9 @@ void hearth__rest_handle(hearth__http_conn *conn,
         hearth__rest_free(&r);
         return;
     }
+    hearth__http_note *note = hearth__http_note_of(conn);
+    snprintf(note->ns, sizeof note->ns, "%s", r.ns->name);
+    snprintf(note->path, sizeof note->path, "%s", r.path);
     if (!check_params(&r) || !identify(&r)) {
         hearth__rest_free(&r);
         return;

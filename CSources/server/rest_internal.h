@@ -95,5 +95,10 @@ void hearth__rest_playground(rest *r);
 void hearth__rest_namespaces(rest *r);
 /* GET /.settings/usage: the counters of usage.h (rest_usage.c). */
 void hearth__rest_usage(rest *r);
+/* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
+ * true when r was one (answered). */
+bool hearth__rest_ops(rest *r, const char *ns_name);
+/* GET /.backup (rest_backup.c). */
+void hearth__rest_backup(rest *r, const char *ns_name);
 
 #endif

@@ -98,10 +98,16 @@ void hearth__rest_get(rest *r) {
         q && q->index == HEARTH__INDEX_CHILD && !hearth__query_loads_all(q)
             ? hearth__ns_index_for(r->ns, r->path, q)
             : NULL;
-    if (ix && hearth__index_sync(ix, full) == 0)
+    if (ix && hearth__index_sync(ix, full) == 0) {
         rc = hearth__index_view(ix, q, full, &value);
-    else
+    } else {
+        /* A query by child or value without an index scans every child:
+         * the profiler reports it. */
+        hearth__http_note_of(r->conn)->unindexed =
+            q && !hearth__query_loads_all(q) &&
+            (q->index == HEARTH__INDEX_CHILD || q->index == HEARTH__INDEX_VALUE);
         rc = hearth__query_view_node(q, full, &value);
+    }
     hearth_query_free(q);
     if (!rc && shallow && strcmp(shallow, "true") == 0 &&
         hearth_node_type(value) == HEARTH_TYPE_OBJECT) {

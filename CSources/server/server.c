@@ -2,7 +2,10 @@
 #include "server/server.h"
 #include "server/access.h"
 #include "server/usage.h"
+#include "server/log.h"
+#include "server/observe.h"
 
+#include "net/tls.h"
 #include "rules/jwt.h"
 
 #include "query/index.h"
@@ -371,14 +374,26 @@ static void on_expiry(uv_timer_t *t) {
 /* The rules file changed: every namespace takes the new document, and
  * what it no longer allows ends; a document that does not check leaves
  * the rules in force. */
+/* What happened to the rules file: the line it always was on stderr, or
+ * with logs on, an event among them (one JSON line in json). */
+static void rules_note(hearth__server *srv, const char *event,
+                       const char *text) {
+    if (srv->log_format == HEARTH_LOG_OFF)
+        fprintf(stderr, "hearth: %s\n", text);
+    else
+        hearth__log_event(srv, event, text);
+}
+
 static void on_rules_changed(uv_fs_poll_t *poll, int status,
                              const uv_stat_t *prev, const uv_stat_t *now) {
     (void)prev;
     (void)now;
     hearth__server *srv = poll->data;
+    char note[600];
     if (status < 0) {
-        fprintf(stderr, "hearth: rules file %s: %s; the rules in force stay\n",
-                srv->rules_file, uv_strerror(status));
+        snprintf(note, sizeof note, "rules file %s: %s; the rules in force stay",
+                 srv->rules_file, uv_strerror(status));
+        rules_note(srv, "rules_not_reloaded", note);
         return;
     }
     size_t len;
@@ -390,8 +405,10 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
                                   strerror(errno));
     hearth__free(text);
     if (rc) {
-        fprintf(stderr, "hearth: rules file %s not reloaded: %s; the rules in "
-                        "force stay\n", srv->rules_file, err.message);
+        snprintf(note, sizeof note,
+                 "rules file %s not reloaded: %s; the rules in force stay",
+                 srv->rules_file, err.message);
+        rules_note(srv, "rules_not_reloaded", note);
         return;
     }
     for (size_t i = 0; i < srv->nnamespaces; i++) {
@@ -404,7 +421,8 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
     }
     json_decref(srv->rules_override);
     srv->rules_override = doc;
-    fprintf(stderr, "hearth: rules reloaded from %s\n", srv->rules_file);
+    snprintf(note, sizeof note, "rules reloaded from %s", srv->rules_file);
+    rules_note(srv, "rules_reload", note);
 }
 
 /* The most connections the open-file limit allows while keeping a
@@ -482,6 +500,9 @@ static void on_stop(uv_async_t *a) {
     if (srv->rules_file)
         uv_fs_poll_stop(&srv->rules_poll);
     hearth__sse_close_all(srv);
+    if (srv->metrics_http)
+        hearth__http_close(srv->metrics_http, NULL, NULL);
+    hearth__log_event(srv, "stop", NULL);
     hearth__http_close(srv->http, on_http_closed, srv);
 }
 
@@ -501,6 +522,8 @@ static void run(void *arg) {
     uv_sem_post(&srv->started);
     if (srv->start_rc)
         on_stop(&srv->stop);
+    else
+        hearth__log_event(srv, "start", srv->data_dir);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     hearth__thread_cleanup();
 }
@@ -512,11 +535,14 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->admin_secret);
     hearth__free(srv->cluster_urls);
     hearth__free(srv->node);
+    hearth__free(srv->tls_cert_file);
+    hearth__free(srv->tls_key_file);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
     hearth__usage_free(srv->usage);
+    hearth__metrics_free(&srv->metrics);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
     hearth__free(srv);
@@ -544,6 +570,17 @@ static int read_config(const hearth_server_config_t *caller,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "invalid default namespace \"%s\"",
                              config->default_namespace);
+    if (!config->tls_cert_file != !config->tls_key_file)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "TLS needs both a certificate file and a key "
+                             "file (only the %s is given)",
+                             config->tls_cert_file ? "certificate" : "key");
+    if (config->log_format < HEARTH_LOG_OFF || config->log_format > HEARTH_LOG_JSON)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "unknown log format %d",
+                             (int)config->log_format);
+    if (config->metrics_port < 0 || config->metrics_port > 65535)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
+                             config->metrics_port);
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
@@ -581,6 +618,7 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     srv->fsync_mode = config->fsync_mode;
+    srv->log_format = config->log_format;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);
     if ((config->auth_secret &&
          !(srv->auth_secret = hearth__strndup(config->auth_secret,
@@ -616,6 +654,14 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "the admin secret must be at least 16 characters");
     }
+    if (config->tls_cert_file &&
+        (!(srv->tls_cert_file = hearth__strndup(config->tls_cert_file,
+                                                strlen(config->tls_cert_file))) ||
+         !(srv->tls_key_file = hearth__strndup(config->tls_key_file,
+                                               strlen(config->tls_key_file))))) {
+        free_server(srv);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     if (config->auth_keys_file) {
         int rc = hearth__jwt_keyset_load(config->auth_keys_file,
                                          &srv->public_keys, err);
@@ -637,12 +683,26 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
             return rc;
         }
     }
+    hearth__tls_config *tls = NULL;
+    if (config->tls_cert_file) {
+        int rc = hearth__tls_config_load(config->tls_cert_file,
+                                         config->tls_key_file, &tls, err);
+        if (rc) {
+            free_server(srv);
+            return rc;
+        }
+    }
     if (uv_loop_init(&srv->loop)) {
+        hearth__tls_config_free(tls);
         free_server(srv);
         return hearth__error_code(err, HEARTH_ELOOP);
     }
     int rc = hearth__http_listen(&srv->loop, host, config->port, &limits,
                                  hearth__rest_handle, srv, &srv->http, err);
+    if (!rc)
+        hearth__http_set_tls(srv->http, tls);
+    else
+        hearth__tls_config_free(tls);
     if (rc) {
         uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets the listener close */
         uv_loop_close(&srv->loop);
@@ -650,6 +710,17 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         return rc;
     }
     hearth__http_set_head_handler(srv->http, hearth__rest_head);
+    hearth__http_set_observer(srv->http, hearth__observe_http);
+    if (config->metrics_port &&
+        (rc = hearth__http_listen(&srv->loop, "127.0.0.1", config->metrics_port,
+                                  &limits, hearth__metrics_handle, srv,
+                                  &srv->metrics_http, err))) {
+        hearth__http_close(srv->http, NULL, NULL);
+        uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets both close */
+        uv_loop_close(&srv->loop);
+        free_server(srv);
+        return rc;
+    }
     uv_async_init(&srv->loop, &srv->stop, on_stop);
     srv->stop.data = srv;
     uv_timer_init(&srv->loop, &srv->keepalive);
@@ -691,8 +762,29 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
     return 0;
 }
 
+int hearth_server_metrics_port(const hearth_server_t *server) {
+    const hearth__server *srv = (const hearth__server *)server;
+    return srv->metrics_http ? hearth__http_port(srv->metrics_http) : 0;
+}
+
 int hearth_server_port(const hearth_server_t *server) {
     return hearth__http_port(((const hearth__server *)server)->http);
+}
+
+int hearth_server_reload_tls(hearth_server_t *server, hearth_error_t *err) {
+    hearth__server *srv = (hearth__server *)server;
+    if (!srv || !srv->tls_cert_file)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the server was started without TLS");
+    hearth__tls_config *tls;
+    int rc = hearth__tls_config_load(srv->tls_cert_file, srv->tls_key_file,
+                                     &tls, err);
+    if (rc)
+        return rc;
+    hearth__http_set_tls(srv->http, tls);
+    /* (From the caller's thread: the log line is one write, never torn.) */
+    hearth__log_event(srv, "tls_reload", srv->tls_cert_file);
+    return 0;
 }
 
 int hearth_server_stop(hearth_server_t *server) {

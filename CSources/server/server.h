@@ -10,6 +10,7 @@
 #include "db/db.h"
 #include "rules/ruleset.h"
 #include "server/http.h"
+#include "server/metrics.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -65,6 +66,7 @@ typedef struct hearth__server {
     char *admin_secret;     /* NULL: "owner" is the admin */
     char *cluster_urls, *node; /* cluster mode, or NULL */
     hearth__cluster *cluster;  /* joined on the server's thread */
+    char *tls_cert_file, *tls_key_file; /* HTTPS, read again on reload */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */
@@ -75,6 +77,10 @@ typedef struct hearth__server {
     struct session *sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
     struct hearth__usage *usage; /* per namespace (usage.h), or NULL */
+    hearth__metrics metrics;    /* GET /.metrics */
+    hearth_log_format log_format;
+    struct hearth__profiler *profilers; /* GET /.profile streams */
+    hearth__http_server *metrics_http;  /* metrics_port's, or NULL */
     bool stopping;
     uv_sem_t started;
     int start_rc;
@@ -136,6 +142,15 @@ void hearth__sse_keepalive(hearth__server *srv);
 void hearth__sse_expire(hearth__server *srv, int64_t now_ms);
 void hearth__realtime_expire(hearth__server *srv, int64_t now_ms);
 void hearth__sse_close_all(hearth__server *srv);
+/* Open streams, and realtime sessions with their listens (the metrics). */
+size_t hearth__sse_count(const hearth__server *srv);
+void hearth__realtime_count(const hearth__server *srv, size_t *sessions,
+                            size_t *listens);
+/* GET /.metrics's body (Prometheus text). */
+void hearth__metrics_render(hearth__server *srv, hearth__buf *out);
+/* The metrics port's only answer. */
+void hearth__metrics_handle(hearth__http_conn *conn,
+                            const hearth__http_request *req, void *srv);
 
 /* The index of child values at path, created when missing; NULL when the
  * namespace holds its maximum of indexes (queries then scan). */

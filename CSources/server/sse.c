@@ -254,3 +254,10 @@ void hearth__sse_close_all(hearth__server *srv) {
         if (st->conn)
             hearth__http_stream_end(st->conn);
 }
+
+size_t hearth__sse_count(const hearth__server *srv) {
+    size_t n = 0;
+    for (const hearth__stream *st = srv->streams; st; st = st->next)
+        n += st->conn != NULL;
+    return n;
+}

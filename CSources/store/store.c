@@ -1,4 +1,5 @@
 /* store.c - log records, group commit, snapshots and recovery. */
+#include "common/histogram.h"
 #include "store/files.h"
 #include "store/logfile.h"
 #include "tree/json.h"
@@ -11,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #define LOG_HEADER HEARTH__LOG_HEADER
 #define LOG_HEADER_LEN HEARTH__LOG_HEADER_LEN
@@ -88,8 +90,12 @@ void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
     batch->rc = hearth__records_write(&batch->records, &bytes);
     if (!batch->rc) {
         batch->rc = hearth__store_write_all(s->log_fd, bytes.data, bytes.len);
-        if (!batch->rc && batch->sync && fdatasync(s->log_fd))
-            batch->rc = hearth__store_disk_error();
+        if (!batch->rc && batch->sync) {
+            uint64_t start = uv_hrtime();
+            if (fdatasync(s->log_fd))
+                batch->rc = hearth__store_disk_error();
+            hearth__hist_observe(&hearth__hist_log_fsync, uv_hrtime() - start);
+        }
         /* Nothing of a failed commit may stay: a restart would replay it. */
         if (batch->rc && cut_back(s))
             batch->cut_failed = true;
@@ -262,8 +268,20 @@ static void remove_superseded(const char *dir, uint64_t gen) {
     }
 }
 
+static int write_snapshot(const char *dir, uint64_t gen,
+                          const hearth_node_t *root);
+
+/* Timed for the metrics (hearth__hist_snapshot). */
 int hearth__store_write_snapshot(const char *dir, uint64_t gen,
                                  const hearth_node_t *root) {
+    uint64_t start = uv_hrtime();
+    int rc = write_snapshot(dir, gen, root);
+    hearth__hist_observe(&hearth__hist_snapshot, uv_hrtime() - start);
+    return rc;
+}
+
+static int write_snapshot(const char *dir, uint64_t gen,
+                          const hearth_node_t *root) {
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__node_write_json(&b, root, HEARTH_JSON_EXPORT);

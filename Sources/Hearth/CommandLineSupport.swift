@@ -10,6 +10,15 @@ import Foundation
 
 @_spi(CLI)
 extension Database {
+    /// `hearth backup --data`: a namespace's data directory, which a
+    /// server may hold and write to, copied as of one commit into
+    /// `file` (export JSON, written whole or not at all).
+    public static func backup(dataDirectory: String, to file: String) throws(HearthError) {
+        var err = hearth_error_t()
+        let status = hearth_backup(dataDirectory, file, &err)
+        guard status == 0 else { throw HearthError(status: status, details: err) }
+    }
+
     /// The database for `url` with blocks on a private queue (the command
     /// line runs no main queue), opened now: throws what the C core says
     /// when it cannot open (a data directory another process holds is

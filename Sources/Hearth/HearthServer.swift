@@ -25,6 +25,11 @@ public final class HearthServer: @unchecked Sendable {
         case off
     }
 
+    /// Access and event logs on standard error, one line each.
+    public enum LogFormat: String, Sendable, CaseIterable {
+        case off, text, json
+    }
+
     public struct Configuration: Sendable {
         /// An IP address to listen on.
         public var host: String
@@ -77,6 +82,17 @@ public final class HearthServer: @unchecked Sendable {
         /// server.
         public var cluster: String?
         public var node: String?
+        /// HTTPS and WSS on the same port: a PEM certificate chain and its
+        /// PEM private key (both or neither). TLS 1.2 or later,
+        /// forward-secret AEAD ciphers only; ``HearthServer/reloadTLS()``
+        /// reads them again.
+        public var tlsCertFile: String?
+        public var tlsKeyFile: String?
+        /// Access and event logs on standard error (default off).
+        public var logFormat: LogFormat = .off
+        /// Also serve GET /.metrics on 127.0.0.1 at this port, without
+        /// credentials (on the main port it is the admin's).
+        public var metricsPort: Int?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -88,7 +104,8 @@ public final class HearthServer: @unchecked Sendable {
                     bodyTimeout: TimeInterval? = nil, idleTimeout: TimeInterval? = nil,
                     maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil,
                     maxHeldBytes: Int64? = nil, cluster: String? = nil,
-                    node: String? = nil) {
+                    node: String? = nil, tlsCertFile: String? = nil,
+                    tlsKeyFile: String? = nil) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
@@ -108,6 +125,8 @@ public final class HearthServer: @unchecked Sendable {
             self.maxHeldBytes = maxHeldBytes
             self.cluster = cluster
             self.node = node
+            self.tlsCertFile = tlsCertFile
+            self.tlsKeyFile = tlsKeyFile
         }
     }
 
@@ -131,6 +150,7 @@ public final class HearthServer: @unchecked Sendable {
             configuration.rulesFile, configuration.authSecret, configuration.authKeysFile,
             configuration.adminSecret, configuration.authAudience, configuration.authIssuer,
             configuration.cluster, configuration.node,
+            configuration.tlsCertFile, configuration.tlsKeyFile,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -146,6 +166,14 @@ public final class HearthServer: @unchecked Sendable {
         config.auth_issuer = UnsafePointer(strings[8])
         config.cluster = UnsafePointer(strings[9])
         config.node = UnsafePointer(strings[10])
+        config.tls_cert_file = UnsafePointer(strings[11])
+        config.tls_key_file = UnsafePointer(strings[12])
+        config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
+        config.log_format = switch configuration.logFormat {
+        case .off: HEARTH_LOG_OFF
+        case .text: HEARTH_LOG_TEXT
+        case .json: HEARTH_LOG_JSON
+        }
         config.port = Int32(configuration.port)
         config.fsync_mode = configuration.fsync.cValue
         config.header_timeout_ms = Self.milliseconds(configuration.headerTimeout)
@@ -197,6 +225,18 @@ public final class HearthServer: @unchecked Sendable {
         guard status == 0, let token else { throw HearthError(status: status, details: err) }
         defer { hearth_free(token) }
         return String(cString: token)
+    }
+
+    /// Reads the TLS certificate and key files again (after a renewal):
+    /// new connections use them, open ones keep the old. Throws, naming
+    /// the file, when one cannot be used; the certificate in force stays.
+    public func reloadTLS() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle else { return }
+        var err = hearth_error_t()
+        let status = hearth_server_reload_tls(handle, &err)
+        guard status == 0 else { throw HearthError(status: status, details: err) }
     }
 
     /// Stops accepting, finishes and acknowledges the writes in flight,

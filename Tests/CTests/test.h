@@ -88,6 +88,8 @@ void remove_tree(const char *dir);
  * the reason on stderr, when it cannot start. */
 hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir);
+/* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
+int test_connect(int port);
 /* Mounts a tmpfs of `size` ("512k") on the existing directory dir (needs
  * root): false, with the reason printed, when it cannot (the caller skips
  * its test). unmount_tmpfs undoes it. */

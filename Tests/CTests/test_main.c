@@ -7,11 +7,14 @@
 #include "common/internal.h"
 #include "rules/jwt.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +26,8 @@ int test_failures;
     X(json_tests) X(query_tests) X(db_tests) X(store_tests) X(server_tests)    \
     X(conformance_tests) X(ws_client_tests) X(sync_random_tests)               \
     X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \
-    X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)
+    X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
+    X(tls_tests) X(ops_tests) X(backup_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
@@ -121,6 +125,15 @@ void free_disk(const char *dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/filler", dir);
     CHECK_INT(unlink(path), 0);
+}
+
+/* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
+int test_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
 }
 
 hearth_server_t *start_test_server(hearth_server_config_t config,

@@ -49,14 +49,6 @@ static void stop(hearth_server_t *s) {
     CHECK_INT(hearth_server_stop(s), 0);
 }
 
-static int connect_to(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    return fd;
-}
-
 static void send_all(int fd, const char *data, size_t len) {
     while (len) {
         ssize_t n = write(fd, data, len);
@@ -110,7 +102,7 @@ typedef struct response {
 
 static response request(int port, const char *method, const char *target,
                         const char *headers, const char *body) {
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     char head[4096];
     bool own_host = headers && strstr(headers, "Host:");
     int n = snprintf(head, sizeof head,
@@ -340,7 +332,7 @@ static void test_rules_change_cancels_streams(void) {
     EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=revoke", OWNER,
                "{\"rules\":{\"public\":{\".read\":true},\"kept\":{\".read\":true}}}",
                200, NULL);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *get = "GET /public.json?ns=revoke HTTP/1.1\r\nHost: x\r\n"
                       "Accept: text/event-stream\r\n\r\n";
     send_all(fd, get, strlen(get));
@@ -433,7 +425,7 @@ static void test_expired_token_ends_stream(void) {
                "{\"rules\":{\".read\":\"auth != null\"}}", 200, NULL);
     char *token = NULL;
     CHECK_INT(hearth_token_create("ada", NULL, NULL, 2, &token, NULL), 0);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     char get[1024];
     snprintf(get, sizeof get,
              "GET /.json?ns=expiry&auth=%s HTTP/1.1\r\nHost: x\r\n"
@@ -622,20 +614,20 @@ static void test_namespaces(void) {
 static void test_bad_http(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     send_all(fd, "NONSENSE\r\n\r\n", 12);
     char *raw = read_responses(fd, 1);
     CHECK(strncmp(raw, "HTTP/1.1 400", 12) == 0);
     free(raw);
     close(fd);
-    fd = connect_to(port);
+    fd = test_connect(port);
     const char *big = "PUT /x.json HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n";
     send_all(fd, big, strlen(big));
     raw = read_responses(fd, 1);
     CHECK(strncmp(raw, "HTTP/1.1 413", 12) == 0);
     free(raw);
     close(fd);
-    fd = connect_to(port);
+    fd = test_connect(port);
     send_all(fd, "GET /x.json HTTP/1.1\r\nX-Big: ", 29);
     char filler[4096];
     memset(filler, 'a', sizeof filler);
@@ -649,7 +641,7 @@ static void test_bad_http(void) {
     /* Clients that leave before their reply (writes then fail with EPIPE)
      * harm nobody: no SIGPIPE ends the process. */
     for (int i = 0; i < 20; i++) {
-        fd = connect_to(port);
+        fd = test_connect(port);
         const char *put = "PUT /gone.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n7";
         send_all(fd, put, strlen(put));
         struct linger hard = {1, 0}; /* reset: the reply hits a closed socket */
@@ -658,7 +650,7 @@ static void test_bad_http(void) {
     }
     EXPECT_REQ(port, "GET", "/gone.json", NULL, NULL, 200, "7");
     /* A client vanishing mid-request harms nobody. */
-    fd = connect_to(port);
+    fd = test_connect(port);
     send_all(fd, "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n12", 46);
     close(fd);
     EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "null");
@@ -669,7 +661,7 @@ static void test_bad_http(void) {
 static void test_keep_alive_pipelining(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *reqs =
         "PUT /n.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
         "GET /n.json HTTP/1.1\r\n\r\n"
@@ -708,7 +700,7 @@ static void test_server_sent_events(void) {
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "PUT", "/room.json", NULL, "{\"a\":1}", 200, NULL);
     int fds_before = open_fds();
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *req = "GET /room.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
     send_all(fd, req, strlen(req));
     char buf[8192];
@@ -755,7 +747,7 @@ static void test_server_sent_events(void) {
 static void test_slow_stream_is_dropped(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *req = "GET /big.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
     send_all(fd, req, strlen(req));
     /* 80 writes of 400 KB: 32 MB the client does not read, more than the
@@ -827,7 +819,7 @@ static bool read_exact(int fd, void *buf, size_t n) {
 
 /* Opens /.ws on namespace ns (NULL: none given); -1 when not upgraded. */
 static int ws_open(int port, const char *ns) {
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     char req[512];
     int n = snprintf(req, sizeof req,
                      "GET /.ws?v=5%s%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -925,6 +917,29 @@ static char *ws_request(int fd, int r, const char *action, const char *body) {
         CHECK_STR(got_, reply_);                                               \
         free(got_);                                                            \
     } while (0)
+
+/* A realtime action the protocol does not have is counted as "unknown":
+ * what a client sends never becomes a label of the metrics (no quote
+ * breaking the Prometheus text, no counter per invented name). */
+static void test_invented_actions_are_not_metric_labels(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    int fd = ws_open(port, "default");
+    for (int r = 1; r <= 20; r++) {
+        char action[32];
+        snprintf(action, sizeof action, "x\\\"%d", r); /* x\"1 ... on the wire */
+        free(ws_request(fd, r, action, "{}"));
+    }
+    response m = request(port, "GET", "/.metrics", OWNER, NULL);
+    CHECK_INT(m.status, 200);
+    CHECK(strstr(m.body, "x\"") == NULL);
+    CHECK(strstr(m.body, "hearth_requests_total{door=\"realtime\",type=\"unknown\","
+                         "status=\"handled\"} 20\n") != NULL);
+    free(m.body);
+    close(fd);
+    stop(s);
+    remove_tree(data_dir);
+}
 
 /* One session holds at most 10,000 listens: the next is refused (the
  * client cancels that query), and one ended makes room again. */
@@ -1235,7 +1250,7 @@ static void test_slow_and_idle_connections_time_out(void) {
     int port = hearth_server_port(s);
     char buf[4096];
     /* Slowloris: a header line every 50 ms, never the end of the head. */
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     send_all(fd, "GET /x.json HTTP/1.1\r\n", 22);
     bool closed = false;
     for (int i = 0; i < 60 && !closed; i++) {
@@ -1248,7 +1263,7 @@ static void test_slow_and_idle_connections_time_out(void) {
     CHECK(strncmp(buf, "HTTP/1.1 408", 12) == 0);
     close(fd);
     /* A body that stops halfway. */
-    fd = connect_to(port);
+    fd = test_connect(port);
     const char *head = "PUT /x.json HTTP/1.1\r\nContent-Length: 10\r\n\r\n123";
     send_all(fd, head, strlen(head));
     CHECK(read_until_closed(fd, buf, sizeof buf));
@@ -1256,11 +1271,11 @@ static void test_slow_and_idle_connections_time_out(void) {
     close(fd);
     /* A connection that never sends anything, and one idle after a
      * request: closed without a word. */
-    fd = connect_to(port);
+    fd = test_connect(port);
     CHECK(read_until_closed(fd, buf, sizeof buf));
     CHECK_STR(buf, "");
     close(fd);
-    fd = connect_to(port);
+    fd = test_connect(port);
     send_all(fd, "GET /x.json HTTP/1.1\r\n\r\n", 24);
     CHECK(read_until_closed(fd, buf, sizeof buf));
     CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
@@ -1276,7 +1291,7 @@ static void test_slow_and_idle_connections_time_out(void) {
 static void test_silent_websocket_is_pinged_then_closed(void) {
     hearth_server_t *s = start_with(fast_timeouts);
     int port = hearth_server_port(s);
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
@@ -1331,7 +1346,7 @@ static void test_idle_connections_cannot_exhaust_files(void) {
     CHECK(read(port_pipe[0], &port, sizeof port) == sizeof port);
     int fds[300];
     for (int i = 0; i < 300; i++)
-        fds[i] = connect_to(port);
+        fds[i] = test_connect(port);
     EXPECT_REQ(port, "PUT", "/x.json", NULL, "1", 200, "1");
     EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "1");
     for (int i = 0; i < 300; i++)
@@ -1369,7 +1384,7 @@ static void test_idle_connections_hold_no_read_buffer(void) {
     for (int kind = 0; kind < 2; kind++) {
         size_t before = __sanitizer_get_current_allocated_bytes();
         for (int i = 0; i < N; i++) {
-            fds[i] = connect_to(port);
+            fds[i] = test_connect(port);
             const char *req = kind ? upgrade : get;
             send_all(fds[i], req, strlen(req));
             char *raw = read_responses(fds[i], 1); /* answered */
@@ -1447,7 +1462,7 @@ static void test_connection_limit_answers_503(void) {
     char buf[4096];
     const char *get = "GET /x.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
     for (int i = 0; i < 3; i++) {
-        streams[i] = connect_to(port);
+        streams[i] = test_connect(port);
         send_all(streams[i], get, strlen(get));
         struct pollfd p = {streams[i], POLLIN, 0};
         CHECK(poll(&p, 1, 3000) == 1); /* its head: a stream now */
@@ -1460,7 +1475,7 @@ static void test_connection_limit_answers_503(void) {
     shutdown(streams[0], SHUT_WR);
     CHECK(read_until_closed(streams[0], buf, sizeof buf));
     close(streams[0]);
-    int idle[2] = {connect_to(port), connect_to(port)};
+    int idle[2] = {test_connect(port), test_connect(port)};
     /* One of these waits in the kernel's queue while the other holds the
      * free place; the request below makes room by closing the idlest. */
     EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "null");
@@ -1506,13 +1521,13 @@ static void test_connections_per_address_bounded(void) {
     int streams[2];
     char buf[4096];
     for (int i = 0; i < 2; i++) {
-        streams[i] = connect_to(port);
+        streams[i] = test_connect(port);
         send_all(streams[i], stream, strlen(stream));
         struct pollfd p = {streams[i], POLLIN, 0};
         CHECK(poll(&p, 1, 3000) == 1);
         CHECK(read(streams[i], buf, sizeof buf) > 0 && strstr(buf, "200 OK"));
     }
-    int third = connect_to(port);
+    int third = test_connect(port);
     CHECK_INT(status_on(third, get), 503);
     close(third);
     int other = connect_from(port, "127.0.0.2");
@@ -1523,9 +1538,9 @@ static void test_connections_per_address_bounded(void) {
     shutdown(streams[1], SHUT_WR);
     CHECK(read_until_closed(streams[1], buf, sizeof buf));
     close(streams[1]);
-    int idle = connect_to(port);
+    int idle = test_connect(port);
     CHECK_INT(status_on(idle, get), 200); /* now idle between requests */
-    int fresh = connect_to(port);
+    int fresh = test_connect(port);
     CHECK_INT(status_on(fresh, get), 200);
     CHECK(read_until_closed(idle, buf, sizeof buf)); /* it made room */
     close(idle);
@@ -1537,7 +1552,7 @@ static void test_connections_per_address_bounded(void) {
 
 /* A connection that sent `len` bytes of `total` declared (a PUT's body). */
 static int unfinished_body(int port, size_t total, size_t len) {
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     char head[128];
     int n = snprintf(head, sizeof head,
                      "PUT /big.json HTTP/1.1\r\nContent-Length: %zu\r\n\r\n\"",
@@ -1569,7 +1584,7 @@ static void test_held_request_data_is_bounded(void) {
     close(refused);
     first = refused == first ? second : first;
     /* A WebSocket message of 2 MiB announced in its first fragment. */
-    int ws = connect_to(port);
+    int ws = test_connect(port);
     const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
@@ -1615,7 +1630,7 @@ static void test_denied_write_refused_before_its_body(void) {
         "PUT /open.json?auth=bad HTTP/1.1\r\nContent-Length: 200000000\r\n\r\n",
         "PUT /locked.json HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"};
     for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
-        int fd = connect_to(port);
+        int fd = test_connect(port);
         send_all(fd, heads[i], strlen(heads[i]));
         char *raw = read_responses(fd, 1);
         CHECK(strncmp(raw, "HTTP/1.1 401", 12) == 0);
@@ -1656,7 +1671,7 @@ static void test_large_bodies_parsed_off_the_loop(void) {
     for (int m = 0; m < 2; m++) {
         const char *method = m ? "PATCH" : "PUT";
         pool_hold *hold = pool_hold_start();
-        int fd = connect_to(port);
+        int fd = test_connect(port);
         char head[256];
         snprintf(head, sizeof head,
                  "%s /big%d.json HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
@@ -1698,7 +1713,7 @@ static void test_stop_with_an_answer_pending(void) {
     int port = hearth_server_port(s);
     EXPECT_REQ(port, "PUT", "/warm.json", NULL, "1", 200, "1");
     pool_hold *hold = pool_hold_start(); /* commits wait */
-    int fd = connect_to(port);
+    int fd = test_connect(port);
     const char *put = "PUT /x.json HTTP/1.1\r\nContent-Length: 1\r\n\r\n2";
     send_all(fd, put, strlen(put));
     /* Applied once a read sees it; its answer waits for the commit. */
@@ -1810,5 +1825,7 @@ const test_case server_tests[] = {
     {"server_stop_with_an_answer_pending", test_stop_with_an_answer_pending},
     {"server_large_bodies_parsed_off_the_loop",
      test_large_bodies_parsed_off_the_loop},
+    {"server_invented_actions_are_not_metric_labels",
+     test_invented_actions_are_not_metric_labels},
     {NULL, NULL},
 };

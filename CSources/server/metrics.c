@@ -1,0 +1,145 @@
+/* metrics.c - the server's counters and their Prometheus text (see
+ * metrics.h). */
+#include "server/metrics.h"
+
+#include <string.h>
+
+/* What each counter counts: written as # HELP. */
+static const struct {
+    const char *name, *help;
+} HELP[] = {
+    {"hearth_requests_total",
+     "Requests answered, by door (rest, sse, websocket, realtime), method "
+     "or action, and status."},
+    {"hearth_writes_total", "Writes answered, by door and status."},
+    {"hearth_rules_denials_total",
+     "Requests the security rules refused, by door."},
+    {"hearth_namespace_requests_total",
+     "Requests per namespace, by kind (read, write, listen)."},
+    {"hearth_namespace_bytes_total",
+     "Request and answer bytes per namespace (bodies and realtime "
+     "messages), by direction."},
+};
+
+void hearth__metrics_free(hearth__metrics *m) {
+    for (size_t i = 0; i < m->n; i++)
+        hearth__free(m->counters[i].key);
+    for (size_t i = 0; i < m->nnamespaces; i++)
+        hearth__free(m->namespaces[i]);
+    hearth__free(m->counters);
+    hearth__free(m->index);
+    hearth__free(m->namespaces);
+    memset(m, 0, sizeof *m);
+}
+
+uint64_t hearth__metrics_hash(const char *key) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of key in the index: where it is, or the empty one where it
+ * would go. The index has twice the counters' capacity, so one is empty. */
+static size_t slot_of(const hearth__metrics *m, const char *key) {
+    size_t mask = m->cap * 2 - 1, i = (size_t)hearth__metrics_hash(key) & mask;
+    while (m->index[i] && strcmp(m->counters[m->index[i] - 1].key, key) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the table and rebuilds the index; false when memory fails. */
+static bool grow(hearth__metrics *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    hearth__counter *c = hearth__realloc(m->counters, cap * sizeof *c);
+    if (!c)
+        return false;
+    m->counters = c;
+    size_t *index = hearth__calloc(cap * 2, sizeof *index);
+    if (!index)
+        return false;
+    hearth__free(m->index);
+    m->index = index;
+    m->cap = cap;
+    for (size_t i = 0; i < m->n; i++)
+        m->index[slot_of(m, m->counters[i].key)] = i + 1;
+    return true;
+}
+
+size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
+    if (m->cap) {
+        size_t at = m->index[slot_of(m, key)];
+        if (at) {
+            m->counters[at - 1].value += by;
+            return at;
+        }
+    }
+    if (m->n == m->cap && !grow(m))
+        return 0;
+    char *copy = hearth__strndup(key, strlen(key));
+    if (!copy)
+        return 0;
+    m->counters[m->n] = (hearth__counter){copy, by};
+    m->index[slot_of(m, key)] = ++m->n;
+    return m->n;
+}
+
+const char *hearth__metrics_ns(hearth__metrics *m, const char *ns) {
+    for (size_t i = 0; i < m->nnamespaces; i++)
+        if (strcmp(m->namespaces[i], ns) == 0)
+            return m->namespaces[i];
+    if (m->nnamespaces == HEARTH__METRICS_MAX_NAMESPACES)
+        return "_other";
+    char **more = hearth__realloc(m->namespaces,
+                                  (m->nnamespaces + 1) * sizeof *more);
+    if (!more)
+        return "_other";
+    m->namespaces = more;
+    char *copy = hearth__strndup(ns, strlen(ns));
+    if (!copy)
+        return "_other";
+    m->namespaces[m->nnamespaces++] = copy;
+    return copy;
+}
+
+static size_t name_len(const char *key) { return strcspn(key, "{"); }
+
+static bool same_name(const char *a, const char *b) {
+    size_t n = name_len(a);
+    return n == name_len(b) && strncmp(a, b, n) == 0;
+}
+
+void hearth__metrics_write_counters(const hearth__metrics *m, hearth__buf *out) {
+    for (size_t h = 0; h < HEARTH__ARRAY_SIZE(HELP); h++) {
+        const char *name = HELP[h].name;
+        hearth__buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name,
+                           HELP[h].help, name);
+        for (size_t i = 0; i < m->n; i++)
+            if (same_name(m->counters[i].key, name))
+                hearth__buf_printf(out, "%s %llu\n", m->counters[i].key,
+                                   (unsigned long long)m->counters[i].value);
+    }
+}
+
+void hearth__metrics_write_histogram(hearth__buf *out, const char *name,
+                                     const char *help, hearth__histogram *h) {
+    hearth__buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help,
+                       name);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i <= HEARTH__HIST_BUCKETS; i++) {
+        cumulative += atomic_load_explicit(&h->counts[i], memory_order_relaxed);
+        if (i < HEARTH__HIST_BUCKETS)
+            hearth__buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name,
+                               (double)hearth__hist_bounds_us[i] / 1e6,
+                               (unsigned long long)cumulative);
+        else
+            hearth__buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+                               (unsigned long long)cumulative);
+    }
+    /* _count is the +Inf bucket as read here, so the two always agree
+     * (the sum is read apart and may include an observation more). */
+    hearth__buf_printf(out, "%s_sum %.9f\n%s_count %llu\n", name,
+                       (double)atomic_load_explicit(&h->sum_ns,
+                                                    memory_order_relaxed) / 1e9,
+                       name, (unsigned long long)cumulative);
+}

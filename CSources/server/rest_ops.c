@@ -1,0 +1,106 @@
+/* rest_ops.c - the operator's endpoints, all the admin's: GET /.metrics
+ * (Prometheus text), GET /.profile (the operations stream) and GET
+ * /.backup (rest_backup.c); and the
+ * metrics port, which answers /.metrics to anyone who can reach it. */
+#include "server/rest_internal.h"
+
+#include "server/profile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static void gauge(hearth__buf *out, const char *name, const char *help) {
+    hearth__buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
+    uint64_t in, sent;
+    size_t open, streams = hearth__sse_count(srv), sessions, listens;
+    hearth__http_traffic(srv->http, &in, &sent, &open);
+    hearth__realtime_count(srv, &sessions, &listens);
+    gauge(out, "hearth_connections", "Open connections, by kind.");
+    hearth__buf_printf(out,
+                       "hearth_connections{kind=\"all\"} %zu\n"
+                       "hearth_connections{kind=\"sse\"} %zu\n"
+                       "hearth_connections{kind=\"websocket\"} %zu\n",
+                       open, streams, sessions);
+    gauge(out, "hearth_listens", "Active listens, by door.");
+    hearth__buf_printf(out,
+                       "hearth_listens{door=\"sse\"} %zu\n"
+                       "hearth_listens{door=\"realtime\"} %zu\n",
+                       streams, listens);
+    gauge(out, "hearth_namespaces_open", "Namespaces open now.");
+    hearth__buf_printf(out, "hearth_namespaces_open %zu\n", srv->nnamespaces);
+    hearth__buf_printf(out,
+                       "# HELP hearth_bytes_received_total Bytes read from "
+                       "clients' sockets.\n"
+                       "# TYPE hearth_bytes_received_total counter\n"
+                       "hearth_bytes_received_total %llu\n"
+                       "# HELP hearth_bytes_sent_total Bytes written to "
+                       "clients' sockets.\n"
+                       "# TYPE hearth_bytes_sent_total counter\n"
+                       "hearth_bytes_sent_total %llu\n",
+                       (unsigned long long)in, (unsigned long long)sent);
+    hearth__metrics_write_counters(&srv->metrics, out);
+    hearth__metrics_write_histogram(out, "hearth_request_seconds",
+                                    "Time from a REST request's arrival to "
+                                    "its answer.",
+                                    &srv->metrics.request_seconds);
+    hearth__metrics_write_histogram(out, "hearth_log_fsync_seconds",
+                                    "Time of each log fsync (a commit made "
+                                    "durable).",
+                                    &hearth__hist_log_fsync);
+    hearth__metrics_write_histogram(out, "hearth_snapshot_seconds",
+                                    "Time to write each snapshot.",
+                                    &hearth__hist_snapshot);
+}
+
+static void answer_metrics(hearth__server *srv, hearth__http_conn *conn) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__metrics_render(srv, &b);
+    if (b.failed)
+        hearth__http_respond(conn, 503, NULL, NULL, "", 0);
+    else
+        hearth__http_respond(conn, 200, METRICS_TYPE, NULL, b.data, b.len);
+    hearth__buf_free(&b);
+}
+
+void hearth__metrics_handle(hearth__http_conn *conn,
+                            const hearth__http_request *req, void *srv) {
+    const char *t = req->target;
+    if (req->method == HTTP_GET &&
+        (strcmp(t, "/.metrics") == 0 || strcmp(t, "/metrics") == 0))
+        answer_metrics(srv, conn);
+    else
+        hearth__rest_reply_error(conn, 404, "Not found: only GET /.metrics here");
+}
+
+bool hearth__rest_ops(rest *r, const char *ns_name) {
+    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup"};
+    size_t which = 0;
+    while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
+        which++;
+    if (which == HEARTH__ARRAY_SIZE(paths))
+        return false;
+    hearth__http_note *note = hearth__http_note_of(r->conn);
+    snprintf(note->path, sizeof note->path, "%s", r->path);
+    char why[256];
+    const char *token = hearth__rest_param_get(r, "auth");
+    if (!hearth__principal_of(r->srv, r->req, token, NULL, &r->who, why,
+                              sizeof why) ||
+        !r->who.admin)
+        hearth__rest_reply_error(r->conn, 401,
+                                 "Permission denied: the admin's only");
+    else if (r->method != HTTP_GET)
+        hearth__rest_reply_error(r->conn, 405, "Method not allowed");
+    else if (which == 0)
+        answer_metrics(r->srv, r->conn);
+    else if (which == 1)
+        hearth__profile_start(r->srv, r->conn);
+    else
+        hearth__rest_backup(r, ns_name);
+    return true;
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+@_spi(CLI) import Hearth
+
+/// `hearth backup`: a consistent copy of a namespace while its server
+/// goes on writing.
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy a namespace, consistent as of one commit, while writes go on.",
+        discussion: """
+            With --url the server writes the copy from one immutable root of its \
+            tree (GET /.backup, the admin's), off its event loop; with --data the \
+            namespace's files are read, never changed, even while a server holds \
+            them. The copy is export-format JSON (priorities kept), written to \
+            OUT.tmp, synced, then renamed: OUT is whole or absent. hearth restore \
+            puts it back.
+
+            Examples:
+              hearth backup --url http://127.0.0.1:9000/?ns=shop shop.json
+              hearth backup --data /var/lib/hearth --namespace shop shop.json
+            """)
+
+    @Argument(help: "The file to write.")
+    var out: String
+
+    @OptionGroup var source: SourceOptions
+
+    func run() throws {
+        do {
+            if let data = source.data {
+                try failing { () throws(HearthError) in
+                    try Database.backup(dataDirectory: data + "/" + source.namespace, to: out)
+                }
+            } else {
+                try Self.writeWhole(try source.server().endpoint("/.backup"), to: out)
+            }
+        } catch {
+            Output.error("\(Output.errorLabel)\(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    /// Writes data to path through path.tmp, synced, then renamed.
+    static func writeWhole(_ data: Data, to path: String) throws {
+        let tmp = path + ".tmp"
+        guard FileManager.default.createFile(atPath: tmp, contents: nil),
+            let handle = FileHandle(forWritingAtPath: tmp)
+        else {
+            throw CommandFailure(description: "cannot write \(tmp)")
+        }
+        do {
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+            try handle.close()
+            if rename(tmp, path) != 0 {
+                throw CommandFailure(description: "cannot rename \(tmp) to \(path)")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: tmp)
+            throw error
+        }
+    }
+}
+
+/// `hearth restore`: a backup put back.
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Put a backup back: into a fresh data directory, or a running server.",
+        discussion: """
+            With --data the namespace's directory must not hold data yet (--force \
+            replaces what it holds); serve it afterwards with hearth serve --data. \
+            With --url the backup replaces the namespace's root on the running \
+            server (as the admin). The file is checked first: one that is not valid \
+            changes nothing.
+
+            Examples:
+              hearth restore --data ./restored --namespace shop shop.json
+              hearth restore --url http://127.0.0.1:9000/?ns=shop shop.json
+            """)
+
+    @Argument(help: "The backup file.")
+    var file: String
+
+    @Flag(help: "With --data: replace the data the namespace already holds.")
+    var force = false
+
+    @OptionGroup var source: SourceOptions
+
+    func run() throws {
+        guard let text = FileManager.default.contents(atPath: file) else {
+            Output.error("\(Output.errorLabel)cannot read \(file)")
+            throw ExitCode.failure
+        }
+        if let data = source.data {
+            try? FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        }
+        if let data = source.data, !force {
+            let dir = data + "/" + source.namespace
+            let held = (try? FileManager.default.contentsOfDirectory(atPath: dir))?
+                .contains { $0.hasPrefix("log.") || $0.hasPrefix("snapshot.") } ?? false
+            if held {
+                Output.error("\(Output.errorLabel)\(dir) already holds data: restore into a fresh directory, or give --force")
+                throw ExitCode.failure
+            }
+        }
+        do {
+            try source.open().importJSON(text, path: "/")
+        } catch {
+            Output.error("\(Output.errorLabel)\(error)")
+            throw ExitCode.failure
+        }
+    }
+}
