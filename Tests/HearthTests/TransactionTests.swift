@@ -4,6 +4,15 @@ import Testing
 @testable import Hearth
 
 /// Adds one to the number in `data` (0 when there is none) and commits.
+/// Waits for the transactions queued at ref: one more, changing nothing,
+/// runs after them (against a server, once they are acknowledged), where a
+/// get alone may be answered in between. Its snapshot: the value then.
+private func afterTransactions(at ref: DatabaseReference) async throws -> DataSnapshot {
+    let (committed, snapshot) = try await ref.runTransactionBlock { .success(withValue: $0) }
+    #expect(committed)
+    return snapshot
+}
+
 private func increment(_ data: MutableData) -> TransactionResult {
     data.value = ((data.value as? Int) ?? 0) + 1
     return .success(withValue: data)
@@ -355,7 +364,7 @@ struct TransactionTests {
                 return .success(withValue: data)
             }
         }
-        try await settle(database)
+        #expect(try await afterTransactions(at: ref).value as? Int == 2)
         #expect(try await ref.getData().value as? Int == 2)
     }
 
@@ -367,7 +376,7 @@ struct TransactionTests {
             ref.setValue(100)
             ref.runTransactionBlock(increment)
         }
-        try await settle(database)
+        #expect(try await afterTransactions(at: ref).value as? Int == 101)
         #expect(try await ref.getData().value as? Int == 101)
     }
 
