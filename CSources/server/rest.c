@@ -243,109 +243,102 @@ int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,
     return status;
 }
 
-void hearth__rest_handle(hearth__http_conn *conn,
-                         const hearth__http_request *req, void *ctx) {
-    rest r = {.srv = ctx, .conn = conn, .req = req};
-    if (!read_target(&r)) {
-        hearth__rest_reply_error(conn, 400, MSG_BAD_PATH);
-        hearth__rest_free(&r);
-        return;
-    }
-    r.method = method_of(&r);
-    if (r.method < 0) {
-        hearth__rest_reply_error(conn, 400, "x-http-method-override must be PUT, PATCH "
-                               "or DELETE");
-        hearth__rest_free(&r);
-        return;
-    }
-    if (r.method == HTTP_OPTIONS) { /* CORS preflight */
+/* The requests answered before any namespace's data: the CORS preflight,
+ * the realtime upgrade, the console and the operator's endpoints. True
+ * when r was one of them (answered). */
+static bool route_special(rest *r) {
+    hearth__http_conn *conn = r->conn;
+    if (r->method == HTTP_OPTIONS) { /* CORS preflight */
         hearth__http_respond(
             conn, 200, NULL,
             "Access-Control-Allow-Methods: GET, PUT, POST, PATCH, DELETE\r\n"
             "Access-Control-Allow-Headers: Content-Type, Authorization, "
             "X-Firebase-ETag, If-Match, If-None-Match\r\n",
             "", 0);
-        hearth__rest_free(&r);
-        return;
+        return true;
     }
-    if (strcmp(r.path, "/.ws") == 0) { /* the realtime protocol */
-        char nsbuf[130];
+    char nsbuf[130];
+    if (strcmp(r->path, "/.ws") == 0) { /* the realtime protocol */
         hearth_error_t err;
-        if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
-                                     &r.ns, &err))
+        if (hearth__server_namespace(r->srv, namespace_name(r, nsbuf, sizeof nsbuf),
+                                     &r->ns, &err))
             hearth__rest_reply_error(conn, 400, err.message);
         else {
-            hearth__usage_count_request(r.srv, r.ns, conn, req, HEARTH__USAGE_NONE);
-            hearth__realtime_accept(r.srv, conn, req, r.ns);
+            hearth__usage_count_request(r->srv, r->ns, conn, r->req,
+                                        HEARTH__USAGE_NONE);
+            hearth__realtime_accept(r->srv, conn, r->req, r->ns);
         }
-        hearth__rest_free(&r);
-        return;
+        return true;
     }
-    if (hearth__console_serve(conn, req, r.path)) {
-        hearth__rest_free(&r);
-        return;
-    }
-    char opsbuf[130];
-    if (hearth__rest_ops(&r, namespace_name(&r, opsbuf, sizeof opsbuf))) {
-        hearth__rest_free(&r);
-        return;
-    }
-    if (!strip_json(&r)) {
+    return hearth__console_serve(conn, r->req, r->path) ||
+           hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf));
+}
+
+/* A namespace's REST request: the namespace opened and the caller
+ * identified, then the cluster's status, the settings, or the data. */
+static void route_data(rest *r) {
+    hearth__http_conn *conn = r->conn;
+    if (!strip_json(r)) {
         hearth__rest_reply_error(conn, 404, "Not found: REST paths end in .json");
-        hearth__rest_free(&r);
         return;
     }
     char nsbuf[130];
     hearth_error_t err;
-    if (hearth__server_namespace(r.srv, namespace_name(&r, nsbuf, sizeof nsbuf),
-                                 &r.ns, &err)) {
+    if (hearth__server_namespace(r->srv, namespace_name(r, nsbuf, sizeof nsbuf),
+                                 &r->ns, &err)) {
         hearth__rest_reply_error(conn,
                     err.code == HEARTH_EINVAL    ? 400
                     : err.code == HEARTH_ETOOBIG ? 503
                                                  : 500,
                     err.message);
-        hearth__rest_free(&r);
         return;
     }
     hearth__http_note *note = hearth__http_note_of(conn);
-    snprintf(note->ns, sizeof note->ns, "%s", r.ns->name);
-    snprintf(note->path, sizeof note->path, "%s", r.path);
-    if (!check_params(&r) || !identify(&r)) {
-        hearth__rest_free(&r);
+    snprintf(note->ns, sizeof note->ns, "%s", r->ns->name);
+    snprintf(note->path, sizeof note->path, "%s", r->path);
+    if (!check_params(r) || !identify(r))
+        return;
+    if (strcmp(r->path, "/.cluster/status") == 0) {
+        hearth__rest_cluster_status(r);
         return;
     }
-    if (strcmp(r.path, "/.cluster/status") == 0) {
-        hearth__rest_cluster_status(&r);
-        hearth__rest_free(&r);
+    if (strncmp(r->path, "/.settings/", 11) == 0) {
+        settings(r);
         return;
     }
-    if (strncmp(r.path, "/.settings/", 11) == 0) {
-        settings(&r);
-        hearth__rest_free(&r);
-        return;
-    }
-    if (hearth_validate_path(r.path, NULL)) {
+    if (hearth_validate_path(r->path, NULL)) {
         hearth__rest_reply_error(conn, 400, MSG_BAD_PATH);
-        hearth__rest_free(&r);
         return;
     }
-    hearth__usage_count_request(r.srv, r.ns, conn, req,
-                                r.method == HTTP_GET ? HEARTH__USAGE_READ
-                                                     : HEARTH__USAGE_WRITE);
-    switch (r.method) {
+    hearth__usage_count_request(r->srv, r->ns, conn, r->req,
+                                r->method == HTTP_GET ? HEARTH__USAGE_READ
+                                                      : HEARTH__USAGE_WRITE);
+    switch (r->method) {
     case HTTP_GET:
-        hearth__rest_get(&r);
+        hearth__rest_get(r);
         break;
     case HTTP_PUT:
     case HTTP_POST:
     case HTTP_PATCH:
-        hearth__rest_write(&r);
+        hearth__rest_write(r);
         break;
     case HTTP_DELETE:
-        hearth__rest_delete(&r);
+        hearth__rest_delete(r);
         break;
     default:
         hearth__rest_reply_error(conn, 405, "Method not allowed");
     }
+}
+
+void hearth__rest_handle(hearth__http_conn *conn,
+                         const hearth__http_request *req, void *ctx) {
+    rest r = {.srv = ctx, .conn = conn, .req = req};
+    if (!read_target(&r))
+        hearth__rest_reply_error(conn, 400, MSG_BAD_PATH);
+    else if ((r.method = method_of(&r)) < 0)
+        hearth__rest_reply_error(conn, 400, "x-http-method-override must be "
+                                            "PUT, PATCH or DELETE");
+    else if (!route_special(&r))
+        route_data(&r);
     hearth__rest_free(&r);
 }

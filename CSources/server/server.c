@@ -581,146 +581,124 @@ static int read_config(const hearth_server_config_t *caller,
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);
+    if (config->auth_secret && !*config->auth_secret)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the auth secret must not be empty");
+    if (config->admin_secret && strlen(config->admin_secret) < 16)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "the admin secret must be at least 16 characters");
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
     return http_limits(config, limits, err) ? HEARTH_EINVAL : 0;
 }
 
-int hearth_server_start(const hearth_server_config_t *caller_config,
-                        hearth_server_t **out, hearth_error_t *err) {
-    if (!caller_config || !out)
-        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
-    hearth_server_config_t given;
-    const hearth_server_config_t *config = &given;
-    hearth__http_limits limits;
-    int read = read_config(caller_config, &given, &limits, err);
-    if (read)
-        return read;
-    const char *host = config->host, *dir = config->data_dir,
-               *def = config->default_namespace;
-    /* A client that goes away before its reply would otherwise kill the
-     * whole process with SIGPIPE on the next write: failed writes must be
-     * errors. Left alone if the program chose a disposition itself. */
-    struct sigaction pipe_action;
-    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 &&
-        pipe_action.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
+/* *dst = a copy of src (NULL stays NULL); false when memory runs out. */
+static bool copy_string(char **dst, const char *src) {
+    return !src || (*dst = hearth__strndup(src, strlen(src))) != NULL;
+}
+
+/* The server's struct with the config's settings and strings copied (the
+ * caller's may go once hearth_server_start returns), in a data directory
+ * that exists. */
+static int new_server(const hearth_server_config_t *config,
+                      hearth__server **out, hearth_error_t *err) {
+    const char *dir = config->data_dir;
     if (mkdir(dir, 0755) && errno != EEXIST)
         return hearth__error(err, HEARTH_EIO, dir,
                              "cannot create data directory %s: %s", dir,
                              strerror(errno));
     hearth__server *srv = hearth__calloc(1, sizeof *srv);
-    if (!srv || !(srv->data_dir = hearth__strndup(dir, strlen(dir))) ||
-        !(srv->default_namespace = hearth__strndup(def, strlen(def)))) {
-        if (srv)
-            free_server(srv);
+    if (!srv)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    }
     srv->fsync_mode = config->fsync_mode;
     srv->log_format = config->log_format;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);
-    if ((config->auth_secret &&
-         !(srv->auth_secret = hearth__strndup(config->auth_secret,
-                                              strlen(config->auth_secret)))) ||
-        (config->admin_secret &&
-         !(srv->admin_secret = hearth__strndup(config->admin_secret,
-                                               strlen(config->admin_secret)))) ||
-        (config->rules_file &&
-         !(srv->rules_file = hearth__strndup(config->rules_file,
-                                             strlen(config->rules_file)))) ||
-        (config->auth_audience &&
-         !(srv->auth_audience = hearth__strndup(config->auth_audience,
-                                                strlen(config->auth_audience)))) ||
-        (config->auth_issuer &&
-         !(srv->auth_issuer = hearth__strndup(config->auth_issuer,
-                                              strlen(config->auth_issuer)))) ||
-        (config->cluster &&
-         !(srv->cluster_urls = hearth__strndup(config->cluster,
-                                               strlen(config->cluster)))) ||
-        (config->cluster &&
-         !(srv->node = hearth__strndup(config->node ? config->node : "",
-                                       config->node ? strlen(config->node) : 0)))) {
+    const char *node = config->cluster && !config->node ? "" : config->node;
+    if (!copy_string(&srv->data_dir, dir) ||
+        !copy_string(&srv->default_namespace, config->default_namespace) ||
+        !copy_string(&srv->auth_secret, config->auth_secret) ||
+        !copy_string(&srv->admin_secret, config->admin_secret) ||
+        !copy_string(&srv->rules_file, config->rules_file) ||
+        !copy_string(&srv->auth_audience, config->auth_audience) ||
+        !copy_string(&srv->auth_issuer, config->auth_issuer) ||
+        !copy_string(&srv->cluster_urls, config->cluster) ||
+        (config->cluster && !copy_string(&srv->node, node)) ||
+        !copy_string(&srv->tls_cert_file, config->tls_cert_file) ||
+        !copy_string(&srv->tls_key_file, config->tls_key_file)) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
-    if (config->auth_secret && !*config->auth_secret) {
-        free_server(srv);
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "the auth secret must not be empty");
-    }
-    if (config->admin_secret && strlen(config->admin_secret) < 16) {
-        free_server(srv);
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "the admin secret must be at least 16 characters");
-    }
-    if (config->tls_cert_file &&
-        (!(srv->tls_cert_file = hearth__strndup(config->tls_cert_file,
-                                                strlen(config->tls_cert_file))) ||
-         !(srv->tls_key_file = hearth__strndup(config->tls_key_file,
-                                               strlen(config->tls_key_file))))) {
-        free_server(srv);
-        return hearth__error_code(err, HEARTH_ENOMEM);
-    }
+    *out = srv;
+    return 0;
+}
+
+/* The token keys and the rules file the config names, read now so that a
+ * bad file fails the start, naming it. */
+static int load_keys_and_rules(hearth__server *srv,
+                               const hearth_server_config_t *config,
+                               hearth_error_t *err) {
     if (config->auth_keys_file) {
         int rc = hearth__jwt_keyset_load(config->auth_keys_file,
                                          &srv->public_keys, err);
-        if (rc) {
-            free_server(srv);
+        if (rc)
             return rc;
-        }
     }
-    if (config->rules_file) {
-        size_t len;
-        char *text = hearth__read_file(config->rules_file, MAX_RULES_FILE, &len);
-        int rc = text ? hearth__rules_parse(text, len, &srv->rules_override, err)
-                      : hearth__error(err, HEARTH_EIO, config->rules_file,
-                                      "cannot read rules file %s: %s",
-                                      config->rules_file, strerror(errno));
-        hearth__free(text);
-        if (rc) {
-            free_server(srv);
-            return rc;
-        }
-    }
+    if (!config->rules_file)
+        return 0;
+    size_t len;
+    char *text = hearth__read_file(config->rules_file, MAX_RULES_FILE, &len);
+    int rc = text ? hearth__rules_parse(text, len, &srv->rules_override, err)
+                  : hearth__error(err, HEARTH_EIO, config->rules_file,
+                                  "cannot read rules file %s: %s",
+                                  config->rules_file, strerror(errno));
+    hearth__free(text);
+    return rc;
+}
+
+/* The loop and its listeners: the port (with TLS when configured) and the
+ * metrics port. On failure the loop is closed again. */
+static int open_listeners(hearth__server *srv,
+                          const hearth_server_config_t *config,
+                          const hearth__http_limits *limits,
+                          hearth_error_t *err) {
     hearth__tls_config *tls = NULL;
-    if (config->tls_cert_file) {
-        int rc = hearth__tls_config_load(config->tls_cert_file,
-                                         config->tls_key_file, &tls, err);
-        if (rc) {
-            free_server(srv);
-            return rc;
-        }
-    }
+    int rc = config->tls_cert_file
+                 ? hearth__tls_config_load(config->tls_cert_file,
+                                           config->tls_key_file, &tls, err)
+                 : 0;
+    if (rc)
+        return rc;
     if (uv_loop_init(&srv->loop)) {
         hearth__tls_config_free(tls);
-        free_server(srv);
         return hearth__error_code(err, HEARTH_ELOOP);
     }
-    int rc = hearth__http_listen(&srv->loop, host, config->port, &limits,
-                                 hearth__rest_handle, srv, &srv->http, err);
-    if (!rc)
-        hearth__http_set_tls(srv->http, tls);
-    else
-        hearth__tls_config_free(tls);
+    rc = hearth__http_listen(&srv->loop, config->host, config->port, limits,
+                             hearth__rest_handle, srv, &srv->http, err);
     if (rc) {
+        hearth__tls_config_free(tls);
         uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets the listener close */
         uv_loop_close(&srv->loop);
-        free_server(srv);
         return rc;
     }
+    hearth__http_set_tls(srv->http, tls);
     hearth__http_set_head_handler(srv->http, hearth__rest_head);
     hearth__http_set_observer(srv->http, hearth__observe_http);
     if (config->metrics_port &&
         (rc = hearth__http_listen(&srv->loop, "127.0.0.1", config->metrics_port,
-                                  &limits, hearth__metrics_handle, srv,
+                                  limits, hearth__metrics_handle, srv,
                                   &srv->metrics_http, err))) {
         hearth__http_close(srv->http, NULL, NULL);
         uv_run(&srv->loop, UV_RUN_DEFAULT); /* lets both close */
         uv_loop_close(&srv->loop);
-        free_server(srv);
         return rc;
     }
+    return 0;
+}
+
+/* The loop's own handles: stop, keep-alive pings, token expiry, and the
+ * rules file's watch. */
+static void start_handles(hearth__server *srv) {
     uv_async_init(&srv->loop, &srv->stop, on_stop);
     srv->stop.data = srv;
     uv_timer_init(&srv->loop, &srv->keepalive);
@@ -735,8 +713,12 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
         uv_fs_poll_start(&srv->rules_poll, on_rules_changed, srv->rules_file,
                          RULES_POLL_MS);
     }
-    /* The default namespace opens before this returns, so a damaged data
-     * directory is reported at start rather than on the first request. */
+}
+
+/* Starts the loop's thread and waits until it has opened the default
+ * namespace, so a damaged data directory is reported at start rather than
+ * on the first request. On failure the loop is closed and srv freed. */
+static int run_thread(hearth__server *srv, hearth_error_t *err) {
     uv_sem_init(&srv->started, 0);
     hearth__thread_prepare();
     if (uv_thread_create(&srv->thread, run, srv)) {
@@ -749,15 +731,44 @@ int hearth_server_start(const hearth_server_config_t *caller_config,
     }
     uv_sem_wait(&srv->started);
     uv_sem_destroy(&srv->started);
-    if (srv->start_rc) {
-        rc = srv->start_rc;
+    int rc = srv->start_rc;
+    if (rc) {
         if (err)
             *err = srv->start_err;
         uv_thread_join(&srv->thread);
         uv_loop_close(&srv->loop);
         free_server(srv);
+    }
+    return rc;
+}
+
+int hearth_server_start(const hearth_server_config_t *caller_config,
+                        hearth_server_t **out, hearth_error_t *err) {
+    if (!caller_config || !out)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
+    hearth_server_config_t config;
+    hearth__http_limits limits;
+    int rc = read_config(caller_config, &config, &limits, err);
+    if (rc)
+        return rc;
+    /* A client that goes away before its reply would otherwise kill the
+     * whole process with SIGPIPE on the next write: failed writes must be
+     * errors. Left alone if the program chose a disposition itself. */
+    struct sigaction pipe_action;
+    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 &&
+        pipe_action.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+    hearth__server *srv = NULL;
+    if ((rc = new_server(&config, &srv, err)))
+        return rc;
+    if ((rc = load_keys_and_rules(srv, &config, err)) ||
+        (rc = open_listeners(srv, &config, &limits, err))) {
+        free_server(srv);
         return rc;
     }
+    start_handles(srv);
+    if ((rc = run_thread(srv, err)))
+        return rc;
     *out = (hearth_server_t *)srv;
     return 0;
 }

@@ -344,38 +344,38 @@ static unsigned split_keep(bool rightmost) {
     return rightmost ? ORDER : (ORDER + 1) / 2;
 }
 
-int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node, hearth_node_t **replaced) {
-    if (replaced)
-        *replaced = NULL;
-    if (!*t) {
-        hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
-        hearth__bt *l = k ? leaf_alloc(1) : NULL;
-        if (!l) {
-            hearth__key_decref(k);
-            return HEARTH_ENOMEM;
-        }
-        as_leaf(l)->e[0] = (hearth__entry){k, node, hearth__name_sort(name)};
-        l->n = 1;
-        l->count = 1;
-        *t = l;
-        return 0;
+/* A tree of one entry, for a put into an empty tree. */
+static int put_first(hearth__bt **t, const hearth__name *name,
+                     hearth__key *key, hearth_node_t *node) {
+    hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
+    hearth__bt *l = k ? leaf_alloc(1) : NULL;
+    if (!l) {
+        hearth__key_decref(k);
+        return HEARTH_ENOMEM;
     }
+    as_leaf(l)->e[0] = (hearth__entry){k, node, hearth__name_sort(name)};
+    l->n = 1;
+    l->count = 1;
+    *t = l;
+    return 0;
+}
 
-    path_walk w;
-    walk_path(*t, name, &w);
-    level *lf = &w.lv[w.leaf];
-    hearth__bt *new_root = NULL;
-    hearth__key *new_key = NULL;
+/* The plan of a put along w: every allocation it needs (copies of shared
+ * pages, split siblings, a new root, the new entry's key), so that applying
+ * it cannot fail. False, with nothing left allocated, when memory runs
+ * out. */
+static bool plan_put(path_walk *w, const hearth__name *name, hearth__key *key,
+                     hearth__key **new_key, hearth__bt **new_root) {
+    level *lf = &w->lv[w->leaf];
     bool failed = false;
-
-    /* Plan: every allocation happens here. */
-    if (w.found) {
+    *new_key = NULL;
+    *new_root = NULL;
+    if (w->found) {
         if (!lf->unique)
             failed = !(lf->copy = page_clone(lf->page, lf->page->cap));
     } else {
-        new_key = key ? hearth__key_incref(key) : hearth__key_new(name);
-        failed = !new_key;
+        *new_key = key ? hearth__key_incref(key) : hearth__key_new(name);
+        failed = !*new_key;
         unsigned n = lf->page->n;
         if (!failed && n == ORDER) {
             if (!lf->unique)
@@ -386,27 +386,32 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
             failed = !(lf->copy = page_clone(lf->page, leaf_cap_for(n + 1)));
         } else if (!failed && n == lf->page->cap) {
             /* Held alone and full: the entries move to a larger page as
-             * they are, with no reference counting (see apply). */
+             * they are, with no reference counting (see apply_leaf). */
             failed = !(lf->copy = leaf_alloc(leaf_cap_for(n + 1)));
             lf->move = true;
         }
     }
-    for (int d = w.leaf - 1; d >= 0 && !failed; d--) {
-        level *l = &w.lv[d];
+    for (int d = w->leaf - 1; d >= 0 && !failed; d--) {
+        level *l = &w->lv[d];
         if (!l->unique)
             failed = !(l->copy = page_clone(l->page, 0));
-        if (!failed && w.lv[d + 1].sibling && l->page->n == ORDER)
+        if (!failed && w->lv[d + 1].sibling && l->page->n == ORDER)
             failed = !(l->sibling = inner_alloc());
     }
-    if (!failed && w.lv[0].sibling)
-        failed = !(new_root = inner_alloc());
+    if (!failed && w->lv[0].sibling)
+        failed = !(*new_root = inner_alloc());
     if (failed) {
-        release_plan(&w, new_root);
-        hearth__key_decref(new_key);
-        return HEARTH_ENOMEM;
+        release_plan(w, *new_root);
+        hearth__key_decref(*new_key);
     }
+    return !failed;
+}
 
-    /* Apply: nothing below can fail. */
+/* The leaf's part of a planned put: the entry replaced, inserted, or
+ * inserted with the leaf split in two. */
+static void apply_leaf(path_walk *w, hearth_node_t *node, hearth__key *new_key,
+                       hearth_node_t **replaced) {
+    level *lf = &w->lv[w->leaf];
     if (lf->move) {
         /* The old page keeps no entries, so releasing it frees only it. */
         memcpy(as_leaf(lf->copy)->e, as_leaf(lf->page)->e,
@@ -418,7 +423,7 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     }
     hearth__bt *cur = level_page(lf);
     hearth__entry *e = as_leaf(cur)->e;
-    if (w.found) {
+    if (w->found) {
         hearth_node_t *old = e[lf->slot].node;
         e[lf->slot].node = node;
         if (replaced)
@@ -428,10 +433,10 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else if (lf->sibling) {
         hearth__entry all[ORDER + 1];
         memcpy(all, e, lf->slot * sizeof *all);
-        all[lf->slot] = (hearth__entry){new_key, node, w.sort};
+        all[lf->slot] = (hearth__entry){new_key, node, w->sort};
         memcpy(all + lf->slot + 1, e + lf->slot,
                (ORDER - lf->slot) * sizeof *all);
-        unsigned keep = split_keep(w.rightmost);
+        unsigned keep = split_keep(w->rightmost);
         memcpy(e, all, keep * sizeof *all);
         cur->n = (uint16_t)keep;
         cur->count = keep;
@@ -442,66 +447,90 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     } else {
         memmove(e + lf->slot + 1, e + lf->slot,
                 (cur->n - lf->slot) * sizeof *e);
-        e[lf->slot] = (hearth__entry){new_key, node, w.sort};
+        e[lf->slot] = (hearth__entry){new_key, node, w->sort};
         cur->n++;
         cur->count++;
     }
+}
 
+/* Inner page p (level l) takes the sibling its kid below split off, right
+ * after that kid, splitting in turn when it was full. */
+static void take_sibling(hearth__bt *p, level *l, const level *below,
+                         bool rightmost) {
+    bt_kid kids[ORDER + 1];
+    bt_first firsts[ORDER + 1];
+    inner_page *in = as_inner(p);
+    unsigned s = l->slot + 1, n = p->n;
+    memcpy(kids, in->kid, s * sizeof *kids);
+    memcpy(firsts, in->first, s * sizeof *firsts);
+    kids[s] = (bt_kid){below->sibling, below->sibling->count};
+    firsts[s] = page_first(below->sibling);
+    memcpy(kids + s + 1, in->kid + s, (n - s) * sizeof *kids);
+    memcpy(firsts + s + 1, in->first + s, (n - s) * sizeof *firsts);
+    unsigned total = n + 1;
+    unsigned keep = l->sibling ? split_keep(rightmost) : total;
+    memcpy(in->kid, kids, keep * sizeof *kids);
+    memcpy(in->first, firsts, keep * sizeof *firsts);
+    p->n = (uint16_t)keep;
+    if (l->sibling) {
+        inner_page *sib = as_inner(l->sibling);
+        memcpy(sib->kid, kids + keep, (total - keep) * sizeof *kids);
+        memcpy(sib->first, firsts + keep, (total - keep) * sizeof *firsts);
+        l->sibling->n = (uint16_t)(total - keep);
+        inner_recount(l->sibling);
+        inner_recount(p);
+    } else {
+        p->count += below->sibling->count;
+    }
+}
+
+/* The inner levels' part, from the leaf up: each page links its (possibly
+ * copied) kid, with the kid's count and first key, and takes a split
+ * kid's sibling. Then the new root, when the top split. */
+static hearth__bt *apply_inner(path_walk *w, hearth__bt *new_root) {
     /* Copies keep their keys: a first key moves only with a new entry in
      * front. */
-    bool first_moved = !w.found && lf->slot == 0;
-    for (int d = w.leaf - 1; d >= 0; d--) {
-        level *l = &w.lv[d];
+    bool first_moved = !w->found && w->lv[w->leaf].slot == 0;
+    for (int d = w->leaf - 1; d >= 0; d--) {
+        level *l = &w->lv[d];
         hearth__bt *p = level_page(l);
-        level *below = &w.lv[d + 1];
+        level *below = &w->lv[d + 1];
         relink_kid(p, l->slot, below, first_moved);
         /* p's own first key moves with its first kid's. */
         first_moved = first_moved && l->slot == 0;
-        if (below->sibling) {
-            bt_kid kids[ORDER + 1];
-            bt_first firsts[ORDER + 1];
-            inner_page *in = as_inner(p);
-            unsigned s = l->slot + 1, n = p->n;
-            memcpy(kids, in->kid, s * sizeof *kids);
-            memcpy(firsts, in->first, s * sizeof *firsts);
-            kids[s] = (bt_kid){below->sibling, below->sibling->count};
-            firsts[s] = page_first(below->sibling);
-            memcpy(kids + s + 1, in->kid + s, (n - s) * sizeof *kids);
-            memcpy(firsts + s + 1, in->first + s, (n - s) * sizeof *firsts);
-            unsigned total = n + 1;
-            unsigned keep = l->sibling ? split_keep(w.rightmost) : total;
-            memcpy(in->kid, kids, keep * sizeof *kids);
-            memcpy(in->first, firsts, keep * sizeof *firsts);
-            p->n = (uint16_t)keep;
-            if (l->sibling) {
-                inner_page *sib = as_inner(l->sibling);
-                memcpy(sib->kid, kids + keep, (total - keep) * sizeof *kids);
-                memcpy(sib->first, firsts + keep,
-                       (total - keep) * sizeof *firsts);
-                l->sibling->n = (uint16_t)(total - keep);
-                inner_recount(l->sibling);
-                inner_recount(p);
-            } else {
-                p->count += below->sibling->count;
-            }
-        }
+        if (below->sibling)
+            take_sibling(p, l, below, w->rightmost);
     }
-
-    level *top = &w.lv[0];
+    level *top = &w->lv[0];
     hearth__bt *root = level_page(top);
     if (root != top->page)
         hearth__bt_decref(top->page); /* the caller's reference */
-    if (top->sibling) {
-        inner_page *r = as_inner(new_root);
-        r->kid[0] = (bt_kid){root, root->count};
-        r->kid[1] = (bt_kid){top->sibling, top->sibling->count};
-        r->first[0] = page_first(root);
-        r->first[1] = page_first(top->sibling);
-        new_root->n = 2;
-        inner_recount(new_root);
-        root = new_root;
-    }
-    *t = root;
+    if (!top->sibling)
+        return root;
+    inner_page *r = as_inner(new_root);
+    r->kid[0] = (bt_kid){root, root->count};
+    r->kid[1] = (bt_kid){top->sibling, top->sibling->count};
+    r->first[0] = page_first(root);
+    r->first[1] = page_first(top->sibling);
+    new_root->n = 2;
+    inner_recount(new_root);
+    return new_root;
+}
+
+int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                   hearth_node_t *node, hearth_node_t **replaced) {
+    if (replaced)
+        *replaced = NULL;
+    if (!*t)
+        return put_first(t, name, key, node);
+    path_walk w;
+    walk_path(*t, name, &w);
+    hearth__key *new_key;
+    hearth__bt *new_root;
+    if (!plan_put(&w, name, key, &new_key, &new_root))
+        return HEARTH_ENOMEM;
+    apply_leaf(&w, node, new_key, replaced);
+    *t = apply_inner(&w, new_root);
     return 0;
 }
 
