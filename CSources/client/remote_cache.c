@@ -221,7 +221,7 @@ static void replay_write(int64_t id, const char *action, const char *body,
         if (w)
             w->action = "p";
     } else if (!rc && !strcmp(action, "m") && json_is_object(data)) {
-        hearth__ptree *merge = hearth__ptree_new();
+        hearth__ptree *merge = hearth__ptree_create();
         const char *key;
         json_t *v;
         rc = merge ? 0 : HEARTH_ENOMEM;

@@ -97,7 +97,7 @@ void hearth__remote_drop_requests_for(hearth__remote *r, const void *item) {
 /* ---- the server's messages ---- */
 
 static hearth__ptree *merge_tree(json_t *data) {
-    hearth__ptree *t = hearth__ptree_new();
+    hearth__ptree *t = hearth__ptree_create();
     const char *key;
     json_t *value;
     json_object_foreach(data, key, value) {

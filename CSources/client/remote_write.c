@@ -160,7 +160,7 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
         hearth_node_decref(local);
     } else {
         /* One update at the root: keys are the written paths. */
-        hearth__ptree *merge = hearth__ptree_new();
+        hearth__ptree *merge = hearth__ptree_create();
         json_t *d = json_object();
         w->action = "m";
         rc = merge && d ? 0 : HEARTH_ENOMEM;

@@ -10,7 +10,7 @@ int hearth_db_purge_outstanding_writes(hearth_db_t *db) {
         return HEARTH_EINVAL;
     if (!db->backend->client)
         return 0; /* embedded writes never wait for anyone */
-    hearth__db_op *o = hearth__db_op_new(OP_PURGE);
+    hearth__db_op *o = hearth__db_op_create(OP_PURGE);
     return o ? hearth__db_submit(db, o) : HEARTH_ENOMEM;
 }
 
@@ -22,7 +22,7 @@ static int client_op(hearth_db_t *db, hearth__db_op_kind kind,
         return HEARTH_EINVAL;
     if (!db->backend->client)
         return HEARTH_EUNSUPPORTED;
-    *out = hearth__db_op_new(kind);
+    *out = hearth__db_op_create(kind);
     return *out ? 0 : HEARTH_ENOMEM;
 }
 

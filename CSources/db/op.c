@@ -2,7 +2,7 @@
  * freed. */
 #include "db/op.h"
 
-hearth__db_op *hearth__db_op_new(hearth__db_op_kind kind) {
+hearth__db_op *hearth__db_op_create(hearth__db_op_kind kind) {
     hearth__db_op *o = hearth__calloc(1, sizeof *o);
     if (o)
         o->kind = kind;

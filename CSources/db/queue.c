@@ -195,7 +195,7 @@ int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,
                    hearth_free_cb ctx_free) {
     if (!db || !fn)
         return HEARTH_EINVAL;
-    hearth__db_op *o = hearth__db_op_new(OP_CALL);
+    hearth__db_op *o = hearth__db_op_create(OP_CALL);
     if (!o)
         return HEARTH_ENOMEM;
     o->u.call = fn;

@@ -164,7 +164,7 @@ static hearth__tnode *add_kid(hearth__tnode *t, const hearth__name *name) {
     hearth__tnode *k = hearth__calloc(1, sizeof *k);
     if (!k)
         return NULL;
-    k->key = hearth__key_new(name);
+    k->key = hearth__key_create(name);
     size_t plen = strlen(t->path);
     k->path = hearth__malloc(plen + name->len + 2);
     if (!k->key || !k->path) {

@@ -61,7 +61,7 @@ static int client_setup(hearth__tls *t, const char *host) {
     return 0;
 }
 
-int hearth__tls_client_new(const char *host, hearth__tls **out) {
+int hearth__tls_client_create(const char *host, hearth__tls **out) {
     hearth__tls *t = hearth__calloc(1, sizeof *t);
     if (!t)
         return HEARTH_ENOMEM;
@@ -160,7 +160,7 @@ void hearth__tls_config_free(hearth__tls_config *c) {
     hearth__free(c);
 }
 
-int hearth__tls_server_new(hearth__tls_config *c, hearth__tls **out) {
+int hearth__tls_server_create(hearth__tls_config *c, hearth__tls **out) {
     hearth__tls *t = hearth__calloc(1, sizeof *t);
     if (!t)
         return HEARTH_ENOMEM;

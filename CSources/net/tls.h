@@ -25,7 +25,7 @@ typedef struct hearth__tls hearth__tls;
  * system's trust store, the peer's certificate checked against host, SNI
  * for names, ALPN http/1.1. HEARTH_ENOMEM, or HEARTH_EIO when OpenSSL
  * refuses the setup (nothing is left allocated then). */
-int hearth__tls_client_new(const char *host, hearth__tls **out);
+int hearth__tls_client_create(const char *host, hearth__tls **out);
 void hearth__tls_free(hearth__tls *t);
 
 /* A server's certificate chain and key, loaded from PEM files: TLS 1.2 or
@@ -38,7 +38,7 @@ int hearth__tls_config_load(const char *cert_file, const char *key_file,
                             hearth__tls_config **out, hearth_error_t *err);
 void hearth__tls_config_free(hearth__tls_config *c);
 /* A server session for one accepted connection. HEARTH_ENOMEM. */
-int hearth__tls_server_new(hearth__tls_config *c, hearth__tls **out);
+int hearth__tls_server_create(hearth__tls_config *c, hearth__tls **out);
 /* Whether the handshake has completed. */
 bool hearth__tls_ready(const hearth__tls *t);
 

@@ -547,7 +547,7 @@ static bool plain_text(const char *s, size_t max, const char *forbidden) {
 static int start(hearth__wsc *c, bool tls) {
     int rc = hearth__ws_handshake_init(&c->hs);
     if (!rc && tls)
-        rc = hearth__tls_client_new(c->host, &c->tls);
+        rc = hearth__tls_client_create(c->host, &c->tls);
     if (!rc && wslay_event_context_client_init(
                    &c->ws,
                    &(struct wslay_event_callbacks){ws_recv, ws_send, ws_genmask,

@@ -126,7 +126,7 @@ static void pump(hearth__ws *ws) {
     ws->depth--;
 }
 
-hearth__ws *hearth__ws_new(const hearth__ws_transport *t, void *conn,
+hearth__ws *hearth__ws_create(const hearth__ws_transport *t, void *conn,
                            hearth__ws_message_cb on_message,
                            hearth__ws_close_cb on_close, void *user) {
     hearth__ws *ws = hearth__calloc(1, sizeof *ws);

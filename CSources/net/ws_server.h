@@ -41,7 +41,7 @@ int hearth__ws_check_request(const char *upgrade, const char *key,
                              const char *version, char accept[29]);
 
 /* A session on conn (t is borrowed for its life). NULL: out of memory. */
-hearth__ws *hearth__ws_new(const hearth__ws_transport *t, void *conn,
+hearth__ws *hearth__ws_create(const hearth__ws_transport *t, void *conn,
                            hearth__ws_message_cb on_message,
                            hearth__ws_close_cb on_close, void *user);
 /* Frees a session whose connection never carried it (no callback). */

@@ -226,7 +226,7 @@ static hearth__key *intern(const hearth__name *name) {
     return NULL;
 }
 
-hearth__key *hearth__key_new(const hearth__name *name) {
+hearth__key *hearth__key_create(const hearth__name *name) {
     if (name->len >= 1 && name->len <= 8) {
         hearth__key *k = intern(name);
         if (k)
@@ -238,7 +238,7 @@ hearth__key *hearth__key_new(const hearth__name *name) {
 hearth__key *hearth__key_from_cstr(const char *s) {
     hearth__name name;
     hearth__name_init(&name, s, strlen(s));
-    return hearth__key_new(&name);
+    return hearth__key_create(&name);
 }
 
 void hearth__key_decref(hearth__key *key) {

@@ -53,7 +53,7 @@ int hearth__name_compare(const hearth__name *a, const hearth__name *b);
 int hearth__utf16_compare(const char *a, size_t alen, const char *b,
                           size_t blen);
 
-hearth__key *hearth__key_new(const hearth__name *name);
+hearth__key *hearth__key_create(const hearth__name *name);
 hearth__key *hearth__key_from_cstr(const char *s);
 /* The count of a key shared for good (see key.c's interning): counting
  * leaves it alone. */

@@ -97,7 +97,7 @@ static hearth__name buf_name(const hearth__buf *b) {
 
 /* ---- building and syncing ---- */
 
-int hearth__index_new(const hearth_query_t *q, hearth__index **out) {
+int hearth__index_create(const hearth_query_t *q, hearth__index **out) {
     hearth__index *ix = hearth__calloc(1, sizeof *ix);
     if (!ix || !(ix->q = hearth_query_copy(q))) {
         hearth__free(ix);
@@ -157,7 +157,7 @@ static int rebuild(hearth__index *ix, const hearth_node_t *node) {
         rc = encode_entry(ix, e->key, e->node, &b);
         if (!rc) {
             hearth__name name = buf_name(&b);
-            hearth__key *k = hearth__key_new(&name);
+            hearth__key *k = hearth__key_create(&name);
             if (!k)
                 rc = HEARTH_ENOMEM;
             else
@@ -289,7 +289,7 @@ int hearth__index_view(const hearth__index *ix, const hearth_query_t *q,
         const char *k = decoded_key(e->key, &klen);
         hearth__name name;
         hearth__name_init(&name, k, klen);
-        hearth__key *key = hearth__key_new(&name);
+        hearth__key *key = hearth__key_create(&name);
         if (!key)
             break;
         entries[made] = (hearth__entry){key, hearth_node_incref(e->node), 0};

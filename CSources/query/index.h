@@ -29,7 +29,7 @@
 typedef struct hearth__index hearth__index;
 
 /* An empty index on the child path of q (a child-ordered query). */
-int hearth__index_new(const hearth_query_t *q, hearth__index **out);
+int hearth__index_create(const hearth_query_t *q, hearth__index **out);
 void hearth__index_free(hearth__index *ix);
 
 /* Brings the index up to date with `node` (the data at its location). */

@@ -20,7 +20,7 @@ struct hearth__budget {
     hearth__peer *buckets[BUCKETS];
 };
 
-hearth__budget *hearth__budget_new(size_t total, size_t peer_share) {
+hearth__budget *hearth__budget_create(size_t total, size_t peer_share) {
     hearth__budget *b = hearth__calloc(1, sizeof *b);
     if (b) {
         b->total = total;

@@ -191,7 +191,7 @@ typedef struct hearth__shared_buf {
     size_t len;
     char data[];
 } hearth__shared_buf;
-hearth__shared_buf *hearth__shared_buf_new(const char *data, size_t len);
+hearth__shared_buf *hearth__shared_buf_create(const char *data, size_t len);
 void hearth__shared_buf_release(hearth__shared_buf *b);
 int hearth__http_stream_send_shared(hearth__http_conn *conn,
                                     hearth__shared_buf *b);

@@ -246,7 +246,7 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
-    if (!(s->budget = hearth__budget_new(limits->max_held, limits->peer_share)) ||
+    if (!(s->budget = hearth__budget_create(limits->max_held, limits->peer_share)) ||
         uv_mutex_init(&s->tls_lock)) {
         hearth__budget_free(s->budget);
         hearth__free(s);

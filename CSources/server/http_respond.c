@@ -15,7 +15,7 @@ typedef struct write_req {
     char data[];
 } write_req;
 
-hearth__shared_buf *hearth__shared_buf_new(const char *data, size_t len) {
+hearth__shared_buf *hearth__shared_buf_create(const char *data, size_t len) {
     hearth__shared_buf *b = hearth__malloc(sizeof *b + len);
     if (b) {
         b->refs = 1;

@@ -22,7 +22,7 @@ int hearth__http_tls_accept(hearth__http_conn *c) {
     int rc = 0;
     uv_mutex_lock(&s->tls_lock);
     if (s->tls)
-        rc = hearth__tls_server_new(s->tls, &c->tls);
+        rc = hearth__tls_server_create(s->tls, &c->tls);
     uv_mutex_unlock(&s->tls_lock);
     return rc;
 }

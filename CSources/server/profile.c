@@ -58,7 +58,7 @@ void hearth__profile_emit(hearth__server *srv, const hearth__op *op) {
                        op->unindexed ? "true" : "false", op->bytes_in,
                        op->bytes_out, (double)op->duration_ns / 1e6);
     if (!b.failed) {
-        hearth__shared_buf *shared = hearth__shared_buf_new(b.data, b.len);
+        hearth__shared_buf *shared = hearth__shared_buf_create(b.data, b.len);
         for (hearth__profiler *p = srv->profilers, *next; shared && p; p = next) {
             next = p->next; /* a send may close p */
             hearth__http_stream_send_shared(p->conn, shared);

@@ -118,7 +118,7 @@ struct hearth__index *hearth__ns_index_for(hearth__namespace *ns,
     hearth__ns_index entry = {
         hearth__strndup(path, strlen(path)),
         hearth__strndup(q->child_path, strlen(q->child_path)), NULL};
-    if (!entry.path || !entry.child || hearth__index_new(q, &entry.index)) {
+    if (!entry.path || !entry.child || hearth__index_create(q, &entry.index)) {
         hearth__free(entry.path);
         hearth__free(entry.child);
         return NULL;

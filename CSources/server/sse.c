@@ -127,7 +127,7 @@ static hearth__shared_buf *events_for(hearth__stream *st,
     else
         change_events(&out, st->json_flags, st->last, now);
     hearth__shared_buf *bytes =
-        out.failed ? NULL : hearth__shared_buf_new(out.data ? out.data : "",
+        out.failed ? NULL : hearth__shared_buf_create(out.data ? out.data : "",
                                                    out.len);
     hearth__buf_free(&out);
     if (!bytes)

@@ -71,7 +71,7 @@ hearth_node_t *hearth__sync_update(const hearth_node_t *node,
 
 /* ---- path trees ---- */
 
-hearth__ptree *hearth__ptree_new(void) {
+hearth__ptree *hearth__ptree_create(void) {
     return hearth__calloc(1, sizeof(hearth__ptree));
 }
 
@@ -146,8 +146,8 @@ static hearth__ptree *add_kid(hearth__ptree *t, const hearth__name *name) {
         t->kids = kids;
         t->cap = cap;
     }
-    hearth__ptree *k = hearth__ptree_new();
-    hearth__key *key = k ? hearth__key_new(name) : NULL;
+    hearth__ptree *k = hearth__ptree_create();
+    hearth__key *key = k ? hearth__key_create(name) : NULL;
     if (!key) {
         hearth__free(k);
         return NULL;

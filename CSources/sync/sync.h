@@ -72,7 +72,7 @@ struct hearth__ptree {
     unsigned n, cap;
 };
 
-hearth__ptree *hearth__ptree_new(void);
+hearth__ptree *hearth__ptree_create(void);
 void hearth__ptree_free(hearth__ptree *t);
 /* The kid under name, or NULL. */
 hearth__ptree *hearth__ptree_kid(const hearth__ptree *t,

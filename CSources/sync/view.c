@@ -35,7 +35,7 @@ static void set_node(vctx *x, hearth__cache *c, hearth_node_t *n) {
 }
 
 static hearth__key *key_of(vctx *x, const hearth__name *name) {
-    hearth__key *k = hearth__key_new(name);
+    hearth__key *k = hearth__key_create(name);
     if (!k)
         x->oom = true;
     return k;
@@ -400,7 +400,7 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
             return;
         /* Acknowledged here without all the data: lay what there is again,
          * as a merge of its children. */
-        hearth__ptree *children = hearth__ptree_new();
+        hearth__ptree *children = hearth__ptree_create();
         if (!children) {
             x->oom = true;
             return;
@@ -420,7 +420,7 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
         hearth__ptree_free(children);
         return;
     }
-    ack_ctx a = {vc, rel, n, hearth__ptree_new(), false};
+    ack_ctx a = {vc, rel, n, hearth__ptree_create(), false};
     if (!a.changed) {
         x->oom = true;
         return;

@@ -8,7 +8,7 @@
 
 int hearth__writes_init(hearth__writes *ws) {
     memset(ws, 0, sizeof *ws);
-    ws->visible = hearth__ptree_new();
+    ws->visible = hearth__ptree_create();
     return ws->visible ? 0 : HEARTH_ENOMEM;
 }
 
@@ -187,7 +187,7 @@ int hearth__writes_remove(hearth__writes *ws, int64_t id, bool *changed,
         return 0;
     }
     /* Other writes share its ground: lay the rest again, in order. */
-    hearth__ptree *cw = hearth__ptree_new();
+    hearth__ptree *cw = hearth__ptree_create();
     int rc = cw ? 0 : HEARTH_ENOMEM;
     for (size_t i = 0; !rc && i < ws->n; i++)
         if (ws->w[i].visible)
@@ -262,7 +262,7 @@ static int server_child(const char *key, const hearth_node_t *child,
     hearth__name_init(&name, key, strlen(key));
     unsigned k = join(c->w, &name, 1, full);
     hearth_node_t *applied = hearth__cw_apply(c->w->ws->visible, full, k, child);
-    hearth__key *kk = hearth__key_new(&name);
+    hearth__key *kk = hearth__key_create(&name);
     if (!applied || !kk) {
         hearth_node_decref(applied);
         if (kk)

@@ -347,7 +347,7 @@ static unsigned split_keep(bool rightmost) {
 /* A tree of one entry, for a put into an empty tree. */
 static int put_first(hearth__bt **t, const hearth__name *name,
                      hearth__key *key, hearth_node_t *node) {
-    hearth__key *k = key ? hearth__key_incref(key) : hearth__key_new(name);
+    hearth__key *k = key ? hearth__key_incref(key) : hearth__key_create(name);
     hearth__bt *l = k ? leaf_alloc(1) : NULL;
     if (!l) {
         hearth__key_decref(k);
@@ -374,7 +374,7 @@ static bool plan_put(path_walk *w, const hearth__name *name, hearth__key *key,
         if (!lf->unique)
             failed = !(lf->copy = page_clone(lf->page, lf->page->cap));
     } else {
-        *new_key = key ? hearth__key_incref(key) : hearth__key_new(name);
+        *new_key = key ? hearth__key_incref(key) : hearth__key_create(name);
         failed = !*new_key;
         unsigned n = lf->page->n;
         if (!failed && n == ORDER) {

@@ -134,7 +134,7 @@ static int decode_object(reader *r, unsigned depth, hearth_node_t **out) {
             break;
         }
         prev = name;
-        entries[n].key = hearth__key_new(&name);
+        entries[n].key = hearth__key_create(&name);
         entries[n].node = child;
         if (!entries[n].key) {
             hearth_node_decref(child);

@@ -138,7 +138,7 @@ int hearth__kids_add(hearth__kids *k, const char *key, size_t len,
     }
     hearth__name name;
     hearth__name_init(&name, key, len);
-    hearth__key *kk = hearth__key_new(&name);
+    hearth__key *kk = hearth__key_create(&name);
     if (!kk) {
         hearth_node_decref(child);
         return HEARTH_ENOMEM;

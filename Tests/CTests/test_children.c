@@ -360,7 +360,7 @@ static hearth__entry *int_entries(int n) {
     for (int i = 0; i < n; i++) {
         char buf[16];
         hearth__name name = int_name(i, buf);
-        e[i].key = hearth__key_new(&name);
+        e[i].key = hearth__key_create(&name);
         e[i].node = hearth_node_number(i);
     }
     return e;

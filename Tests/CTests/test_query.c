@@ -401,7 +401,7 @@ static void test_index_matches_scan(void) {
     hearth_query_t *shape = new_query();
     hearth_query_order_by_child(shape, "s", NULL);
     hearth__index *ix;
-    CHECK_INT(hearth__index_new(shape, &ix), 0);
+    CHECK_INT(hearth__index_create(shape, &ix), 0);
     hearth_node_t *data = hearth_node_null();
     for (int round = 0; round < 60; round++) {
         /* Change a few children (add, replace, remove), keep a snapshot

@@ -239,7 +239,7 @@ static int64_t our_tag(scenario *s, const json_t *tag) {
 }
 
 static hearth__ptree *merge_of(const json_t *data) {
-    hearth__ptree *t = hearth__ptree_new();
+    hearth__ptree *t = hearth__ptree_create();
     const char *key;
     const json_t *value;
     json_object_foreach((json_t *)data, key, value) {
@@ -607,7 +607,7 @@ static void test_random_operations_keep_events_consistent(void) {
             case 2: hearth__sync_user_set(&s, &list, obj, next_id++, true); break;
             case 3: hearth__sync_user_set(&s, &one, v, next_id++, true); break;
             case 4: {
-                hearth__ptree *merge = hearth__ptree_new();
+                hearth__ptree *merge = hearth__ptree_create();
                 size_t count = hearth_node_child_count(obj);
                 for (size_t i = 0; i < count; i++) {
                     const char *k;
