@@ -26,6 +26,12 @@ int hearth__store_list_gens(const char *dir, const char *prefix,
 /* Opens and flock()s DIR/LOCK: one process per directory. */
 int hearth__store_lock(const char *dir, int *fd, hearth_error_t *err);
 
+/* Applies one log record's payload ([[path, value], ...]) to *root
+ * (replay.c); HEARTH_EIO when it does not parse (*root unchanged) or does
+ * not apply. */
+int hearth__store_apply_record(const char *payload, size_t len,
+                               hearth_node_t **root);
+
 /* What recovery found. */
 typedef struct hearth__recovery {
     uint64_t append_gen; /* the log appends go to */

@@ -2,36 +2,10 @@
  * every log after it, refusing gaps and damage. */
 #include "store/files.h"
 #include "store/logfile.h"
-#include "tree/json.h"
 
 #include <malloc.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Applies one record's payload to *root. */
-static int apply_record(const char *payload, size_t len, hearth_node_t **root) {
-    json_t *json;
-    if (hearth__json_load(payload, len, &json, NULL))
-        return HEARTH_EIO;
-    int rc = json_is_array(json) ? 0 : HEARTH_EIO;
-    for (size_t i = 0; !rc && i < json_array_size(json); i++) {
-        json_t *pair = json_array_get(json, i);
-        const char *path = json_string_value(json_array_get(pair, 0));
-        hearth__path p;
-        hearth_node_t *value;
-        if (!path || json_array_size(pair) != 2 ||
-            hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL) ||
-            hearth__node_from_jansson_at(json_array_get(pair, 1), 0, path, p.n,
-                                         &value, NULL)) {
-            rc = HEARTH_EIO;
-            break;
-        }
-        rc = hearth__node_set_path(root, &p, value, NULL);
-        hearth_node_decref(value);
-    }
-    json_decref(json);
-    return rc;
-}
 
 /* Replays the intact records of one log into *root; scan says where they
  * end and how the log ends. A record that does not apply is damage too. */
@@ -47,7 +21,7 @@ static int replay_log(const char *path, bool last, hearth_node_t **root,
     size_t off = 0, len;
     for (size_t at = 0; hearth__log_next(data, scan, &off, &payload, &len);
          at = off) {
-        if (apply_record(payload, len, root)) {
+        if (hearth__store_apply_record(payload, len, root)) {
             scan->end = HEARTH__LOG_DAMAGED;
             scan->good = scan->bad = at ? at : HEARTH__LOG_HEADER_LEN;
             scan->why = "the record does not apply";
@@ -226,9 +200,9 @@ int hearth__store_recover(const char *dir, bool find_damage,
                          err);
     hearth__free(snaps);
     hearth__free(logs);
-    /* Parsing held the data twice (jansson's tree beside ours) and freed
-     * one: give those pages back, else the process stays at its peak
-     * (about 1.7x jansson's own RSS for the same data, not 1.0x). */
+    /* Recovery held each log whole beside the tree, and later writes
+     * replaced nodes of earlier ones: give the pages freed back, else the
+     * process stays at its peak. */
     malloc_trim(0);
     return rc;
 }

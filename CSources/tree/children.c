@@ -86,8 +86,22 @@ static unsigned leaf_cap_for(unsigned n) {
     return cap < ORDER ? cap : ORDER;
 }
 
+/* Asks for the cache lines of every reference count a page holds before
+ * changing any: they are each a likely miss (child nodes and pages lie
+ * anywhere in memory), and an atomic add waits for its line, so the
+ * misses would otherwise come one after another instead of together. */
+static void prefetch_held(const hearth__bt *p) {
+    if (p->leaf)
+        for (unsigned i = 0; i < p->n; i++)
+            __builtin_prefetch(as_leaf(p)->e[i].node, 1);
+    else
+        for (unsigned i = 0; i < p->n; i++)
+            __builtin_prefetch(as_inner(p)->kid[i].page, 1);
+}
+
 /* A copy of p holding new references to everything p holds. */
 static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
+    prefetch_held(p);
     if (p->leaf) {
         hearth__bt *c = leaf_alloc(leaf_cap);
         if (!c)
@@ -121,6 +135,7 @@ void hearth__bt_incref(hearth__bt *t) {
 void hearth__bt_decref(hearth__bt *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
+    prefetch_held(t);
     if (t->leaf) {
         for (unsigned i = 0; i < t->n; i++) {
             hearth__key_decref(as_leaf(t)->e[i].key);
@@ -158,10 +173,19 @@ static inline int compare_key(const hearth__name *name, uint64_t sort,
     return hearth__name_compare(name, &kn);
 }
 
+/* Asks for every cache line of a page's array before a binary search
+ * over it: the search's probes depend on each other, so their misses
+ * would otherwise come one after another. */
+static inline void prefetch_span(const void *start, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += 64)
+        __builtin_prefetch((const char *)start + at);
+}
+
 /* First slot whose key is >= name. */
 static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
                            uint64_t sort, bool *found) {
     const hearth__entry *e = as_leaf(p)->e;
+    prefetch_span(e, p->n * sizeof *e);
     unsigned lo = 0, hi = p->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
@@ -178,6 +202,7 @@ static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
 static unsigned inner_slot(const hearth__bt *p, const hearth__name *name,
                            uint64_t sort) {
     const inner_page *in = as_inner(p);
+    prefetch_span(in->first, p->n * sizeof in->first[0]);
     unsigned lo = 1, hi = p->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;

@@ -45,6 +45,33 @@ int hearth__kids_node(hearth__kids *k, hearth_node_t **out);
 int hearth__json_parse_plain(const char *text, size_t len, unsigned max_depth,
                              hearth_node_t **out);
 
+/* A reader of the usual JSON for formats made of JSON values (a log
+ * record's [[path, value], ...]): the same rules as
+ * hearth__json_parse_plain, one token or value at a time. Each read gives
+ * HEARTH__JSON_UNUSUAL (or false) when the text is not what was asked or
+ * not plain, and the caller then takes the full path through jansson. */
+typedef struct hearth__json_reader {
+    const char *p, *end;
+    unsigned max_depth;
+    char *scratch; /* decoded strings with escapes */
+    size_t scratch_cap;
+} hearth__json_reader;
+
+void hearth__json_reader_init(hearth__json_reader *r, const char *text,
+                              size_t len);
+void hearth__json_reader_done(hearth__json_reader *r);
+/* Takes c after any space. */
+bool hearth__json_read_char(hearth__json_reader *r, char c);
+/* Whether only space is left. */
+bool hearth__json_read_end(hearth__json_reader *r);
+/* A string: *s points into the text, or (with escapes) into the reader's
+ * scratch buffer until its next read. */
+int hearth__json_read_string(hearth__json_reader *r, const char **s,
+                             size_t *len);
+/* A plain value within max_depth keys: a new reference in *out. */
+int hearth__json_read_value(hearth__json_reader *r, unsigned max_depth,
+                            hearth_node_t **out);
+
 /* Appends node as JSON text (HEARTH_JSON_* flags). */
 void hearth__node_write_json(hearth__buf *b, const hearth_node_t *n,
                              unsigned flags);

@@ -20,12 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct reader {
-    const char *p, *end;
-    unsigned max_depth;
-    char *scratch; /* decoded strings with escapes */
-    size_t scratch_cap;
-} reader;
+typedef hearth__json_reader reader;
 
 #define UNUSUAL HEARTH__JSON_UNUSUAL
 
@@ -350,17 +345,49 @@ static int value(reader *r, unsigned depth, hearth_node_t **out) {
 
 int hearth__json_parse_plain(const char *text, size_t len, unsigned max_depth,
                              hearth_node_t **out) {
-    reader r = {text, text + len, max_depth, NULL, 0};
+    reader r;
+    hearth__json_reader_init(&r, text, len);
     hearth_node_t *n;
-    int rc = value(&r, 0, &n);
-    hearth__free(r.scratch);
+    int rc = hearth__json_read_value(&r, max_depth, &n);
+    bool rest = !hearth__json_read_end(&r); /* text after the value */
+    hearth__json_reader_done(&r);
     if (rc)
         return UNUSUAL;
-    skip_space(&r);
-    if (r.p != r.end) { /* text after the value */
+    if (rest) {
         hearth_node_decref(n);
         return UNUSUAL;
     }
     *out = n;
     return 0;
+}
+
+/* ---- the reader for formats made of JSON values ---- */
+
+void hearth__json_reader_init(reader *r, const char *text, size_t len) {
+    *r = (reader){.p = text, .end = text + len};
+}
+
+void hearth__json_reader_done(reader *r) {
+    hearth__free(r->scratch);
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+}
+
+bool hearth__json_read_char(reader *r, char c) {
+    return take(r, c);
+}
+
+bool hearth__json_read_end(reader *r) {
+    skip_space(r);
+    return r->p == r->end;
+}
+
+int hearth__json_read_string(reader *r, const char **s, size_t *len) {
+    return take(r, '"') ? string(r, s, len) : UNUSUAL;
+}
+
+int hearth__json_read_value(reader *r, unsigned max_depth,
+                            hearth_node_t **out) {
+    r->max_depth = max_depth;
+    return value(r, 0, out) ? UNUSUAL : 0;
 }

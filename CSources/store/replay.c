@@ -1,0 +1,145 @@
+/* replay.c - one log record's payload ([[path, value], ...]) applied to a
+ * tree, as recovery replays it.
+ *
+ * The payload is read whole into its parts before any is applied, so a
+ * record that does not parse changes nothing. The usual payload is read
+ * straight into nodes (tree/json.h's reader): going through jansson built
+ * a jansson tree of every write only to convert and free it, most of the
+ * time of a replay. A payload with anything unusual (a special member such
+ * as ".priority", an escape in a path) is read again through jansson,
+ * which gives the same nodes. */
+#include "store/files.h"
+#include "tree/json.h"
+
+#include <string.h>
+
+typedef struct part {
+    char *path; /* NUL-terminated: the parsed path borrows it */
+    hearth_node_t *value;
+} part;
+
+typedef struct parts {
+    part *v;
+    size_t n, cap;
+} parts;
+
+static void parts_free(parts *ps) {
+    for (size_t i = 0; i < ps->n; i++) {
+        hearth__free(ps->v[i].path);
+        hearth_node_decref(ps->v[i].value);
+    }
+    hearth__free(ps->v);
+    *ps = (parts){0};
+}
+
+/* Takes over path and value, freeing them when out of memory. */
+static int parts_add(parts *ps, char *path, hearth_node_t *value) {
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 4;
+        part *v = hearth__realloc(ps->v, cap * sizeof *v);
+        if (!v) {
+            hearth__free(path);
+            hearth_node_decref(value);
+            return HEARTH_ENOMEM;
+        }
+        ps->v = v;
+        ps->cap = cap;
+    }
+    ps->v[ps->n++] = (part){path, value};
+    return 0;
+}
+
+/* The keys a value written at path may still nest. */
+static int room_below(const char *path, unsigned *room) {
+    hearth__path p;
+    if (hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL))
+        return HEARTH_EIO;
+    *room = p.n >= HEARTH_MAX_DEPTH ? 0 : HEARTH_MAX_DEPTH - p.n;
+    return 0;
+}
+
+/* One plain [path, value] pair. */
+static int read_plain_pair(hearth__json_reader *r, parts *ps) {
+    const char *s;
+    size_t len;
+    if (!hearth__json_read_char(r, '[') || hearth__json_read_string(r, &s, &len))
+        return HEARTH__JSON_UNUSUAL;
+    /* A NUL in a path is jansson's to judge (its C string ends there). */
+    char *path = memchr(s, '\0', len) ? NULL : hearth__strndup(s, len);
+    unsigned room;
+    hearth_node_t *value;
+    if (!path || room_below(path, &room) || !hearth__json_read_char(r, ',') ||
+        hearth__json_read_value(r, room, &value)) {
+        hearth__free(path);
+        return HEARTH__JSON_UNUSUAL;
+    }
+    if (!hearth__json_read_char(r, ']')) {
+        hearth__free(path);
+        hearth_node_decref(value);
+        return HEARTH__JSON_UNUSUAL;
+    }
+    return parts_add(ps, path, value);
+}
+
+static int read_plain(const char *payload, size_t len, parts *ps) {
+    hearth__json_reader r;
+    hearth__json_reader_init(&r, payload, len);
+    int rc = hearth__json_read_char(&r, '[') ? 0 : HEARTH__JSON_UNUSUAL;
+    if (!rc && !hearth__json_read_char(&r, ']')) {
+        do
+            rc = read_plain_pair(&r, ps);
+        while (!rc && hearth__json_read_char(&r, ','));
+        if (!rc && !hearth__json_read_char(&r, ']'))
+            rc = HEARTH__JSON_UNUSUAL;
+    }
+    if (!rc && !hearth__json_read_end(&r))
+        rc = HEARTH__JSON_UNUSUAL;
+    hearth__json_reader_done(&r);
+    return rc;
+}
+
+/* The full path: any payload jansson reads, special members included. */
+static int read_jansson(const char *payload, size_t len, parts *ps) {
+    json_t *json;
+    if (hearth__json_load(payload, len, &json, NULL))
+        return HEARTH_EIO;
+    int rc = json_is_array(json) ? 0 : HEARTH_EIO;
+    for (size_t i = 0; !rc && i < json_array_size(json); i++) {
+        json_t *pair = json_array_get(json, i);
+        const char *path = json_string_value(json_array_get(pair, 0));
+        unsigned room;
+        hearth_node_t *value;
+        if (!path || json_array_size(pair) != 2 || room_below(path, &room) ||
+            hearth__node_from_jansson_at(json_array_get(pair, 1), 0, path,
+                                         HEARTH_MAX_DEPTH - room, &value,
+                                         NULL)) {
+            rc = HEARTH_EIO;
+            break;
+        }
+        char *copy = hearth__strndup(path, strlen(path));
+        rc = copy ? parts_add(ps, copy, value) : HEARTH_ENOMEM;
+        if (!copy)
+            hearth_node_decref(value);
+    }
+    json_decref(json);
+    return rc;
+}
+
+int hearth__store_apply_record(const char *payload, size_t len,
+                               hearth_node_t **root) {
+    parts ps = {0};
+    int rc = read_plain(payload, len, &ps);
+    if (rc) {
+        parts_free(&ps);
+        rc = read_jansson(payload, len, &ps);
+    }
+    for (size_t i = 0; !rc && i < ps.n; i++) {
+        hearth__path p; /* parsed once already: it parses */
+        rc = hearth__path_parse(ps.v[i].path, HEARTH__PATH_ALLOW_PRIORITY, &p,
+                                NULL);
+        if (!rc)
+            rc = hearth__node_set_path(root, &p, ps.v[i].value, NULL);
+    }
+    parts_free(&ps);
+    return rc ? HEARTH_EIO : 0;
+}
