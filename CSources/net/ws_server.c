@@ -203,3 +203,54 @@ void hearth__ws_close(hearth__ws *ws) {
     if (!ws->depth)
         pump(ws);
 }
+
+void hearth__ws_frame_text(hearth__buf *out, const char *text, size_t len) {
+    uint8_t head[10] = {0x81}; /* FIN, text; a server never masks */
+    size_t n;
+    if (len < 126) {
+        head[1] = (uint8_t)len;
+        n = 2;
+    } else if (len <= 0xFFFF) {
+        head[1] = 126;
+        head[2] = (uint8_t)(len >> 8);
+        head[3] = (uint8_t)len;
+        n = 4;
+    } else {
+        head[1] = 127;
+        for (int i = 0; i < 8; i++)
+            head[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+        n = 10;
+    }
+    hearth__buf_add(out, head, n);
+    hearth__buf_add(out, text, len);
+}
+
+size_t hearth__ws_frame_next(const char *frames, size_t len,
+                             const char **payload, size_t *payload_len) {
+    const uint8_t *b = (const uint8_t *)frames;
+    if (len < 2)
+        return 0;
+    size_t head = 2;
+    uint64_t n = b[1] & 0x7F;
+    if (n == 126 || n == 127) {
+        head = n == 126 ? 4 : 10;
+        if (len < head)
+            return 0;
+        n = 0;
+        for (size_t i = 2; i < head; i++)
+            n = n << 8 | b[i];
+    }
+    if (n > len - head)
+        return 0;
+    *payload = frames + head;
+    *payload_len = (size_t)n;
+    return head + (size_t)n;
+}
+
+void *hearth__ws_raw_conn(const hearth__ws *ws) {
+    /* Inside a pump (depth) wslay may hold frames not yet written. */
+    if (!ws->conn || ws->dead || ws->depth ||
+        wslay_event_get_queued_msg_count(ws->ctx))
+        return NULL;
+    return ws->conn;
+}

@@ -59,4 +59,16 @@ void hearth__ws_gone(void *ws);
 int hearth__ws_send_text(hearth__ws *ws, const char *text, size_t len);
 void hearth__ws_close(hearth__ws *ws);
 
+/* Messages framed once and sent to many sessions as the same bytes (a
+ * fan-out): a text message appended to out as the one unmasked frame a
+ * server sends; the first frame of such bytes (its payload, and the bytes
+ * it takes: 0 when there is no whole frame). */
+void hearth__ws_frame_text(hearth__buf *out, const char *text, size_t len);
+size_t hearth__ws_frame_next(const char *frames, size_t len,
+                             const char **payload, size_t *payload_len);
+/* The transport's conn when framed bytes may be written to it as they are
+ * now (nothing of the session's is queued before them); NULL when they
+ * must wait their turn: send each message with hearth__ws_send_text. */
+void *hearth__ws_raw_conn(const hearth__ws *ws);
+
 #endif

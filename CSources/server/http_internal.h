@@ -80,6 +80,7 @@ struct hearth__http_conn {
     bool in_request;   /* a request's bytes have begun to arrive */
     bool head_done;    /* ... and its head is complete */
     bool no_more;      /* answered for good (timeout, refusal): close */
+    bool lingering;    /* ... but only once the client has read it */
     /* What the connection waits for times out at `deadline` (loop ms, 0:
      * never), answered with timeout_status (0: closed silently). */
     uint64_t deadline;

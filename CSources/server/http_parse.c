@@ -40,8 +40,8 @@ void hearth__http_give_up(hearth__http_conn *c, int status,
  * the body timeout passes. Closing at once could reset the connection
  * before the client has read the answer. */
 static void refuse_early(hearth__http_conn *c, int status, const char *why) {
+    c->lingering = true;
     hearth__http_give_up(c, status, why);
-    c->close_when_sent = false;
     uint64_t body_ms = c->server->limits.body_ms;
     hearth__http_wait_for(c, body_ms ? body_ms : 1000, 0);
 }

@@ -48,19 +48,52 @@ static void write_req_free(write_req *w) {
     hearth__free(w);
 }
 
+static void count_out(hearth__http_conn *c, size_t n) {
+    c->server->bytes_out += n;
+    if (c->meter)
+        c->meter->out += n;
+}
+
 /* Queues w as it is; the write and the connection stay alive until
  * on_written. */
 static int queue_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
-    c->server->bytes_out += buf.len;
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
         write_req_free(w);
         hearth__http_conn_close(c);
         return HEARTH_ECLOSED;
     }
+    count_out(c, buf.len);
     c->refs++;
     c->writes_pending++;
-    if (c->meter)
-        c->meter->out += buf.len;
+    return 0;
+}
+
+/* Writes what the socket takes now, on a plain connection with nothing
+ * queued before it: the count of bytes written (what is left must be
+ * queued), or HEARTH_ECLOSED (the connection is closed). A write taken
+ * whole needs no write request, no copy and no memory; through uv_write
+ * libuv would complete it on the next turn of the loop and toggle the
+ * socket's write interest on the way (an epoll_ctl per answer). */
+static ssize_t write_now(hearth__http_conn *c, uv_buf_t *bufs,
+                         unsigned nbufs) {
+    if (c->tls)
+        return 0;
+    int n = uv_try_write((uv_stream_t *)&c->tcp, bufs, nbufs);
+    if (n == UV_EAGAIN || n == UV_ENOSYS)
+        return 0;
+    if (n < 0) {
+        hearth__http_conn_close(c);
+        return HEARTH_ECLOSED;
+    }
+    count_out(c, (size_t)n);
+    return n;
+}
+
+/* All was written at once: a connection to close once its answer is out
+ * closes now. */
+static int written_whole(hearth__http_conn *c) {
+    if (c->close_when_sent && c->writes_pending == 0)
+        hearth__http_conn_close(c);
     return 0;
 }
 
@@ -104,18 +137,29 @@ int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
         return HEARTH_ECLOSED;
     if (c->tls) /* no plaintext copy: straight into the session */
         return send_sealed(c, a, alen, b, blen);
-    write_req *w = hearth__malloc(sizeof *w + alen + blen);
+    uv_buf_t bufs[2] = {uv_buf_init((char *)a, (unsigned)alen),
+                        uv_buf_init((char *)b, (unsigned)blen)};
+    ssize_t done = write_now(c, bufs, blen ? 2 : 1);
+    if (done < 0)
+        return (int)done;
+    if ((size_t)done == alen + blen)
+        return written_whole(c);
+    /* The rest is copied and queued: a's part first, then b's. */
+    size_t skip_a = (size_t)done < alen ? (size_t)done : alen;
+    size_t skip_b = (size_t)done - skip_a;
+    size_t rest = alen - skip_a + blen - skip_b;
+    write_req *w = hearth__malloc(sizeof *w + rest);
     if (!w) {
         hearth__http_conn_close(c);
         return HEARTH_ENOMEM;
     }
-    memcpy(w->data, a, alen);
-    if (blen)
-        memcpy(w->data + alen, b, blen);
+    memcpy(w->data, a + skip_a, alen - skip_a);
+    if (blen - skip_b)
+        memcpy(w->data + alen - skip_a, b + skip_b, blen - skip_b);
     w->conn = c;
     w->shared = NULL;
     w->owned = NULL;
-    return start_write(c, w, uv_buf_init(w->data, (unsigned)(alen + blen)));
+    return start_write(c, w, uv_buf_init(w->data, (unsigned)rest));
 }
 
 static const char *reason(int status) {
@@ -230,7 +274,7 @@ void hearth__http_respond(hearth__http_conn *c, int status,
         n = snprintf(head, sizeof head,
                      "HTTP/1.1 500 Internal Server Error\r\n"
                      "Content-Length: 0\r\nConnection: close\r\n\r\n");
-    if (!keep)
+    if (!keep && !c->lingering)
         c->close_when_sent = true;
     hearth__http_observe(c, "rest", status, len);
     hearth__http_send_bytes(c, head, (size_t)n, body, len);
@@ -307,23 +351,15 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
                                     hearth__shared_buf *b) {
     if (c->closing)
         return HEARTH_ECLOSED;
-    size_t offset = 0;
-    if (c->writes_pending == 0 && !c->tls) {
-        /* Nothing queued: try the socket now, which for a fan-out to many
-         * streams usually takes it all without queuing anything. */
-        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
-        if (n > 0)
-            c->server->bytes_out += (uint64_t)n;
-        if (n == (int)b->len)
-            return 0;
-        if (n > 0)
-            offset = (size_t)n;
-        else if (n != UV_EAGAIN) {
-            hearth__http_conn_close(c);
-            return HEARTH_ECLOSED;
-        }
-    }
+    /* A fan-out to many streams usually finds each socket taking it all
+     * at once: nothing queued. */
+    uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
+    ssize_t done = write_now(c, &now, 1);
+    if (done < 0)
+        return (int)done;
+    if ((size_t)done == b->len)
+        return written_whole(c);
+    size_t offset = (size_t)done;
     if (over_backlog(c, b->len - offset))
         return HEARTH_ECLOSED;
     write_req *w = hearth__malloc(sizeof *w);

@@ -19,6 +19,9 @@ static const struct {
     {"hearth_namespace_bytes_total",
      "Request and answer bytes per namespace (bodies and realtime "
      "messages), by direction."},
+    {"hearth_realtime_pushes_total",
+     "Pushes sent to realtime listens, by how: built for that listen, or "
+     "shared (the bytes built for another listen of the same change)."},
 };
 
 void hearth__metrics_free(hearth__metrics *m) {

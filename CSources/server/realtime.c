@@ -41,14 +41,18 @@ void hearth__realtime_reply(session *s, json_int_t r, const char *status, json_t
                            "b", "s", status, "d", data ? data : json_object()));
 }
 
-void hearth__realtime_push_data(session *s, const char *path, const hearth_node_t *value,
-                                json_t *tag) {
+json_t *hearth__realtime_data_msg(const char *path, const hearth_node_t *value,
+                                  json_t *tag) {
     json_t *body = json_pack("{s:s,s:o}", "p", path,
                              "d", hearth_node_to_jansson(value, HEARTH_JSON_EXPORT));
     if (body && tag)
         json_object_set(body, "t", tag);
-    hearth__realtime_send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "d", "b",
-                           body));
+    return json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "d", "b", body);
+}
+
+void hearth__realtime_push_data(session *s, const char *path, const hearth_node_t *value,
+                                json_t *tag) {
+    hearth__realtime_send_json(s, hearth__realtime_data_msg(path, value, tag));
 }
 
 /* ---- sessions ---- */

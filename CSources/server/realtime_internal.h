@@ -72,6 +72,12 @@ void hearth__realtime_reply(session *s, json_int_t r, const char *status,
                             json_t *data);
 void hearth__realtime_push_data(session *s, const char *path,
                                 const hearth_node_t *value, json_t *tag);
+/* A `d` push of value at path (tagged when tag), as a message. */
+json_t *hearth__realtime_data_msg(const char *path, const hearth_node_t *value,
+                                  json_t *tag);
+/* Sends the smallest push that brings l's client from l->last to now
+ * (realtime_push.c). */
+void hearth__realtime_push_change(listen_t *l, const hearth_node_t *now);
 void hearth__realtime_session_release(session *s);
 void hearth__realtime_deny(session *s, json_int_t r);
 

@@ -4,8 +4,6 @@
 #include "server/realtime_internal.h"
 
 #include "query/query.h"
-#include "server/changes.h"
-#include "tree/json.h"
 
 #include <string.h>
 
@@ -19,59 +17,6 @@ static void listen_free(void *ctx) {
     json_decref(l->tag);
     hearth__realtime_session_release(l->s);
     hearth__free(l);
-}
-
-/* listen path + relative change path ("/" means the listen path). */
-static char *join_path(const char *base, const char *rel) {
-    size_t blen = strlen(base);
-    while (blen > 1 && base[blen - 1] == '/')
-        blen--;
-    if (strcmp(rel, "/") == 0)
-        return hearth__strndup(base, blen);
-    size_t rlen = strlen(rel);
-    char *p = hearth__malloc(blen + rlen + 1);
-    if (p) {
-        size_t skip = blen == 1 && base[0] == '/'; /* "/" + "/a" is "/a" */
-        memcpy(p, base, blen - skip);
-        memcpy(p + blen - skip, rel, rlen + 1);
-    }
-    return p;
-}
-
-/* The smallest push that brings the client from l->last to now: a `d` at
- * the deepest changed location, or an `m` of several changed children.
- * Filtered (tagged) queries get whole values: their windows move. */
-static void push_change(listen_t *l, const hearth_node_t *now) {
-    session *s = l->s;
-    if (!l->last || l->filtered) {
-        hearth__realtime_push_data(s, l->path, now, l->tag);
-        return;
-    }
-    hearth__buf scratch;
-    hearth__buf_init(&scratch);
-    hearth__change c;
-    if (hearth__smallest_change(l->last, now, HEARTH_JSON_EXPORT, &scratch, &c)) {
-        char *path = join_path(l->path, c.path);
-        if (!path) {
-            hearth__realtime_push_data(s, l->path, now, l->tag);
-        } else if (!c.nkeys) {
-            hearth__realtime_push_data(s, path, c.node, l->tag);
-        } else {
-            json_t *merge = json_object();
-            for (size_t i = 0; merge && i < c.nkeys; i++) {
-                hearth__name name = hearth__key_name(c.keys[i]);
-                json_object_set_new(merge, c.keys[i]->s,
-                                    hearth_node_to_jansson(
-                                        hearth__node_child(c.node, &name),
-                                        HEARTH_JSON_EXPORT));
-            }
-            json_t *body = json_pack("{s:s,s:o}", "p", path, "d", merge);
-            hearth__realtime_send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a", "m",
-                                   "b", body));
-        }
-        hearth__free(path);
-    }
-    hearth__buf_free(&scratch);
 }
 
 /* Whether the client already holds now: the first value, hashed as the
@@ -88,7 +33,7 @@ static bool client_has(listen_t *l, const hearth_node_t *now) {
 static void on_value(const hearth_event_t *ev, void *ctx) {
     listen_t *l = ctx;
     if (l->s->ws && !client_has(l, ev->node))
-        push_change(l, ev->node);
+        hearth__realtime_push_change(l, ev->node);
     hearth_node_decref(l->last);
     l->last = hearth_node_incref(ev->node);
 }

@@ -500,6 +500,7 @@ static void on_stop(uv_async_t *a) {
     if (srv->rules_file)
         uv_fs_poll_stop(&srv->rules_poll);
     hearth__sse_close_all(srv);
+    hearth__realtime_forget_pushes(srv);
     if (srv->metrics_http)
         hearth__http_close(srv->metrics_http, NULL, NULL);
     hearth__log_event(srv, "stop", NULL);

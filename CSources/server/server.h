@@ -25,6 +25,16 @@ typedef struct hearth__sse_memo {
     hearth__shared_buf *bytes;
 } hearth__sse_memo;
 
+/* The last push built for realtime listens (realtime_push.c), framed,
+ * shared by every listen it fits. */
+typedef struct hearth__push_memo {
+    hearth_node_t *old, *now; /* old: NULL when the whole value went */
+    char *path;
+    json_t *tag;
+    hearth__shared_buf *frames;
+    size_t counters[2]; /* 1 + the place of the shared / built counts */
+} hearth__push_memo;
+
 /* An index that ".indexOn" asked for, built on first use (query/index.h). */
 typedef struct hearth__ns_index {
     char *path;  /* the indexed location, "/users" */
@@ -76,6 +86,7 @@ typedef struct hearth__server {
     hearth__stream *streams; /* server-sent event streams, for keep-alives */
     struct session *sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
+    hearth__push_memo push_memo;
     struct hearth__usage *usage; /* per namespace (usage.h), or NULL */
     hearth__metrics metrics;    /* GET /.metrics */
     hearth_log_format log_format;
@@ -142,6 +153,8 @@ void hearth__sse_keepalive(hearth__server *srv);
 void hearth__sse_expire(hearth__server *srv, int64_t now_ms);
 void hearth__realtime_expire(hearth__server *srv, int64_t now_ms);
 void hearth__sse_close_all(hearth__server *srv);
+/* Drops the realtime push kept for sharing (when the server stops). */
+void hearth__realtime_forget_pushes(hearth__server *srv);
 /* Open streams, and realtime sessions with their listens (the metrics). */
 size_t hearth__sse_count(const hearth__server *srv);
 void hearth__realtime_count(const hearth__server *srv, size_t *sessions,

@@ -47,3 +47,18 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
     hearth__http_on_idle(conn, hearth__ws_idle);
     return 0;
 }
+
+int hearth__ws_send_shared(hearth__ws *ws, hearth__shared_buf *frames) {
+    void *conn = hearth__ws_raw_conn(ws);
+    if (conn)
+        return hearth__http_stream_send_shared(conn, frames);
+    const char *payload;
+    size_t len, used;
+    int rc = 0;
+    for (size_t at = 0; !rc && at < frames->len; at += used) {
+        used = hearth__ws_frame_next(frames->data + at, frames->len - at,
+                                     &payload, &len);
+        rc = used ? hearth__ws_send_text(ws, payload, len) : HEARTH_EINVAL;
+    }
+    return rc;
+}

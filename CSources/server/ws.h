@@ -16,4 +16,9 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
                       hearth__ws_close_cb on_close, void *user,
                       hearth__ws **out);
 
+/* Sends messages framed by hearth__ws_frame_text, shared by many
+ * sessions: written as they are when the session has nothing queued
+ * before them, else each message through its queue. */
+int hearth__ws_send_shared(hearth__ws *ws, hearth__shared_buf *frames);
+
 #endif

@@ -918,6 +918,164 @@ static char *ws_request(int fd, int r, const char *action, const char *body) {
         free(got_);                                                            \
     } while (0)
 
+/* A realtime session on ns past its hello, authenticated as the admin
+ * when `admin`. */
+static int rt_session(int port, const char *ns, bool admin) {
+    int fd = ws_open(port, ns);
+    CHECK(fd >= 0);
+    free(ws_recv(fd)); /* the hello */
+    if (admin)
+        free(ws_request(fd, 1, "auth", "{\"cred\":\"owner\"}"));
+    return fd;
+}
+
+/* A realtime counter from /.metrics (-1 when it is not there). */
+static long pushes_counted(int port, const char *how) {
+    response m = request(port, "GET", "/.metrics", OWNER, NULL);
+    char key[96];
+    snprintf(key, sizeof key, "hearth_realtime_pushes_total{how=\"%s\"} ", how);
+    const char *at = m.body ? strstr(m.body, key) : NULL;
+    long n = at ? atol(at + strlen(key)) : -1;
+    free(m.body);
+    return n;
+}
+
+/* One write to many listens of one location: each gets the same, correct
+ * push, built once and shared (the counters say so); a listen with a
+ * query and tag of its own gets its own push, and a session the rules
+ * keep out gets none. Before, every listen built, serialized and framed
+ * its own copy (and no counter told). */
+static void test_fanout_shares_one_push(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    EXPECT_REQ(port, "PUT", "/.settings/rules.json?ns=fan", OWNER,
+               "{\"rules\":{\"room\":{\".read\":\"auth != null\"}}}", 200, NULL);
+    EXPECT_REQ(port, "PUT", "/room.json?ns=fan", OWNER, "{\"a\":1,\"b\":2}", 200,
+               NULL);
+    enum { N = 8 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = rt_session(port, "fan", true);
+        EXPECT_WS(fds[i], 2, "q", "{\"p\":\"/room\",\"h\":\"\"}",
+                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    }
+    int tagged = rt_session(port, "fan", true);
+    EXPECT_WS(tagged, 2, "q",
+              "{\"p\":\"/room\",\"q\":{\"l\":1,\"vf\":\"r\"},\"t\":7,\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    int denied = rt_session(port, "fan", false);
+    EXPECT_WS(denied, 2, "q", "{\"p\":\"/room\",\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"permission_denied\","
+              "\"d\":\"Permission denied\"}}}");
+    long built = pushes_counted(port, "built");
+    long shared = pushes_counted(port, "shared");
+    EXPECT_REQ(port, "PUT", "/room/b.json?ns=fan", OWNER, "3", 200, "3");
+    for (int i = 0; i < N; i++) {
+        char *got = ws_recv(fds[i]);
+        CHECK_STR(got, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/room/b\",\"d\":3}}}");
+        free(got);
+    }
+    char *own = ws_recv(tagged);
+    CHECK_STR(own, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/room\","
+                   "\"d\":{\"b\":3},\"t\":7}}}");
+    free(own);
+    /* The barrier: the answer to a later get is the next thing it reads. */
+    ws_send(denied, "{\"t\":\"d\",\"d\":{\"r\":3,\"a\":\"g\",\"b\":{\"p\":\"/x\"}}}");
+    char *next = ws_recv(denied);
+    CHECK_STR(next, "{\"t\":\"d\",\"d\":{\"r\":3,\"b\":{\"s\":\"permission_denied\","
+                    "\"d\":\"Permission denied\"}}}");
+    free(next);
+    /* N + 1 pushes, at most one built per distinct push (and one more if
+     * the tagged listen came between the others) */
+    long built_now = pushes_counted(port, "built") - built;
+    long shared_now = pushes_counted(port, "shared") - shared;
+    CHECK(built >= 0 && shared >= 0);
+    CHECK_INT(built_now + shared_now, N + 1);
+    CHECK(built_now >= 2 && built_now <= 3);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    close(tagged);
+    close(denied);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* A push longer than a v5 piece goes out as its count and its pieces,
+ * framed once and shared like any other. */
+static void test_fanout_long_push(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    enum { N = 3, LEN = 70000 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = rt_session(port, "default", true);
+        EXPECT_WS(fds[i], 2, "q", "{\"p\":\"/big\",\"h\":\"\"}",
+                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    }
+    char *body = malloc(LEN + 3);
+    body[0] = '"';
+    memset(body + 1, 'x', LEN);
+    strcpy(body + 1 + LEN, "\"");
+    char *want = malloc(LEN + 128);
+    snprintf(want, LEN + 128, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/big\",\"d\":%s}}}",
+             body);
+    response r = request(port, "PUT", "/big.json", OWNER, body);
+    CHECK_INT(r.status, 200);
+    free(r.body);
+    for (int i = 0; i < N; i++) {
+        char *count = ws_recv(fds[i]);
+        int pieces = count ? atoi(count) : 0;
+        CHECK_INT(pieces, (strlen(want) + 16383) / 16384);
+        free(count);
+        hearth__buf joined;
+        hearth__buf_init(&joined);
+        for (int k = 0; k < pieces; k++) {
+            char *piece = ws_recv(fds[i]);
+            if (piece)
+                hearth__buf_adds(&joined, piece);
+            free(piece);
+        }
+        hearth__buf_addc(&joined, '\0');
+        CHECK(joined.data && strcmp(joined.data, want) == 0);
+        hearth__buf_free(&joined);
+        close(fds[i]);
+    }
+    free(body);
+    free(want);
+    stop(s);
+    remove_tree(data_dir);
+}
+
+/* Frames made once for many sessions read back as they were made, in
+ * each of the three length forms. */
+static void test_shared_frames(void) {
+    static const size_t lens[] = {0, 125, 126, 65535, 65536, 70000};
+    char *text = malloc(70000);
+    memset(text, 'y', 70000);
+    hearth__buf out;
+    hearth__buf_init(&out);
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++)
+        hearth__ws_frame_text(&out, text, lens[i]);
+    CHECK(!out.failed);
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        const char *payload;
+        size_t len;
+        size_t used = hearth__ws_frame_next(out.data + at, out.len - at, &payload, &len);
+        CHECK(used > 0);
+        CHECK_INT(len, lens[i]);
+        CHECK_INT((unsigned char)out.data[at], 0x81);
+        at += used;
+    }
+    CHECK_INT(at, out.len);
+    const char *payload;
+    size_t len;
+    /* the 125-byte frame, cut */
+    CHECK_INT(hearth__ws_frame_next(out.data + 2, 3, &payload, &len), 0);
+    hearth__buf_free(&out);
+    free(text);
+}
+
 /* A realtime action the protocol does not have is counted as "unknown":
  * what a client sends never becomes a label of the metrics (no quote
  * breaking the Prometheus text, no counter per invented name). */
@@ -1827,5 +1985,8 @@ const test_case server_tests[] = {
      test_large_bodies_parsed_off_the_loop},
     {"server_invented_actions_are_not_metric_labels",
      test_invented_actions_are_not_metric_labels},
+    {"server_fanout_shares_one_push", test_fanout_shares_one_push},
+    {"server_fanout_long_push", test_fanout_long_push},
+    {"server_shared_frames", test_shared_frames},
     {NULL, NULL},
 };
