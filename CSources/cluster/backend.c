@@ -32,8 +32,9 @@ static void replica_begin(void *ctx) {
     n->log_writes = n->own_writes = 0;
 }
 
-/* Worker thread: the records in the local log's bytes, appended fenced
- * by the sequence of the subject's last record this node's tree holds. */
+/* Worker thread: the records in the local log's bytes, sent to the log
+ * fenced by the sequence of the subject's last record this node's tree
+ * holds; the local log writes them while the stream answers. */
 static int replica_publish(void *ctx, const hearth__records *records) {
     hearth__cluster_ns *n = ctx;
     if (!n->batch_published)
@@ -45,10 +46,16 @@ static int replica_publish(void *ctx, const hearth__records *records) {
     if (!rc && bytes.failed)
         rc = HEARTH_ENOMEM;
     if (!rc)
-        rc = hearth__cluster_append(n, bytes.data, bytes.len, n->batch_applied,
-                                    &n->batch_seq);
+        rc = hearth__cluster_append_start(n, bytes.data, bytes.len,
+                                          n->batch_applied);
     hearth__buf_free(&bytes);
     return rc;
+}
+
+/* Worker thread: the stream's answer to what replica_publish sent. */
+static int replica_published(void *ctx) {
+    hearth__cluster_ns *n = ctx;
+    return n->batch_published ? hearth__cluster_append_wait(n) : 0;
 }
 
 static void replica_end(void *ctx, int rc) {
@@ -73,6 +80,7 @@ static void replica_end(void *ctx, int rc) {
 static const hearth__db_replica replica = {
     .begin = replica_begin,
     .publish = replica_publish,
+    .published = replica_published,
     .end = replica_end,
 };
 
@@ -228,6 +236,7 @@ static void cluster_free(hearth_db_t *db) {
         hearth__cluster *c = n->c;
         if (n->seq_fd > 0)
             close(n->seq_fd);
+        jsCtx_Destroy(n->js);
         hearth__free(n->name);
         hearth__free(n);
         hearth__cluster_space_freed(c);
@@ -258,6 +267,18 @@ const hearth__db_backend hearth__db_cluster = {
 
 /* ---- opening ---- */
 
+/* n's own JetStream context, whose ack handler ends its appends. */
+static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    jo.PublishAsync.AckHandler = hearth__cluster_on_ack;
+    jo.PublishAsync.AckHandlerClosure = n;
+    natsStatus s = natsConnection_JetStream(&n->js, n->c->nc, &jo);
+    return s == NATS_OK ? 0 : hearth__error(err, hearth__cluster_error(s), NULL,
+                                            "cluster: cannot open JetStream");
+}
+
 int hearth__cluster_open(hearth__cluster *c, const char *name,
                          const hearth_db_config_t *config, hearth_db_t **out,
                          hearth_error_t *err) {
@@ -275,6 +296,8 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
              config->data_dir);
     int rc = hearth__cluster_stream(c, n, err);
+    if (!rc)
+        rc = jetstream(n, err);
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */
     hearth_db_config_t local = *config;
@@ -282,6 +305,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     if (!rc)
         rc = hearth__db_open_backend(&hearth__db_cluster, &local, &n->db, err);
     if (rc) {
+        jsCtx_Destroy(n->js);
         hearth__free(n->name);
         hearth__free(n);
         return rc;

@@ -76,6 +76,9 @@ struct hearth__cluster_ns {
     char *name;
     char subject[96]; /* its log: hearth.ns.<partition>.<name> */
     char stream[32];
+    /* its own JetStream context: appends in flight are this namespace's
+     * alone (hearth__cluster_append_wait waits for them) */
+    jsCtx *js;
     char seq_file[4096]; /* the local store's place in the log */
     /* The log's records are in the tree up to here: the fence of the next
      * append. */
@@ -96,6 +99,7 @@ struct hearth__cluster_ns {
     uint64_t batch_seq;   /* its sequence once appended (worker thread) */
     uint64_t batch_applied; /* applied_seq when it began */
     int batch_jerr;       /* the log's refusal, if any */
+    int batch_rc;         /* the append's outcome (set by its answer) */
     /* the tail */
     natsSubscription *tail_sub;
     hearth__cluster_msg *records, *records_tail; /* received, not applied */
@@ -125,6 +129,15 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
  * message or a chain of parts; *seq: the last one's. Worker thread. */
 int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
                            size_t len, uint64_t after, uint64_t *seq);
+/* The same, overlapped with the local log: start sends the message (a
+ * chain is appended whole, waiting for each part) and wait waits for the
+ * stream's answer (hearth__cluster_on_ack, the jsCtx's ack handler, sets
+ * batch_seq and batch_rc). Worker thread. */
+int hearth__cluster_append_start(hearth__cluster_ns *n, const char *data,
+                                 size_t len, uint64_t after);
+int hearth__cluster_append_wait(hearth__cluster_ns *n);
+void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
+                            jsPubAckErr *pae, void *closure);
 /* Whether m is part i of k of a chain; marking it so. */
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k);
 natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);

@@ -104,6 +104,14 @@ void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
     hearth__buf_free(&bytes);
 }
 
+void hearth__store_commit_undo(hearth__store *s, hearth__store_batch *batch,
+                              int rc) {
+    batch->rc = rc;
+    /* Synced like the write: a restart must not find the records. */
+    if (cut_back(s) || (batch->sync && fdatasync(s->log_fd)))
+        batch->cut_failed = true;
+}
+
 int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch) {
     int rc = batch->rc;
     if (rc) {

@@ -76,6 +76,10 @@ typedef struct hearth__store_batch {
 } hearth__store_batch;
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch);
+/* After a good write, before end: the commit fails with rc after all (a
+ * replicated log refused it), its bytes cut back off the log. */
+void hearth__store_commit_undo(hearth__store *s, hearth__store_batch *batch,
+                              int rc);
 int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch);
 
 /* Whether the log has grown enough to be worth a snapshot. */

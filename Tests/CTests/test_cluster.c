@@ -6,6 +6,8 @@
 
 #include "cluster/cluster.h"
 #include "db/db.h"
+#include "store/logfile.h"
+#include "store/store.h"
 
 #include <nats/nats.h>
 #include <fcntl.h>
@@ -307,12 +309,83 @@ static void test_record_bigger_than_a_message(void) {
     pair_end(&p, o, 4);
 }
 
+/* Appends a record of nothing to namespace t's log from outside, as a
+ * leader that is not x would: x's tree is then one record behind. */
+static void append_foreign(const nats_proc *nats, node *x) {
+    char *status = hearth__cluster_status(x->c);
+    const char *p = strstr(status, "HEARTH_P");
+    CHECK(p != NULL);
+    char subject[64];
+    snprintf(subject, sizeof subject, "hearth.ns.%d.t", atoi(p + 8));
+    free(status);
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
+    CHECK_INT(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+    jsPubAck *ack = NULL;
+    CHECK_INT(js_Publish(&ack, js, subject, HEARTH__LOG_HEADER,
+                         HEARTH__LOG_HEADER_LEN, NULL, NULL),
+              NATS_OK);
+    jsPubAck_Destroy(ack);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+}
+
+/* The local log as a restart finds it. */
+static char *stored(const char *dir) {
+    hearth__store *s = NULL;
+    hearth_node_t *root = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 &err),
+              0);
+    char *json = to_json(root);
+    hearth_node_decref(root);
+    CHECK_INT(hearth__store_close(s), 0);
+    return json;
+}
+
+/* The leader writes its local log while the stream answers: a record the
+ * stream refuses (10071, another record came first) is cut back out of
+ * the local log, and an acknowledged one is there after a restart. */
+static void test_refused_append_leaves_local_log_without_it(void) {
+    pair p;
+    memset(&p, 0, sizeof p);
+    if (!nats_start(&p.nats))
+        return;
+    uv_loop_init(&p.loop);
+    node_open(&p.loop, &p.nats, &p.a, "t1");
+    outcome o[2] = {{0}};
+    set(&p.a, "/x", "1", NULL, &o[0]); /* acknowledged: a leads by then */
+    wait_for(&p.loop, o, 1);
+    CHECK_INT(o[0].rc, 0);
+    /* The foreign record is in the stream before a's next append, whose
+     * commit starts before the loop can see the record. */
+    append_foreign(&p.nats, &p.a);
+    set(&p.a, "/refused", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
+    CHECK_INT(o[1].rc, HEARTH_EIO);
+    CHECK_STR(o[1].seen, "{\"x\":1}");
+    node_close(&p.loop, &p.a, true);
+    uv_run(&p.loop, UV_RUN_DEFAULT);
+    char *json = stored(p.a.dir);
+    CHECK_STR(json, "{\"x\":1}");
+    free(json);
+    for (int i = 0; i < 2; i++)
+        free(o[i].seen);
+    CHECK_INT(uv_loop_close(&p.loop), 0);
+    remove_tree(p.a.dir);
+    nats_stop(&p.nats);
+}
+
 const test_case cluster_tests[] = {
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
     {"cluster_compare_and_set_across_nodes",
      test_compare_and_set_across_nodes},
+    {"cluster_refused_append_leaves_local_log_without_it",
+     test_refused_append_leaves_local_log_without_it},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {NULL, NULL},
