@@ -21,7 +21,7 @@ hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
 
 /* ---- the replica hooks (db/commit.c) ---- */
 
-static void replica_begin(void *ctx) {
+static bool replica_begin(void *ctx) {
     hearth__cluster_ns *n = ctx;
     /* Records from the log and this node's own writes never share a
      * commit (writes wait while the log's are uncommitted). */
@@ -30,6 +30,7 @@ static void replica_begin(void *ctx) {
     n->batch_jerr = 0;
     n->batch_applied = n->applied_seq;
     n->log_writes = n->own_writes = 0;
+    return n->batch_published;
 }
 
 /* Worker thread: the records in the local log's bytes, sent to the log
@@ -58,12 +59,14 @@ static int replica_published(void *ctx) {
     return n->batch_published ? hearth__cluster_append_wait(n) : 0;
 }
 
-static void replica_end(void *ctx, int rc) {
+static void replica_end(void *ctx, int rc, bool synced) {
     hearth__cluster_ns *n = ctx;
     if (!rc && n->batch_published) {
         n->applied_seq = n->batch_seq;
         n->durable_seq = n->batch_seq;
-    } else if (!rc) {
+    } else if (!rc && synced) {
+        /* Records from the log count once synced (seq_file never runs
+         * ahead of the disk: a restart replays from there). */
         n->durable_seq = n->batch_applied;
     }
     if (!rc)

@@ -121,16 +121,15 @@ static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
 }
 
 static int commit_begin(hearth__embedded *e, hearth__store_batch *batch) {
-    int rc = hearth__store_commit_begin(e->store, batch);
-    if (!rc && e->replica)
-        e->replica->begin(e->replica_ctx);
-    return rc;
+    if (e->replica && !e->replica->begin(e->replica_ctx))
+        hearth__store_relax_next(e->store);
+    return hearth__store_commit_begin(e->store, batch);
 }
 
 static int commit_end(hearth__embedded *e, hearth__store_batch *batch) {
     int rc = hearth__store_commit_end(e->store, batch);
     if (e->replica)
-        e->replica->end(e->replica_ctx, rc);
+        e->replica->end(e->replica_ctx, rc, batch->sync);
     return rc;
 }
 

@@ -15,17 +15,19 @@
  * gets the ctx of hearth__embedded.replica_ctx. */
 typedef struct hearth__db_replica {
     /* Loop thread, as a commit takes the records buffered since the last:
-     * whether this one goes to the log (false: records that came from it). */
-    void (*begin)(void *ctx);
+     * whether this one goes to the log (false: records that came from it,
+     * which the log keeps: the local log syncs them at most once a second,
+     * as --fsync batch does). */
+    bool (*begin)(void *ctx);
     /* The commit's worker thread (or the loop, for a flush): sends the
      * records to the log; 0, or why not (nothing is then written). */
     int (*publish)(void *ctx, const hearth__records *records);
     /* The same thread, after the local write: waits for the log's answer
      * to what publish sent; 0 once it holds the records. */
     int (*published)(void *ctx);
-    /* Loop thread, with the commit's outcome, before its writes are
-     * acknowledged. */
-    void (*end)(void *ctx, int rc);
+    /* Loop thread, with the commit's outcome (and whether the local log
+     * synced it, and all before it), before its writes are acknowledged. */
+    void (*end)(void *ctx, int rc, bool synced);
 } hearth__db_replica;
 
 typedef struct hearth__embedded {

@@ -32,6 +32,7 @@ struct hearth__store {
     /* A failed commit could not cut its bytes off the log: cut them (back
      * to log_bytes) before the next commit writes. */
     bool must_cut;
+    bool relax_next; /* the next commit syncs as --fsync batch would */
 };
 
 /* ---- records ---- */
@@ -72,13 +73,18 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
     batch->records = s->pending;
     hearth__records_init(&s->pending);
     int64_t now = hearth_now_ms();
-    batch->sync = s->fsync_mode == HEARTH_FSYNC_ALWAYS ||
-                  (s->fsync_mode == HEARTH_FSYNC_BATCH &&
+    int mode = s->relax_next && s->fsync_mode == HEARTH_FSYNC_ALWAYS
+                   ? HEARTH_FSYNC_BATCH : s->fsync_mode;
+    s->relax_next = false;
+    batch->sync = mode == HEARTH_FSYNC_ALWAYS ||
+                  (mode == HEARTH_FSYNC_BATCH &&
                    now - s->last_sync_ms >= BATCH_SYNC_MS);
     if (batch->sync)
         s->last_sync_ms = now;
     return 0;
 }
+
+void hearth__store_relax_next(hearth__store *s) { s->relax_next = true; }
 
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
     if (hearth__records_empty(&batch->records))

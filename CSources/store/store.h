@@ -75,6 +75,9 @@ typedef struct hearth__store_batch {
     bool cut_failed; /* the failed commit's bytes are still in the log */
 } hearth__store_batch;
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
+/* Before begin: the next commit syncs at most once a second even with
+ * HEARTH_FSYNC_ALWAYS (records kept elsewhere too: a cluster's log). */
+void hearth__store_relax_next(hearth__store *s);
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch);
 /* After a good write, before end: the commit fails with rc after all (a
  * replicated log refused it), its bytes cut back off the log. */

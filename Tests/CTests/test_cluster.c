@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "cluster/cluster.h"
+#include "common/histogram.h"
 #include "db/db.h"
 #include "store/logfile.h"
 #include "store/store.h"
@@ -378,6 +379,60 @@ static void test_refused_append_leaves_local_log_without_it(void) {
     nats_stop(&p.nats);
 }
 
+/* Runs the loop until x's tree has /w = value. */
+static void wait_seen(uv_loop_t *loop, node *x, const char *value) {
+    for (;;) {
+        const hearth_node_t *w = NULL;
+        char *json = NULL;
+        if (hearth_node_get(hearth__db_root(x->db), "/w", &w, NULL) == 0)
+            json = to_json(w);
+        bool seen = json && strcmp(json, value) == 0;
+        free(json);
+        if (seen)
+            return;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+}
+
+/* Only the leader syncs each group before its ok: a follower's local log
+ * holds records the stream keeps, so it syncs them at most once a second
+ * (its disk is not in every write's path). 20 serial writes cost about 20
+ * fsyncs in the process, not 40. */
+static void test_followers_sync_the_log_lazily(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome first[2] = {{0}};
+    set(&p.a, "/w", "0", NULL, &first[0]);
+    set(&p.b, "/w", "0", NULL, &first[1]);
+    wait_for(&p.loop, first, 2);
+    char *status = hearth__cluster_status(p.a.c);
+    node *leader = strstr(status, "\"role\":\"leader\"") ? &p.a : &p.b;
+    node *follower = leader == &p.a ? &p.b : &p.a;
+    free(status);
+    uint64_t before = atomic_load(&hearth__hist_log_fsync.count);
+    enum { WRITES = 20 };
+    outcome o[WRITES + 1] = {{0}};
+    for (int i = 0; i < WRITES; i++) {
+        char value[16];
+        snprintf(value, sizeof value, "%d", i + 1);
+        set(leader, "/w", value, NULL, &o[i]);
+        wait_for(&p.loop, &o[i], 1);
+        CHECK_INT(o[i].rc, 0);
+        wait_seen(&p.loop, follower, value); /* each its own commit there */
+    }
+    /* A barrier: acknowledged once the follower has applied them all. */
+    set(follower, "/after", "1", NULL, &o[WRITES]);
+    wait_for(&p.loop, &o[WRITES], 1);
+    CHECK_INT(o[WRITES].rc, 0);
+    uint64_t syncs = atomic_load(&hearth__hist_log_fsync.count) - before;
+    CHECK(syncs >= WRITES);
+    CHECK(syncs <= WRITES + 5);
+    for (int i = 0; i < 2; i++)
+        free(first[i].seen);
+    pair_end(&p, o, WRITES + 1);
+}
+
 const test_case cluster_tests[] = {
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
@@ -386,6 +441,8 @@ const test_case cluster_tests[] = {
      test_compare_and_set_across_nodes},
     {"cluster_refused_append_leaves_local_log_without_it",
      test_refused_append_leaves_local_log_without_it},
+    {"cluster_followers_sync_the_log_lazily",
+     test_followers_sync_the_log_lazily},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {NULL, NULL},
