@@ -65,6 +65,8 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
     batch->sync = false;
     batch->rc = 0;
     batch->cut_failed = false;
+    bool relax = s->relax_next; /* this commit's alone, even if it fails */
+    s->relax_next = false;
     if (s->must_cut) {
         if (cut_back(s))
             return drop_pending(s, HEARTH_EIO);
@@ -73,9 +75,8 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
     batch->records = s->pending;
     hearth__records_init(&s->pending);
     int64_t now = hearth_now_ms();
-    int mode = s->relax_next && s->fsync_mode == HEARTH_FSYNC_ALWAYS
+    int mode = relax && s->fsync_mode == HEARTH_FSYNC_ALWAYS
                    ? HEARTH_FSYNC_BATCH : s->fsync_mode;
-    s->relax_next = false;
     batch->sync = mode == HEARTH_FSYNC_ALWAYS ||
                   (mode == HEARTH_FSYNC_BATCH &&
                    now - s->last_sync_ms >= BATCH_SYNC_MS);
