@@ -194,6 +194,7 @@ static void leave(hearth__cluster_ns *n) {
             break;
         }
     hearth__cluster_step_down(n);
+    hearth__cluster_snapshot_stop(n);
     if (n->tail_sub) {
         natsSubscription_Unsubscribe(n->tail_sub);
         natsSubscription_Destroy(n->tail_sub);
@@ -301,6 +302,9 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     int rc = hearth__cluster_stream(c, n, err);
     if (!rc)
         rc = jetstream(n, err);
+    uint64_t joined = 0; /* a peer's snapshot, for a node with nothing */
+    if (!rc && hearth__cluster_seq_read(n) == 0)
+        joined = hearth__cluster_snapshot_join(c, name, config->data_dir);
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */
     hearth_db_config_t local = *config;
@@ -319,9 +323,15 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     c->open_spaces++;
     n->applied_seq = n->durable_seq = n->stored_seq =
         hearth__cluster_seq_read(n);
+    if (joined) {
+        n->applied_seq = n->durable_seq = joined;
+        hearth__cluster_seq_write(n);
+    }
     n->next = c->spaces;
     c->spaces = n;
     rc = hearth__cluster_tail_start(n, err);
+    if (!rc)
+        rc = hearth__cluster_snapshot_serve(n);
     if (rc) {
         hearth_db_close(n->db); /* frees n */
         return rc;

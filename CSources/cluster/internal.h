@@ -26,6 +26,7 @@ typedef struct hearth__cluster_msg {
 } hearth__cluster_msg;
 
 typedef struct hearth__cluster_ns hearth__cluster_ns;
+typedef struct hearth__snap_box hearth__snap_box; /* snapshot.c */
 
 /* A lease given up, deleted by the next round if still as it was. */
 typedef struct hearth__lease_release {
@@ -107,6 +108,9 @@ struct hearth__cluster_ns {
     size_t chain_parts;  /* how many */
     /* client writes waiting: for leadership settled, or for the tail */
     hearth__db_op *held, *held_tail;
+    /* the last whole tree, answered to joining peers (snapshot.c) */
+    hearth__snap_box *snap;
+    natsSubscription *snap_sub;
     hearth__forward *waiting; /* answered, acknowledged at their seq */
     int forwarding;           /* sent, not yet answered */
 };
@@ -176,6 +180,21 @@ void hearth__cluster_round_ended(hearth__cluster *c);
  * leads): runs the onDisconnect writes of sessions whose node's run is no
  * longer alive, then forgets them. */
 void hearth__cluster_orphans_run(hearth__cluster *c);
+
+/* ---- snapshot.c ---- */
+/* Serves n's snapshots to joining peers (at open); stops (at leave). */
+int hearth__cluster_snapshot_serve(hearth__cluster_ns *n);
+void hearth__cluster_snapshot_stop(hearth__cluster_ns *n);
+/* Loop: keeps n's tree as the snapshot if it is the log up to
+ * applied_seq. */
+void hearth__cluster_snapshot_note(hearth__cluster_ns *n);
+/* The log sequence of the tree a peer would get now (0: none). */
+uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n);
+/* Loop, before name's database opens on dir with nothing of the log:
+ * loads a peer's tree into dir's store; its log sequence (0: none, read
+ * the log from its start). */
+uint64_t hearth__cluster_snapshot_join(hearth__cluster *c, const char *name,
+                                       const char *dir);
 
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */

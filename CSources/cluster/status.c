@@ -38,10 +38,12 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:o, s:i}", "stream", n->stream,
-                     "role", n->leader ? "leader" : "follower", "seq",
-                     (json_int_t)n->applied_seq, "durable_seq",
-                     (json_int_t)n->durable_seq, "lag", lag, "pending",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:i}", "stream",
+                     n->stream, "role", n->leader ? "leader" : "follower",
+                     "seq", (json_int_t)n->applied_seq, "durable_seq",
+                     (json_int_t)n->durable_seq, "snapshot_seq",
+                     (json_int_t)hearth__cluster_snapshot_seq(n), "lag", lag,
+                     "pending",
                      (int)(n->waiting != NULL) + (int)(n->held != NULL));
 }
 

@@ -168,6 +168,7 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     }
     if (busy)
         return;
+    hearth__cluster_snapshot_note(n);
     if (applied)
         n->db->backend->settle(n->db, true);
     hearth__cluster_forward_applied(n);

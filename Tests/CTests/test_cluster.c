@@ -184,6 +184,16 @@ static void pair_end(pair *p, outcome *o, int n) {
     nats_stop(&p->nats);
 }
 
+/* One node, a, on a fresh nats-server; false: skipped. */
+static bool single_start(pair *p) {
+    memset(p, 0, sizeof *p);
+    if (!nats_start(&p->nats))
+        return false;
+    uv_loop_init(&p->loop);
+    node_open(&p->loop, &p->nats, &p->a, "t1");
+    return true;
+}
+
 static void set(node *x, const char *path, const char *json,
                 const char *if_hash, outcome *o) {
     o->db = x->db;
@@ -269,6 +279,15 @@ static void test_node_catches_up_after_restart(void) {
     pair_end(&p, o, 3);
 }
 
+/* "xxx...", len x's as a JSON string (free() it). */
+static char *big_string(size_t len) {
+    char *json = malloc(len + 3);
+    json[0] = '"';
+    memset(json + 1, 'x', len);
+    strcpy(json + 1 + len, "\"");
+    return json;
+}
+
 /* A group commit bigger than the servers' largest message (1 MB) goes as
  * a chain of parts, and a forwarded write that big goes to the leader in
  * parts: both nodes end with the whole value. */
@@ -277,10 +296,7 @@ static void test_record_bigger_than_a_message(void) {
     if (!pair_start(&p))
         return;
     size_t len = 3u << 20;
-    char *json = malloc(len + 3);
-    json[0] = '"';
-    memset(json + 1, 'x', len);
-    strcpy(json + 1 + len, "\"");
+    char *json = big_string(len);
     outcome o[4] = {{0}};
     set(&p.a, "/small", "1", NULL, &o[3]); /* someone leads by its ok */
     wait_for(&p.loop, o + 3, 1);
@@ -310,15 +326,22 @@ static void test_record_bigger_than_a_message(void) {
     pair_end(&p, o, 4);
 }
 
-/* Appends a record of nothing to namespace t's log from outside, as a
- * leader that is not x would: x's tree is then one record behind. */
-static void append_foreign(const nats_proc *nats, node *x) {
+/* Namespace t's stream and subject on node x, from its status. */
+static void log_of(node *x, char *stream, size_t size, char *subject,
+                   size_t subject_size) {
     char *status = hearth__cluster_status(x->c);
     const char *p = strstr(status, "HEARTH_P");
     CHECK(p != NULL);
-    char subject[64];
-    snprintf(subject, sizeof subject, "hearth.ns.%d.t", atoi(p + 8));
+    snprintf(stream, size, "HEARTH_P%d", atoi(p + 8));
+    snprintf(subject, subject_size, "hearth.ns.%d.t", atoi(p + 8));
     free(status);
+}
+
+/* Appends a record of nothing to namespace t's log from outside, as a
+ * leader that is not x would: x's tree is then one record behind. */
+static void append_foreign(const nats_proc *nats, node *x) {
+    char stream[32], subject[64];
+    log_of(x, stream, sizeof stream, subject, sizeof subject);
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
     CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
@@ -351,11 +374,8 @@ static char *stored(const char *dir) {
  * the local log, and an acknowledged one is there after a restart. */
 static void test_refused_append_leaves_local_log_without_it(void) {
     pair p;
-    memset(&p, 0, sizeof p);
-    if (!nats_start(&p.nats))
+    if (!single_start(&p))
         return;
-    uv_loop_init(&p.loop);
-    node_open(&p.loop, &p.nats, &p.a, "t1");
     outcome o[2] = {{0}};
     set(&p.a, "/x", "1", NULL, &o[0]); /* acknowledged: a leads by then */
     wait_for(&p.loop, o, 1);
@@ -433,6 +453,72 @@ static void test_followers_sync_the_log_lazily(void) {
     pair_end(&p, o, WRITES + 1);
 }
 
+/* The number after "key": in x's status (0: none). */
+static uint64_t status_number(node *x, const char *key) {
+    char *status = hearth__cluster_status(x->c);
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *p = strstr(status, pattern);
+    uint64_t v = p ? strtoull(p + strlen(pattern), NULL, 10) : 0;
+    free(status);
+    return v;
+}
+
+/* Purges t's subject below its last record, from outside (what retention
+ * does once every live node holds the rest). */
+static void purge_below_last(const nats_proc *nats, node *x) {
+    char stream[32], subject[64];
+    log_of(x, stream, sizeof stream, subject, sizeof subject);
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
+    CHECK_INT(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Stream.Purge.Subject = subject;
+    jo.Stream.Purge.Sequence = status_number(x, "seq");
+    CHECK_INT(js_PurgeStream(js, stream, &jo, NULL), NATS_OK);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+}
+
+/* A node that joins with nothing loads a peer's snapshot and tails the
+ * log from its sequence: the log's start may be gone, and it ends with
+ * the same data (same root hash) as the node it got it from. */
+static void test_fresh_node_joins_from_a_peer_snapshot(void) {
+    pair p;
+    if (!single_start(&p))
+        return;
+    outcome o[4] = {{0}};
+    set(&p.a, "/x", "1", NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
+    /* past the largest message: the snapshot comes in parts */
+    size_t len = 3u << 20;
+    char *big = big_string(len);
+    set(&p.a, "/y", big, NULL, &o[1]);
+    free(big);
+    wait_for(&p.loop, o + 1, 1);
+    CHECK_INT(o[1].rc, 0);
+    /* a's snapshot is at its last record once its tail has drained */
+    while (status_number(&p.a, "snapshot_seq") != status_number(&p.a, "seq"))
+        uv_run(&p.loop, UV_RUN_ONCE);
+    purge_below_last(&p.nats, &p.a);
+    node_open(&p.loop, &p.nats, &p.b, "t2");
+    set(&p.b, "/after", "3", NULL, &o[2]); /* a barrier through b */
+    wait_for(&p.loop, o + 2, 1);
+    CHECK_INT(o[2].rc, 0);
+    CHECK(strncmp(o[2].seen, "{\"after\":3,\"x\":1,\"y\":\"xxx", 24) == 0);
+    CHECK_INT((int)strlen(o[2].seen),
+              (int)(len + strlen("{\"after\":3,\"x\":1,\"y\":\"\"}")));
+    set(&p.a, "/after", "3", NULL, &o[3]);
+    wait_for(&p.loop, o + 3, 1);
+    char ha[HEARTH_HASH_SIZE], hb[HEARTH_HASH_SIZE];
+    CHECK_INT(hearth_node_hash(hearth__db_root(p.a.db), ha), 0);
+    CHECK_INT(hearth_node_hash(hearth__db_root(p.b.db), hb), 0);
+    CHECK(memcmp(ha, hb, sizeof ha) == 0);
+    pair_end(&p, o, 4);
+}
+
 const test_case cluster_tests[] = {
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
@@ -443,6 +529,8 @@ const test_case cluster_tests[] = {
      test_refused_append_leaves_local_log_without_it},
     {"cluster_followers_sync_the_log_lazily",
      test_followers_sync_the_log_lazily},
+    {"cluster_fresh_node_joins_from_a_peer_snapshot",
+     test_fresh_node_joins_from_a_peer_snapshot},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {NULL, NULL},
