@@ -271,6 +271,23 @@ const hearth__db_backend hearth__db_cluster = {
 
 /* ---- opening ---- */
 
+/* A node with nothing of the namespace, or behind what the log still
+ * holds, loads a peer's snapshot: its log sequence (0: none loaded). */
+static uint64_t join(hearth__cluster_ns *n, const char *dir) {
+    uint64_t seq = hearth__cluster_seq_read(n);
+    uint64_t floor = hearth__cluster_retained(n->c, n->name);
+    if (seq && seq + 1 >= floor)
+        return 0; /* the log holds all it needs */
+    uint64_t joined = hearth__cluster_snapshot_join(n->c, n->name, dir);
+    if (joined < seq)
+        return 0;
+    if (joined + 1 < floor)
+        fprintf(stderr, "hearth: cluster: %s: the log below %llu is purged "
+                "and no peer had a snapshot: records are missing here\n",
+                n->name, (unsigned long long)floor);
+    return joined;
+}
+
 /* n's own JetStream context, whose ack handler ends its appends. */
 static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
     jsOptions jo;
@@ -302,9 +319,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     int rc = hearth__cluster_stream(c, n, err);
     if (!rc)
         rc = jetstream(n, err);
-    uint64_t joined = 0; /* a peer's snapshot, for a node with nothing */
-    if (!rc && hearth__cluster_seq_read(n) == 0)
-        joined = hearth__cluster_snapshot_join(c, name, config->data_dir);
+    uint64_t joined = !rc ? join(n, config->data_dir) : 0;
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */
     hearth_db_config_t local = *config;

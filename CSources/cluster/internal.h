@@ -43,6 +43,7 @@ struct hearth__cluster {
     natsConnection *nc;
     jsCtx *js;
     kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
+    kvStore *retained; /* each namespace's purge floor (retain.c) */
     char run[24]; /* this process's run of the node, in liveness and keys */
     bool made_stream[HEARTH__CLUSTER_PARTITIONS];
     /* NATS threads -> loop */
@@ -111,6 +112,9 @@ struct hearth__cluster_ns {
     /* the last whole tree, answered to joining peers (snapshot.c) */
     hearth__snap_box *snap;
     natsSubscription *snap_sub;
+    /* retention, while leader: the log's end at the last purge round
+     * (the next purges no further), and what is purged */
+    uint64_t retain_cap, purged;
     hearth__forward *waiting; /* answered, acknowledged at their seq */
     int forwarding;           /* sent, not yet answered */
 };
@@ -195,6 +199,26 @@ uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n);
  * the log from its start). */
 uint64_t hearth__cluster_snapshot_join(hearth__cluster *c, const char *name,
                                        const char *dir);
+
+/* ---- retain.c ---- */
+#define HEARTH__CLUSTER_RETAIN_TICKS 8 /* a purge round every 4 s */
+/* One namespace's purge, as the loop saw it when the round began. */
+typedef struct hearth__retain_job {
+    const char *name, *stream, *subject;
+    uint64_t kept; /* what this node has applied */
+    uint64_t last; /* the subject's last record here */
+    uint64_t cap;  /* retain_cap */
+    uint64_t purged;
+    uint64_t purged_to; /* set by the round: the new purged */
+} hearth__retain_job;
+/* Worker thread: purges j's subject as far as every live node allows. */
+void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
+/* name's purge floor: records below it are gone (0: none). */
+uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name);
+
+/* ---- status.c ---- */
+/* Every live node's liveness value, {"<node>": {...}} (any thread). */
+struct json_t *hearth__cluster_live_nodes(hearth__cluster *c);
 
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */

@@ -194,6 +194,22 @@ static bool single_start(pair *p) {
     return true;
 }
 
+/* The node of p that leads t (someone does once a write is acknowledged). */
+static node *leader_of(pair *p) {
+    char *status = hearth__cluster_status(p->a.c);
+    node *leader = strstr(status, "\"role\":\"leader\"") ? &p->a : &p->b;
+    free(status);
+    return leader;
+}
+
+/* x and y hold the same data: the same root hash. */
+static void same_data(node *x, node *y) {
+    char hx[HEARTH_HASH_SIZE], hy[HEARTH_HASH_SIZE];
+    CHECK_INT(hearth_node_hash(hearth__db_root(x->db), hx), 0);
+    CHECK_INT(hearth_node_hash(hearth__db_root(y->db), hy), 0);
+    CHECK(memcmp(hx, hy, sizeof hx) == 0);
+}
+
 static void set(node *x, const char *path, const char *json,
                 const char *if_hash, outcome *o) {
     o->db = x->db;
@@ -301,10 +317,8 @@ static void test_record_bigger_than_a_message(void) {
     set(&p.a, "/small", "1", NULL, &o[3]); /* someone leads by its ok */
     wait_for(&p.loop, o + 3, 1);
     free(o[3].seen);
-    char *status = hearth__cluster_status(p.a.c);
-    node *leader = strstr(status, "\"role\":\"leader\"") ? &p.a : &p.b;
+    node *leader = leader_of(&p);
     node *follower = leader == &p.a ? &p.b : &p.a;
-    free(status);
     o[3] = (outcome){0};
     set(leader, "/big", json, NULL, &o[0]);
     wait_for(&p.loop, o, 1);
@@ -426,10 +440,8 @@ static void test_followers_sync_the_log_lazily(void) {
     set(&p.a, "/w", "0", NULL, &first[0]);
     set(&p.b, "/w", "0", NULL, &first[1]);
     wait_for(&p.loop, first, 2);
-    char *status = hearth__cluster_status(p.a.c);
-    node *leader = strstr(status, "\"role\":\"leader\"") ? &p.a : &p.b;
+    node *leader = leader_of(&p);
     node *follower = leader == &p.a ? &p.b : &p.a;
-    free(status);
     uint64_t before = atomic_load(&hearth__hist_log_fsync.count);
     enum { WRITES = 20 };
     outcome o[WRITES + 1] = {{0}};
@@ -512,10 +524,38 @@ static void test_fresh_node_joins_from_a_peer_snapshot(void) {
               (int)(len + strlen("{\"after\":3,\"x\":1,\"y\":\"\"}")));
     set(&p.a, "/after", "3", NULL, &o[3]);
     wait_for(&p.loop, o + 3, 1);
-    char ha[HEARTH_HASH_SIZE], hb[HEARTH_HASH_SIZE];
-    CHECK_INT(hearth_node_hash(hearth__db_root(p.a.db), ha), 0);
-    CHECK_INT(hearth_node_hash(hearth__db_root(p.b.db), hb), 0);
-    CHECK(memcmp(ha, hb, sizeof ha) == 0);
+    same_data(&p.a, &p.b);
+    pair_end(&p, o, 4);
+}
+
+/* The leader purges the log below what every live node holds (in a few
+ * seconds: never past where the log was at its previous purge round), and
+ * a node joining afterwards with nothing loads a peer's snapshot: it ends
+ * with the same data (same root hash). */
+static void test_leader_purges_and_a_new_node_joins(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[4] = {{0}};
+    set(&p.a, "/x", "1", NULL, &o[0]);
+    wait_for(&p.loop, o, 1);
+    set(&p.b, "/y", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
+    CHECK_INT(o[1].rc, 0);
+    node *leader = leader_of(&p);
+    while (status_number(leader, "purged_through") < 1)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    node c = {0};
+    node_open(&p.loop, &p.nats, &c, "t3");
+    set(&c, "/after", "3", NULL, &o[2]); /* a barrier through c */
+    wait_for(&p.loop, o + 2, 1);
+    CHECK_INT(o[2].rc, 0);
+    CHECK_STR(o[2].seen, "{\"after\":3,\"x\":1,\"y\":2}");
+    set(&p.a, "/after", "3", NULL, &o[3]);
+    wait_for(&p.loop, o + 3, 1);
+    same_data(&p.a, &c);
+    node_close(&p.loop, &c, true);
+    remove_tree(c.dir);
     pair_end(&p, o, 4);
 }
 
@@ -531,6 +571,8 @@ const test_case cluster_tests[] = {
      test_followers_sync_the_log_lazily},
     {"cluster_fresh_node_joins_from_a_peer_snapshot",
      test_fresh_node_joins_from_a_peer_snapshot},
+    {"cluster_leader_purges_and_a_new_node_joins",
+     test_leader_purges_and_a_new_node_joins},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {NULL, NULL},
