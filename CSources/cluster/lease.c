@@ -194,12 +194,12 @@ static char *liveness(hearth__cluster *c) {
     return text;
 }
 
-/* A leader's purge every RETAIN_TICKS: as far as the log reached at the
- * previous one, at most. The job's strings are its own copies. */
+/* A leader's purge every retain_ticks (renewal rounds only): as far as
+ * the log reached at the previous one, at most. */
 static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
                        lease_job *j, bool renew) {
     if (!n->leader || !renew ||
-        c->ticks % HEARTH__CLUSTER_RETAIN_TICKS != 1)
+        c->ticks % c->retain_ticks != 1)
         return;
     j->retain = true;
     j->purge = (hearth__retain_job){.name = j->name, .stream = j->stream,

@@ -276,6 +276,8 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
                              "48 letters, digits, '-' and '_'",
                              node ? node : "");
     hearth__cluster *c = hearth__calloc(1, sizeof *c);
+    if (c)
+        c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
         uv_mutex_init(&c->lock)) {
         if (c)

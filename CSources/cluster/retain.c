@@ -1,4 +1,4 @@
-/* retain.c - the log's retention. Every few seconds the leader of a
+/* retain.c - the log's retention. Every minute the leader of a
  * namespace purges its subject below what every live node has applied
  * (its liveness value), never its last record (the next append is
  * fenced on it) and never past where the log was at the previous purge
@@ -50,6 +50,10 @@ void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     jo.Stream.Purge.Sequence = floor;
     if (js_PurgeStream(c->js, j->stream, &jo, NULL) == NATS_OK)
         j->purged_to = floor - 1;
+}
+
+void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
+    c->retain_ticks = ticks ? ticks : 1;
 }
 
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {

@@ -536,6 +536,8 @@ static void test_leader_purges_and_a_new_node_joins(void) {
     pair p;
     if (!pair_start(&p))
         return;
+    hearth__cluster_set_retain_ticks(p.a.c, 4); /* every 2 s, not 60 */
+    hearth__cluster_set_retain_ticks(p.b.c, 4);
     outcome o[4] = {{0}};
     set(&p.a, "/x", "1", NULL, &o[0]);
     wait_for(&p.loop, o, 1);
