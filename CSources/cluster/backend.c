@@ -319,6 +319,8 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     int rc = hearth__cluster_stream(c, n, err);
     if (!rc)
         rc = jetstream(n, err);
+    if (!rc)
+        hearth__cluster_trust_stream(n, config->data_dir);
     uint64_t joined = !rc ? join(n, config->data_dir) : 0;
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */

@@ -168,6 +168,10 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n);
 /* The local store's place in the log (seq_file), read and written. */
 uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n);
 void hearth__cluster_seq_write(hearth__cluster_ns *n);
+/* At open, before the store: cuts the local log back to where it ended
+ * when seq_file was written (cluster/recover.c). */
+void hearth__cluster_trust_stream(const hearth__cluster_ns *n,
+                                  const char *dir);
 
 /* ---- lease.c ---- */
 void hearth__cluster_on_tick(uv_timer_t *t);

@@ -241,6 +241,12 @@ void hearth__store_set_snapshot_threshold(hearth__store *s, uint64_t bytes) {
     s->snapshot_threshold = bytes;
 }
 
+void hearth__store_position(const hearth__store *s, uint64_t *gen,
+                           uint64_t *bytes) {
+    *gen = s->log_gen;
+    *bytes = s->log_bytes;
+}
+
 const char *hearth__store_dir(const hearth__store *s) { return s->dir; }
 
 /* ---- snapshots ---- */

@@ -96,6 +96,9 @@ int hearth__store_rotate(hearth__store *s, uint64_t *gen);
 int hearth__store_write_snapshot(const char *dir, uint64_t gen,
                                  const hearth_node_t *root);
 const char *hearth__store_dir(const hearth__store *s);
+/* Where the log ends now: its generation and its length in bytes. */
+void hearth__store_position(const hearth__store *s, uint64_t *gen,
+                           uint64_t *bytes);
 
 /* Test hook: log bytes after which a snapshot is wanted. */
 void hearth__store_set_snapshot_threshold(hearth__store *s, uint64_t bytes);

@@ -220,6 +220,14 @@ static void set(node *x, const char *path, const char *json,
     hearth_node_decref(v);
 }
 
+/* Writes path = json on x and runs the loop until it is acknowledged. */
+static void set_acked(uv_loop_t *loop, node *x, const char *path,
+                      const char *json, outcome *o) {
+    set(x, path, json, NULL, o);
+    wait_for(loop, o, 1);
+    CHECK_INT(o->rc, 0);
+}
+
 /* A write made on either node is acknowledged there only once that node
  * shows it, and every node ends with every write. */
 static void test_writes_from_both_nodes(void) {
@@ -279,14 +287,10 @@ static void test_node_catches_up_after_restart(void) {
     if (!pair_start(&p))
         return;
     outcome o[3] = {{0}};
-    set(&p.b, "/before", "1", NULL, &o[0]);
-    wait_for(&p.loop, o, 1);
-    CHECK_INT(o[0].rc, 0);
+    set_acked(&p.loop, &p.b, "/before", "1", &o[0]);
     node_close(&p.loop, &p.b, true);
     uv_run(&p.loop, UV_RUN_NOWAIT);
-    set(&p.a, "/while_away", "2", NULL, &o[1]);
-    wait_for(&p.loop, o + 1, 1);
-    CHECK_INT(o[1].rc, 0);
+    set_acked(&p.loop, &p.a, "/while_away", "2", &o[1]);
     node_open(&p.loop, &p.nats, &p.b, "t2");
     set(&p.b, "/after", "3", NULL, &o[2]); /* acknowledged once b is past it */
     wait_for(&p.loop, o + 2, 1);
@@ -383,6 +387,21 @@ static char *stored(const char *dir) {
     return json;
 }
 
+/* Ends a single_start test: node a's local log, as a restart finds it,
+ * holds json. */
+static void single_end(pair *p, outcome *o, int n, const char *json) {
+    node_close(&p->loop, &p->a, true);
+    uv_run(&p->loop, UV_RUN_DEFAULT);
+    char *local = stored(p->a.dir);
+    CHECK_STR(local, json);
+    free(local);
+    for (int i = 0; i < n; i++)
+        free(o[i].seen);
+    CHECK_INT(uv_loop_close(&p->loop), 0);
+    remove_tree(p->a.dir);
+    nats_stop(&p->nats);
+}
+
 /* The leader writes its local log while the stream answers: a record the
  * stream refuses (10071, another record came first) is cut back out of
  * the local log, and an acknowledged one is there after a restart. */
@@ -401,16 +420,47 @@ static void test_refused_append_leaves_local_log_without_it(void) {
     wait_for(&p.loop, o + 1, 1);
     CHECK_INT(o[1].rc, HEARTH_EIO);
     CHECK_STR(o[1].seen, "{\"x\":1}");
-    node_close(&p.loop, &p.a, true);
-    uv_run(&p.loop, UV_RUN_DEFAULT);
-    char *json = stored(p.a.dir);
-    CHECK_STR(json, "{\"x\":1}");
-    free(json);
-    for (int i = 0; i < 2; i++)
-        free(o[i].seen);
-    CHECK_INT(uv_loop_close(&p.loop), 0);
-    remove_tree(p.a.dir);
-    nats_stop(&p.nats);
+    single_end(&p, o, 2, "{\"x\":1}");
+}
+
+/* What a leader killed in its append's window leaves: a group written
+ * and synced in its local log whose append the stream never got (the
+ * same bytes a store commit writes, added while the node is down). */
+static void phantom_write(const char *dir) {
+    hearth__store *s = NULL;
+    hearth_node_t *root = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth__store_open(dir, HEARTH_FSYNC_ALWAYS, &s, &root, NULL,
+                                 &err),
+              0);
+    hearth_node_decref(root);
+    hearth__path p;
+    CHECK_INT(hearth__path_parse("/phantom", 0, &p, NULL), 0);
+    const hearth__path *paths[] = {&p};
+    hearth_node_t *v = node_from("2");
+    const hearth_node_t *values[] = {v};
+    CHECK_INT(hearth__store_append(s, paths, values, 1), 0);
+    hearth_node_decref(v);
+    CHECK_INT(hearth__store_commit(s), 0);
+    CHECK_INT(hearth__store_close(s), 0);
+}
+
+/* A node restarted after the leader's window (its local log synced a
+ * group the stream never got) drops that group and holds what the
+ * stream holds, with every acknowledged write. */
+static void test_restart_drops_a_write_the_stream_never_got(void) {
+    pair p;
+    if (!single_start(&p))
+        return;
+    outcome o[2] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node_close(&p.loop, &p.a, false);
+    phantom_write(p.a.dir);
+    node_open(&p.loop, &p.nats, &p.a, "t1");
+    /* Barrier: acknowledged once the reopened node is past the log. */
+    set_acked(&p.loop, &p.a, "/y", "3", &o[1]);
+    CHECK_STR(o[1].seen, "{\"x\":1,\"y\":3}");
+    single_end(&p, o, 2, "{\"x\":1,\"y\":3}");
 }
 
 /* Runs the loop until x's tree has /w = value. */
@@ -575,6 +625,8 @@ const test_case cluster_tests[] = {
      test_fresh_node_joins_from_a_peer_snapshot},
     {"cluster_leader_purges_and_a_new_node_joins",
      test_leader_purges_and_a_new_node_joins},
+    {"cluster_restart_drops_a_write_the_stream_never_got",
+     test_restart_drops_a_write_the_stream_never_got},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {NULL, NULL},
