@@ -10,26 +10,74 @@
 #include "store/files.h"
 #include "store/logfile.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-/* Cuts the log file of generation gen in dir down to keep bytes. */
-static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
-    char *path = hearth__store_path(dir, "log.%llu", gen);
-    int fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > keep) {
-        if (ftruncate(fd, (off_t)keep) || fdatasync(fd))
-            fprintf(stderr, "hearth: cluster: cannot cut %s\n", path);
-        else
-            fprintf(stderr, "hearth: cluster: %s: %llu bytes past the "
-                    "stream's records cut off\n", path,
-                    (unsigned long long)((uint64_t)st.st_size - keep));
+/* Writes the records in data[0, len) to DIR/cut.GEN.KEEP[.N] as a log file
+ * of their own, synced: what a cut takes off is kept aside (a group the
+ * stream acknowledged and then lost with all its servers' power can only
+ * be there; putting it back is manual, see README's Cluster limits). */
+static int keep_aside(const char *dir, uint64_t gen, uint64_t keep,
+                      const char *data, size_t len) {
+    /* A new file each time (cut.G.K, then cut.G.K.1, ...): an earlier
+     * cut at the same place may hold the only copy of something. */
+    char path[4200];
+    int fd = -1;
+    for (int i = 0; fd < 0 && i < 1000; i++) {
+        int at = snprintf(path, sizeof path, "%s/cut.%llu.%llu", dir,
+                          (unsigned long long)gen, (unsigned long long)keep);
+        if (i)
+            snprintf(path + at, sizeof path - (size_t)at, ".%d", i);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
+    int rc = fd < 0 ? HEARTH_EIO : 0;
+    if (!rc)
+        rc = hearth__store_write_all(fd, HEARTH__LOG_HEADER,
+                                     HEARTH__LOG_HEADER_LEN);
+    if (!rc)
+        rc = hearth__store_write_all(fd, data, len);
+    if (!rc && fdatasync(fd))
+        rc = HEARTH_EIO;
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+/* Cuts the file at path down to keep bytes, synced. */
+static int cut_at(const char *path, uint64_t keep) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int rc = fd < 0 || ftruncate(fd, (off_t)keep) || fdatasync(fd)
+                 ? HEARTH_EIO
+                 : 0;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* Cuts the log file of generation gen in dir down to keep bytes, the rest
+ * kept aside first (never cut when that fails: nothing is lost). */
+static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
+    char *path = hearth__store_path(dir, "log.%llu", gen);
+    size_t size = 0;
+    char *data = path ? hearth__store_read_whole(path, &size) : NULL;
+    if (data && size > keep) {
+        int rc = keep_aside(dir, gen, keep, data + keep, size - keep);
+        if (!rc)
+            rc = cut_at(path, keep);
+        if (rc)
+            fprintf(stderr, "hearth: cluster: cannot cut %s (%s): its end "
+                    "may hold a group the stream never got\n", path,
+                    hearth_strerror(rc));
+        else
+            fprintf(stderr, "hearth: cluster: %s: %zu bytes past the "
+                    "stream's records cut off (kept in a cut.* file)\n",
+                    path, size - (size_t)keep);
+    }
+    hearth__free(data);
     hearth__free(path);
 }
 

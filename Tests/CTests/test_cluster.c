@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
@@ -445,6 +446,15 @@ static void phantom_write(const char *dir) {
     CHECK_INT(hearth__store_close(s), 0);
 }
 
+/* The length of log.1 in dir. */
+static long stored_bytes(const char *dir) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/log.1", dir);
+    struct stat st;
+    CHECK_INT(stat(path, &st), 0);
+    return (long)st.st_size;
+}
+
 /* A node restarted after the leader's window (its local log synced a
  * group the stream never got) drops that group and holds what the
  * stream holds, with every acknowledged write. */
@@ -455,11 +465,16 @@ static void test_restart_drops_a_write_the_stream_never_got(void) {
     outcome o[2] = {{0}};
     set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
     node_close(&p.loop, &p.a, false);
+    long synced = stored_bytes(p.a.dir);
     phantom_write(p.a.dir);
     node_open(&p.loop, &p.nats, &p.a, "t1");
     /* Barrier: acknowledged once the reopened node is past the log. */
     set_acked(&p.loop, &p.a, "/y", "3", &o[1]);
     CHECK_STR(o[1].seen, "{\"x\":1,\"y\":3}");
+    /* What was cut is kept aside, synced, as a log of its own. */
+    char aside[128];
+    snprintf(aside, sizeof aside, "%s/cut.1.%ld", p.a.dir, synced);
+    CHECK(access(aside, F_OK) == 0);
     single_end(&p, o, 2, "{\"x\":1,\"y\":3}");
 }
 
