@@ -1,12 +1,13 @@
 /* append.c - the leader's append of one group commit to the namespace's
  * log: one message, or, past the servers' maximum message size, a chain
  * of parts (header Hearth-Part: i/k, also used by forwarded writes) that
- * followers join before applying (cluster/tail.c). Every message is fenced on the subject's sequence
- * before it: the first on the last record this node's tree holds, each
+ * followers join before applying (cluster/tail.c). Every message is
+ * fenced on the subject's sequence before it: the first on the last record this node's tree holds, each
  * next part on the part before, so a chain is whole and uninterrupted or
  * refused; a chain cut short (its leader refused or dead) is never
  * applied and is passed over by the next. Runs on the commit's worker
- * thread. */
+ * thread: a whole record is sent without waiting, so the local log's
+ * write and fsync run while it is in flight (db/commit.c waits for both). */
 #include "cluster/internal.h"
 
 #include <stdio.h>
@@ -15,10 +16,25 @@
 /* Room left in a message for its headers. */
 #define HEADER_ROOM 1024
 
-/* Appends data as one message fenced on after (0: the subject has none);
- * *seq: its sequence. Part i of k, or k 0 for a whole record. */
-static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
-                      uint64_t after, size_t i, size_t k, uint64_t *seq) {
+/* The fence: the subject's last sequence must be after (0: no message). */
+static void fence(jsPubOptions *po, uint64_t after) {
+    jsPubOptions_Init(po);
+    po->MaxWait = HEARTH__CLUSTER_WAIT_MS;
+    if (after)
+        po->ExpectLastSubjectSeq = after;
+    else
+        po->ExpectNoMessage = true;
+}
+
+/* A refusal as a Hearth error: 10071 (another record came first, the tree
+ * is stale) and every other JetStream refusal is EIO. */
+static int refusal(natsStatus s, jsErrCode jerr) {
+    return s == NATS_OK ? 0 : jerr ? HEARTH_EIO : hearth__cluster_error(s);
+}
+
+/* A message of data on n's subject, part i of k (k 0: a whole record). */
+static int message(hearth__cluster_ns *n, const char *data, size_t len,
+                   size_t i, size_t k, natsMsg **out) {
     natsMsg *m = NULL;
     natsStatus s = natsMsg_Create(&m, n->subject, NULL, data, (int)len);
     if (s == NATS_OK && k)
@@ -27,23 +43,29 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
         natsMsg_Destroy(m);
         return hearth__cluster_error(s);
     }
+    *out = m;
+    return 0;
+}
+
+/* Appends data as one message fenced on after and waits for the stream's
+ * answer; *seq: its sequence. Part i of k, or k 0 for a whole record. */
+static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
+                      uint64_t after, size_t i, size_t k, uint64_t *seq) {
+    natsMsg *m = NULL;
+    int rc = message(n, data, len, i, k, &m);
+    if (rc)
+        return rc;
     jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = HEARTH__CLUSTER_WAIT_MS;
-    if (after)
-        po.ExpectLastSubjectSeq = after;
-    else
-        po.ExpectNoMessage = true;
+    fence(&po, after);
     jsPubAck *ack = NULL;
     jsErrCode jerr = 0;
-    s = js_PublishMsg(&ack, n->c->js, m, &po, &jerr);
+    natsStatus s = js_PublishMsg(&ack, n->c->js, m, &po, &jerr);
     natsMsg_Destroy(m);
     if (s == NATS_OK)
         *seq = ack->Sequence;
     jsPubAck_Destroy(ack);
     n->batch_jerr = (int)jerr;
-    /* 10071: another record came first; the tree is stale. */
-    return s == NATS_OK ? 0 : jerr ? HEARTH_EIO : hearth__cluster_error(s);
+    return refusal(s, jerr);
 }
 
 size_t hearth__cluster_room(hearth__cluster *c) {
@@ -70,6 +92,44 @@ int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
         after = *seq;
     }
     return rc;
+}
+
+/* The stream's answer to the append in flight (a NATS thread; the
+ * worker waiting in hearth__cluster_append_wait reads it after). */
+void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
+                            jsPubAckErr *pae, void *closure) {
+    (void)js;
+    hearth__cluster_ns *n = closure;
+    if (pa) {
+        n->batch_seq = pa->Sequence;
+        n->batch_rc = 0;
+    } else {
+        n->batch_jerr = (int)pae->ErrCode;
+        n->batch_rc = refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
+    }
+    natsMsg_Destroy(m);
+}
+
+int hearth__cluster_append_start(hearth__cluster_ns *n, const char *data,
+                                 size_t len, uint64_t after) {
+    n->batch_rc = 0;
+    if (len > hearth__cluster_room(n->c)) /* a chain: part after part */
+        return hearth__cluster_append(n, data, len, after, &n->batch_seq);
+    natsMsg *m = NULL;
+    int rc = message(n, data, len, 0, 0, &m);
+    if (rc)
+        return rc;
+    jsPubOptions po;
+    fence(&po, after);
+    natsStatus s = js_PublishMsgAsync(n->js, &m, &po);
+    natsMsg_Destroy(m); /* NULL once the library took it */
+    return hearth__cluster_error(s);
+}
+
+int hearth__cluster_append_wait(hearth__cluster_ns *n) {
+    /* Bounded: the append's MaxWait answers it with a timeout. */
+    natsStatus s = js_PublishAsyncComplete(n->js, NULL);
+    return s == NATS_OK ? n->batch_rc : hearth__cluster_error(s);
 }
 
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k) {

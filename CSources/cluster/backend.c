@@ -21,7 +21,7 @@ hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
 
 /* ---- the replica hooks (db/commit.c) ---- */
 
-static void replica_begin(void *ctx) {
+static bool replica_begin(void *ctx) {
     hearth__cluster_ns *n = ctx;
     /* Records from the log and this node's own writes never share a
      * commit (writes wait while the log's are uncommitted). */
@@ -30,10 +30,12 @@ static void replica_begin(void *ctx) {
     n->batch_jerr = 0;
     n->batch_applied = n->applied_seq;
     n->log_writes = n->own_writes = 0;
+    return n->batch_published;
 }
 
-/* Worker thread: the records in the local log's bytes, appended fenced
- * by the sequence of the subject's last record this node's tree holds. */
+/* Worker thread: the records in the local log's bytes, sent to the log
+ * fenced by the sequence of the subject's last record this node's tree
+ * holds; the local log writes them while the stream answers. */
 static int replica_publish(void *ctx, const hearth__records *records) {
     hearth__cluster_ns *n = ctx;
     if (!n->batch_published)
@@ -45,18 +47,26 @@ static int replica_publish(void *ctx, const hearth__records *records) {
     if (!rc && bytes.failed)
         rc = HEARTH_ENOMEM;
     if (!rc)
-        rc = hearth__cluster_append(n, bytes.data, bytes.len, n->batch_applied,
-                                    &n->batch_seq);
+        rc = hearth__cluster_append_start(n, bytes.data, bytes.len,
+                                          n->batch_applied);
     hearth__buf_free(&bytes);
     return rc;
 }
 
-static void replica_end(void *ctx, int rc) {
+/* Worker thread: the stream's answer to what replica_publish sent. */
+static int replica_published(void *ctx) {
+    hearth__cluster_ns *n = ctx;
+    return n->batch_published ? hearth__cluster_append_wait(n) : 0;
+}
+
+static void replica_end(void *ctx, int rc, bool synced) {
     hearth__cluster_ns *n = ctx;
     if (!rc && n->batch_published) {
         n->applied_seq = n->batch_seq;
         n->durable_seq = n->batch_seq;
-    } else if (!rc) {
+    } else if (!rc && synced) {
+        /* Records from the log count once synced (seq_file never runs
+         * ahead of the disk: a restart replays from there). */
         n->durable_seq = n->batch_applied;
     }
     if (!rc)
@@ -73,6 +83,7 @@ static void replica_end(void *ctx, int rc) {
 static const hearth__db_replica replica = {
     .begin = replica_begin,
     .publish = replica_publish,
+    .published = replica_published,
     .end = replica_end,
 };
 
@@ -183,6 +194,7 @@ static void leave(hearth__cluster_ns *n) {
             break;
         }
     hearth__cluster_step_down(n);
+    hearth__cluster_snapshot_stop(n);
     if (n->tail_sub) {
         natsSubscription_Unsubscribe(n->tail_sub);
         natsSubscription_Destroy(n->tail_sub);
@@ -228,6 +240,7 @@ static void cluster_free(hearth_db_t *db) {
         hearth__cluster *c = n->c;
         if (n->seq_fd > 0)
             close(n->seq_fd);
+        jsCtx_Destroy(n->js);
         hearth__free(n->name);
         hearth__free(n);
         hearth__cluster_space_freed(c);
@@ -258,6 +271,35 @@ const hearth__db_backend hearth__db_cluster = {
 
 /* ---- opening ---- */
 
+/* A node with nothing of the namespace, or behind what the log still
+ * holds, loads a peer's snapshot: its log sequence (0: none loaded). */
+static uint64_t join(hearth__cluster_ns *n, const char *dir) {
+    uint64_t seq = hearth__cluster_seq_read(n);
+    uint64_t floor = hearth__cluster_retained(n->c, n->name);
+    if (seq && seq + 1 >= floor)
+        return 0; /* the log holds all it needs */
+    uint64_t joined = hearth__cluster_snapshot_join(n->c, n->name, dir);
+    if (joined < seq)
+        return 0;
+    if (joined + 1 < floor)
+        fprintf(stderr, "hearth: cluster: %s: the log below %llu is purged "
+                "and no peer had a snapshot: records are missing here\n",
+                n->name, (unsigned long long)floor);
+    return joined;
+}
+
+/* n's own JetStream context, whose ack handler ends its appends. */
+static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    jo.PublishAsync.AckHandler = hearth__cluster_on_ack;
+    jo.PublishAsync.AckHandlerClosure = n;
+    natsStatus s = natsConnection_JetStream(&n->js, n->c->nc, &jo);
+    return s == NATS_OK ? 0 : hearth__error(err, hearth__cluster_error(s), NULL,
+                                            "cluster: cannot open JetStream");
+}
+
 int hearth__cluster_open(hearth__cluster *c, const char *name,
                          const hearth_db_config_t *config, hearth_db_t **out,
                          hearth_error_t *err) {
@@ -275,6 +317,11 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
              config->data_dir);
     int rc = hearth__cluster_stream(c, n, err);
+    if (!rc)
+        rc = jetstream(n, err);
+    if (!rc)
+        hearth__cluster_trust_stream(n, config->data_dir);
+    uint64_t joined = !rc ? join(n, config->data_dir) : 0;
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */
     hearth_db_config_t local = *config;
@@ -282,6 +329,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     if (!rc)
         rc = hearth__db_open_backend(&hearth__db_cluster, &local, &n->db, err);
     if (rc) {
+        jsCtx_Destroy(n->js);
         hearth__free(n->name);
         hearth__free(n);
         return rc;
@@ -292,9 +340,15 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     c->open_spaces++;
     n->applied_seq = n->durable_seq = n->stored_seq =
         hearth__cluster_seq_read(n);
+    if (joined) {
+        n->applied_seq = n->durable_seq = joined;
+        hearth__cluster_seq_write(n);
+    }
     n->next = c->spaces;
     c->spaces = n;
     rc = hearth__cluster_tail_start(n, err);
+    if (!rc)
+        rc = hearth__cluster_snapshot_serve(n);
     if (rc) {
         hearth_db_close(n->db); /* frees n */
         return rc;

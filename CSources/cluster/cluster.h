@@ -50,5 +50,8 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
 /* The operator's view as JSON text (to free with hearth__free): node,
  * live nodes, each open namespace's leader, log sequence and lag. */
 char *hearth__cluster_status(hearth__cluster *c);
+/* Test hook: a leader's purge round every `ticks` ticks of 500 ms
+ * (default HEARTH__CLUSTER_RETAIN_TICKS, a minute). */
+void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks);
 
 #endif

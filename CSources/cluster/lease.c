@@ -27,6 +27,8 @@ typedef struct lease_job {
     lease_outcome outcome;
     uint64_t new_rev, log_end;
     char holder[64];
+    bool retain; /* a purge round for this namespace (leader) */
+    hearth__retain_job purge;
 } lease_job;
 
 typedef struct lease_round {
@@ -131,8 +133,11 @@ static void round_work(uv_work_t *w) {
     }
     release_all(c, r->releases);
     r->releases = NULL;
-    for (size_t i = 0; i < r->njobs; i++)
+    for (size_t i = 0; i < r->njobs; i++) {
         lease_job_run(c, &r->jobs[i], r->renew);
+        if (r->jobs[i].retain && r->jobs[i].outcome == KEPT)
+            hearth__cluster_retain(c, &r->jobs[i].purge);
+    }
 }
 
 static void lead(hearth__cluster_ns *n, const lease_job *j) {
@@ -168,6 +173,8 @@ static void round_done(uv_work_t *w, int status) {
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->leader)
             snprintf(n->leader_name, sizeof n->leader_name, "%s", j->holder);
+        if (j->purge.purged_to > n->purged)
+            n->purged = j->purge.purged_to;
     }
     free(r->alive);
     hearth__free(r->jobs);
@@ -185,6 +192,23 @@ static char *liveness(hearth__cluster *c) {
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     return text;
+}
+
+/* A leader's purge every retain_ticks (renewal rounds only): as far as
+ * the log reached at the previous one, at most. */
+static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
+                       lease_job *j, bool renew) {
+    if (!n->leader || !renew ||
+        c->ticks % c->retain_ticks != 1)
+        return;
+    j->retain = true;
+    j->purge = (hearth__retain_job){.name = j->name, .stream = j->stream,
+                                    .subject = j->subject,
+                                    .kept = n->applied_seq,
+                                    .last = n->applied_seq,
+                                    .cap = n->retain_cap,
+                                    .purged = n->purged};
+    n->retain_cap = n->applied_seq;
 }
 
 static void start_round(hearth__cluster *c, bool renew) {
@@ -205,6 +229,7 @@ static void start_round(hearth__cluster *c, bool renew) {
         snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", n->subject);
         jobs[i].leader = n->leader;
         jobs[i].rev = n->lease_rev;
+        plan_purge(c, n, &jobs[i], renew);
     }
     r->c = c;
     r->renew = renew;

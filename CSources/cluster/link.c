@@ -213,6 +213,8 @@ static int link_up(hearth__cluster *c, const char *urls, hearth_error_t *err) {
         s = bucket(c, "hearth_nodes", true, &c->nodes);
     if (s == NATS_OK)
         s = bucket(c, "hearth_ondisconnect", false, &c->orphans);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_retained", false, &c->retained);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
@@ -244,6 +246,7 @@ static void drop_link(hearth__cluster *c) {
     kvStore_Destroy(c->leases);
     kvStore_Destroy(c->nodes);
     kvStore_Destroy(c->orphans);
+    kvStore_Destroy(c->retained);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);
 }
@@ -273,6 +276,8 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
                              "48 letters, digits, '-' and '_'",
                              node ? node : "");
     hearth__cluster *c = hearth__calloc(1, sizeof *c);
+    if (c)
+        c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
         uv_mutex_init(&c->lock)) {
         if (c)

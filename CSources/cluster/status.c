@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Every live node's liveness value, {"<node>": {"ns": {...}}}. */
-static json_t *live_nodes(hearth__cluster *c) {
+json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
     json_t *all = json_object();
     kvKeysList keys = {0};
     if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
@@ -38,15 +38,18 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:o, s:i}", "stream", n->stream,
-                     "role", n->leader ? "leader" : "follower", "seq",
-                     (json_int_t)n->applied_seq, "durable_seq",
-                     (json_int_t)n->durable_seq, "lag", lag, "pending",
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
+                     n->stream, "role", n->leader ? "leader" : "follower",
+                     "seq", (json_int_t)n->applied_seq, "durable_seq",
+                     (json_int_t)n->durable_seq, "snapshot_seq",
+                     (json_int_t)hearth__cluster_snapshot_seq(n),
+                     "purged_through", (json_int_t)n->purged, "lag", lag,
+                     "pending",
                      (int)(n->waiting != NULL) + (int)(n->held != NULL));
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {
-    json_t *live = live_nodes(c);
+    json_t *live = hearth__cluster_live_nodes(c);
     json_t *nodes = json_array(), *leaders = json_object(),
            *spaces = json_object();
     const char *node;

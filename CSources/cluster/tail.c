@@ -168,6 +168,7 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     }
     if (busy)
         return;
+    hearth__cluster_snapshot_note(n);
     if (applied)
         n->db->backend->settle(n->db, true);
     hearth__cluster_forward_applied(n);
@@ -191,12 +192,18 @@ void hearth__cluster_seq_write(hearth__cluster_ns *n) {
         return;
     /* Overwritten in place, unsynced: a rename per commit would make the
      * file system flush it (ext4's auto_da_alloc), and a stale or torn
-     * number only means replaying more of the log, which is harmless. */
+     * number only means replaying more of the log, which is harmless.
+     * With it, where the local log ended then: past there, a restart
+     * trusts the stream, not the local log (cluster/recover.c). */
     if (n->seq_fd <= 0)
         n->seq_fd = open(n->seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    char text[24];
-    int len = snprintf(text, sizeof text, "%020llu\n",
-                       (unsigned long long)n->durable_seq);
+    hearth__embedded *e = n->db->impl;
+    uint64_t gen = 0, bytes = 0;
+    hearth__store_position(e->store, &gen, &bytes);
+    char text[72];
+    int len = snprintf(text, sizeof text, "%020llu %020llu %020llu\n",
+                       (unsigned long long)n->durable_seq,
+                       (unsigned long long)gen, (unsigned long long)bytes);
     if (n->seq_fd > 0 && pwrite(n->seq_fd, text, (size_t)len, 0) == len)
         n->stored_seq = n->durable_seq;
 }

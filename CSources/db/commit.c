@@ -102,26 +102,34 @@ static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
     }
 }
 
-/* The commit's steps that may run on a worker thread: the replicated log
- * first (when there is one), then the local log. */
+/* The commit's steps that may run on a worker thread. With a replicated
+ * log, its append is in flight while the local log writes and syncs (the
+ * two waits overlap); a refused append takes the local records back out,
+ * so the local log never holds what the replicated one does not. */
 static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
-    if (e->replica)
-        batch->rc = e->replica->publish(e->replica_ctx, &batch->records);
-    if (!batch->rc)
+    if (!e->replica) {
         hearth__store_commit_write(e->store, batch);
+        return;
+    }
+    batch->rc = e->replica->publish(e->replica_ctx, &batch->records);
+    if (batch->rc)
+        return;
+    hearth__store_commit_write(e->store, batch);
+    int rc = e->replica->published(e->replica_ctx);
+    if (rc && !batch->rc)
+        hearth__store_commit_undo(e->store, batch, rc);
 }
 
 static int commit_begin(hearth__embedded *e, hearth__store_batch *batch) {
-    int rc = hearth__store_commit_begin(e->store, batch);
-    if (!rc && e->replica)
-        e->replica->begin(e->replica_ctx);
-    return rc;
+    if (e->replica && !e->replica->begin(e->replica_ctx))
+        hearth__store_relax_next(e->store);
+    return hearth__store_commit_begin(e->store, batch);
 }
 
 static int commit_end(hearth__embedded *e, hearth__store_batch *batch) {
     int rc = hearth__store_commit_end(e->store, batch);
     if (e->replica)
-        e->replica->end(e->replica_ctx, rc);
+        e->replica->end(e->replica_ctx, rc, batch->sync);
     return rc;
 }
 

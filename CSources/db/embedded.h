@@ -9,19 +9,25 @@
 #include "rules/ruleset.h"
 
 /* A replicated log under the store (the cluster backend): each commit's
- * records go to the log before they are written locally, and the commit
- * fails (every write since the last good one undone) if the log refuses
- * them. Each entry gets the ctx of hearth__embedded.replica_ctx. */
+ * records are sent to the log, written and synced locally while the log
+ * answers, and the commit fails (every write since the last good one
+ * undone, the local log cut back) if the log refuses them. Each entry
+ * gets the ctx of hearth__embedded.replica_ctx. */
 typedef struct hearth__db_replica {
     /* Loop thread, as a commit takes the records buffered since the last:
-     * whether this one goes to the log (false: records that came from it). */
-    void (*begin)(void *ctx);
-    /* The commit's worker thread (or the loop, for a flush): appends the
+     * whether this one goes to the log (false: records that came from it,
+     * which the log keeps: the local log syncs them at most once a second,
+     * as --fsync batch does). */
+    bool (*begin)(void *ctx);
+    /* The commit's worker thread (or the loop, for a flush): sends the
      * records to the log; 0, or why not (nothing is then written). */
     int (*publish)(void *ctx, const hearth__records *records);
-    /* Loop thread, with the commit's outcome, before its writes are
-     * acknowledged. */
-    void (*end)(void *ctx, int rc);
+    /* The same thread, after the local write: waits for the log's answer
+     * to what publish sent; 0 once it holds the records. */
+    int (*published)(void *ctx);
+    /* Loop thread, with the commit's outcome (and whether the local log
+     * synced it, and all before it), before its writes are acknowledged. */
+    void (*end)(void *ctx, int rc, bool synced);
 } hearth__db_replica;
 
 typedef struct hearth__embedded {

@@ -32,6 +32,7 @@ struct hearth__store {
     /* A failed commit could not cut its bytes off the log: cut them (back
      * to log_bytes) before the next commit writes. */
     bool must_cut;
+    bool relax_next; /* the next commit syncs as --fsync batch would */
 };
 
 /* ---- records ---- */
@@ -64,6 +65,8 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
     batch->sync = false;
     batch->rc = 0;
     batch->cut_failed = false;
+    bool relax = s->relax_next; /* this commit's alone, even if it fails */
+    s->relax_next = false;
     if (s->must_cut) {
         if (cut_back(s))
             return drop_pending(s, HEARTH_EIO);
@@ -72,13 +75,17 @@ int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch) {
     batch->records = s->pending;
     hearth__records_init(&s->pending);
     int64_t now = hearth_now_ms();
-    batch->sync = s->fsync_mode == HEARTH_FSYNC_ALWAYS ||
-                  (s->fsync_mode == HEARTH_FSYNC_BATCH &&
+    int mode = relax && s->fsync_mode == HEARTH_FSYNC_ALWAYS
+                   ? HEARTH_FSYNC_BATCH : s->fsync_mode;
+    batch->sync = mode == HEARTH_FSYNC_ALWAYS ||
+                  (mode == HEARTH_FSYNC_BATCH &&
                    now - s->last_sync_ms >= BATCH_SYNC_MS);
     if (batch->sync)
         s->last_sync_ms = now;
     return 0;
 }
+
+void hearth__store_relax_next(hearth__store *s) { s->relax_next = true; }
 
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
     if (hearth__records_empty(&batch->records))
@@ -102,6 +109,14 @@ void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
     }
     batch->bytes = bytes.len;
     hearth__buf_free(&bytes);
+}
+
+void hearth__store_commit_undo(hearth__store *s, hearth__store_batch *batch,
+                              int rc) {
+    batch->rc = rc;
+    /* Synced like the write: a restart must not find the records. */
+    if (cut_back(s) || (batch->sync && fdatasync(s->log_fd)))
+        batch->cut_failed = true;
 }
 
 int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch) {
@@ -224,6 +239,12 @@ bool hearth__store_wants_snapshot(const hearth__store *s) {
 
 void hearth__store_set_snapshot_threshold(hearth__store *s, uint64_t bytes) {
     s->snapshot_threshold = bytes;
+}
+
+void hearth__store_position(const hearth__store *s, uint64_t *gen,
+                           uint64_t *bytes) {
+    *gen = s->log_gen;
+    *bytes = s->log_bytes;
 }
 
 const char *hearth__store_dir(const hearth__store *s) { return s->dir; }

@@ -75,7 +75,14 @@ typedef struct hearth__store_batch {
     bool cut_failed; /* the failed commit's bytes are still in the log */
 } hearth__store_batch;
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
+/* Before begin: the next commit syncs at most once a second even with
+ * HEARTH_FSYNC_ALWAYS (records kept elsewhere too: a cluster's log). */
+void hearth__store_relax_next(hearth__store *s);
 void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch);
+/* After a good write, before end: the commit fails with rc after all (a
+ * replicated log refused it), its bytes cut back off the log. */
+void hearth__store_commit_undo(hearth__store *s, hearth__store_batch *batch,
+                              int rc);
 int hearth__store_commit_end(hearth__store *s, hearth__store_batch *batch);
 
 /* Whether the log has grown enough to be worth a snapshot. */
@@ -89,6 +96,9 @@ int hearth__store_rotate(hearth__store *s, uint64_t *gen);
 int hearth__store_write_snapshot(const char *dir, uint64_t gen,
                                  const hearth_node_t *root);
 const char *hearth__store_dir(const hearth__store *s);
+/* Where the log ends now: its generation and its length in bytes. */
+void hearth__store_position(const hearth__store *s, uint64_t *gen,
+                           uint64_t *bytes);
 
 /* Test hook: log bytes after which a snapshot is wanted. */
 void hearth__store_set_snapshot_threshold(hearth__store *s, uint64_t bytes);

@@ -1,0 +1,66 @@
+/* retain.c - the log's retention. Every minute the leader of a
+ * namespace purges its subject below what every live node has applied
+ * (its liveness value), never its last record (the next append is
+ * fenced on it) and never past where the log was at the previous purge
+ * (a node that has just joined from a peer's snapshot reports within a
+ * second). The floor goes to the KV bucket hearth_retained first, so a
+ * node coming back from behind it joins from a peer's snapshot
+ * (snapshot.c) instead of missing what was purged; so does a node that
+ * dies with applied records its local log had not synced yet (a
+ * follower syncs at most once a second). The purge runs in the
+ * leases' round, on its worker thread. */
+#include "cluster/internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The lowest sequence of name applied by the live nodes reporting it
+ * (UINT64_MAX: none does). */
+static uint64_t min_kept(hearth__cluster *c, const char *name) {
+    json_t *live = hearth__cluster_live_nodes(c);
+    uint64_t low = UINT64_MAX;
+    const char *node;
+    json_t *v;
+    json_object_foreach(live, node, v) {
+        json_t *kept = json_object_get(json_object_get(v, "ns"), name);
+        if (json_is_integer(kept) && (uint64_t)json_integer_value(kept) < low)
+            low = (uint64_t)json_integer_value(kept);
+    }
+    json_decref(live);
+    return low;
+}
+
+void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
+    uint64_t floor = min_kept(c, j->name);
+    floor = floor == UINT64_MAX || floor > j->kept ? j->kept : floor;
+    floor = floor < j->cap ? floor : j->cap;
+    floor = floor + 1 < j->last ? floor + 1 : j->last; /* purged below */
+    if (floor <= j->purged + 1 || floor <= 1)
+        return;
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)floor);
+    uint64_t rev;
+    if (kvStore_PutString(&rev, c->retained, j->name, text) != NATS_OK)
+        return; /* purge nothing a joining node would not know of */
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    jo.Stream.Purge.Subject = j->subject;
+    jo.Stream.Purge.Sequence = floor;
+    if (js_PurgeStream(c->js, j->stream, &jo, NULL) == NATS_OK)
+        j->purged_to = floor - 1;
+}
+
+void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
+    c->retain_ticks = ticks ? ticks : 1;
+}
+
+uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {
+    kvEntry *e = NULL;
+    uint64_t floor = 0;
+    if (kvStore_Get(&e, c->retained, name) == NATS_OK)
+        floor = strtoull(kvEntry_ValueString(e), NULL, 10);
+    kvEntry_Destroy(e);
+    return floor;
+}
