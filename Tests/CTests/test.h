@@ -90,6 +90,10 @@ hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir);
 /* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
 int test_connect(int port);
+/* Sends stderr to the file path (created or emptied) until
+ * test_restore_stderr(the result). */
+int test_capture_stderr(const char *path);
+void test_restore_stderr(int saved);
 /* Mounts a tmpfs of `size` ("512k") on the existing directory dir (needs
  * root): false, with the reason printed, when it cannot (the caller skips
  * its test). unmount_tmpfs undoes it. */

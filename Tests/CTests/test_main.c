@@ -136,6 +136,22 @@ int test_connect(int port) {
     return fd;
 }
 
+int test_capture_stderr(const char *path) {
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+
+void test_restore_stderr(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
 hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir) {
     config.host = "127.0.0.1";

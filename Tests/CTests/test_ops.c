@@ -474,10 +474,7 @@ static void test_json_logs(void) {
     CHECK(mkdtemp(dir) != NULL);
     char log_path[128];
     snprintf(log_path, sizeof log_path, "%s.log", dir);
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *log = fopen(log_path, "w");
-    dup2(fileno(log), 2);
+    int saved = test_capture_stderr(log_path);
     char rules[128];
     snprintf(rules, sizeof rules, "%s.rules", dir);
     FILE *r = fopen(rules, "w");
@@ -507,10 +504,7 @@ static void test_json_logs(void) {
     CHECK(reloaded);
     CHECK_INT(hearth_server_stop(s), 0); /* the barrier: every line is out */
     unlink(rules);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    fclose(log);
+    test_restore_stderr(saved);
     size_t len;
     char *text = read_file(log_path, &len);
     int access = 0, events = 0, lines = 0;

@@ -465,23 +465,6 @@ static void write_text(const char *path, const char *text) {
     CHECK_INT(rename(tmp, path), 0); /* as an editor saves */
 }
 
-/* Sends stderr to the file path until restore_stderr(the result). */
-static int capture_stderr(const char *path) {
-    fflush(stderr);
-    int saved = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    CHECK(saved >= 0 && fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static void restore_stderr(int saved) {
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-}
-
 /* --rules FILE is read again when it changes; a bad version is refused
  * and the rules in force stay. */
 static void test_rules_file_reloads(void) {
@@ -506,7 +489,7 @@ static void test_rules_file_reloads(void) {
      * barrier), and the rules in force stay. */
     char said[1100];
     snprintf(said, sizeof said, "%s.stderr", data_dir);
-    int saved = capture_stderr(said);
+    int saved = test_capture_stderr(said);
     write_text(rules, "{\"rules\": {\".read\": \"auth.uid ==\"}}");
     bool refused = false;
     for (int i = 0; i < 600 && !refused; i++) {
@@ -515,7 +498,7 @@ static void test_rules_file_reloads(void) {
         refused = text && strstr(text, "not reloaded");
         free(text);
     }
-    restore_stderr(saved);
+    test_restore_stderr(saved);
     unlink(said);
     CHECK(refused);
     EXPECT_REQ(port, "GET", "/a.json", NULL, NULL, 200, "1");
