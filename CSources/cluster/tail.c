@@ -6,8 +6,8 @@
  * applied again leaves the same tree, and seq_file may lag. */
 #include "cluster/internal.h"
 
+#include "store/files.h"
 #include "store/logfile.h"
-#include "tree/json.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -64,27 +64,26 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     n->records_tail = q;
 }
 
-/* One record's payload ([[path, value], ...]) as a write. */
+/* One record's payload ([[path, value], ...]) as a write, read as
+ * recovery reads it (store/replay.c). */
 static int record_op(const char *payload, size_t len, hearth__db_op **out) {
-    json_t *json;
-    if (hearth__json_load(payload, len, &json, NULL))
-        return HEARTH_EIO;
-    size_t count = json_is_array(json) ? json_array_size(json) : 0;
-    hearth__db_op *o = count ? hearth__db_write_op(count, NULL, NULL, NULL)
-                             : NULL;
-    int rc = o ? 0 : count ? HEARTH_ENOMEM : HEARTH_EIO;
-    for (size_t i = 0; !rc && i < count; i++) {
-        json_t *pair = json_array_get(json, i);
-        const char *path = json_string_value(json_array_get(pair, 0));
+    hearth__record rec = {0};
+    int rc = hearth__store_read_record(payload, len, &rec);
+    if (!rc && !rec.n)
+        rc = HEARTH_EIO;
+    hearth__db_op *o = rc ? NULL : hearth__db_write_op(rec.n, NULL, NULL, NULL);
+    if (!rc && !o)
+        rc = HEARTH_ENOMEM;
+    for (size_t i = 0; !rc && i < rec.n; i++) {
         hearth__db_write_part *w = &o->parts[i];
-        if (!path || json_array_size(pair) != 2 ||
-            hearth__db_parse_write_path(path, HEARTH__PATH_ALLOW_PRIORITY,
-                                        &w->text, &w->path, NULL) ||
-            hearth__node_from_jansson_at(json_array_get(pair, 1), 0, path,
-                                         w->path.n, &w->value, NULL))
+        if (hearth__db_parse_write_path(rec.v[i].path,
+                                        HEARTH__PATH_ALLOW_PRIORITY, &w->text,
+                                        &w->path, NULL))
             rc = HEARTH_EIO;
+        w->value = rec.v[i].value; /* taken over */
+        rec.v[i].value = NULL;
     }
-    json_decref(json);
+    hearth__record_free(&rec);
     if (rc && o)
         hearth__db_drop_op(o, rc);
     else

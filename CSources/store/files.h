@@ -26,6 +26,26 @@ int hearth__store_list_gens(const char *dir, const char *prefix,
 /* Opens and flock()s DIR/LOCK: one process per directory. */
 int hearth__store_lock(const char *dir, int *fd, hearth_error_t *err);
 
+/* One log record's payload ([[path, value], ...]) read whole (replay.c):
+ * its parts in order, each path NUL-terminated and owned, each value a
+ * reference owned (a taker sets it NULL). */
+typedef struct hearth__record_part {
+    char *path;
+    hearth_node_t *value;
+} hearth__record_part;
+
+typedef struct hearth__record {
+    hearth__record_part *v;
+    size_t n, cap;
+} hearth__record;
+
+/* Reads payload into *rec (zeroed by the caller); HEARTH_EIO when it does
+ * not parse, HEARTH_ENOMEM. Free *rec with hearth__record_free either
+ * way. */
+int hearth__store_read_record(const char *payload, size_t len,
+                              hearth__record *rec);
+void hearth__record_free(hearth__record *rec);
+
 /* Applies one log record's payload ([[path, value], ...]) to *root
  * (replay.c); HEARTH_EIO when it does not parse (*root unchanged) or does
  * not apply. */

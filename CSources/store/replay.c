@@ -13,17 +13,10 @@
 
 #include <string.h>
 
-typedef struct part {
-    char *path; /* NUL-terminated: the parsed path borrows it */
-    hearth_node_t *value;
-} part;
+typedef hearth__record_part part;
+typedef hearth__record parts;
 
-typedef struct parts {
-    part *v;
-    size_t n, cap;
-} parts;
-
-static void parts_free(parts *ps) {
+void hearth__record_free(parts *ps) {
     for (size_t i = 0; i < ps->n; i++) {
         hearth__free(ps->v[i].path);
         hearth_node_decref(ps->v[i].value);
@@ -125,14 +118,19 @@ static int read_jansson(const char *payload, size_t len, parts *ps) {
     return rc;
 }
 
+int hearth__store_read_record(const char *payload, size_t len, parts *ps) {
+    int rc = read_plain(payload, len, ps);
+    if (rc) {
+        hearth__record_free(ps);
+        rc = read_jansson(payload, len, ps);
+    }
+    return rc == HEARTH_ENOMEM ? rc : rc ? HEARTH_EIO : 0;
+}
+
 int hearth__store_apply_record(const char *payload, size_t len,
                                hearth_node_t **root) {
     parts ps = {0};
-    int rc = read_plain(payload, len, &ps);
-    if (rc) {
-        parts_free(&ps);
-        rc = read_jansson(payload, len, &ps);
-    }
+    int rc = hearth__store_read_record(payload, len, &ps);
     for (size_t i = 0; !rc && i < ps.n; i++) {
         hearth__path p; /* parsed once already: it parses */
         rc = hearth__path_parse(ps.v[i].path, HEARTH__PATH_ALLOW_PRIORITY, &p,
@@ -140,6 +138,6 @@ int hearth__store_apply_record(const char *payload, size_t len,
         if (!rc)
             rc = hearth__node_set_path(root, &p, ps.v[i].value, NULL);
     }
-    parts_free(&ps);
+    hearth__record_free(&ps);
     return rc ? HEARTH_EIO : 0;
 }
