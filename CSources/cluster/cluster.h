@@ -38,14 +38,24 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
                          const hearth_db_config_t *config, hearth_db_t **out,
                          hearth_error_t *err);
 
-/* The onDisconnect writes of a session of this node on namespace db (a
- * cluster database; any other: nothing), kept in JetStream under the
- * namespace, this node's run and the session so that if the node dies the
- * namespace's leader runs them, judged as they say: writes is a JSON array
- * of {"a": auth or null, "j": judged, "h": null, "w": [[path, value],
- * ...]}; NULL forgets them (the session ran them itself). */
+/* Whether db (a namespace's database) is a cluster's: its sessions'
+ * onDisconnect writes are then kept in the cluster. */
+bool hearth__cluster_keeps_ondisconnect(const hearth_db_t *db);
+
+/* Keeps the onDisconnect writes of a session of this node on cluster
+ * database db in JetStream, under the namespace, this node's run and the
+ * session, so that if the node dies the namespace's leader runs them,
+ * judged as they say: writes is a JSON array of {"a": auth or null, "j":
+ * judged, "h": null, "w": [[path, value], ...]}; NULL (or "[]") forgets
+ * them (the session ran them itself). The KV call runs on a worker, after
+ * every call asked before it; done (may be NULL) runs on the loop once it
+ * is made: rc 0, or why the cluster does not hold them (out of memory:
+ * at once, inside this call). writes is copied. */
+typedef void (*hearth__cluster_kept_cb)(void *ctx, int rc);
 void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
-                                       const char *writes);
+                                       const char *writes,
+                                       hearth__cluster_kept_cb done,
+                                       void *ctx);
 
 /* The operator's view as JSON text (to free with hearth__free): node,
  * live nodes, each open namespace's leader, log sequence and lag. */

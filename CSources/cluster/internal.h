@@ -69,6 +69,7 @@ struct hearth__cluster {
     uint64_t next_id;
     hearth__forward *forwards;
     struct hearth__joining *joining; /* forwarded writes arriving in parts */
+    struct hearth__od_lane *od; /* onDisconnect's KV calls (ondisconnect.c) */
 };
 
 /* One open namespace (hearth__embedded.replica_ctx of its database). */
@@ -181,14 +182,20 @@ void hearth__cluster_step_down(hearth__cluster_ns *n);
 void hearth__cluster_releases_flush(hearth__cluster *c);
 
 /* ---- link.c ---- */
-/* A leases' round ended: a stop waiting for it may finish. */
+/* A worker using the link ended (a leases' round, the onDisconnect
+ * lane): a stop waiting for it may finish. */
 void hearth__cluster_round_ended(hearth__cluster *c);
 
 /* ---- ondisconnect.c ---- */
 /* The leaders' sweep (one listing for all the namespaces this node
- * leads): runs the onDisconnect writes of sessions whose node's run is no
- * longer alive, then forgets them. */
+ * leads, on the lane's worker): runs the onDisconnect writes of sessions
+ * whose node's run is no longer alive, then forgets them. */
 void hearth__cluster_orphans_run(hearth__cluster *c);
+/* The lane of onDisconnect's KV calls: made at start; busy while a call
+ * is queued or running (a stop waits); freed with the link. */
+int hearth__cluster_od_create(hearth__cluster *c);
+bool hearth__cluster_od_busy(const hearth__cluster *c);
+void hearth__cluster_od_free(hearth__cluster *c);
 
 /* ---- snapshot.c ---- */
 /* Serves n's snapshots to joining peers (at open); stops (at leave). */

@@ -253,6 +253,7 @@ static void drop_link(hearth__cluster *c) {
 
 static void cluster_free(hearth__cluster *c) {
     hearth__cluster_joins_expire(c, 0);
+    hearth__cluster_od_free(c);
     hearth__cluster_msg *q = c->head;
     while (q) {
         hearth__cluster_msg *next = q->next;
@@ -279,9 +280,11 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
     if (c)
         c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
-        uv_mutex_init(&c->lock)) {
-        if (c)
+        hearth__cluster_od_create(c) || uv_mutex_init(&c->lock)) {
+        if (c) {
+            hearth__cluster_od_free(c);
             hearth__free(c->node);
+        }
         hearth__free(c);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
@@ -328,9 +331,10 @@ static void finish_stop(hearth__cluster *c) {
 }
 
 /* The link goes once stopping was asked, every namespace's database is
- * freed and no leases' round uses it. */
+ * freed and no leases' round or onDisconnect call uses it. */
 static void maybe_finish_stop(hearth__cluster *c) {
-    if (c->stop_asked && c->open_spaces == 0 && !c->round_running)
+    if (c->stop_asked && c->open_spaces == 0 && !c->round_running &&
+        !hearth__cluster_od_busy(c))
         finish_stop(c);
 }
 

@@ -6,7 +6,13 @@
  * them when the session ends and forgets them; the namespace's leader,
  * every 2 s, runs those whose run is no longer the live one of their node
  * (its liveness key expired or changed), judged as they say, then forgets
- * them. */
+ * them.
+ *
+ * Every KV call here is a JetStream round trip, so none runs on the loop:
+ * they go down one lane, a worker that takes what is queued in order (the
+ * keeps and forgets, then a sweep if one is due). One lane keeps a
+ * session's put before its delete, and a sweep after the deletes of the
+ * orphans the last sweep ran, so none runs twice. */
 #include "cluster/internal.h"
 
 #include "tree/json.h"
@@ -14,46 +20,158 @@
 #include <stdio.h>
 #include <string.h>
 
-void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
-                                       const char *writes) {
-    if (db->backend != &hearth__db_cluster)
-        return;
-    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+/* A put (writes) or delete (writes NULL) of one key, then done. */
+typedef struct keep_job {
+    struct keep_job *next;
     char key[256];
-    snprintf(key, sizeof key, "%s.%s.%s.%llx", n->name, n->c->node, n->c->run,
-             (unsigned long long)session);
+    char *writes;
+    int rc;
+    hearth__cluster_kept_cb done;
+    void *ctx;
+} keep_job;
+
+/* An onDisconnect list of a dead run, found by a sweep. */
+typedef struct orphan {
+    struct orphan *next;
+    char key[256];
+    char ns[130];
+    char *writes;
+} orphan;
+
+/* A live node's run, as a sweep read it ("" when it has none). */
+typedef struct node_run {
+    char node[64], run[24];
+} node_run;
+
+struct hearth__od_lane {
+    uv_work_t work;
+    bool running;
+    bool sweep_due;
+    keep_job *queued, *queued_tail; /* loop's side */
+    /* the batch on the worker: handed over whole, back whole */
+    keep_job *batch;
+    bool sweeping;
+    char (*leads)[130]; /* the namespaces this node leads at the start */
+    size_t nleads;
+    orphan *found;
+};
+
+static void lane_kick(hearth__cluster *c);
+
+/* ---- the worker's side ---- */
+
+static void keep_run(hearth__cluster *c, keep_job *j) {
     uint64_t rev;
-    if (writes && strcmp(writes, "[]") != 0)
-        kvStore_PutString(&rev, n->c->orphans, key, writes);
-    else
-        kvStore_Delete(n->c->orphans, key);
+    natsStatus s = j->writes ? kvStore_PutString(&rev, c->orphans, j->key,
+                                                 j->writes)
+                             : kvStore_Delete(c->orphans, j->key);
+    j->rc = s == NATS_OK ? 0 : hearth__cluster_error(s);
 }
 
-/* Whether run is the live run of node. */
-static bool run_alive(hearth__cluster *c, const char *node, const char *run) {
+/* The live run of node (read once per sweep); "" when none. */
+static const char *live_run(hearth__cluster *c, node_run **runs, size_t *n,
+                            const char *node) {
     if (strcmp(node, c->node) == 0)
-        return strcmp(run, c->run) == 0;
+        return c->run;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*runs)[i].node, node) == 0)
+            return (*runs)[i].run;
+    node_run *grown = hearth__realloc(*runs, (*n + 1) * sizeof **runs);
+    if (!grown)
+        return NULL; /* unknown: not judged dead */
+    *runs = grown;
+    node_run *r = &grown[(*n)++];
+    snprintf(r->node, sizeof r->node, "%s", node);
+    r->run[0] = '\0';
     kvEntry *e = NULL;
-    bool alive = false;
     if (kvStore_Get(&e, c->nodes, node) == NATS_OK) {
         json_t *v = json_loads(kvEntry_ValueString(e), 0, NULL);
-        const char *live = json_string_value(json_object_get(v, "run"));
-        alive = live && strcmp(live, run) == 0;
+        const char *run = json_string_value(json_object_get(v, "run"));
+        snprintf(r->run, sizeof r->run, "%s", run ? run : "");
         json_decref(v);
     }
     kvEntry_Destroy(e);
-    return alive;
+    return r->run;
 }
 
-/* Runs the writes kept under key, then forgets them. */
-static void run_orphan(hearth__cluster_ns *n, const char *key) {
-    kvEntry *e = NULL;
-    if (kvStore_Get(&e, n->c->orphans, key) != NATS_OK)
-        return;
+static bool leads(const struct hearth__od_lane *l, const char *ns) {
+    for (size_t i = 0; i < l->nleads; i++)
+        if (strcmp(l->leads[i], ns) == 0)
+            return true;
+    return false;
+}
+
+/* Finds the onDisconnect lists of dead runs in the namespaces led. */
+static void sweep(hearth__cluster *c, struct hearth__od_lane *l) {
+    kvKeysList keys = {0};
+    if (kvStore_Keys(&keys, c->orphans, NULL) != NATS_OK)
+        return; /* no key, or no answer: the next sweep */
+    node_run *runs = NULL;
+    size_t nruns = 0;
+    for (int i = 0; i < keys.Count; i++) {
+        char ns[130], node[64], run[24];
+        if (sscanf(keys.Keys[i], "%129[^.].%63[^.].%23[^.].", ns, node, run) != 3 ||
+            !leads(l, ns))
+            continue;
+        const char *live = live_run(c, &runs, &nruns, node);
+        kvEntry *e = NULL;
+        if (!live || strcmp(live, run) == 0 ||
+            kvStore_Get(&e, c->orphans, keys.Keys[i]) != NATS_OK)
+            continue;
+        const char *value = kvEntry_ValueString(e);
+        orphan *o = hearth__calloc(1, sizeof *o);
+        if (o && value && (o->writes = hearth__strndup(value, strlen(value)))) {
+            snprintf(o->key, sizeof o->key, "%s", keys.Keys[i]);
+            snprintf(o->ns, sizeof o->ns, "%s", ns);
+            o->next = l->found;
+            l->found = o;
+        } else {
+            hearth__free(o);
+        }
+        kvEntry_Destroy(e);
+    }
+    hearth__free(runs);
+    kvKeysList_Destroy(&keys);
+}
+
+static void lane_work(uv_work_t *w) {
+    hearth__cluster *c = w->data;
+    struct hearth__od_lane *l = c->od;
+    for (keep_job *j = l->batch; j; j = j->next)
+        keep_run(c, j);
+    if (l->sweeping)
+        sweep(c, l);
+}
+
+/* ---- the loop's side ---- */
+
+static bool enqueue(hearth__cluster *c, const char *key, const char *writes,
+                    hearth__cluster_kept_cb done, void *ctx) {
+    struct hearth__od_lane *l = c->od;
+    keep_job *j = hearth__calloc(1, sizeof *j);
+    if (!j || (writes && !(j->writes = hearth__strndup(writes, strlen(writes))))) {
+        hearth__free(j);
+        return false;
+    }
+    snprintf(j->key, sizeof j->key, "%s", key);
+    j->done = done;
+    j->ctx = ctx;
+    if (l->queued_tail)
+        l->queued_tail->next = j;
+    else
+        l->queued = j;
+    l->queued_tail = j;
+    lane_kick(c);
+    return true;
+}
+
+/* Runs a dead run's writes here (this node leads ns), then forgets them. */
+static void run_orphan(hearth__cluster *c, const orphan *o) {
+    hearth__cluster_ns *n = hearth__cluster_find(c, o->ns);
+    if (!n || !n->leader)
+        return; /* led elsewhere now: its leader's sweep runs them */
     json_t *writes = NULL;
-    hearth__json_load(kvEntry_ValueString(e), strlen(kvEntry_ValueString(e)),
-                      &writes, NULL);
-    kvEntry_Destroy(e);
+    hearth__json_load(o->writes, strlen(o->writes), &writes, NULL);
     for (size_t i = 0; i < json_array_size(writes); i++) {
         hearth_error_t err;
         if (hearth__cluster_submit(n, json_array_get(writes, i), NULL, NULL,
@@ -62,23 +180,114 @@ static void run_orphan(hearth__cluster_ns *n, const char *key) {
                     "dead node's session: %s\n", n->name, err.message);
     }
     json_decref(writes);
-    kvStore_Delete(n->c->orphans, key);
+    if (!enqueue(c, o->key, NULL, NULL, NULL))
+        fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
+                o->key);
+}
+
+static void lane_done(uv_work_t *w, int status) {
+    (void)status; /* never canceled */
+    hearth__cluster *c = w->data;
+    struct hearth__od_lane *l = c->od;
+    keep_job *j = l->batch;
+    orphan *o = l->found;
+    l->batch = NULL;
+    l->found = NULL;
+    hearth__free(l->leads);
+    l->leads = NULL;
+    l->running = false;
+    while (j) {
+        keep_job *next = j->next;
+        if (j->rc)
+            fprintf(stderr, "hearth: cluster: onDisconnect writes of %s not "
+                    "kept: %s\n", j->key, hearth_strerror(j->rc));
+        if (j->done)
+            j->done(j->ctx, j->rc);
+        hearth__free(j->writes);
+        hearth__free(j);
+        j = next;
+    }
+    while (o) {
+        orphan *next = o->next;
+        if (!c->stop_asked)
+            run_orphan(c, o);
+        hearth__free(o->writes);
+        hearth__free(o);
+        o = next;
+    }
+    lane_kick(c);
+    hearth__cluster_round_ended(c); /* a stop may wait for the lane */
+}
+
+/* The namespaces this node leads now (a sweep looks at theirs only). */
+static size_t led(hearth__cluster *c, char (**names)[130]) {
+    size_t n = 0;
+    for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
+        n += s->leader;
+    *names = n ? hearth__calloc(n, sizeof **names) : NULL;
+    if (!*names)
+        return 0;
+    size_t i = 0;
+    for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
+        if (s->leader)
+            snprintf((*names)[i++], sizeof **names, "%s", s->name);
+    return i;
+}
+
+static void lane_kick(hearth__cluster *c) {
+    struct hearth__od_lane *l = c->od;
+    if (l->running || (!l->queued && !l->sweep_due))
+        return;
+    l->batch = l->queued;
+    l->queued = l->queued_tail = NULL;
+    l->sweeping = l->sweep_due && !c->stop_asked &&
+                  (l->nleads = led(c, &l->leads)) > 0;
+    l->sweep_due = false;
+    if (!l->batch && !l->sweeping)
+        return;
+    l->running = true;
+    l->work.data = c;
+    if (uv_queue_work(c->loop, &l->work, lane_work, lane_done)) {
+        lane_work(&l->work); /* no worker: here */
+        lane_done(&l->work, 0);
+    }
+}
+
+/* ---- what the rest of the node asks ---- */
+
+int hearth__cluster_od_create(hearth__cluster *c) {
+    c->od = hearth__calloc(1, sizeof *c->od);
+    return c->od ? 0 : HEARTH_ENOMEM;
+}
+
+bool hearth__cluster_od_busy(const hearth__cluster *c) {
+    return c->od && (c->od->running || c->od->queued);
+}
+
+void hearth__cluster_od_free(hearth__cluster *c) {
+    hearth__free(c->od);
+    c->od = NULL;
+}
+
+bool hearth__cluster_keeps_ondisconnect(const hearth_db_t *db) {
+    return db->backend == &hearth__db_cluster;
+}
+
+void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
+                                       const char *writes,
+                                       hearth__cluster_kept_cb done,
+                                       void *ctx) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(db);
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s.%s.%llx", n->name, n->c->node, n->c->run,
+             (unsigned long long)session);
+    if (writes && strcmp(writes, "[]") == 0)
+        writes = NULL; /* nothing to keep: forgotten */
+    if (!enqueue(n->c, key, writes, done, ctx) && done)
+        done(ctx, HEARTH_ENOMEM);
 }
 
 void hearth__cluster_orphans_run(hearth__cluster *c) {
-    bool leads = false;
-    for (hearth__cluster_ns *n = c->spaces; n && !leads; n = n->next)
-        leads = n->leader;
-    kvKeysList keys = {0};
-    if (!leads || kvStore_Keys(&keys, c->orphans, NULL) != NATS_OK)
-        return; /* nothing to sweep, or no key */
-    for (int i = 0; i < keys.Count; i++) {
-        char ns[130], node[64], run[24];
-        if (sscanf(keys.Keys[i], "%129[^.].%63[^.].%23[^.].", ns, node, run) != 3)
-            continue;
-        hearth__cluster_ns *n = hearth__cluster_find(c, ns);
-        if (n && n->leader && !run_alive(c, node, run))
-            run_orphan(n, keys.Keys[i]);
-    }
-    kvKeysList_Destroy(&keys);
+    c->od->sweep_due = true;
+    lane_kick(c);
 }

@@ -62,6 +62,7 @@ void hearth__realtime_session_release(session *s) {
         return;
     hearth__principal_clear(&s->who);
     hearth__v5_joiner_reset(&s->pieces);
+    hearth__realtime_ondisconnect_free(s);
     hearth__free(s);
 }
 

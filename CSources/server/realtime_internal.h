@@ -59,6 +59,7 @@ struct session {
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
     od_op *ondisconnect;
     size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
+    struct od_keeping *keeping; /* in a cluster: kept there (NULL: never) */
     int refs;       /* the connection, and each write awaiting its commit */
     /* a message arriving in pieces, up to what one message may hold */
     hearth__v5_joiner pieces;
@@ -107,6 +108,8 @@ void hearth__realtime_put(session *s, json_int_t r, json_t *b);
 void hearth__realtime_merge(session *s, json_int_t r, json_t *b);
 void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a,
                                    json_t *b);
+/* Frees what the session kept for the cluster's copy of its list. */
+void hearth__realtime_ondisconnect_free(session *s);
 /* Runs the onDisconnect writes, in the order they were asked for. */
 void hearth__realtime_run_ondisconnect(session *s);
 

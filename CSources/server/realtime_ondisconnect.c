@@ -81,15 +81,110 @@ static json_t *od_json(const session *s, const od_op *op) {
 }
 
 /* In a cluster, the session's onDisconnect writes are kept where the
- * namespace's leader runs them should this node die (NULL list: forgot). */
-static void keep_in_cluster(session *s) {
+ * namespace's leader runs them should this node die (the cluster's KV,
+ * a round trip away, on a worker). A request is answered once the list it
+ * changed is kept there; at most one list is on its way per session, and
+ * the requests that arrive meanwhile are answered by the next. */
+typedef struct od_keeping {
+    bool busy;             /* a list is on its way */
+    json_int_t *asked;     /* requests the next list answers */
+    size_t nasked, cap;
+    json_int_t *answering; /* requests the list on its way answers */
+    size_t nanswering;
+} od_keeping;
+
+/* Requests one session may have waiting for the cluster. */
+#define MAX_KEEPING_ASKED 1024
+
+static uint64_t session_key(const session *s) {
+    return (uint64_t)(uintptr_t)s;
+}
+
+static void keep_send(session *s);
+
+static void keep_done(void *ctx, int rc) {
+    (void)rc; /* kept here all the same, and run here if the session ends */
+    session *s = ctx;
+    od_keeping *k = s->keeping;
+    for (size_t i = 0; i < k->nanswering; i++)
+        hearth__realtime_reply(s, k->answering[i], "ok", NULL);
+    hearth__free(k->answering);
+    k->answering = NULL;
+    k->nanswering = 0;
+    k->busy = false;
+    if (k->nasked && s->ws)
+        keep_send(s);
+    hearth__realtime_session_release(s);
+}
+
+static void keep_send(session *s) {
+    od_keeping *k = s->keeping;
     json_t *all = json_array();
     for (od_op *op = s->ondisconnect; op; op = op->next)
         json_array_append_new(all, od_json(s, op));
     char *text = all ? json_dumps(all, JSON_COMPACT) : NULL;
-    hearth__cluster_ondisconnect_keep(s->ns->db, (uint64_t)(uintptr_t)s, text);
-    free(text);
     json_decref(all);
+    k->answering = k->asked;
+    k->nanswering = k->nasked;
+    k->asked = NULL;
+    k->nasked = k->cap = 0;
+    k->busy = true;
+    s->refs++; /* keep_done releases it */
+    if (text) {
+        hearth__cluster_ondisconnect_keep(s->ns->db, session_key(s), text,
+                                          keep_done, s);
+    } else {
+        keep_done(s, HEARTH_ENOMEM);
+    }
+    free(text);
+}
+
+/* Whether request r may wait for the cluster (answered too_big if not);
+ * checked before it changes anything. */
+static bool keep_room(session *s, json_int_t r) {
+    if (!hearth__cluster_keeps_ondisconnect(s->ns->db))
+        return true; /* kept here only */
+    if (!s->keeping)
+        s->keeping = hearth__calloc(1, sizeof *s->keeping);
+    if (s->keeping && s->keeping->nasked < MAX_KEEPING_ASKED)
+        return true;
+    hearth__realtime_reply(s, r, "too_big",
+          s->keeping ? json_sprintf("at most %d onDisconnect requests of a "
+                                    "connection wait for the cluster",
+                                    MAX_KEEPING_ASKED)
+                     : json_string("out of memory"));
+    return false;
+}
+
+/* Answers request r now, or once the list it changed is kept. */
+static void keep_then_reply(session *s, json_int_t r) {
+    od_keeping *k = s->keeping;
+    if (!k) {
+        hearth__realtime_reply(s, r, "ok", NULL);
+        return;
+    }
+    if (k->nasked == k->cap) { /* below MAX_KEEPING_ASKED: keep_room */
+        size_t cap = k->cap ? 2 * k->cap : 4;
+        json_int_t *grown = hearth__realloc(k->asked, cap * sizeof *grown);
+        if (!grown) {
+            hearth__realtime_reply(s, r, "ok", NULL); /* kept here at least */
+            return;
+        }
+        k->asked = grown;
+        k->cap = cap;
+    }
+    k->asked[k->nasked++] = r;
+    if (!k->busy)
+        keep_send(s);
+}
+
+void hearth__realtime_ondisconnect_free(session *s) {
+    if (!s->keeping)
+        return;
+    hearth__free(s->keeping->asked);
+    hearth__free(s->keeping->answering);
+    hearth__free(s->keeping);
+    s->keeping = NULL;
 }
 
 static void od_free(session *s, od_op *op) {
@@ -106,6 +201,8 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
         hearth__realtime_reply(s, r, "invalid_args", json_string("a valid p is required"));
         return;
     }
+    if (!keep_room(s, r))
+        return;
     if (strcmp(a, "oc") == 0) {
         /* Cancel what was set at path or below. */
         hearth__path cancel, at;
@@ -120,8 +217,7 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
                 p = &op->next;
             }
         }
-        keep_in_cluster(s);
-        hearth__realtime_reply(s, r, "ok", NULL);
+        keep_then_reply(s, r);
         return;
     }
     json_t *data = json_object_get(b, "d");
@@ -160,8 +256,7 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
     while (*tail)
         tail = &(*tail)->next;
     *tail = op;
-    keep_in_cluster(s);
-    hearth__realtime_reply(s, r, "ok", NULL);
+    keep_then_reply(s, r);
 }
 
 /* Runs the onDisconnect writes, in the order they were asked for. Each
@@ -169,9 +264,9 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
  * rules of that moment, as the identity the session has then (a session
  * that signed out writes as nobody). */
 void hearth__realtime_run_ondisconnect(session *s) {
-    if (s->ondisconnect)
-        hearth__cluster_ondisconnect_keep(s->ns->db, (uint64_t)(uintptr_t)s,
-                                          NULL); /* run here */
+    if (s->keeping) /* run here: forgotten there, after any list on its way */
+        hearth__cluster_ondisconnect_keep(s->ns->db, session_key(s), NULL,
+                                          NULL, NULL);
     while (s->ondisconnect) {
         od_op *op = s->ondisconnect;
         s->ondisconnect = op->next;

@@ -11,8 +11,12 @@ over REST and server-sent events:
    succeed again within 15 s;
 4. once quiet, every node (the killed one restarted) holds the same data;
 5. an onDisconnect write of a session on a node killed -9 is run by the
-   namespace's leader.
+   namespace's leader;
+6. a stalled JetStream (every nats-server stopped) does not stall a node's
+   other requests: an onDisconnect set waits for the cluster's copy, a get
+   behind it on the same connection is answered meanwhile.
 """
+import signal
 import base64
 import http.client
 import json
@@ -277,6 +281,42 @@ def test_ondisconnect_of_dead_node(c):
     c.wait_ready()
 
 
+def test_stalled_jetstream(c):
+    leader = leader_of(c)
+    i = (leader + 1) % 3
+    session = Realtime(c.http_ports[i])
+    check(session.request(1, "g", {"p": "/presence", "q": {}}).get("s") == "ok",
+          "a realtime get on n%d" % (i + 1))
+    for p in c.nats:
+        os.kill(p.pid, signal.SIGSTOP)
+    try:
+        t0 = time.time()
+        session.send({"t": "d", "d": {"r": 2, "a": "o",
+                                      "b": {"p": "/presence/u2", "d": "gone"}}})
+        session.send({"t": "d", "d": {"r": 3, "a": "g",
+                                      "b": {"p": "/presence", "q": {}}}})
+        session.s.settimeout(5)
+        first = session.recv()
+        while first.get("t") != "d" or "r" not in first["d"]:
+            first = session.recv()
+        took = time.time() - t0
+    finally:
+        for p in c.nats:
+            os.kill(p.pid, signal.SIGCONT)
+    check(first["d"]["r"] == 3 and took < 1.5,
+          "with JetStream stalled, a get behind an onDisconnect set is answered "
+          "first, in %.2f s (got r=%s)" % (took, first["d"].get("r")))
+    session.s.settimeout(30)
+    kept = session.recv()
+    while kept.get("t") != "d" or kept["d"].get("r") != 2:
+        kept = session.recv()
+    check(kept["d"]["b"].get("s") == "ok",
+          "the onDisconnect set is answered once JetStream is back, in %.1f s"
+          % (time.time() - t0))
+    session.s.close()
+    c.wait_ready()
+
+
 def export(c, i):
     return request(c.url(i) + "/.json?format=export")[2]
 
@@ -308,6 +348,7 @@ def main():
         test_order(c)
         test_cas(c)
         test_ondisconnect_of_dead_node(c)
+        test_stalled_jetstream(c)
         leader, acked = test_kill_leader(c)
         c.start_node(leader)  # back, from its local store and the log
         c.wait_ready()
