@@ -70,6 +70,8 @@ struct hearth__cluster {
     hearth__forward *forwards;
     struct hearth__joining *joining; /* forwarded writes arriving in parts */
     struct hearth__od_lane *od; /* onDisconnect's KV calls (ondisconnect.c) */
+    struct json_t *live; /* every live node's liveness, as of the last
+                            renewal round (status.c shows it) */
 };
 
 /* One open namespace (hearth__embedded.replica_ctx of its database). */

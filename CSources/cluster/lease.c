@@ -36,6 +36,7 @@ typedef struct lease_round {
     hearth__cluster *c;
     bool renew; /* every second: liveness and leases renewed */
     char *alive; /* the liveness value */
+    struct json_t *live; /* renewal rounds: every live node's liveness */
     lease_job *jobs;
     size_t njobs;
     hearth__lease_release *releases; /* leases given up, to delete */
@@ -133,6 +134,8 @@ static void round_work(uv_work_t *w) {
     }
     release_all(c, r->releases);
     r->releases = NULL;
+    if (r->renew)
+        r->live = hearth__cluster_live_nodes(c);
     for (size_t i = 0; i < r->njobs; i++) {
         lease_job_run(c, &r->jobs[i], r->renew);
         if (r->jobs[i].retain && r->jobs[i].outcome == KEPT)
@@ -175,6 +178,10 @@ static void round_done(uv_work_t *w, int status) {
             snprintf(n->leader_name, sizeof n->leader_name, "%s", j->holder);
         if (j->purge.purged_to > n->purged)
             n->purged = j->purge.purged_to;
+    }
+    if (r->live) { /* the operator's view, as of this round */
+        json_decref(c->live);
+        c->live = r->live;
     }
     free(r->alive);
     hearth__free(r->jobs);

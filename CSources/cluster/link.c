@@ -3,6 +3,7 @@
  * to the loop (a locked list and a coalesced uv_async_send). */
 #include "cluster/internal.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
@@ -254,6 +255,7 @@ static void drop_link(hearth__cluster *c) {
 static void cluster_free(hearth__cluster *c) {
     hearth__cluster_joins_expire(c, 0);
     hearth__cluster_od_free(c);
+    json_decref(c->live);
     hearth__cluster_msg *q = c->head;
     while (q) {
         hearth__cluster_msg *next = q->next;

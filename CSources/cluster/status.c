@@ -1,7 +1,9 @@
 /* status.c - GET /.cluster/status.json: this node, the live nodes (their
  * liveness keys), who leads each namespace open here, how far the log of
  * each has reached here and how far behind it each other node that tails
- * it was at its last liveness report (each second). */
+ * it was at its last liveness report (each second). The live nodes are
+ * read by the leases' round on its worker (each second), never on the
+ * loop: the answer shows them as of the last round. */
 #include "cluster/internal.h"
 
 #include <jansson.h>
@@ -49,7 +51,7 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {
-    json_t *live = hearth__cluster_live_nodes(c);
+    json_t *live = c->live ? json_incref(c->live) : json_object();
     json_t *nodes = json_array(), *leaders = json_object(),
            *spaces = json_object();
     const char *node;
