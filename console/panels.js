@@ -244,7 +244,7 @@
       const u = usage[name];
       const tr = document.createElement("tr");
       tr.dataset.namespace = name;
-      for (const v of [name, u.connections, u.reads, u.writes, u.bytes_in, u.bytes_out]) {
+      for (const v of [name, u.connections, u.reads, u.listens, u.writes, u.bytes_in, u.bytes_out]) {
         const td = document.createElement("td");
         td.textContent = String(v);
         tr.appendChild(td);

@@ -14,11 +14,6 @@ static const struct {
     {"hearth_writes_total", "Writes answered, by door and status."},
     {"hearth_rules_denials_total",
      "Requests the security rules refused, by door."},
-    {"hearth_namespace_requests_total",
-     "Requests per namespace, by kind (read, write, listen)."},
-    {"hearth_namespace_bytes_total",
-     "Request and answer bytes per namespace (bodies and realtime "
-     "messages), by direction."},
     {"hearth_realtime_pushes_total",
      "Pushes sent to realtime listens, by how: built for that listen, or "
      "shared (the bytes built for another listen of the same change)."},
@@ -27,11 +22,8 @@ static const struct {
 void hearth__metrics_free(hearth__metrics *m) {
     for (size_t i = 0; i < m->n; i++)
         hearth__free(m->counters[i].key);
-    for (size_t i = 0; i < m->nnamespaces; i++)
-        hearth__free(m->namespaces[i]);
     hearth__free(m->counters);
     hearth__free(m->index);
-    hearth__free(m->namespaces);
     memset(m, 0, sizeof *m);
 }
 
@@ -85,24 +77,6 @@ size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
     m->counters[m->n] = (hearth__counter){copy, by};
     m->index[slot_of(m, key)] = ++m->n;
     return m->n;
-}
-
-const char *hearth__metrics_ns(hearth__metrics *m, const char *ns) {
-    for (size_t i = 0; i < m->nnamespaces; i++)
-        if (strcmp(m->namespaces[i], ns) == 0)
-            return m->namespaces[i];
-    if (m->nnamespaces == HEARTH__METRICS_MAX_NAMESPACES)
-        return "_other";
-    char **more = hearth__realloc(m->namespaces,
-                                  (m->nnamespaces + 1) * sizeof *more);
-    if (!more)
-        return "_other";
-    m->namespaces = more;
-    char *copy = hearth__strndup(ns, strlen(ns));
-    if (!copy)
-        return "_other";
-    m->namespaces[m->nnamespaces++] = copy;
-    return copy;
 }
 
 static size_t name_len(const char *key) { return strcspn(key, "{"); }

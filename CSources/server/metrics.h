@@ -3,18 +3,15 @@
  * format 0.0.4). A counter is a name with its labels ("name{a=\"b\"}"),
  * kept in a table on the server's loop, found by hash: no lock, nothing
  * per request but a few lookups. Every label value comes from a closed
- * set (doors, methods, actions, statuses) or is a valid namespace name,
- * so no client can add keys without bound. Namespaces get their
- * own counters up to a bound; the rest count as namespace="_other", so
- * a client naming endless namespaces cannot grow the table.
+ * set (doors, methods, actions, statuses), so no client can add keys
+ * without bound. The per-namespace series are not kept here: they are
+ * the usage table's rows (usage.h), written beside these.
  */
 #ifndef HEARTH_SERVER_METRICS_H
 #define HEARTH_SERVER_METRICS_H
 
 #include "common/histogram.h"
 #include "common/internal.h"
-
-#define HEARTH__METRICS_MAX_NAMESPACES 100
 
 typedef struct hearth__counter {
     char *key; /* name{labels} */
@@ -25,7 +22,7 @@ typedef struct hearth__counter {
  * flags: observe.c's tag) adds to, so that counting it again is a few
  * additions, not a key built and looked up per counter. */
 #define HEARTH__METRICS_MEMO 64
-#define HEARTH__MEMO_COUNTERS 6
+#define HEARTH__MEMO_COUNTERS 3
 typedef struct hearth__metrics_memo {
     char tag[128];
     size_t counters[HEARTH__MEMO_COUNTERS]; /* 1 + a counter's place; 0: none */
@@ -35,8 +32,6 @@ typedef struct hearth__metrics {
     hearth__counter *counters; /* in the order they appeared */
     size_t n, cap;
     size_t *index; /* 2 * cap slots: 1 + a counter's place, 0: empty */
-    char **namespaces; /* those with counters of their own */
-    size_t nnamespaces;
     hearth__histogram request_seconds; /* every REST request's handling */
     hearth__metrics_memo memo[HEARTH__METRICS_MEMO];
 } hearth__metrics;
@@ -48,8 +43,6 @@ void hearth__metrics_free(hearth__metrics *m);
 size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by);
 /* FNV-1a of a string: the counters' index, the memo's slots. */
 uint64_t hearth__metrics_hash(const char *key);
-/* The label value of namespace ns: itself, or "_other" past the bound. */
-const char *hearth__metrics_ns(hearth__metrics *m, const char *ns);
 /* Writes every counter, by name, with its # HELP and # TYPE lines. */
 void hearth__metrics_write_counters(const hearth__metrics *m, hearth__buf *out);
 /* Writes a histogram (seconds) named name. */

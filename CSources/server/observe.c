@@ -11,8 +11,9 @@
 
 /* ---- the metrics ---- */
 
-/* The counters an operation adds to, in this order (0: none). */
-enum { C_REQUESTS, C_WRITES, C_DENIALS, C_NS_REQUESTS, C_NS_IN, C_NS_OUT };
+/* The counters an operation adds to, in this order (0: none). Its
+ * namespace's rows are usage.c's. */
+enum { C_REQUESTS, C_WRITES, C_DENIALS };
 
 /* Finds (making them) the counters of op's kind: the slow way, once per
  * kind of operation; the memo remembers them. */
@@ -35,26 +36,11 @@ static void find_counters(hearth__metrics *m, const hearth__op *op,
                  op->door);
         at[C_DENIALS] = hearth__metrics_add(m, key, 0);
     }
-    if (!op->ns[0])
-        return;
-    const char *ns = hearth__metrics_ns(m, op->ns);
-    snprintf(key, sizeof key,
-             "hearth_namespace_requests_total{namespace=\"%s\",kind=\"%s\"}",
-             ns, op->write ? "write" : op->listen ? "listen" : "read");
-    at[C_NS_REQUESTS] = hearth__metrics_add(m, key, 0);
-    snprintf(key, sizeof key,
-             "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"in\"}",
-             ns);
-    at[C_NS_IN] = hearth__metrics_add(m, key, 0);
-    snprintf(key, sizeof key,
-             "hearth_namespace_bytes_total{namespace=\"%s\",direction=\"out\"}",
-             ns);
-    at[C_NS_OUT] = hearth__metrics_add(m, key, 0);
 }
 
-/* What tells kinds of operations apart: "door|type|status|ns|flags". */
+/* What tells kinds of operations apart: "door|type|status|flags". */
 static size_t kind_tag(const hearth__op *op, char *tag, size_t cap) {
-    const char *parts[] = {op->door, op->type, op->status, op->ns};
+    const char *parts[] = {op->door, op->type, op->status};
     size_t n = 0;
     for (size_t i = 0; i < HEARTH__ARRAY_SIZE(parts); i++) {
         size_t len = strlen(parts[i]);
@@ -64,7 +50,7 @@ static size_t kind_tag(const hearth__op *op, char *tag, size_t cap) {
         n += len;
         tag[n++] = '|';
     }
-    tag[n++] = (char)('0' + op->write + 2 * op->listen + 4 * op->denied);
+    tag[n++] = (char)('0' + op->write + 2 * op->denied);
     tag[n] = '\0';
     return n;
 }
@@ -85,11 +71,9 @@ static void count_op(hearth__metrics *m, const hearth__op *op) {
             memcpy(slot->counters, fresh, sizeof fresh);
         }
     }
-    const uint64_t by[HEARTH__MEMO_COUNTERS] = {1, 1, 1, 1, op->bytes_in,
-                                                op->bytes_out};
     for (size_t i = 0; i < HEARTH__MEMO_COUNTERS; i++)
         if (at[i])
-            m->counters[at[i] - 1].value += by[i];
+            m->counters[at[i] - 1].value++;
 }
 
 void hearth__observe_realtime_write(hearth__server *srv, const char *status) {
@@ -146,7 +130,6 @@ void hearth__observe_http(void *ctx, const hearth__http_record *r) {
         .path = r->note->path,
         .status = status,
         .write = rest && is_write(r->req->method),
-        .listen = strcmp(r->kind, "sse") == 0,
         .denied = r->status == 401,
         .unindexed = r->note->unindexed,
         .bytes_in = r->req->body_len,

@@ -17,7 +17,7 @@ typedef struct hearth__op {
     const char *ns;     /* "" when none */
     const char *path;   /* "" when none */
     const char *status; /* "200"..., or a realtime status ("ok") */
-    bool write, listen, denied, unindexed;
+    bool write, denied, unindexed;
     uint64_t bytes_in, bytes_out;
     uint64_t duration_ns;
 } hearth__op;

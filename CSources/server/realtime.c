@@ -148,7 +148,8 @@ static void handle(session *s, json_t *msg, size_t len, uint64_t start) {
     }
     json_int_t r = json_integer_value(rj);
     hearth__usage_count(s->srv, s->ns,
-                        !strcmp(a, "q") || !strcmp(a, "g")   ? HEARTH__USAGE_READ
+                        !strcmp(a, "q")                      ? HEARTH__USAGE_LISTEN
+                        : !strcmp(a, "g")                    ? HEARTH__USAGE_READ
                         : !strcmp(a, "p") || !strcmp(a, "m") ? HEARTH__USAGE_WRITE
                                                              : HEARTH__USAGE_NONE);
     dispatch(s, r, a, b);
@@ -156,7 +157,7 @@ static void handle(session *s, json_t *msg, size_t len, uint64_t start) {
     hearth__op op = {.door = "realtime", .type = known_action(a), .ns = s->ns->name,
                      .path = path ? path : "", .status = "handled",
                      .write = !strcmp(a, "p") || !strcmp(a, "m"),
-                     .listen = !strcmp(a, "q"), .bytes_in = len,
+                     .bytes_in = len,
                      .unindexed = hearth__observe_unindexed(
                          s->ns, path, json_object_get(b, "q")),
                      .duration_ns = uv_hrtime() - start};

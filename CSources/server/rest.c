@@ -311,8 +311,10 @@ static void route_data(rest *r) {
         return;
     }
     hearth__usage_count_request(r->srv, r->ns, conn, r->req,
-                                r->method == HTTP_GET ? HEARTH__USAGE_READ
-                                                      : HEARTH__USAGE_WRITE);
+                                r->method != HTTP_GET ? HEARTH__USAGE_WRITE
+                                : hearth__rest_wants_stream(r->req)
+                                    ? HEARTH__USAGE_LISTEN
+                                    : HEARTH__USAGE_READ);
     switch (r->method) {
     case HTTP_GET:
         hearth__rest_get(r);

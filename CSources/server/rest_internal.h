@@ -77,6 +77,8 @@ void hearth__rest_deny(const rest *r);
 /* ---- the methods (rest_read.c, rest_write.c, rest_rules.c) ---- */
 
 void hearth__rest_get(rest *r);
+/* Whether a GET asks for a stream of server-sent events (Accept). */
+bool hearth__rest_wants_stream(const hearth__http_request *req);
 /* PUT, POST and PATCH; r is left empty when a worker took the request. */
 void hearth__rest_write(rest *r);
 void hearth__rest_delete(rest *r);

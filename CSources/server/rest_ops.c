@@ -5,6 +5,7 @@
 #include "server/rest_internal.h"
 
 #include "server/profile.h"
+#include "server/usage.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,7 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
                        "hearth_bytes_sent_total %llu\n",
                        (unsigned long long)in, (unsigned long long)sent);
     hearth__metrics_write_counters(&srv->metrics, out);
+    hearth__usage_write_metrics(srv->usage, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
                                     "Time from a REST request's arrival to "
                                     "its answer.",

@@ -47,6 +47,11 @@ static bool may_read(rest *r, hearth_node_t **query_var) {
 
 /* ---- methods ---- */
 
+bool hearth__rest_wants_stream(const hearth__http_request *req) {
+    const char *accept = hearth__http_get_header(req, "accept");
+    return accept && strstr(accept, "text/event-stream");
+}
+
 void hearth__rest_get(rest *r) {
     hearth_error_t err;
     hearth_query_t *q;
@@ -61,8 +66,7 @@ void hearth__rest_get(rest *r) {
         hearth__rest_deny(r);
         return;
     }
-    const char *accept = hearth__http_get_header(r->req, "accept");
-    if (accept && strstr(accept, "text/event-stream")) {
+    if (hearth__rest_wants_stream(r->req)) {
         hearth__sse_start(r->srv, r->conn, r->ns, r->path, q, r->json_flags,
                           &r->who, query_var);
         hearth_node_decref(query_var);

@@ -14,20 +14,24 @@ static int connections(const hearth__server *srv, const char *name) {
     return 0;
 }
 
-/* {"NAME": {"connections", "reads", "writes", "bytes_in", "bytes_out"}}. */
+static json_t *row_json(const hearth__server *srv, const hearth__usage_row *row) {
+    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I}", "connections",
+                     connections(srv, row->name), "reads",
+                     (json_int_t)row->reads, "listens", (json_int_t)row->listens,
+                     "writes", (json_int_t)row->writes, "bytes_in",
+                     (json_int_t)row->bytes.in, "bytes_out",
+                     (json_int_t)row->bytes.out);
+}
+
+/* {"NAME": {"connections", "reads", "listens", "writes", "bytes_in",
+ * "bytes_out"}}; names past the table's bound together as "_other". */
 static json_t *usage_json(const hearth__server *srv) {
     json_t *out = json_object();
     const hearth__usage *u = srv->usage;
-    for (size_t i = 0; out && u && i < u->n; i++) {
-        const hearth__usage_row *row = u->rows[i];
-        json_object_set_new(
-            out, row->name,
-            json_pack("{s:i,s:I,s:I,s:I,s:I}", "connections",
-                      connections(srv, row->name), "reads",
-                      (json_int_t)row->reads, "writes", (json_int_t)row->writes,
-                      "bytes_in", (json_int_t)row->bytes.in, "bytes_out",
-                      (json_int_t)row->bytes.out));
-    }
+    for (size_t i = 0; out && u && i < u->n; i++)
+        json_object_set_new(out, u->rows[i]->name, row_json(srv, u->rows[i]));
+    if (out && u && u->other)
+        json_object_set_new(out, u->other->name, row_json(srv, u->other));
     return out;
 }
 

@@ -1,7 +1,23 @@
 /* usage.c - the counters of namespaces' use (see usage.h). */
 #include "server/usage.h"
 
+#include <inttypes.h>
 #include <string.h>
+
+static hearth__usage_row *row_create(const char *name) {
+    hearth__usage_row *row = hearth__calloc(1, sizeof *row);
+    if (row && !(row->name = hearth__strndup(name, strlen(name)))) {
+        hearth__free(row);
+        row = NULL;
+    }
+    return row;
+}
+
+static void row_free(hearth__usage_row *row) {
+    if (row)
+        hearth__free(row->name);
+    hearth__free(row);
+}
 
 hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
     if (!srv->usage && !(srv->usage = hearth__calloc(1, sizeof *srv->usage)))
@@ -11,7 +27,8 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
         if (!strcmp(u->rows[i]->name, name))
             return u->rows[i];
     if (u->n == HEARTH__USAGE_MAX_ROWS)
-        return NULL;
+        return u->other ? u->other
+                        : (u->other = row_create(HEARTH__USAGE_OTHER));
     if (u->n == u->cap) {
         size_t cap = u->cap ? u->cap * 2 : 8;
         hearth__usage_row **rows = hearth__realloc(u->rows, cap * sizeof *rows);
@@ -20,11 +37,7 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
         u->rows = rows;
         u->cap = cap;
     }
-    hearth__usage_row *row = hearth__calloc(1, sizeof *row);
-    if (row && !(row->name = hearth__strndup(name, strlen(name)))) {
-        hearth__free(row);
-        row = NULL;
-    }
+    hearth__usage_row *row = row_create(name);
     if (row)
         u->rows[u->n++] = row;
     return row;
@@ -46,17 +59,79 @@ void hearth__usage_count(hearth__server *srv, hearth__namespace *ns,
     hearth__usage_row *row = hearth__usage_row_of(srv, ns->name);
     if (row && kind == HEARTH__USAGE_READ)
         row->reads++;
+    else if (row && kind == HEARTH__USAGE_LISTEN)
+        row->listens++;
     else if (row && kind == HEARTH__USAGE_WRITE)
         row->writes++;
+}
+
+/* ---- as /.metrics shows them ---- */
+
+static void add_row(hearth__usage_row *sum, const hearth__usage_row *row) {
+    if (!row)
+        return;
+    sum->reads += row->reads;
+    sum->listens += row->listens;
+    sum->writes += row->writes;
+    sum->bytes.in += row->bytes.in;
+    sum->bytes.out += row->bytes.out;
+}
+
+/* One series per counter that is not zero (a kind never asked is not a
+ * series, as with the other counters). */
+static void write_requests(hearth__buf *out, const hearth__usage_row *row) {
+    const struct { const char *kind; uint64_t n; } kinds[] = {
+        {"read", row->reads}, {"listen", row->listens}, {"write", row->writes}};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(kinds); i++)
+        if (kinds[i].n)
+            hearth__buf_printf(out, "hearth_namespace_requests_total{namespace="
+                               "\"%s\",kind=\"%s\"} %" PRIu64 "\n",
+                               row->name, kinds[i].kind, kinds[i].n);
+}
+
+static void write_bytes(hearth__buf *out, const hearth__usage_row *row) {
+    if (row->bytes.in || row->bytes.out)
+        hearth__buf_printf(out,
+                           "hearth_namespace_bytes_total{namespace=\"%s\","
+                           "direction=\"in\"} %" PRIu64 "\n"
+                           "hearth_namespace_bytes_total{namespace=\"%s\","
+                           "direction=\"out\"} %" PRIu64 "\n",
+                           row->name, row->bytes.in, row->name, row->bytes.out);
+}
+
+void hearth__usage_write_metrics(const hearth__usage *u, hearth__buf *out) {
+    size_t shown = u ? u->n : 0;
+    if (shown > HEARTH__USAGE_METRICS_ROWS)
+        shown = HEARTH__USAGE_METRICS_ROWS;
+    hearth__usage_row other = {.name = HEARTH__USAGE_OTHER};
+    for (size_t i = shown; u && i < u->n; i++)
+        add_row(&other, u->rows[i]);
+    if (u)
+        add_row(&other, u->other);
+    void (*const series[])(hearth__buf *, const hearth__usage_row *) = {
+        write_requests, write_bytes};
+    const char *help[] = {
+        "# HELP hearth_namespace_requests_total Requests per namespace, by "
+        "kind (read, listen, write).\n"
+        "# TYPE hearth_namespace_requests_total counter\n",
+        "# HELP hearth_namespace_bytes_total Bytes in and out of the "
+        "connections that asked for a namespace (requests, answers, "
+        "pushes), by direction.\n"
+        "# TYPE hearth_namespace_bytes_total counter\n"};
+    for (size_t k = 0; k < HEARTH__ARRAY_SIZE(series); k++) {
+        hearth__buf_adds(out, help[k]);
+        for (size_t i = 0; i < shown; i++)
+            series[k](out, u->rows[i]);
+        series[k](out, &other);
+    }
 }
 
 void hearth__usage_free(hearth__usage *u) {
     if (!u)
         return;
-    for (size_t i = 0; i < u->n; i++) {
-        hearth__free(u->rows[i]->name);
-        hearth__free(u->rows[i]);
-    }
+    for (size_t i = 0; i < u->n; i++)
+        row_free(u->rows[i]);
+    row_free(u->other);
     hearth__free(u->rows);
     hearth__free(u);
 }

@@ -300,6 +300,21 @@ static void test_usage_counts_per_namespace(void) {
     CHECK(json_integer_value(json_object_get(row, "bytes_out")) > 4 * 7 + 200);
     CHECK(json_integer_value(json_object_get(row, "bytes_in")) >= 7);
     CHECK(json_object_get(u, "default") == NULL);
+    /* /.metrics shows the same row: one count, two views. */
+    answer m = ask(port, "GET", "/.metrics", OWNER, NULL);
+    CHECK_INT(m.status, 200);
+    const struct { const char *series, *field; } same[] = {
+        {"hearth_namespace_requests_total{namespace=\"used\",kind=\"read\"} ", "reads"},
+        {"hearth_namespace_requests_total{namespace=\"used\",kind=\"write\"} ", "writes"},
+        {"hearth_namespace_bytes_total{namespace=\"used\",direction=\"in\"} ", "bytes_in"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        const char *at = m.body ? strstr(m.body, same[i].series) : NULL;
+        CHECK(at != NULL);
+        if (at)
+            CHECK_INT(strtoll(at + strlen(same[i].series), NULL, 10),
+                      json_integer_value(json_object_get(row, same[i].field)));
+    }
+    answer_free(&m);
     json_decref(u);
     answer_free(&r);
     r = ask(port, "GET", "/.settings/usage.json", NULL, NULL);
