@@ -5,10 +5,10 @@
  * become log.1 of a data directory, which is then opened.
  *
  * What must hold: the scan stays inside the bytes (an intact prefix, every
- * record of it within it); a log the scan calls damaged refuses to open
- * with an error naming the file and leaves it as it was; a torn last
- * commit is cut exactly at the intact prefix; whatever opens reopens to
- * the same data. */
+ * record of it within it; space after it only zeros, in the newest log);
+ * a log the scan calls damaged refuses to open with an error naming the
+ * file and leaves it as it was; a torn last commit is cut exactly at the
+ * intact prefix; whatever opens reopens to the same data. */
 #include "db/db.h"
 #include "store/logfile.h"
 #include "store/store.h"
@@ -59,7 +59,12 @@ static char *read_back(const char *path, size_t *len) {
 static void check_scan(const char *data, size_t size, bool last,
                        hearth__log_scan *scan) {
     hearth__log_check(data, size, last, scan);
-    if (scan->good > size || (scan->end == HEARTH__LOG_CLEAN && scan->good != size))
+    /* A clean log is its records and, the newest only, zeros after them
+     * (space written ahead). */
+    if (scan->good > size || scan->space > size - scan->good ||
+        (scan->end == HEARTH__LOG_CLEAN && scan->good + scan->space != size) ||
+        (scan->space && !last) ||
+        !hearth__log_all_zero(data + size - scan->space, scan->space))
         abort();
     if (scan->end == HEARTH__LOG_DAMAGED && (!scan->why || scan->bad > size))
         abort();

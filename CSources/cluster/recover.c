@@ -64,6 +64,8 @@ static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
     char *path = hearth__store_path(dir, "log.%llu", gen);
     size_t size = 0;
     char *data = path ? hearth__store_read_whole(path, &size) : NULL;
+    while (data && size > keep && !data[size - 1])
+        size--; /* space the store wrote ahead (a record never ends in 0) */
     if (data && size > keep) {
         int rc = keep_aside(dir, gen, keep, data + keep, size - keep);
         if (!rc)

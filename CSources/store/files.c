@@ -57,17 +57,31 @@ int hearth__store_disk_error(void) {
     return errno == ENOSPC || errno == EDQUOT ? HEARTH_ENOSPC : HEARTH_EIO;
 }
 
-int hearth__store_write_all(int fd, const char *data, size_t len) {
+/* Writes all of data: at off with pwrite, or (off < 0) where the file
+ * position is. */
+static int write_whole(int fd, const char *data, size_t len, int64_t off) {
     while (len) {
-        ssize_t n = write(fd, data, len);
+        ssize_t n = off < 0 ? write(fd, data, len)
+                            : pwrite(fd, data, len, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return hearth__store_disk_error();
         data += n;
         len -= (size_t)n;
+        if (off >= 0)
+            off += n;
     }
     return 0;
+}
+
+int hearth__store_write_all(int fd, const char *data, size_t len) {
+    return write_whole(fd, data, len, -1);
+}
+
+int hearth__store_pwrite_all(int fd, const char *data, size_t len,
+                             uint64_t off) {
+    return write_whole(fd, data, len, (int64_t)off);
 }
 
 char *hearth__store_read_whole(const char *path, size_t *len) {

@@ -18,6 +18,9 @@ int hearth__store_sync_dir(const char *dir);
  * disk, which heals by itself once space is freed, else HEARTH_EIO. */
 int hearth__store_disk_error(void);
 int hearth__store_write_all(int fd, const char *data, size_t len);
+/* The same at offset off (pwrite: the file position does not move). */
+int hearth__store_pwrite_all(int fd, const char *data, size_t len,
+                             uint64_t off);
 /* The whole file, NUL-terminated; NULL when it cannot be read. */
 char *hearth__store_read_whole(const char *path, size_t *len);
 /* Generations of the files named prefix + digits + suffix, ascending. */

@@ -23,7 +23,7 @@ static uint32_t crc(const char *p, size_t len) {
     return (uint32_t)crc32(0, (const Bytef *)p, (uInt)len);
 }
 
-static bool all_zero(const char *p, size_t len) {
+bool hearth__log_all_zero(const char *p, size_t len) {
     for (size_t i = 0; i < len; i++)
         if (p[i])
             return false;
@@ -97,7 +97,7 @@ static void check_v1(const char *data, size_t size, bool last,
             off = end;
             continue;
         }
-        bool zeros = all_zero(data + off, left);
+        bool zeros = hearth__log_all_zero(data + off, left);
         if (left < V1_RECORD_HEADER)
             stop(scan, last, true, off, off, "a record header cut short");
         else if (get_u32(data + off) > left - V1_RECORD_HEADER)
@@ -125,6 +125,11 @@ static void check_v2(const char *data, size_t size, bool last,
         if (off >= batch_end)
             batch_start = off; /* a new commit starts here */
         size_t left = size - off, end;
+        if (last && off >= batch_end && hearth__log_all_zero(data + off, left)) {
+            scan->good = off; /* written ahead: the next commit goes here */
+            scan->space = left;
+            return;
+        }
         bool in_batch = off < batch_end;
         const char *h = data + off;
         if (left >= HEARTH__LOG_RECORD_HEADER &&
@@ -136,16 +141,22 @@ static void check_v2(const char *data, size_t size, bool last,
             off = end;
             continue;
         }
-        bool last_commit = batch_end >= size;
+        /* The last commit: nothing after it but space written ahead. */
+        bool last_commit =
+            batch_end >= size ||
+            (last && hearth__log_all_zero(data + batch_end, size - batch_end));
+        size_t space = batch_end < size && last_commit ? size - batch_end : 0;
         if (left < HEARTH__LOG_RECORD_HEADER)
             stop(scan, last, true, batch_start, off,
                  "a record header cut short");
         else
-            stop(scan, last, last_commit || all_zero(h, left), batch_start,
+            stop(scan, last, last_commit || hearth__log_all_zero(h, left), batch_start,
                  off,
                  get_u32(h + 12) != crc(h, 12)
                      ? "record header checksum mismatch"
                      : "record checksum mismatch");
+        if (scan->end == HEARTH__LOG_TORN)
+            scan->space = space;
         return;
     }
     if (batch_end > size) /* the last commit stops at a record's end */
@@ -167,7 +178,7 @@ void hearth__log_check(const char *data, size_t size, bool last,
         /* Created but its header never fully written: holds nothing. */
         bool prefix = size < hl && (memcmp(data, HEARTH__LOG_HEADER, size) == 0 ||
                                     memcmp(data, LOG_V1, size) == 0);
-        stop(scan, last, prefix || all_zero(data, size), 0, 0,
+        stop(scan, last, prefix || hearth__log_all_zero(data, size), 0, 0,
              "not a Hearth log (bad header)");
         return;
     }

@@ -11,6 +11,9 @@
  * not a record that seems to run past the end; batch_rest tells how far
  * the last commit was meant to reach, so a commit cut short by a crash
  * (short file, or a file extended with zeros) is recognised as a whole.
+ * The newest log may end in zeros after its last whole commit: space the
+ * store wrote ahead (store.c), where the next commit goes; the log is
+ * clean and its records end there.
  *
  * Version 1 (read only): "HEARTH-LOG 1\n" then [u32 length][u32 crc32]
  * [payload]. It cannot tell a damaged length from a torn append, so only
@@ -37,6 +40,8 @@ typedef struct hearth__log_scan {
     int version;          /* 1 or 2; 0 when not even the header is there */
     hearth__log_end end;
     size_t good;          /* the intact prefix: whole commits kept */
+    size_t space;         /* newest log: zeros written ahead after the
+                             records (CLEAN) or after the torn commit (TORN) */
     size_t bad;           /* DAMAGED: offset of the first bad record */
     const char *why;      /* DAMAGED: what is wrong there */
 } hearth__log_scan;
@@ -54,6 +59,9 @@ void hearth__log_check(const char *data, size_t size, bool last,
  * false at the end. */
 bool hearth__log_next(const char *data, const hearth__log_scan *scan,
                       size_t *off, const char **payload, size_t *len);
+/* Whether p[0, len) is all zeros (space written ahead, or a tail that
+ * never reached the disk). */
+bool hearth__log_all_zero(const char *p, size_t len);
 /* How many intact records lie in data[from, size) (found by trying every
  * offset): what cutting there loses. */
 uint64_t hearth__log_count_intact(const char *data, size_t size, int version,

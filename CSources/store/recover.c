@@ -29,8 +29,8 @@ static int replay_log(const char *path, bool last, hearth_node_t **root,
         }
         report->records_replayed++;
     }
-    if (scan->end == HEARTH__LOG_TORN)
-        report->torn_bytes += size - scan->good;
+    if (scan->end == HEARTH__LOG_TORN) /* the commit, not the space */
+        report->torn_bytes += size - scan->good - scan->space;
     hearth__free(data);
     return 0;
 }

@@ -18,6 +18,13 @@
 #define LOG_HEADER_LEN HEARTH__LOG_HEADER_LEN
 #define DEFAULT_SNAPSHOT_BYTES (64u * 1024 * 1024)
 #define BATCH_SYNC_MS 1000
+/* With --fsync always the log is written ahead with zeros this much at a
+ * time: a commit then overwrites blocks the file already has, and its
+ * fdatasync writes the data alone. Appending past the end makes every
+ * fdatasync write the inode too (the size changed): a second synchronous
+ * write per commit (figures in docs/ARCHITECTURE.md, "Space written
+ * ahead"). */
+#define LOG_SPACE_BYTES (1u * 1024 * 1024)
 
 struct hearth__store {
     char *dir;
@@ -25,7 +32,8 @@ struct hearth__store {
     int lock_fd;
     int log_fd;
     uint64_t log_gen;
-    uint64_t log_bytes; /* in the current log */
+    uint64_t log_bytes; /* in the current log: where the next commit goes */
+    uint64_t log_size;  /* its file's size: log_bytes, or more written ahead */
     uint64_t snapshot_threshold;
     int64_t last_sync_ms;
     hearth__records pending; /* appended since the last commit began */
@@ -49,7 +57,34 @@ int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
  * drops the records' references. A failed commit leaves the log as it was
  * before. */
 static int cut_back(hearth__store *s) {
-    return ftruncate(s->log_fd, (off_t)s->log_bytes) ? HEARTH_EIO : 0;
+    if (ftruncate(s->log_fd, (off_t)s->log_bytes))
+        return HEARTH_EIO;
+    s->log_size = s->log_bytes;
+    return 0;
+}
+
+/* Makes room for len more bytes at log_bytes: with --fsync always, zeros
+ * written (and synced by the commit's own fdatasync) up to the next
+ * LOG_SPACE_BYTES boundary past them. The space is only the file's; the
+ * log's records still end at log_bytes (logfile.h). Best effort: on a
+ * disk too full for the space, what was written of it goes and the
+ * commit appends as it would without. */
+static void make_room(hearth__store *s, size_t len) {
+    uint64_t need = s->log_bytes + len, was = s->log_size;
+    if (s->fsync_mode != HEARTH_FSYNC_ALWAYS || need <= s->log_size)
+        return;
+    uint64_t to = (need / LOG_SPACE_BYTES + 1) * LOG_SPACE_BYTES;
+    static const char zeros[64 * 1024];
+    for (uint64_t at = s->log_size; at < to;) {
+        size_t n = to - at < sizeof zeros ? (size_t)(to - at) : sizeof zeros;
+        if (hearth__store_pwrite_all(s->log_fd, zeros, n, at)) {
+            if (ftruncate(s->log_fd, (off_t)was) == 0)
+                s->log_size = was;
+            return;
+        }
+        at += n;
+        s->log_size = at;
+    }
 }
 
 /* A commit failed: the records buffered since belong to writes built on
@@ -96,7 +131,11 @@ void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
      * reaches the log. */
     batch->rc = hearth__records_write(&batch->records, &bytes);
     if (!batch->rc) {
-        batch->rc = hearth__store_write_all(s->log_fd, bytes.data, bytes.len);
+        make_room(s, bytes.len);
+        batch->rc = hearth__store_pwrite_all(s->log_fd, bytes.data, bytes.len,
+                                             s->log_bytes);
+        if (!batch->rc && s->log_bytes + bytes.len > s->log_size)
+            s->log_size = s->log_bytes + bytes.len;
         if (!batch->rc && batch->sync) {
             uint64_t start = uv_hrtime();
             if (fdatasync(s->log_fd))
@@ -147,8 +186,9 @@ static int open_log(hearth__store *s, uint64_t gen, bool create,
     char *path = hearth__store_path(s->dir, "log.%llu", gen);
     if (!path)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    int fd = open(path, O_WRONLY | O_APPEND | (create ? O_CREAT | O_EXCL : 0),
-                  0644);
+    /* Not O_APPEND: commits go at log_bytes, which space written ahead
+     * may follow. */
+    int fd = open(path, O_WRONLY | (create ? O_CREAT | O_EXCL : 0), 0644);
     int rc = 0;
     if (fd < 0) {
         rc = hearth__store_io_error(err, "cannot open", path);
@@ -158,10 +198,12 @@ static int open_log(hearth__store *s, uint64_t gen, bool create,
         close(fd);
         unlink(path); /* (a full disk) a later rotation tries again */
     } else {
+        struct stat st;
         s->log_fd = fd;
         s->log_gen = gen;
         if (create)
             s->log_bytes = LOG_HEADER_LEN; /* a failed commit cuts back here */
+        s->log_size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : s->log_bytes;
     }
     hearth__free(path);
     return rc;
@@ -217,11 +259,19 @@ int hearth__store_open(const char *dir, int fsync_mode, hearth__store **out,
     return 0;
 }
 
+/* Gives back the space written ahead: a log that is not the newest ends
+ * at its last record (logfile.h), and a closed one need not hold it. */
+static int trim(hearth__store *s) {
+    return s->log_size > s->log_bytes ? cut_back(s) : 0;
+}
+
 int hearth__store_close(hearth__store *s) {
     if (!s)
         return 0;
     int rc = hearth__store_commit(s);
     if (s->log_fd >= 0) {
+        if (trim(s))
+            rc = HEARTH_EIO;
         if (s->fsync_mode != HEARTH_FSYNC_OFF && fdatasync(s->log_fd))
             rc = HEARTH_EIO;
         close(s->log_fd);
@@ -254,7 +304,11 @@ const char *hearth__store_dir(const hearth__store *s) { return s->dir; }
 int hearth__store_rotate(hearth__store *s, uint64_t *gen) {
     if (!hearth__records_empty(&s->pending) || s->must_cut)
         return HEARTH_EIO; /* only between commits, after a good one */
-    if (s->fsync_mode != HEARTH_FSYNC_OFF && fdatasync(s->log_fd))
+    /* Trimmed and synced before the next log exists: only the newest may
+     * end in space. */
+    bool had_space = s->log_size > s->log_bytes;
+    if (trim(s) || ((s->fsync_mode != HEARTH_FSYNC_OFF || had_space) &&
+                    fdatasync(s->log_fd)))
         return HEARTH_EIO;
     int old_fd = s->log_fd;
     uint64_t old_gen = s->log_gen;
