@@ -99,7 +99,7 @@ struct hearth__http_conn {
     hearth__tls *tls;
     bool tls_closed; /* the peer's close_notify came: close once handled */
     /* an upgraded connection: raw bytes in both directions */
-    void (*on_data)(void *ctx, const char *data, size_t len);
+    void (*on_data)(void *ctx, char *data, size_t len);
     hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
 };
 

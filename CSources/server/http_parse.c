@@ -296,7 +296,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         c->pinged = false;
         /* The new protocol takes the bytes as they are (its handler copies
          * what it keeps); input held from before goes first. */
-        const char *data = buf->base;
+        char *data = buf->base;
         size_t len = (size_t)nread;
         if (c->tls || c->in_len > c->in_off) {
             if (!take_input(c, data, len)) {

@@ -340,11 +340,19 @@ static bool over_backlog(hearth__http_conn *c, size_t more) {
 
 int hearth__http_stream_send(hearth__http_conn *c, const char *data,
                              size_t len) {
+    return hearth__http_raw_send(c, data, len, NULL, 0);
+}
+
+/* Two pieces in one write: a WebSocket frame's header and its payload go
+ * out in one syscall and one packet, the payload never copied to join
+ * them. */
+int hearth__http_raw_send(hearth__http_conn *c, const char *a, size_t alen,
+                          const char *b, size_t blen) {
     if (c->closing)
         return HEARTH_ECLOSED;
-    if (over_backlog(c, len))
+    if (over_backlog(c, alen + blen))
         return HEARTH_ECLOSED;
-    return hearth__http_send_bytes(c, data, len, NULL, 0);
+    return hearth__http_send_bytes(c, a, alen, b, blen);
 }
 
 int hearth__http_stream_send_shared(hearth__http_conn *c,
