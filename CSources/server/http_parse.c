@@ -82,7 +82,6 @@ static int on_message_begin(http_parser *p) {
     if (c->no_more)
         return -1; /* nothing more is read on this connection */
     hearth__http_free_request(c);
-    memset(&c->note, 0, sizeof c->note);
     c->in_request = true;
     c->head_done = false;
     /* The whole head within the timeout, however slowly it trickles. */

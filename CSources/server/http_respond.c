@@ -218,8 +218,9 @@ void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
     hearth__http_server *s = c->server;
     if (!s->observe || !c->req.target)
         return; /* no observer, or a refusal before any request */
-    hearth__http_record r = {&c->req, &c->note, kind, status, bytes_out,
-                             uv_hrtime() - c->handed_ns};
+    static const hearth__http_note none; /* nothing was noted */
+    hearth__http_record r = {&c->req, c->note ? c->note : &none, kind,
+                             status, bytes_out, uv_hrtime() - c->handed_ns};
     s->observe(s->ctx, &r);
 }
 
