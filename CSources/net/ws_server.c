@@ -286,10 +286,24 @@ static size_t read_head(hearth__ws *ws, const char *data, size_t len) {
     return used;
 }
 
+/* The memory a text message of len bytes so far is kept in: the next
+ * power of two (at most the bound), so that a message in many small
+ * fragments grows in a few steps rather than a copy per fragment. A
+ * function of the length, so a session stores no capacity of its own;
+ * past malloc's mmap threshold the untouched rest costs no RSS. */
+static size_t room(size_t len) {
+    if (len == 0)
+        return 0;
+    size_t r = 1;
+    while (r < len && r < HEARTH__WS_MAX_MESSAGE)
+        r <<= 1;
+    return r < HEARTH__WS_MAX_MESSAGE ? r : HEARTH__WS_MAX_MESSAGE;
+}
+
 /* Where the current frame's payload is kept while it comes in pieces:
- * allocated at its first piece (a control frame's on its own, since one
- * may come between a data message's fragments). NULL: out of memory, or
- * a binary message (dropped as it comes). */
+ * made room for at its first piece (a control frame's on its own, since
+ * one may come between a data message's fragments). NULL: out of memory,
+ * or a binary message (dropped as it comes). */
 static char *keep_at(hearth__ws *ws) {
     uint64_t done = ws->frame_len - ws->left;
     if (ws->opcode & 0x8) {
@@ -300,8 +314,8 @@ static char *keep_at(hearth__ws *ws) {
     if (ws->msg_opcode != OP_TEXT)
         return NULL;
     size_t start = ws->msg_len - (size_t)ws->frame_len; /* the frame's */
-    if (done == 0 && ws->msg_len) { /* a frame's first piece: room for it */
-        char *grown = hearth__realloc(ws->msg, ws->msg_len);
+    if (done == 0 && room(ws->msg_len) > room(start)) {
+        char *grown = hearth__realloc(ws->msg, room(ws->msg_len));
         if (!grown)
             return NULL;
         ws->msg = grown;

@@ -268,6 +268,35 @@ static void test_frames_in_pieces(void) {
     server_stop(s);
 }
 
+/* A message in thousands of small fragments (its memory grows in a few
+ * steps, not a copy per fragment), pings between them: joined in order. */
+static void test_many_fragments(void) {
+    hearth_server_t *s = server_start();
+    int fd = ws_open(hearth_server_port(s));
+    char *req = malloc(200000);
+    size_t len = (size_t)sprintf(req, "{\"t\":\"d\",\"d\":{\"r\":2,\"a\":\"p\",\"b\":{\"p\":\"/m\",\"d\":{");
+    for (int k = 0; k < 3000; k++)
+        len += (size_t)sprintf(req + len, "%s\"k%d\":%d", k ? "," : "", k, k);
+    len += (size_t)sprintf(req + len, "}}}}");
+    char *f = NULL;
+    size_t n = 0;
+    for (size_t at = 0, i = 0; at < len; at += 7, i++) {
+        size_t piece = len - at < 7 ? len - at : 7;
+        int b0 = (at ? 0x00 : 0x01) | (at + piece == len ? 0x80 : 0);
+        n = put_frame(&f, n, b0, piece, req + at, piece, false);
+        if (i % 1000 == 999)
+            n = put_frame(&f, n, 0x89, 0, NULL, 0, false);
+    }
+    write_all(fd, f, n);
+    free(f);
+    free(req);
+    CHECK(await_text(fd, "{\"r\":2,\"b\":{\"s\":\"ok\""));
+    send_text(fd, "{\"t\":\"d\",\"d\":{\"r\":3,\"a\":\"g\",\"b\":{\"p\":\"/m/k2345\"}}}");
+    CHECK(await_text(fd, "{\"r\":3,\"b\":{\"s\":\"ok\",\"d\":2345}"));
+    close(fd);
+    server_stop(s);
+}
+
 /* A binary message is read and dropped (a v5 client sends text only); a
  * pong from the client needs no answer. The next text frame from the
  * server is the answer to the request after them. */
@@ -463,6 +492,7 @@ static void test_server_close(void) {
 const test_case ws_server_tests[] = {
     {"ws_server_fragmented", test_fragmented},
     {"ws_server_frames_in_pieces", test_frames_in_pieces},
+    {"ws_server_many_fragments", test_many_fragments},
     {"ws_server_binary_and_pong_ignored", test_binary_and_pong_ignored},
     {"ws_server_close_echoed", test_close_echoed},
     {"ws_server_bad_closes", test_bad_closes},
