@@ -1,5 +1,6 @@
-/* fuzz_ws.c - libFuzzer target for the WebSocket frame parser (ws.c, wslay)
- * and the realtime v5 message decoder (realtime.c) of a real server. Each
+/* fuzz_ws.c - libFuzzer target for the server's WebSocket frame codec
+ * (net/ws_server.c) and the realtime v5 message decoder (realtime.c) of a
+ * real server. Each
  * input opens a loopback connection, upgrades it at /.ws?v=5&ns=fuzz and
  * reads the hello; then, by the first byte:
  *
@@ -22,11 +23,13 @@
  *
  * A masked ping follows the input. In raw mode the client then half-closes
  * and the server must close too; in text mode the pong must come (it may
- * overtake answers queued with it, so a second ping's pong marks the end of
- * the answers). Everything the server sends must be well formed: the 101,
- * a hello first that names the requested host, unmasked final frames, text
- * frames in UTF-8 (RFC 6455 8.1), each v5 message (joined from its pieces)
- * a JSON object. After each input a fresh connection must get a hello, and
+ * overtake answers that wait for their commit, so a second ping's pong
+ * marks the end of the answers). Everything the server sends must be well
+ * formed: the 101, a hello first that names the requested host, unmasked
+ * final frames, text frames in UTF-8 (RFC 6455 8.1), each v5 message
+ * (joined from its pieces) a JSON object, a close with a code an endpoint
+ * may send (or none) and nothing after it: every input ends in messages
+ * or a clean close. After each input a fresh connection must get a hello, and
  * a write (which empties the namespace, so that every input starts alike)
  * and a read on it must be answered. */
 #include "hearth.h"
@@ -99,6 +102,7 @@ typedef struct {
     char *joined;
     size_t joined_len;
     char pong; /* the last pong of ours: 'z' for "fz", 'y' for "fy" */
+    bool closed; /* the server sent its close: nothing may follow */
     uint64_t answered, refused; /* requests 1 to 63, by bit */
     json_t *first; /* the first v5 message (kept until taken) */
 } conn_t;
@@ -241,6 +245,12 @@ static void on_text(conn_t *c, const uint8_t *p, size_t n) {
     on_v5_message(c, (const char *)p, n);
 }
 
+/* A close code an endpoint may put in a frame (RFC 6455 7.4). */
+static bool close_code_sendable(int code) {
+    return (code >= 1000 && code <= 1011 && (code < 1004 || code > 1006)) ||
+           (code >= 3000 && code <= 4999);
+}
+
 /* Parses the complete frames received so far. */
 static void parse_frames(conn_t *c) {
     for (;;) {
@@ -248,6 +258,8 @@ static void parse_frames(conn_t *c) {
         size_t avail = c->len - c->off;
         if (avail < 2)
             return;
+        if (c->closed)
+            fail("the server sent a frame after its close");
         if (f[1] & 0x80)
             fail("the server sent a masked frame");
         if ((f[0] & 0x70) || !(f[0] & 0x80))
@@ -278,8 +290,10 @@ static void parse_frames(conn_t *c) {
             break;
         case 8: /* close: a code, then a UTF-8 reason */
             if (plen == 1 || plen > 125 ||
+                (plen >= 2 && !close_code_sendable(p[0] << 8 | p[1])) ||
                 (plen > 2 && !valid_utf8(p + 2, (size_t)plen - 2)))
                 fail("the server sent a malformed close frame");
+            c->closed = true;
             break;
         case 10:
             if (plen == 2 && p[0] == 'f')
@@ -500,9 +514,8 @@ static void send_messages(const uint8_t *data, size_t size, unsigned flags) {
         send_all(c.fd, o.data, o.len);
     free(o.data);
     /* Valid frames: the pong must come, unless the server hung up. A pong
-     * overtakes the messages queued with it (wslay sends control frames
-     * first), so a second ping, once all is handled, marks the end of the
-     * answers. */
+     * overtakes answers that wait for their commit, so a second ping, once
+     * all is handled, marks the end of the answers. */
     if (!read_until_pong(&c, 'z', TIMEOUT_MS))
         fail("no pong for a ping behind valid frames");
     if (!close_at_end) {

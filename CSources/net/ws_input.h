@@ -1,9 +1,9 @@
 /*
- * ws_input.h - what the WebSocket server and client share for wslay: the
- * largest message either assembles, and handing received bytes over.
+ * ws_input.h - the WebSocket client's received bytes handed to wslay
+ * (the server parses its frames itself, net/ws_server.c).
  *
- * wslay pulls input through a recv callback; both sides push what the
- * socket delivered into a borrowed (pointer, length) window and let the
+ * wslay pulls input through a recv callback; the client pushes what the
+ * socket delivered into a borrowed (pointer, length) window and lets the
  * callback drain it, answering "would block" once it is empty.
  */
 #ifndef HEARTH_NET_WS_INPUT_H
@@ -14,11 +14,7 @@
 #include <sys/types.h>
 #include <wslay/wslay.h>
 
-/* The largest message either side assembles from frames (a longer one
- * closes the connection with 1009): a client's largest write, 16 MB, and
- * its envelope, as the service takes. The server sends v5 pieces, each a
- * frame of 16,384 bytes at most. */
-#define HEARTH__WS_MAX_MESSAGE (16u * 1024 * 1024 + 1024)
+#include "net/ws_accept.h" /* HEARTH__WS_MAX_MESSAGE */
 
 static inline ssize_t hearth__ws_take(wslay_event_context_ptr ctx,
                                       uint8_t *buf, size_t len,

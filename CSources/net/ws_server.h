@@ -1,9 +1,12 @@
 /*
  * ws_server.h - the server's side of a WebSocket connection (RFC 6455),
- * on any byte transport: the handshake's checks and answer value, and
- * frames through wslay (which joins fragments, answers pings and closes).
- * Text messages go to the owner; a malformed frame, or a message over the
- * size limit or the transport's budget, ends that one connection.
+ * on any byte transport: the handshake's checks and answer value, and its
+ * own frame codec (fragments joined, pings answered, closes echoed).
+ * Text messages go to the owner; a frame breaking the protocol, a text
+ * message that is not UTF-8, or a message over the size limit or the
+ * transport's budget is answered with a close (1002, 1007, 1009) and ends
+ * that one connection. A session holds no buffer while idle: only a
+ * message arriving in pieces is kept, and only until it is whole.
  *
  * The transport (the HTTP server's upgraded connection, in server/ws.c)
  * hands received bytes to hearth__ws_input, says when it has been silent
@@ -24,8 +27,10 @@ typedef void (*hearth__ws_close_cb)(void *user);
 /* What the session needs of the connection under it (conn is passed
  * back to each). */
 typedef struct hearth__ws_transport {
-    /* Sends bytes; non-zero when the connection cannot take them. */
-    int (*send)(void *conn, const char *data, size_t len);
+    /* Sends a frame's header and then its payload (len may be 0) in one
+     * write; non-zero when the connection cannot take them. */
+    int (*send)(void *conn, const char *head, size_t head_len,
+                const char *payload, size_t len);
     /* Counts n bytes of a message being assembled against the server's
      * budget (false: refused), and gives them back. */
     bool (*hold)(void *conn, size_t n);
@@ -47,15 +52,19 @@ hearth__ws *hearth__ws_create(const hearth__ws_transport *t, void *conn,
 /* Frees a session whose connection never carried it (no callback). */
 void hearth__ws_discard(hearth__ws *ws);
 
-/* The transport's side: bytes received; silence for the idle timeout
- * (a ping, which every client answers by itself); the connection is
- * gone (on_close runs, then the session is freed). */
-void hearth__ws_input(void *ws, const char *data, size_t len);
+/* The transport's side: bytes received (lent for the call, and changed:
+ * payloads are unmasked where they lie, so that a whole frame goes up
+ * without a copy); silence for the idle timeout (a ping, which every
+ * client answers by itself); the connection is gone (on_close runs, then
+ * the session is freed). */
+void hearth__ws_input(void *ws, char *data, size_t len);
 void hearth__ws_idle(void *ws);
 void hearth__ws_gone(void *ws);
 
-/* The owner's side: queues a text message (copied); starts a clean
- * close. */
+/* The owner's side: sends a text message (one write of the transport,
+ * which copies what the socket does not take at once); starts a clean
+ * close (1000; messages received after it are dropped, and the connection
+ * ends when the client's close comes). */
 int hearth__ws_send_text(hearth__ws *ws, const char *text, size_t len);
 void hearth__ws_close(hearth__ws *ws);
 
@@ -67,8 +76,8 @@ void hearth__ws_frame_text(hearth__buf *out, const char *text, size_t len);
 size_t hearth__ws_frame_next(const char *frames, size_t len,
                              const char **payload, size_t *payload_len);
 /* The transport's conn when framed bytes may be written to it as they are
- * now (nothing of the session's is queued before them); NULL when they
- * must wait their turn: send each message with hearth__ws_send_text. */
+ * (the session is open: it queues nothing of its own, every frame going
+ * straight to the transport); NULL once it closes. */
 void *hearth__ws_raw_conn(const hearth__ws *ws);
 
 #endif

@@ -160,10 +160,11 @@ void hearth__http_stream_end(hearth__http_conn *conn);
 /* Upgrades the connection of the request being answered (WebSocket):
  * answers 101 with the extra `headers`, then every byte that arrives goes
  * to on_data, and raw bytes are sent with hearth__http_raw_send; on_close
- * runs once when the connection closes. */
+ * runs once when the connection closes. on_data's bytes are lent for the
+ * call, and on_data may change them (they are the server's read buffer or
+ * the connection's own copy). */
 int hearth__http_upgrade(hearth__http_conn *conn, const char *headers,
-                         void (*on_data)(void *ctx, const char *data,
-                                         size_t len),
+                         void (*on_data)(void *ctx, char *data, size_t len),
                          void (*on_close)(void *ctx), void *ctx);
 /* Called when an upgraded connection has been silent for the idle
  * timeout (a WebSocket sends a ping); any byte received resets it. */
@@ -174,8 +175,10 @@ void hearth__http_on_idle(hearth__http_conn *conn, void (*on_idle)(void *ctx));
 bool hearth__http_hold(hearth__http_conn *conn, size_t n);
 /* Gives back n bytes counted by hearth__http_hold. */
 void hearth__http_unhold(hearth__http_conn *conn, size_t n);
-int hearth__http_raw_send(hearth__http_conn *conn, const char *data,
-                          size_t len);
+/* Sends a and then b (blen may be 0) on an upgraded connection in one
+ * write; HEARTH_ECLOSED as hearth__http_stream_send. */
+int hearth__http_raw_send(hearth__http_conn *conn, const char *a, size_t alen,
+                          const char *b, size_t blen);
 
 /* Byte counters of a connection (usage per namespace): every byte sent,
  * and every byte received once upgraded (the request handler counts the

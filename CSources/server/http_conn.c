@@ -20,6 +20,8 @@ void hearth__http_free_request(hearth__http_conn *c) {
     hearth__buf_free(&c->field);
     hearth__buf_free(&c->value);
     hearth__buf_free(&c->body);
+    hearth__free(c->note);
+    c->note = NULL;
     c->in_value = false;
     hearth__http_unhold(c, c->held); /* the body is gone */
     c->held = 0;
@@ -292,7 +294,9 @@ void hearth__http_set_observer(hearth__http_server *s,
 }
 
 hearth__http_note *hearth__http_note_of(hearth__http_conn *c) {
-    return &c->note;
+    if (!c->note)
+        c->note = hearth__calloc(1, sizeof *c->note);
+    return c->note ? c->note : &c->server->spare_note;
 }
 
 void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,

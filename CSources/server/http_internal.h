@@ -50,6 +50,8 @@ struct hearth__http_server {
      * connection copies into its own `in` only what it must keep past
      * the read, so an idle connection holds no input buffer. */
     char read_buf[HEARTH__HTTP_READ_CHUNK];
+    /* Where a note goes when no memory can be had for it: never read. */
+    hearth__http_note spare_note;
 };
 
 struct hearth__http_conn {
@@ -68,7 +70,10 @@ struct hearth__http_conn {
     hearth__peer *peer; /* its remote address's share of the budget */
     size_t held;        /* bytes of the budget it holds (the body) */
     int reject_status; /* 413 etc. decided while parsing */
-    hearth__http_note note; /* the handler's, of the request answered */
+    /* The handler's note of the request answered: allocated when it is
+     * first written, freed with the request, so that an idle connection
+     * or realtime session (most of them) does not carry its 257 bytes. */
+    hearth__http_note *note;
     uint64_t handed_ns;     /* when the request went to its handler */
     bool ready;        /* a complete request awaits its handler */
     bool busy;         /* handed to the handler, not yet answered */
@@ -99,7 +104,7 @@ struct hearth__http_conn {
     hearth__tls *tls;
     bool tls_closed; /* the peer's close_notify came: close once handled */
     /* an upgraded connection: raw bytes in both directions */
-    void (*on_data)(void *ctx, const char *data, size_t len);
+    void (*on_data)(void *ctx, char *data, size_t len);
     hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
 };
 

@@ -82,7 +82,6 @@ static int on_message_begin(http_parser *p) {
     if (c->no_more)
         return -1; /* nothing more is read on this connection */
     hearth__http_free_request(c);
-    memset(&c->note, 0, sizeof c->note);
     c->in_request = true;
     c->head_done = false;
     /* The whole head within the timeout, however slowly it trickles. */
@@ -296,7 +295,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         c->pinged = false;
         /* The new protocol takes the bytes as they are (its handler copies
          * what it keeps); input held from before goes first. */
-        const char *data = buf->base;
+        char *data = buf->base;
         size_t len = (size_t)nread;
         if (c->tls || c->in_len > c->in_off) {
             if (!take_input(c, data, len)) {

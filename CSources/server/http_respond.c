@@ -218,8 +218,9 @@ void hearth__http_observe(hearth__http_conn *c, const char *kind, int status,
     hearth__http_server *s = c->server;
     if (!s->observe || !c->req.target)
         return; /* no observer, or a refusal before any request */
-    hearth__http_record r = {&c->req, &c->note, kind, status, bytes_out,
-                             uv_hrtime() - c->handed_ns};
+    static const hearth__http_note none; /* nothing was noted */
+    hearth__http_record r = {&c->req, c->note ? c->note : &none, kind,
+                             status, bytes_out, uv_hrtime() - c->handed_ns};
     s->observe(s->ctx, &r);
 }
 
@@ -340,11 +341,19 @@ static bool over_backlog(hearth__http_conn *c, size_t more) {
 
 int hearth__http_stream_send(hearth__http_conn *c, const char *data,
                              size_t len) {
+    return hearth__http_raw_send(c, data, len, NULL, 0);
+}
+
+/* Two pieces in one write: a WebSocket frame's header and its payload go
+ * out in one syscall and one packet, the payload never copied to join
+ * them. */
+int hearth__http_raw_send(hearth__http_conn *c, const char *a, size_t alen,
+                          const char *b, size_t blen) {
     if (c->closing)
         return HEARTH_ECLOSED;
-    if (over_backlog(c, len))
+    if (over_backlog(c, alen + blen))
         return HEARTH_ECLOSED;
-    return hearth__http_send_bytes(c, data, len, NULL, 0);
+    return hearth__http_send_bytes(c, a, alen, b, blen);
 }
 
 int hearth__http_stream_send_shared(hearth__http_conn *c,

@@ -7,8 +7,7 @@
 #include <string.h>
 
 int hearth__http_upgrade(hearth__http_conn *c, const char *headers,
-                         void (*on_data)(void *ctx, const char *data,
-                                         size_t len),
+                         void (*on_data)(void *ctx, char *data, size_t len),
                          void (*on_close)(void *ctx), void *ctx) {
     int rc = hearth__http_may_take_over(c, NULL, headers);
     if (rc)
@@ -48,10 +47,6 @@ void hearth__http_unhold(hearth__http_conn *c, size_t n) {
 
 void hearth__http_on_idle(hearth__http_conn *c, void (*on_idle)(void *ctx)) {
     c->on_idle = on_idle;
-}
-
-int hearth__http_raw_send(hearth__http_conn *c, const char *data, size_t len) {
-    return hearth__http_stream_send(c, data, len);
 }
 
 /* An upgraded connection silent for the idle timeout is asked to answer

@@ -5,8 +5,9 @@
 
 #include <stdio.h>
 
-static int conn_send(void *conn, const char *data, size_t len) {
-    return hearth__http_raw_send(conn, data, len);
+static int conn_send(void *conn, const char *head, size_t head_len,
+                     const char *payload, size_t len) {
+    return hearth__http_raw_send(conn, head, head_len, payload, len);
 }
 
 static bool conn_hold(void *conn, size_t n) {

@@ -1505,11 +1505,30 @@ static void test_idle_connections_cannot_exhaust_files(void) {
  * parsed. Measured with the sanitizer's count of bytes allocated, across
  * connections that each made a request (answered: the barrier) and stay
  * open, plain keep-alive and upgraded to WebSocket. Each held 64 KiB
- * before, so 100 of them were over 6 MB; a WebSocket session's wslay
- * context is about 8.6 KB of what is left. */
+ * before, so 100 of them were over 6 MB. Then a realtime session
+ * (connection, session and frame codec) was 10.5 KB, 8.6 KB of it wslay's
+ * fixed buffers, and each connection carried the 257 bytes of a request's
+ * note: with the server's own codec and the note only while a request is
+ * answered, 1,513 and 716 bytes. */
 /* From the AddressSanitizer runtime the runner is built with (its header,
  * sanitizer/allocator_interface.h, is not installed everywhere). */
 size_t __sanitizer_get_current_allocated_bytes(void);
+
+/* Returns once the server holds no connection but the one asking (its
+ * count in /.metrics), and has freed those it closed (a later request
+ * comes after their close callbacks). */
+static void await_connections_closed(int port) {
+    for (int tries = 0; tries < 1000; tries++) {
+        response m = request(port, "GET", "/.metrics", OWNER, NULL);
+        const char *at = m.body ? strstr(m.body, "hearth_connections{kind=\"all\"} ")
+                                : NULL;
+        bool alone = at && atol(at + strlen("hearth_connections{kind=\"all\"} ")) == 1;
+        free(m.body);
+        if (alone)
+            break;
+    }
+    EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "1");
+}
 
 static void test_idle_connections_hold_no_read_buffer(void) {
     hearth_server_t *s = start();
@@ -1535,12 +1554,14 @@ static void test_idle_connections_hold_no_read_buffer(void) {
         EXPECT_REQ(port, "GET", "/x.json", NULL, NULL, 200, "1"); /* barrier */
         size_t after = __sanitizer_get_current_allocated_bytes();
         long per_conn = ((long)after - (long)before) / N;
-        if (per_conn > 16 * 1024)
+        long bound = kind ? 1700 : 850;
+        if (per_conn > bound)
             fprintf(stderr, "  %s: %ld bytes per idle connection\n",
                     kind ? "websocket" : "keep-alive", per_conn);
-        CHECK(per_conn <= 16 * 1024);
+        CHECK(per_conn <= bound);
         for (int i = 0; i < N; i++)
             close(fds[i]);
+        await_connections_closed(port); /* their memory is not counted next */
     }
     stop(s);
     remove_tree(data_dir);
@@ -1552,20 +1573,22 @@ typedef struct recorded {
     hearth__buf bytes;
 } recorded;
 
-static int record_send(void *conn, const char *data, size_t len) {
+static int record_send(void *conn, const char *head, size_t head_len,
+                       const char *payload, size_t len) {
     recorded *r = conn;
     r->sends++;
-    hearth__buf_add(&r->bytes, data, len);
+    hearth__buf_add(&r->bytes, head, head_len);
+    hearth__buf_add(&r->bytes, payload, len);
     return 0;
 }
 static bool record_hold(void *conn, size_t n) { (void)conn; (void)n; return true; }
 static void record_unhold(void *conn, size_t n) { (void)conn; (void)n; }
 static void record_end(void *conn) { (void)conn; }
 
-/* A message goes out in one write (wslay hands over a frame's header and
- * payload separately; each was a write of its own, so a fan-out to N
- * listeners made 2N syscalls and 2N packets); a large one is not gathered
- * (copied) first, its bytes intact and in order. */
+/* A message goes out in one write of the transport, header and payload
+ * together (a write each made a fan-out to N listeners 2N syscalls and 2N
+ * packets), a large one as well: the payload is not gathered (copied)
+ * behind its header first, its bytes intact and in order. */
 static void test_websocket_message_is_one_write(void) {
     static const hearth__ws_transport t = {record_send, record_hold,
                                            record_unhold, record_end};
@@ -1586,7 +1609,7 @@ static void test_websocket_message_is_one_write(void) {
     r.sends = 0;
     r.bytes.len = 0;
     CHECK_INT(hearth__ws_send_text(ws, text, big), 0);
-    CHECK(r.sends <= 2); /* the header, then the payload as it is */
+    CHECK_INT(r.sends, 1); /* the header, and the payload as it is */
     CHECK_INT((int)r.bytes.len, 10 + (int)big); /* a 64-bit length */
     CHECK(memcmp(r.bytes.data + 10, text, big) == 0);
     free(text);
