@@ -18,13 +18,16 @@
 #define LOG_HEADER_LEN HEARTH__LOG_HEADER_LEN
 #define DEFAULT_SNAPSHOT_BYTES (64u * 1024 * 1024)
 #define BATCH_SYNC_MS 1000
-/* With --fsync always the log is written ahead with zeros this much at a
- * time: a commit then overwrites blocks the file already has, and its
- * fdatasync writes the data alone. Appending past the end makes every
- * fdatasync write the inode too (the size changed): a second synchronous
- * write per commit (figures in docs/ARCHITECTURE.md, "Space written
- * ahead"). */
-#define LOG_SPACE_BYTES (1u * 1024 * 1024)
+/* With --fsync always the log is written ahead with zeros: a commit then
+ * overwrites blocks the file already has, and its fdatasync writes the
+ * data alone. Appending past the end makes every fdatasync write the
+ * inode too (the size changed): a second synchronous write per commit
+ * (figures in docs/ARCHITECTURE.md, "Space written ahead"). The space
+ * grows with the log, from 64 KiB to 1 MiB at a time, so that a
+ * namespace with a few writes (a server holds up to a thousand open)
+ * costs little disk. */
+#define LOG_SPACE_MIN (64u * 1024)
+#define LOG_SPACE_MAX (1024u * 1024)
 
 struct hearth__store {
     char *dir;
@@ -64,8 +67,8 @@ static int cut_back(hearth__store *s) {
 }
 
 /* Makes room for len more bytes at log_bytes: with --fsync always, zeros
- * written (and synced by the commit's own fdatasync) up to the next
- * LOG_SPACE_BYTES boundary past them. The space is only the file's; the
+ * written (and synced by the commit's own fdatasync) as far again past
+ * them as the log holds, within LOG_SPACE_MIN and _MAX. The space is only the file's; the
  * log's records still end at log_bytes (logfile.h). Best effort: on a
  * disk too full for the space, what was written of it goes and the
  * commit appends as it would without. */
@@ -73,7 +76,10 @@ static void make_room(hearth__store *s, size_t len) {
     uint64_t need = s->log_bytes + len, was = s->log_size;
     if (s->fsync_mode != HEARTH_FSYNC_ALWAYS || need <= s->log_size)
         return;
-    uint64_t to = (need / LOG_SPACE_BYTES + 1) * LOG_SPACE_BYTES;
+    uint64_t step = s->log_bytes < LOG_SPACE_MIN   ? LOG_SPACE_MIN
+                    : s->log_bytes > LOG_SPACE_MAX ? LOG_SPACE_MAX
+                                                   : s->log_bytes;
+    uint64_t to = (need + step + 4095) / 4096 * 4096; /* whole pages */
     static const char zeros[64 * 1024];
     for (uint64_t at = s->log_size; at < to;) {
         size_t n = to - at < sizeof zeros ? (size_t)(to - at) : sizeof zeros;
