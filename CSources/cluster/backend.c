@@ -123,18 +123,19 @@ static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
     return EMBEDDED.write(db, o);
 }
 
+/* On the leader a function's transaction runs as on one node (held while
+ * leadership settles, as writes are); elsewhere it runs here and goes to
+ * the leader as a compare-and-set (cluster/transaction.c). */
 static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    if (n->leader && may_order(db, n)) {
-        n->own_writes++;
-        return EMBEDDED.transaction(db, o);
+    if (!n->leader)
+        return hearth__cluster_transaction_forward(n, o);
+    if (!may_order(db, n)) {
+        hold(n, o);
+        return true;
     }
-    /* A function's transaction runs where the data is ordered; the
-     * realtime protocol's compare-and-set works on every node. */
-    hearth_node_t *none = hearth_node_null();
-    o->u.tx.done(HEARTH_EUNSUPPORTED, false, none, o->ctx);
-    hearth_node_decref(none);
-    return false;
+    n->own_writes++;
+    return EMBEDDED.transaction(db, o);
 }
 
 void hearth__cluster_release_held(hearth__cluster_ns *n) {
@@ -143,7 +144,9 @@ void hearth__cluster_release_held(hearth__cluster_ns *n) {
     while (o) {
         hearth__db_op *next = o->next;
         o->next = NULL;
-        if (!cluster_write(n->db, o))
+        bool kept = o->kind == OP_TRANSACTION ? cluster_transaction(n->db, o)
+                                              : cluster_write(n->db, o);
+        if (!kept)
             hearth__db_op_done(o);
         o = next;
     }

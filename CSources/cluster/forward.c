@@ -19,7 +19,8 @@ struct hearth__forward {
     hearth__cluster_ns *n;
     hearth__db_op *o;
     uint64_t id;
-    uint64_t seq;      /* answered: acknowledged once applied here */
+    uint64_t seq;      /* answered: its outcome given once applied here */
+    int status;        /* answered: that outcome */
     uint64_t deadline; /* loop ms: fails after */
     uint64_t sent_at;  /* 0: to send (again) */
     char *body;
@@ -156,11 +157,14 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
         return;
     }
     take(c, id);
-    int status = (int)json_number_value(rc);
+    f->status = (int)json_number_value(rc);
     f->seq = (uint64_t)json_number_value(json_object_get(doc, "seq"));
     json_decref(doc);
-    if (status) {
-        finish(f, status);
+    /* A refused compare-and-set is answered once this node holds the data
+     * the leader compared against: the caller reads it here to try again
+     * (a transaction, REST's 412 with the current ETag). */
+    if (f->status && f->status != HEARTH_EDATASTALE) {
+        finish(f, f->status);
         return;
     }
     f->next = f->n->waiting;
@@ -173,7 +177,7 @@ void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
         hearth__forward *f = *p;
         if (f->seq <= n->applied_seq) {
             *p = f->next;
-            finish(f, 0);
+            finish(f, f->status);
         } else {
             p = &f->next;
         }

@@ -240,6 +240,12 @@ struct json_t *hearth__cluster_live_nodes(hearth__cluster *c);
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
+
+/* ---- transaction.c ---- */
+/* Runs a transaction with a function on a node that does not lead: true
+ * when it took o (its done runs later), false when it ended at once. */
+bool hearth__cluster_transaction_forward(hearth__cluster_ns *n,
+                                         hearth__db_op *o);
 /* The leader's side: one forwarded write (m's reply subject answers). */
 void hearth__cluster_serve(hearth__cluster *c, natsMsg *m);
 /* Queues one write as forward.c's body describes it (doc), judged as it

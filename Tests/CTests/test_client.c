@@ -301,15 +301,6 @@ static void test_queries_over_the_wire(void) {
 
 /* ---- contended counters ---- */
 
-static int increment(const hearth_node_t *current, hearth_node_t **result,
-                     void *ctx) {
-    (void)ctx;
-    double n = hearth_node_type(current) == HEARTH_TYPE_NUMBER
-                   ? hearth_node_number_value(current)
-                   : 0;
-    *result = hearth_node_number(n + 1);
-    return HEARTH_TX_COMMIT;
-}
 
 static void on_tx(int status, bool committed, const hearth_node_t *snap,
                   void *ctx) {
@@ -369,7 +360,7 @@ static void test_contended_transactions(void) {
         dbs[i] = client(port, "tx");
     for (int k = 0; k < EACH; k++)
         for (int i = 0; i < CLIENTS; i++)
-            CHECK_INT(hearth_db_transaction(dbs[i], "/counter", increment,
+            CHECK_INT(hearth_db_transaction(dbs[i], "/counter", test_tx_increment,
                                             on_tx, &d, NULL, NULL),
                       0);
     CHECK(wait_count(&d, CLIENTS * EACH, 25000));
@@ -399,7 +390,7 @@ static void on_serial(int status, bool committed, const hearth_node_t *snap,
 
 static void next_serial(serial *s) {
     if (s->left-- > 0)
-        CHECK_INT(hearth_db_transaction(s->db, "/race", increment, on_serial, s,
+        CHECK_INT(hearth_db_transaction(s->db, "/race", test_tx_increment, on_serial, s,
                                         NULL, NULL),
                   0);
 }
@@ -452,7 +443,7 @@ static void on_chained(int status, bool committed, const hearth_node_t *snap,
     on_tx(status, committed, snap, c->d);
     if (c->more-- > 0)
         for (int i = 0; i < 3; i++)
-            CHECK_INT(hearth_db_transaction(c->db, "/chained", increment,
+            CHECK_INT(hearth_db_transaction(c->db, "/chained", test_tx_increment,
                                             on_chained, c, NULL, NULL),
                       0);
 }
@@ -465,7 +456,7 @@ static void test_transactions_from_completions(void) {
     for (int i = 0; i < 2; i++) {
         c[i] = (chain){client(port, "chain"), &d, 10};
         for (int k = 0; k < 5; k++)
-            CHECK_INT(hearth_db_transaction(c[i].db, "/chained", increment,
+            CHECK_INT(hearth_db_transaction(c[i].db, "/chained", test_tx_increment,
                                             on_chained, &c[i], NULL, NULL),
                       0);
     }
@@ -783,7 +774,7 @@ static void test_purge_outstanding_writes(void) {
     CHECK_INT(hearth_db_set_online(a, false), 0);
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
     set_json(a, "/draft/t", "\"typed offline\"", &d);
-    CHECK_INT(hearth_db_transaction(a, "/draft/n", increment, on_tx, &d, NULL,
+    CHECK_INT(hearth_db_transaction(a, "/draft/n", test_tx_increment, on_tx, &d, NULL,
                                     NULL),
               0);
     CHECK(wait_value(&w, "{\"n\":1,\"t\":\"typed offline\"}", 5000));

@@ -281,6 +281,62 @@ static void test_compare_and_set_across_nodes(void) {
     pair_end(&p, o, 4);
 }
 
+/* Transactions with a function run on every node: each node's counter
+ * increments race, the follower's going to the leader as compare-and-set
+ * and running again on what refused them, and none is lost. (Before, a
+ * node that did not lead answered HEARTH_EUNSUPPORTED.) */
+typedef struct tx_run {
+    node *x;
+    int left, committed, failed;
+} tx_run;
+
+
+static void tx_next(tx_run *r);
+
+static void on_tx_done(int status, bool committed,
+                       const hearth_node_t *snapshot, void *ctx) {
+    (void)snapshot;
+    tx_run *r = ctx;
+    if (committed && status == 0)
+        r->committed++;
+    else
+        r->failed++;
+    tx_next(r);
+}
+
+/* One transaction at a time, each started by the last one's end. */
+static void tx_next(tx_run *r) {
+    if (r->left-- > 0)
+        CHECK_INT(hearth_db_transaction(r->x->db, "/counter", test_tx_increment,
+                                        on_tx_done, r, NULL, NULL),
+                  0);
+}
+
+static void test_transactions_on_every_node(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[2] = {{0}};
+    set_acked(&p.loop, &p.a, "/counter", "0", &o[0]); /* a leader is settled */
+    tx_run runs[2] = {{.x = &p.a, .left = 20}, {.x = &p.b, .left = 20}};
+    tx_next(&runs[0]);
+    tx_next(&runs[1]);
+    while (runs[0].committed + runs[0].failed < 20 ||
+           runs[1].committed + runs[1].failed < 20)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    CHECK_INT(runs[0].failed + runs[1].failed, 0);
+    CHECK_INT(runs[0].committed + runs[1].committed, 40);
+    /* Barrier: a write through each node ordered after every commit. */
+    set_acked(&p.loop, &p.b, "/done", "true", &o[1]);
+    const hearth_node_t *c = NULL;
+    CHECK_INT(hearth_node_get(hearth__db_root(p.b.db), "/counter", &c, NULL), 0);
+    CHECK(c && hearth_node_number_value(c) == 40);
+    node *follower = leader_of(&p) == &p.a ? &p.b : &p.a;
+    tx_run *f = follower == &p.a ? &runs[0] : &runs[1];
+    CHECK_INT(f->committed, 20); /* the follower's, through the leader */
+    pair_end(&p, o, 2);
+}
+
 /* A node that was away comes back from its local store and its place in
  * the log, and catches up on what was written meanwhile. */
 static void test_node_catches_up_after_restart(void) {
@@ -644,5 +700,6 @@ const test_case cluster_tests[] = {
      test_restart_drops_a_write_the_stream_never_got},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
+    {"cluster_transactions_on_every_node", test_transactions_on_every_node},
     {NULL, NULL},
 };

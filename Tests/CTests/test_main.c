@@ -212,6 +212,16 @@ void pool_hold_end(pool_hold *h) {
     free(h);
 }
 
+int test_tx_increment(const hearth_node_t *current, hearth_node_t **result,
+                      void *ctx) {
+    (void)ctx;
+    double n = hearth_node_type(current) == HEARTH_TYPE_NUMBER
+                   ? hearth_node_number_value(current)
+                   : 0;
+    *result = hearth_node_number(n + 1);
+    return HEARTH_TX_COMMIT;
+}
+
 char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f)
