@@ -57,6 +57,24 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
                                        hearth__cluster_kept_cb done,
                                        void *ctx);
 
+/* A namespace's rules, the same on every node (cluster/rules.c). The
+ * document set through any node, as text: NULL when none was (each node's
+ * own rules apply). Borrowed until the next change reaches this node. */
+const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns);
+/* Called on the loop with each change that reaches this node (text NULL:
+ * removed), the server's to adopt where the namespace is open. */
+typedef void (*hearth__cluster_rules_cb)(void *ctx, const char *ns,
+                                         const char *text);
+void hearth__cluster_rules_follow(hearth__cluster *c,
+                                  hearth__cluster_rules_cb cb, void *ctx);
+/* Sets ns's document for every node (text checked by the caller; NULL:
+ * removes it); done runs on the loop once the cluster holds it (rc 0) or
+ * not, as hearth__cluster_ondisconnect_keep's. Every node, this one
+ * included, then gets it through the callback. */
+void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
+                               const char *text, hearth__cluster_kept_cb done,
+                               void *ctx);
+
 /* The operator's view as JSON text (to free with hearth__free): node,
  * live nodes, each open namespace's leader, log sequence and lag. */
 char *hearth__cluster_status(hearth__cluster *c);

@@ -17,7 +17,7 @@
 #define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
 
 /* What a NATS thread hands to the loop. */
-typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY } hearth__cluster_msg_kind;
+typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY, MSG_RULES } hearth__cluster_msg_kind;
 typedef struct hearth__cluster_msg {
     struct hearth__cluster_msg *next;
     hearth__cluster_msg_kind kind;
@@ -44,6 +44,11 @@ struct hearth__cluster {
     jsCtx *js;
     kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
     kvStore *retained; /* each namespace's purge floor (retain.c) */
+    kvStore *rules_kv; /* each namespace's rules (rules.c) */
+    natsSubscription *rules_sub;
+    struct hearth__rules_copy *rules; /* this node's copy of the bucket */
+    hearth__cluster_rules_cb on_rules;
+    void *on_rules_ctx;
     char run[24]; /* this process's run of the node, in liveness and keys */
     bool made_stream[HEARTH__CLUSTER_PARTITIONS];
     /* NATS threads -> loop */
@@ -240,6 +245,25 @@ struct json_t *hearth__cluster_live_nodes(hearth__cluster *c);
 /* ---- forward.c ---- */
 /* A write on a node that does not lead: sent to the leader; o is kept. */
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
+
+/* ---- ondisconnect.c's lane, shared ---- */
+/* Queues a put of value at key in kv (value NULL: a delete) down the lane
+ * of KV calls (a worker, in order); done (may be NULL) then runs on the
+ * loop. false without memory (done not called). */
+bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
+                              const char *key, const char *value,
+                              hearth__cluster_kept_cb done, void *ctx);
+
+/* ---- rules.c ---- */
+/* Reads the rules bucket whole (at start, before serving); follows its
+ * changes (once the link's wake-up exists; again each tick until it
+ * does); stops following (at stop); frees this node's copy. */
+int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err);
+void hearth__cluster_rules_follow_bucket(hearth__cluster *c);
+void hearth__cluster_rules_stop(hearth__cluster *c);
+void hearth__cluster_rules_free(hearth__cluster *c);
+/* Loop: a change of the bucket, from its stream. */
+void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m);
 
 /* ---- transaction.c ---- */
 /* Runs a transaction with a function on a node that does not lead: true

@@ -261,6 +261,7 @@ void hearth__cluster_on_tick(uv_timer_t *t) {
     if (c->ticks % 4 == 1)
         hearth__cluster_orphans_run(c);
     hearth__cluster_forward_tick(c);
+    hearth__cluster_rules_follow_bucket(c); /* if not yet */
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         hearth__cluster_tail_drain(n);
 }

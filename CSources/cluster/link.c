@@ -66,6 +66,9 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
         hearth__cluster_on_reply(c, q->msg);
     } else if (q->kind == MSG_FORWARD) {
         hearth__cluster_serve(c, q->msg);
+    } else if (q->kind == MSG_RULES) {
+        hearth__cluster_rules_changed(c, q->msg);
+        natsMsg_Destroy(q->msg);
     } else {
         hearth__cluster_ns *n = ns_of_subject(c, natsMsg_GetSubject(q->msg));
         if (n) {
@@ -216,6 +219,8 @@ static int link_up(hearth__cluster *c, const char *urls, hearth_error_t *err) {
         s = bucket(c, "hearth_ondisconnect", false, &c->orphans);
     if (s == NATS_OK)
         s = bucket(c, "hearth_retained", false, &c->retained);
+    if (s == NATS_OK)
+        s = bucket(c, "hearth_rules", false, &c->rules_kv);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
@@ -248,6 +253,7 @@ static void drop_link(hearth__cluster *c) {
     kvStore_Destroy(c->nodes);
     kvStore_Destroy(c->orphans);
     kvStore_Destroy(c->retained);
+    kvStore_Destroy(c->rules_kv);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);
 }
@@ -255,6 +261,7 @@ static void drop_link(hearth__cluster *c) {
 static void cluster_free(hearth__cluster *c) {
     hearth__cluster_joins_expire(c, 0);
     hearth__cluster_od_free(c);
+    hearth__cluster_rules_free(c);
     json_decref(c->live);
     hearth__cluster_msg *q = c->head;
     while (q) {
@@ -292,7 +299,10 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
     }
     c->loop = loop;
     int rc = link_up(c, urls, err);
+    if (!rc)
+        rc = hearth__cluster_rules_start(c, err);
     if (rc) {
+        hearth__cluster_rules_stop(c);
         drop_link(c);
         cluster_free(c);
         return rc;
@@ -303,6 +313,7 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
     c->tick.data = c;
     uv_timer_start(&c->tick, hearth__cluster_on_tick, 0,
                    HEARTH__CLUSTER_TICK_MS);
+    hearth__cluster_rules_follow_bucket(c); /* posts need c->wake */
     *out = c;
     return 0;
 }
@@ -321,6 +332,7 @@ static void finish_stop(hearth__cluster *c) {
      * take over at their next round. */
     kvStore_Delete(c->nodes, c->node);
     hearth__cluster_releases_flush(c);
+    hearth__cluster_rules_stop(c);
     if (c->replies) {
         natsSubscription_Drain(c->replies);
         natsSubscription_WaitForDrainCompletion(c->replies, 2000);

@@ -10,7 +10,8 @@
  *
  * Every KV call here is a JetStream round trip, so none runs on the loop:
  * they go down one lane, a worker that takes what is queued in order (the
- * keeps and forgets, then a sweep if one is due). One lane keeps a
+ * keeps and forgets, and the rules' puts of rules.c, then a sweep if one
+ * is due). One lane keeps a
  * session's put before its delete, and a sweep after the deletes of the
  * orphans the last sweep ran, so none runs twice. */
 #include "cluster/internal.h"
@@ -23,6 +24,7 @@
 /* A put (writes) or delete (writes NULL) of one key, then done. */
 typedef struct keep_job {
     struct keep_job *next;
+    kvStore *kv; /* the onDisconnect bucket, or another (rules.c) */
     char key[256];
     char *writes;
     int rc;
@@ -60,11 +62,10 @@ static void lane_kick(hearth__cluster *c);
 
 /* ---- the worker's side ---- */
 
-static void keep_run(hearth__cluster *c, keep_job *j) {
+static void keep_run(keep_job *j) {
     uint64_t rev;
-    natsStatus s = j->writes ? kvStore_PutString(&rev, c->orphans, j->key,
-                                                 j->writes)
-                             : kvStore_Delete(c->orphans, j->key);
+    natsStatus s = j->writes ? kvStore_PutString(&rev, j->kv, j->key, j->writes)
+                             : kvStore_Delete(j->kv, j->key);
     j->rc = s == NATS_OK ? 0 : hearth__cluster_error(s);
 }
 
@@ -138,21 +139,23 @@ static void lane_work(uv_work_t *w) {
     hearth__cluster *c = w->data;
     struct hearth__od_lane *l = c->od;
     for (keep_job *j = l->batch; j; j = j->next)
-        keep_run(c, j);
+        keep_run(j);
     if (l->sweeping)
         sweep(c, l);
 }
 
 /* ---- the loop's side ---- */
 
-static bool enqueue(hearth__cluster *c, const char *key, const char *writes,
-                    hearth__cluster_kept_cb done, void *ctx) {
+bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
+                              const char *key, const char *value,
+                              hearth__cluster_kept_cb done, void *ctx) {
     struct hearth__od_lane *l = c->od;
     keep_job *j = hearth__calloc(1, sizeof *j);
-    if (!j || (writes && !(j->writes = hearth__strndup(writes, strlen(writes))))) {
+    if (!j || (value && !(j->writes = hearth__strndup(value, strlen(value))))) {
         hearth__free(j);
         return false;
     }
+    j->kv = kv;
     snprintf(j->key, sizeof j->key, "%s", key);
     j->done = done;
     j->ctx = ctx;
@@ -180,7 +183,7 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
                     "dead node's session: %s\n", n->name, err.message);
     }
     json_decref(writes);
-    if (!enqueue(c, o->key, NULL, NULL, NULL))
+    if (!hearth__cluster_lane_put(c, c->orphans, o->key, NULL, NULL, NULL))
         fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
                 o->key);
 }
@@ -198,7 +201,7 @@ static void lane_done(uv_work_t *w, int status) {
     l->running = false;
     while (j) {
         keep_job *next = j->next;
-        if (j->rc)
+        if (j->rc && j->kv == c->orphans)
             fprintf(stderr, "hearth: cluster: onDisconnect writes of %s not "
                     "kept: %s\n", j->key, hearth_strerror(j->rc));
         if (j->done)
@@ -283,7 +286,9 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
              (unsigned long long)session);
     if (writes && strcmp(writes, "[]") == 0)
         writes = NULL; /* nothing to keep: forgotten */
-    if (!enqueue(n->c, key, writes, done, ctx) && done)
+    if (!hearth__cluster_lane_put(n->c, n->c->orphans, key, writes, done,
+                                  ctx) &&
+        done)
         done(ctx, HEARTH_ENOMEM);
 }
 

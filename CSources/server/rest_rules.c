@@ -23,6 +23,37 @@ static void reply_parse_error(rest *r, const hearth_error_t *err) {
     hearth__rest_reply_json(r->conn, 400, out);
 }
 
+/* In a cluster the rules are every node's: kept in the cluster, adopted
+ * by each node as the change reaches it (this one first, before the
+ * answer), never only in this node's files (cluster/rules.c). */
+typedef struct shared_rules {
+    hearth__http_conn *conn;
+} shared_rules;
+
+static void on_shared(void *ctx, int rc) {
+    shared_rules *s = ctx;
+    if (rc)
+        hearth__rest_reply_error(s->conn, 503, "Rules not saved: the cluster "
+                                 "did not take them; the rules in force stay");
+    else
+        hearth__http_respond(s->conn, 200, JSON_TYPE, NULL,
+                             "{\"status\":\"ok\"}", 15);
+    hearth__free(s);
+}
+
+static void share_rules(rest *r) {
+    shared_rules *s = hearth__calloc(1, sizeof *s);
+    char *text = s ? hearth__strndup(r->req->body, r->req->body_len) : NULL;
+    if (!text) {
+        hearth__free(s);
+        hearth__rest_reply_error(r->conn, 503, "Server out of memory");
+        return;
+    }
+    s->conn = r->conn;
+    hearth__cluster_rules_put(r->srv->cluster, r->ns->name, text, on_shared, s);
+    hearth__free(text);
+}
+
 void hearth__rest_rules(rest *r) {
     if (!r->who.admin) {
         hearth__rest_reply_error(r->conn, 401, "Permission denied: the rules are for the "
@@ -47,6 +78,11 @@ void hearth__rest_rules(rest *r) {
     hearth_error_t err;
     if (hearth__rules_parse(r->req->body, r->req->body_len, &doc, &err)) {
         reply_parse_error(r, &err);
+        return;
+    }
+    if (r->srv->cluster) {
+        json_decref(doc);
+        share_rules(r);
         return;
     }
     /* Durable first: the file is replaced whole, then adopted. The admin

@@ -168,8 +168,18 @@ int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
     return 0;
 }
 
+/* In a cluster, the document set for every node comes first
+ * (cluster/rules.c); then --rules FILE; then DATA/NAME/rules.json; then
+ * the default. */
 static int load_rules(hearth__server *srv, hearth__namespace *ns,
                       hearth_error_t *err) {
+    const char *shared =
+        srv->cluster ? hearth__cluster_rules_of(srv->cluster, ns->name) : NULL;
+    if (shared) {
+        json_t *doc = NULL;
+        int rc = hearth__rules_parse(shared, strlen(shared), &doc, err);
+        return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+    }
     if (srv->rules_override)
         return hearth__ns_set_rules(ns, json_incref(srv->rules_override), err);
     char path[1024];
@@ -186,6 +196,30 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
                                         err); /* none stored: default */
     hearth__free(text);
     return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+}
+
+/* A namespace's rules changed in the cluster (set through some node, or
+ * removed): adopted where it is open here; what they no longer let read
+ * ends. A namespace not open here takes them when it opens. */
+static void on_cluster_rules(void *ctx, const char *name, const char *text) {
+    hearth__server *srv = ctx;
+    (void)text; /* load_rules reads the cluster's copy */
+    for (size_t i = 0; i < srv->nnamespaces; i++) {
+        hearth__namespace *ns = srv->namespaces[i];
+        if (strcmp(ns->name, name) != 0)
+            continue;
+        hearth_error_t err;
+        if (load_rules(srv, ns, &err)) {
+            fprintf(stderr, "hearth: rules of %s from the cluster not "
+                    "taken: %s; the rules in force stay\n", name,
+                    err.message);
+            return;
+        }
+        hearth__ns_drop_indexes(ns);
+        hearth__sse_recheck(srv, ns);
+        hearth__realtime_recheck(srv, ns);
+        return;
+    }
 }
 
 static void ns_free(hearth__namespace *ns) {
@@ -413,6 +447,8 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
     }
     for (size_t i = 0; i < srv->nnamespaces; i++) {
         hearth__namespace *ns = srv->namespaces[i];
+        if (srv->cluster && hearth__cluster_rules_of(srv->cluster, ns->name))
+            continue; /* the cluster's document comes first */
         if (hearth__ns_set_rules(ns, json_incref(doc), &err))
             continue; /* not reached: checked by hearth__rules_parse */
         hearth__ns_drop_indexes(ns);
@@ -517,6 +553,8 @@ static void run(void *arg) {
             ? hearth__cluster_start(&srv->loop, srv->cluster_urls, srv->node,
                                     &srv->cluster, &srv->start_err)
             : 0;
+    if (srv->cluster)
+        hearth__cluster_rules_follow(srv->cluster, on_cluster_rules, srv);
     if (!srv->start_rc)
         srv->start_rc = hearth__server_namespace(
             srv, srv->default_namespace, &ns, &srv->start_err);

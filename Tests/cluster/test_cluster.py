@@ -14,7 +14,9 @@ over REST and server-sent events:
    namespace's leader;
 6. a stalled JetStream (every nats-server stopped) does not stall a node's
    other requests: an onDisconnect set waits for the cluster's copy, a get
-   behind it on the same connection is answered meanwhile.
+   behind it on the same connection is answered meanwhile;
+7. rules set through one node are every node's: a read they deny is
+   denied on the others too.
 """
 import signal
 import base64
@@ -317,6 +319,44 @@ def test_stalled_jetstream(c):
     c.wait_ready()
 
 
+def rules_on(c, i):
+    return request(c.url(i) + "/.settings/rules.json",
+                   headers={"Authorization": "Bearer " + c.admin})[2]
+
+
+def read_status(c, i, path):
+    try:
+        return request(c.url(i) + path + ".json")[0]
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def set_rules(c, i, doc):
+    status = request(c.url(i) + "/.settings/rules.json", "PUT", doc,
+                     {"Authorization": "Bearer " + c.admin})[0]
+    check(status == 200, "rules set through n%d" % (i + 1))
+    for j in range(3):  # each node takes them (a change, then a barrier)
+        end = time.time() + 10
+        while time.time() < end and rules_on(c, j) != doc:
+            time.sleep(0.1)
+        check(rules_on(c, j) == doc, "n%d holds the rules set through n%d"
+              % (j + 1, i + 1))
+
+
+def test_rules_everywhere(c):
+    put(c, 0, "/secret/x", 1)
+    locked = {"rules": {".write": True, "public": {".read": True}}}
+    set_rules(c, 0, locked)
+    for j in range(3):
+        check(read_status(c, j, "/secret/x") == 401,
+              "n%d denies the read the rules set through n1 deny" % (j + 1))
+    open_rules = {"rules": {".read": True, ".write": True}}
+    set_rules(c, 2, open_rules)
+    for j in range(3):
+        check(read_status(c, j, "/secret/x") == 200,
+              "n%d allows it again once n3 opened it" % (j + 1))
+
+
 def export(c, i):
     return request(c.url(i) + "/.json?format=export")[2]
 
@@ -349,6 +389,7 @@ def main():
         test_cas(c)
         test_ondisconnect_of_dead_node(c)
         test_stalled_jetstream(c)
+        test_rules_everywhere(c)
         leader, acked = test_kill_leader(c)
         c.start_node(leader)  # back, from its local store and the log
         c.wait_ready()
