@@ -27,10 +27,12 @@ typedef struct hearth__http_conn hearth__http_conn;
 typedef struct hearth__http_request {
     int method;  /* enum http_method */
     char *target; /* the request target as sent ("/a/b.json?x=y") */
-    /* The head's fields in one block, "name\0value\0" each, names in
-     * lower case (one allocation a request, not two a field): read them
-     * with hearth__http_get_header. */
+    /* The head's fields in one block (one allocation a request, not two
+     * a field): "name\0value\0" each, names in lower case, then where
+     * each name and value begins (field_at, two a field). Read them with
+     * hearth__http_get_header. */
     char *fields;
+    const char **field_at;
     size_t nheaders;
     char *body;
     size_t body_len;

@@ -323,12 +323,10 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
 
 const char *hearth__http_get_header(const hearth__http_request *req,
                                 const char *name) {
-    const char *field = req->fields;
     for (size_t i = 0; i < req->nheaders; i++) {
-        const char *value = field + strlen(field) + 1;
-        if (strcmp(field, name) == 0)
-            return value;
-        field = value + strlen(value) + 1;
+        const char *field = req->field_at[2 * i];
+        if (field[0] == name[0] && strcmp(field, name) == 0)
+            return req->field_at[2 * i + 1];
     }
     return NULL;
 }

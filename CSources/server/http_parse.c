@@ -69,14 +69,29 @@ static void end_name(hearth__http_conn *c) {
     c->in_value = true;
 }
 
-/* The head is complete: its fields become the request's. */
+/* The head is complete: its fields become the request's, followed in
+ * the same block by where each name and value begins (a lookup then
+ * compares names, never measures them). */
 static int take_fields(hearth__http_conn *c) {
     if (c->in_value)
         end_field(c);
-    if (c->fields.failed)
+    size_t text = c->fields.len + 1; /* the buffer's NUL ends it */
+    size_t pad = (sizeof(char *) - text % sizeof(char *)) % sizeof(char *);
+    if (!hearth__buf_reserve(&c->fields,
+                             pad + 2 * c->req.nheaders * sizeof(char *)))
         return -1;
-    c->req.fields = hearth__buf_detach(&c->fields, NULL);
-    return c->req.fields ? 0 : -1;
+    char *block = hearth__buf_detach(&c->fields, NULL);
+    if (!block)
+        return -1;
+    c->req.fields = block;
+    /* malloc's alignment, and text + pad a multiple of a pointer's */
+    c->req.field_at = (const char **)(void *)(block + text + pad);
+    const char *at = block;
+    for (size_t i = 0; i < 2 * c->req.nheaders; i++) {
+        c->req.field_at[i] = at;
+        at += strlen(at) + 1;
+    }
+    return 0;
 }
 
 static int on_message_begin(http_parser *p) {
