@@ -270,8 +270,11 @@ static bool route_special(rest *r) {
         }
         return true;
     }
+    /* The operator's endpoints are under "/." (the namespace's name is
+     * worked out only for them: not twice for every request). */
     return hearth__console_serve(conn, r->req, r->path) ||
-           hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf));
+           (strncmp(r->path, "/.", 2) == 0 &&
+            hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf)));
 }
 
 /* src into dst (size bytes), cut when longer: without snprintf, whose
