@@ -7,6 +7,7 @@
 #   make cluster    3 nats-servers (JetStream) + 3 Hearth nodes on loopback
 #   make serve      run the server on ./hearth-data (arrives with the server)
 #   make bench      benchmarks beside their anchors (not part of the tests)
+#   make bench-server  REST PUTs beside nginx and Redis, and the SSE fan-out
 #   make bench-cluster  cluster writes/s and fan-out beside their anchors
 #   make fuzz       build the libFuzzer targets (clang)
 #   make install PREFIX=/usr/local
@@ -43,7 +44,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 
 .PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
-        bench bench-cluster bench-realtime bench-cache bench-rules bench-stall \
+        bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
         fuzz install \
         clean serve
@@ -289,6 +290,10 @@ $(BUILD)/bench-listen-hash: bench/listen_hash_bench.c $(BENCH_COMMON) $(BUILD)/l
 # and without the listen's hash (issue goal: 100x fewer; a second or two).
 bench-listen-hash: lib $(BUILD)/bench-listen-hash
 	$(BUILD)/bench-listen-hash
+
+# REST PUTs beside nginx and Redis, and the SSE fan-out (server_bench.sh).
+bench-server: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout
+	bench/server_bench.sh
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules \

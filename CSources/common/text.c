@@ -54,6 +54,27 @@ static int shortest_exponential(double v, char *out, size_t size) {
     return 16;
 }
 
+/* An integer's digits, by hand: snprintf's "%lld" took a twentieth of a
+ * small REST PUT's instructions (its number is written to the log and
+ * into the answer). */
+static size_t format_integer(long long v, char out[32]) {
+    char digits[24];
+    size_t n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v
+                                 : (unsigned long long)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t len = 0;
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = digits[--n];
+    out[len] = '\0';
+    return len;
+}
+
 size_t hearth__format_number(double v, char out[32]) {
     if (v == 0) {
         out[0] = '0';
@@ -65,7 +86,7 @@ size_t hearth__format_number(double v, char out[32]) {
      * shortest digits padded with zeros (2^60 is "1152921504606847000"),
      * not their exact value. */
     if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        return (size_t)snprintf(out, 32, "%lld", (long long)v);
+        return format_integer((long long)v, out);
     /* Split the shortest round-trip form into digits and exponent, then lay
      * it out as ECMAScript Number::toString does. */
     char sci[40];

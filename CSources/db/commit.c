@@ -1,7 +1,7 @@
 /* commit.c - the embedded backend's durability: writes applied in memory
  * are acknowledged only once their commit is on disk, one fsync for a
- * batch (group commit, on a worker thread while the loop goes on); a
- * failed commit undoes them; the log is snapshotted on a worker thread as
+ * batch (group commit, on a worker thread while the loop goes on when
+ * the batch must wait for the disk); a failed commit undoes them; the log is snapshotted on a worker thread as
  * it grows. */
 #include "db/embedded.h"
 
@@ -165,15 +165,10 @@ void hearth__commit_flush(hearth_db_t *db) {
 
 static void start_commit(hearth_db_t *db);
 
-static void commit_work(uv_work_t *req) {
-    hearth_db_t *db = req->data;
-    hearth__embedded *e = db->impl;
-    commit_write(e, &e->batch);
-}
-
-static void commit_done(uv_work_t *req, int status) {
-    (void)status; /* never canceled */
-    hearth_db_t *db = req->data;
+/* Ends the commit in flight (on the loop): its outcome recorded, its
+ * writes acknowledged. False once the database closed meanwhile (it may
+ * be gone: nothing more may touch it). */
+static bool end_commit(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     int rc = commit_end(e, &e->batch);
     hearth__db_op *o = e->inflight, *later = NULL;
@@ -195,37 +190,66 @@ static void commit_done(uv_work_t *req, int status) {
     if (awaited) {
         hearth__commit_flush(db); /* the rest, now, before the store closes */
         hearth__db_release(db);
-        return;
+        return false;
     }
-    if (db->closed)
-        return;
-    start_commit(db);
-    maybe_snapshot(db);
+    return !db->closed;
 }
 
-/* Starts committing the applied writes on a worker thread, unless a commit
- * is under way (its end starts the next). */
-static void start_commit(hearth_db_t *db) {
+static void commit_work(uv_work_t *req) {
+    hearth_db_t *db = req->data;
     hearth__embedded *e = db->impl;
-    if (e->committing || !e->unacked || e->flushing)
-        return;
+    commit_write(e, &e->batch);
+}
+
+static void commit_done(uv_work_t *req, int status) {
+    (void)status; /* never canceled */
+    if (end_commit(req->data))
+        start_commit(req->data);
+}
+
+/* Whether a batch waits on something slower than the page cache (a sync,
+ * a replicated log's answer): only such a batch is worth the hand-off to
+ * a worker thread and back (thread switches, futexes, an async wake-up);
+ * a write(2) alone costs the loop microseconds. */
+static bool commit_waits(const hearth__embedded *e) {
+    return e->batch.sync || e->replica;
+}
+
+/* Takes the applied writes as the next batch. False if there are none or
+ * the batch failed at once (its writes then acknowledged). */
+static bool begin_batch(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
     hearth__db_op *o = e->unacked;
     int rc = commit_begin(e, &e->batch);
     e->unacked = e->unacked_tail = NULL;
     if (rc) {
         commit_outcome(db, NULL, rc);
         ack_ops(o, rc);
-        return;
+        return false;
     }
     e->batch_root = hearth_node_incref(e->root);
     e->inflight = o;
     e->committing = true;
-    e->commit_work.data = db;
-    if (uv_queue_work(db->loop, &e->commit_work, commit_work, commit_done)) {
-        /* No worker: commit here. */
-        commit_write(e, &e->batch);
-        commit_done(&e->commit_work, 0);
+    return true;
+}
+
+/* Commits the applied writes unless a commit is under way (its end starts
+ * the next): on a worker thread if the batch waits for the disk or the
+ * log, else here; writes that the completions make form the next batch. */
+static void start_commit(hearth_db_t *db) {
+    hearth__embedded *e = db->impl;
+    while (!e->committing && e->unacked && !e->flushing && !db->closed) {
+        if (!begin_batch(db))
+            continue;
+        e->commit_work.data = db;
+        if (commit_waits(e) && uv_queue_work(db->loop, &e->commit_work,
+                                             commit_work, commit_done) == 0)
+            return;
+        commit_write(e, &e->batch); /* here: no wait, or no worker */
+        if (!end_commit(db))
+            return;
     }
+    maybe_snapshot(db);
 }
 
 /* Group commit for writes made on the loop thread (the server's request

@@ -24,15 +24,15 @@
 typedef struct hearth__http_server hearth__http_server;
 typedef struct hearth__http_conn hearth__http_conn;
 
-typedef struct hearth__http_header {
-    char *name; /* lower case */
-    char *value;
-} hearth__http_header;
-
 typedef struct hearth__http_request {
     int method;  /* enum http_method */
     char *target; /* the request target as sent ("/a/b.json?x=y") */
-    hearth__http_header *headers;
+    /* The head's fields in one block (one allocation a request, not two
+     * a field): "name\0value\0" each, names in lower case, then where
+     * each name and value begins (field_at, two a field). Read them with
+     * hearth__http_get_header. */
+    char *fields;
+    const char **field_at;
     size_t nheaders;
     char *body;
     size_t body_len;

@@ -7,21 +7,16 @@
 /* ---- connection lifetime ---- */
 
 void hearth__http_free_request(hearth__http_conn *c) {
-    for (size_t i = 0; i < c->req.nheaders; i++) {
-        hearth__free(c->req.headers[i].name);
-        hearth__free(c->req.headers[i].value);
-    }
-    hearth__free(c->req.headers);
+    hearth__free(c->req.fields);
     hearth__free(c->req.target);
     hearth__free(c->req.body);
     memset(&c->req, 0, sizeof c->req);
-    c->headers_cap = 0;
     hearth__buf_free(&c->url);
-    hearth__buf_free(&c->field);
-    hearth__buf_free(&c->value);
+    hearth__buf_free(&c->fields);
     hearth__buf_free(&c->body);
     hearth__free(c->note);
     c->note = NULL;
+    c->name_at = 0;
     c->in_value = false;
     hearth__http_unhold(c, c->held); /* the body is gone */
     c->held = 0;
@@ -332,9 +327,11 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
 
 const char *hearth__http_get_header(const hearth__http_request *req,
                                 const char *name) {
-    for (size_t i = 0; i < req->nheaders; i++)
-        if (strcmp(req->headers[i].name, name) == 0)
-            return req->headers[i].value;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const char *field = req->field_at[2 * i];
+        if (field[0] == name[0] && strcmp(field, name) == 0)
+            return req->field_at[2 * i + 1];
+    }
     return NULL;
 }
 

@@ -64,8 +64,8 @@ struct hearth__http_conn {
     size_t in_len, in_off, in_cap;
     /* the request being parsed */
     hearth__http_request req;
-    size_t headers_cap;
-    hearth__buf url, field, value, body;
+    hearth__buf url, fields, body;
+    size_t name_at; /* in fields: where the field being read begins */
     bool in_value;
     hearth__peer *peer; /* its remote address's share of the budget */
     size_t held;        /* bytes of the budget it holds (the body) */

@@ -50,30 +50,47 @@ static void refuse_early(hearth__http_conn *c, int status, const char *why) {
 
 static hearth__http_conn *conn_of(http_parser *p) { return p->data; }
 
-static int commit_header(hearth__http_conn *c) {
-    if (!c->field.len && !c->value.len)
-        return 0;
-    if (c->req.nheaders == c->headers_cap) {
-        size_t cap = c->headers_cap ? c->headers_cap * 2 : 16;
-        hearth__http_header *h =
-            hearth__realloc(c->req.headers, cap * sizeof *h);
-        if (!h)
-            return -1;
-        c->req.headers = h;
-        c->headers_cap = cap;
-    }
-    char *name = hearth__buf_detach(&c->field, NULL);
-    char *value = hearth__buf_detach(&c->value, NULL);
-    if (!name || !value) {
-        hearth__free(name);
-        hearth__free(value);
-        return -1;
-    }
-    for (char *p = name; *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
-    c->req.headers[c->req.nheaders++] = (hearth__http_header){name, value};
+/* Ends the value being read: the field joins the request's. */
+static void end_field(hearth__http_conn *c) {
+    hearth__buf_addc(&c->fields, '\0');
+    c->req.nheaders++;
     c->in_value = false;
+    c->name_at = c->fields.len;
+}
+
+/* Ends the name being read (in lower case: names compare so). */
+static void end_name(hearth__http_conn *c) {
+    for (size_t i = c->name_at; i < c->fields.len; i++) {
+        char ch = c->fields.data[i];
+        if (ch >= 'A' && ch <= 'Z')
+            c->fields.data[i] = (char)(ch - 'A' + 'a');
+    }
+    hearth__buf_addc(&c->fields, '\0');
+    c->in_value = true;
+}
+
+/* The head is complete: its fields become the request's, followed in
+ * the same block by where each name and value begins (a lookup then
+ * compares names, never measures them). */
+static int take_fields(hearth__http_conn *c) {
+    if (c->in_value)
+        end_field(c);
+    size_t text = c->fields.len + 1; /* the buffer's NUL ends it */
+    size_t pad = (sizeof(char *) - text % sizeof(char *)) % sizeof(char *);
+    if (!hearth__buf_reserve(&c->fields,
+                             pad + 2 * c->req.nheaders * sizeof(char *)))
+        return -1;
+    char *block = hearth__buf_detach(&c->fields, NULL);
+    if (!block)
+        return -1;
+    c->req.fields = block;
+    /* malloc's alignment, and text + pad a multiple of a pointer's */
+    c->req.field_at = (const char **)(void *)(block + text + pad);
+    const char *at = block;
+    for (size_t i = 0; i < 2 * c->req.nheaders; i++) {
+        c->req.field_at[i] = at;
+        at += strlen(at) + 1;
+    }
     return 0;
 }
 
@@ -94,19 +111,26 @@ static int on_url(http_parser *p, const char *at, size_t len) {
     return conn_of(p)->url.failed ? -1 : 0;
 }
 
+/* A name or value may come in pieces (split across reads); a chunked
+ * body's trailer fields come after the head and are not kept. */
 static int on_header_field(http_parser *p, const char *at, size_t len) {
     hearth__http_conn *c = conn_of(p);
-    if (c->in_value && commit_header(c))
-        return -1;
-    hearth__buf_add(&c->field, at, len);
-    return c->field.failed ? -1 : 0;
+    if (c->head_done)
+        return 0;
+    if (c->in_value)
+        end_field(c);
+    hearth__buf_add(&c->fields, at, len);
+    return c->fields.failed ? -1 : 0;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len) {
     hearth__http_conn *c = conn_of(p);
-    c->in_value = true;
-    hearth__buf_add(&c->value, at, len);
-    return c->value.failed ? -1 : 0;
+    if (c->head_done)
+        return 0;
+    if (!c->in_value)
+        end_name(c);
+    hearth__buf_add(&c->fields, at, len);
+    return c->fields.failed ? -1 : 0;
 }
 
 /* Lets the head handler refuse a large body before it is read. */
@@ -129,7 +153,7 @@ static bool early_refusal(hearth__http_conn *c, http_parser *p) {
 
 static int on_headers_complete(http_parser *p) {
     hearth__http_conn *c = conn_of(p);
-    if (commit_header(c))
+    if (take_fields(c))
         return -1;
     c->head_done = true;
     hearth__http_wait_for(c, c->server->limits.body_ms, 408);

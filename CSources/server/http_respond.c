@@ -234,6 +234,58 @@ void hearth__http_finish_request(hearth__http_conn *c) {
     hearth__http_conn_release(c); /* the request's reference */
 }
 
+/* An answer's head, written out piece by piece: formatting it with
+ * snprintf took a tenth of the server's own time for a small PUT. */
+typedef struct head_out {
+    char *at, *end;
+} head_out;
+
+static void head_add(head_out *h, const char *s) {
+    size_t n = strlen(s);
+    if (n > (size_t)(h->end - h->at))
+        n = (size_t)(h->end - h->at);
+    memcpy(h->at, s, n);
+    h->at += n;
+}
+
+static void head_add_number(head_out *h, size_t v) {
+    char digits[24];
+    char *p = digits + sizeof digits;
+    *--p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while ((v /= 10));
+    head_add(h, p);
+}
+
+/* The head of a whole answer into buf: its length, or 0 when it would
+ * not fit. */
+static size_t answer_head(char *buf, size_t size, int status, size_t len,
+                          const char *content_type, bool own_cache,
+                          const char *headers, bool keep) {
+    head_out h = {buf, buf + size};
+    head_add(&h, "HTTP/1.1 ");
+    head_add_number(&h, (size_t)status);
+    head_add(&h, " ");
+    head_add(&h, reason(status));
+    head_add(&h, "\r\nContent-Length: ");
+    head_add_number(&h, len);
+    head_add(&h, "\r\n");
+    if (content_type) {
+        head_add(&h, "Content-Type: ");
+        head_add(&h, content_type);
+        head_add(&h, "\r\n");
+    }
+    head_add(&h, "Access-Control-Allow-Origin: *\r\n");
+    if (!own_cache)
+        head_add(&h, "Cache-Control: no-store\r\n");
+    if (headers)
+        head_add(&h, headers);
+    head_add(&h, keep ? "Connection: keep-alive\r\n\r\n"
+                      : "Connection: close\r\n\r\n");
+    return h.at < h.end ? (size_t)(h.at - buf) : 0;
+}
+
 void hearth__http_respond(hearth__http_conn *c, int status,
                           const char *content_type, const char *headers,
                           const char *body, size_t len) {
@@ -258,27 +310,21 @@ void hearth__http_respond(hearth__http_conn *c, int status,
      * is stale at once); a caller may say otherwise (the console's files). */
     bool own_cache = headers && strcasestr(headers, "cache-control:");
     char head[2048];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\n"
-                     "Content-Length: %zu\r\n"
-                     "%s%s%s"
-                     "Access-Control-Allow-Origin: *\r\n"
-                     "%s"
-                     "%s"
-                     "Connection: %s\r\n\r\n",
-                     status, reason(status), len,
-                     content_type ? "Content-Type: " : "",
-                     content_type ? content_type : "", content_type ? "\r\n" : "",
-                     own_cache ? "" : "Cache-Control: no-store\r\n",
-                     headers ? headers : "", keep ? "keep-alive" : "close");
-    if (n < 0 || (size_t)n >= sizeof head)
-        n = snprintf(head, sizeof head,
-                     "HTTP/1.1 500 Internal Server Error\r\n"
-                     "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    size_t n = answer_head(head, sizeof head, status, len, content_type,
+                           own_cache, headers, keep);
+    if (!n) { /* headers too long: a bare 500, and no body after it */
+        static const char bare[] = "HTTP/1.1 500 Internal Server Error\r\n"
+                                   "Content-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        n = strlen(strcpy(head, bare));
+        status = 500;
+        len = 0;
+        keep = false;
+    }
     if (!keep && !c->lingering)
         c->close_when_sent = true;
     hearth__http_observe(c, "rest", status, len);
-    hearth__http_send_bytes(c, head, (size_t)n, body, len);
+    hearth__http_send_bytes(c, head, n, body, len);
     hearth__http_finish_request(c);
 }
 

@@ -270,8 +270,19 @@ static bool route_special(rest *r) {
         }
         return true;
     }
+    /* The operator's endpoints are under "/." (the namespace's name is
+     * worked out only for them: not twice for every request). */
     return hearth__console_serve(conn, r->req, r->path) ||
-           hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf));
+           (strncmp(r->path, "/.", 2) == 0 &&
+            hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf)));
+}
+
+/* src into dst (size bytes), cut when longer: without snprintf, whose
+ * format parsing cost more than the copy on every request. */
+static void copy_cut(char *dst, size_t size, const char *src) {
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 /* A namespace's REST request: the namespace opened and the caller
@@ -294,8 +305,8 @@ static void route_data(rest *r) {
         return;
     }
     hearth__http_note *note = hearth__http_note_of(conn);
-    snprintf(note->ns, sizeof note->ns, "%s", r->ns->name);
-    snprintf(note->path, sizeof note->path, "%s", r->path);
+    copy_cut(note->ns, sizeof note->ns, r->ns->name);
+    copy_cut(note->path, sizeof note->path, r->path);
     if (!check_params(r) || !identify(r))
         return;
     if (strcmp(r->path, "/.cluster/status") == 0) {

@@ -40,7 +40,7 @@ static void seal_header(char *h, uint32_t batch_rest) {
 void hearth__log_seal_record(char *rec, size_t len) {
     put_u32(rec, (uint32_t)len);
     put_u32(rec + 4, crc(rec + HEARTH__LOG_RECORD_HEADER, len));
-    seal_header(rec, 0);
+    /* batch_rest and the header's checksum: hearth__log_seal_batch */
 }
 
 void hearth__log_seal_batch(char *data, size_t len) {

@@ -46,10 +46,11 @@ typedef struct hearth__log_scan {
     const char *why;      /* DAMAGED: what is wrong there */
 } hearth__log_scan;
 
-/* Fills the header of the record at rec, whose payload of len bytes
- * follows its HEARTH__LOG_RECORD_HEADER bytes (batch_rest 0). */
+/* Fills the length and payload checksum of the record at rec, whose
+ * payload of len bytes follows its HEARTH__LOG_RECORD_HEADER bytes. */
 void hearth__log_seal_record(char *rec, size_t len);
-/* Marks the records in data[0, len) as one commit: fills batch_rest. */
+/* Marks the records in data[0, len) as one commit: fills each header's
+ * batch_rest and checksum (once per record: a commit's whole). */
 void hearth__log_seal_batch(char *data, size_t len);
 /* Checks a whole log. last: it is the newest log, the only one a crash
  * can have left torn. */
