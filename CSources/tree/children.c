@@ -7,6 +7,8 @@
  */
 #include "tree/children.h"
 
+#include "tree/pool.h"
+
 #include <string.h>
 
 #define ORDER 32
@@ -54,8 +56,12 @@ static inline bool page_unique(const hearth__bt *p) {
 
 /* ---- pages ---- */
 
+static size_t leaf_size(unsigned cap) {
+    return sizeof(leaf_page) + cap * sizeof(hearth__entry);
+}
+
 static hearth__bt *leaf_alloc(unsigned cap) {
-    leaf_page *l = hearth__malloc(sizeof *l + cap * sizeof(hearth__entry));
+    leaf_page *l = hearth__pool_alloc(leaf_size(cap));
     if (!l)
         return NULL;
     atomic_init(&l->h.refs, 1);
@@ -67,7 +73,7 @@ static hearth__bt *leaf_alloc(unsigned cap) {
 }
 
 static hearth__bt *inner_alloc(void) {
-    inner_page *p = hearth__malloc(sizeof *p);
+    inner_page *p = hearth__pool_alloc(sizeof *p);
     if (!p)
         return NULL;
     atomic_init(&p->h.refs, 1);
@@ -76,6 +82,12 @@ static hearth__bt *inner_alloc(void) {
     p->h.leaf = false;
     p->h.count = 0;
     return &p->h;
+}
+
+/* Frees page p (NULL: nothing) without touching what it holds. */
+static void page_free(hearth__bt *p) {
+    if (p)
+        hearth__pool_free(p, p->leaf ? leaf_size(p->cap) : sizeof(inner_page));
 }
 
 /* Smallest power-of-two capacity holding n entries, at most ORDER. */
@@ -145,7 +157,7 @@ void hearth__bt_decref(hearth__bt *t) {
         for (unsigned i = 0; i < t->n; i++)
             hearth__bt_decref(as_inner(t)->kid[i].page);
     }
-    hearth__free(t);
+    page_free(t);
 }
 
 static inline bt_first page_first(const hearth__bt *p) {
@@ -326,9 +338,9 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
 static void release_plan(path_walk *w, hearth__bt *new_root) {
     for (int d = 0; d <= w->leaf; d++) {
         hearth__bt_decref(w->lv[d].copy);
-        hearth__free(w->lv[d].sibling); /* still empty */
+        page_free(w->lv[d].sibling); /* still empty */
     }
-    hearth__free(new_root);
+    page_free(new_root);
 }
 
 static inline hearth__bt *level_page(const level *l) {
@@ -627,7 +639,7 @@ static void free_shallow(hearth__bt *p) {
     if (!p->leaf)
         for (unsigned i = 0; i < p->n; i++)
             free_shallow(as_inner(p)->kid[i].page);
-    hearth__free(p);
+    page_free(p);
 }
 
 static void free_level(hearth__bt **pages, size_t n) {
@@ -691,7 +703,7 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
         if (failed) {
             if (upper)
                 for (size_t i = 0; i < nupper; i++)
-                    hearth__free(upper[i]);
+                    page_free(upper[i]);
             hearth__free(upper);
             free_level(lower, nlower);
             return HEARTH_ENOMEM;

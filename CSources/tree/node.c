@@ -3,6 +3,7 @@
 #include "tree/node.h"
 
 #include "path/path.h"
+#include "tree/pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,8 +19,26 @@ hearth_node_t *hearth__node_empty(void) { return &empty_node; }
 
 #define NODE_HEAD offsetof(hearth_node_t, u)
 
+/* Bytes after the header of leaf n, as its constructor allocated them. */
+static size_t leaf_payload(const hearth_node_t *n) {
+    switch (n->type) {
+    case HEARTH_TYPE_STRING:
+        return sizeof(size_t) + n->u.len + 1;
+    case HEARTH_TYPE_BOOLEAN:
+        return sizeof(bool);
+    default:
+        return sizeof(double);
+    }
+}
+
+/* The size node n was allocated at (nodes come from tree/pool.c). */
+static size_t node_size(const hearth_node_t *n) {
+    return NODE_HEAD + (n->type == HEARTH_TYPE_OBJECT ? sizeof(n->u.obj)
+                                                      : leaf_payload(n));
+}
+
 static hearth_node_t *node_alloc(hearth_type type, size_t payload) {
-    hearth_node_t *n = hearth__malloc(NODE_HEAD + payload);
+    hearth_node_t *n = hearth__pool_alloc(NODE_HEAD + payload);
     if (!n)
         return NULL;
     atomic_init(&n->refs, 1);
@@ -54,7 +73,7 @@ void hearth_node_decref(const hearth_node_t *node) {
         hearth__bt_decref(n->u.obj.tree);
         hearth__free(atomic_load(&n->u.obj.hash));
     }
-    hearth__free(n);
+    hearth__pool_free(n, node_size(n));
 }
 
 /* ---- constructors ---- */
@@ -178,22 +197,10 @@ static hearth_node_t *obj_copy(const hearth_node_t *n) {
     return c;
 }
 
-/* Bytes after the header of leaf n, as its constructor allocated them. */
-static size_t leaf_payload(const hearth_node_t *n) {
-    switch (n->type) {
-    case HEARTH_TYPE_STRING:
-        return sizeof(size_t) + n->u.len + 1;
-    case HEARTH_TYPE_BOOLEAN:
-        return sizeof(bool);
-    default:
-        return sizeof(double);
-    }
-}
-
 hearth_node_t *hearth__node_leaf_with_priority(const hearth_node_t *n,
                                                hearth_node_t *priority) {
     size_t payload = leaf_payload(n);
-    hearth_node_t *c = hearth__malloc(NODE_HEAD + payload);
+    hearth_node_t *c = hearth__pool_alloc(NODE_HEAD + payload);
     if (!c) {
         hearth_node_decref(priority);
         return NULL;

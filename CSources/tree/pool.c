@@ -1,0 +1,117 @@
+/* pool.c - per-thread free lists for the tree's nodes and pages.
+ *
+ * One list per size (in steps of 8 bytes, up to an inner B+tree page),
+ * per thread, so neither end takes a lock: a block freed on one thread is
+ * reused there. A thread keeps at most MAX_BYTES waiting (a snapshot
+ * released after a thousand sets frees about a megabyte of copied nodes
+ * and pages, which the next thousand sets allocate again); beyond that,
+ * blocks go back to malloc. A thread's lists go back to malloc when it
+ * ends (a thread-exit destructor; at exit() for the thread calling it), or
+ * when it calls hearth__pool_drain.
+ *
+ * Under AddressSanitizer a waiting block is poisoned, so a use after its
+ * free is still reported. While the tests inject allocation failures,
+ * allocations bypass the lists, so each one is counted and can fail.
+ */
+#include "tree/pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define GRAIN 8
+#define MAX_BLOCK 1048 /* an inner page of order 32 */
+#define CLASSES (MAX_BLOCK / GRAIN + 1)
+#define MAX_BYTES ((size_t)2 << 20)
+
+typedef struct block {
+    struct block *next;
+} block;
+
+typedef struct pool {
+    block *head[CLASSES]; /* class c: blocks of c * GRAIN bytes */
+    size_t bytes;         /* waiting in all lists */
+    bool registered;      /* the thread-exit destructor will drain it */
+} pool;
+
+static _Thread_local pool tls;
+static pthread_key_t exit_key;
+static bool exit_key_made;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *unused) {
+    HEARTH__UNUSED(unused);
+    hearth__pool_drain();
+    tls.registered = false; /* a later free registers again */
+}
+
+/* exit() runs no thread-exit destructor for the thread calling it (the
+ * main thread, usually): its blocks go back here, so that LeakSanitizer,
+ * which runs after, finds none waiting unreachable. */
+static void on_process_exit(void) { hearth__pool_drain(); }
+
+static void make_exit_key(void) {
+    exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0 &&
+                    atexit(on_process_exit) == 0;
+}
+
+/* Whether this thread's blocks will be handed back when it ends: only
+ * then may it keep any. */
+static bool registered(void) {
+    if (HEARTH__LIKELY(tls.registered))
+        return true;
+    pthread_once(&exit_once, make_exit_key);
+    tls.registered = exit_key_made && pthread_setspecific(exit_key, &tls) == 0;
+    return tls.registered;
+}
+
+static inline size_t size_class(size_t size) {
+    return (size + GRAIN - 1) / GRAIN;
+}
+
+void *hearth__pool_alloc(size_t size) {
+    size_t c = size_class(size);
+    block *b = c < CLASSES ? tls.head[c] : NULL;
+    if (!b || hearth__alloc_injecting())
+        return hearth__malloc(c * GRAIN); /* whole class: any may reuse it */
+    UNPOISON(b, c * GRAIN);
+    tls.head[c] = b->next;
+    tls.bytes -= c * GRAIN;
+    return b;
+}
+
+void hearth__pool_free(void *p, size_t size) {
+    size_t c = size_class(size);
+    if (!p || c >= CLASSES || tls.bytes + c * GRAIN > MAX_BYTES ||
+        !registered()) {
+        hearth__free(p);
+        return;
+    }
+    block *b = p;
+    b->next = tls.head[c];
+    tls.head[c] = b;
+    tls.bytes += c * GRAIN;
+    POISON(b, c * GRAIN);
+}
+
+void hearth__pool_drain(void) {
+    for (size_t c = 0; c < CLASSES; c++) {
+        while (tls.head[c]) {
+            block *b = tls.head[c];
+            UNPOISON(b, c * GRAIN);
+            tls.head[c] = b->next;
+            hearth__free(b);
+        }
+    }
+    tls.bytes = 0;
+}
+
+size_t hearth__pool_bytes(void) { return tls.bytes; }
