@@ -7,6 +7,7 @@
  */
 #include "tree/children.h"
 
+#include "tree/node.h"
 #include "tree/pool.h"
 
 #include <string.h>
@@ -137,6 +138,24 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
     return c;
 }
 
+/* Releases what leaf page t holds. Every count drops first and only then
+ * are the nodes that reached zero freed, their pages asked for together:
+ * freeing each as its count dropped went down its subtree one miss at a
+ * time, with the siblings' lines (asked for by prefetch_held) waiting. */
+static void leaf_release(hearth__bt *t) {
+    hearth_node_t *dead[ORDER];
+    unsigned ndead = 0;
+    for (unsigned i = 0; i < t->n; i++) {
+        hearth__key_decref(as_leaf(t)->e[i].key);
+        if (hearth__node_unref(as_leaf(t)->e[i].node))
+            dead[ndead++] = as_leaf(t)->e[i].node;
+    }
+    for (unsigned i = 0; i < ndead; i++)
+        hearth__node_prefetch_free(dead[i]);
+    for (unsigned i = 0; i < ndead; i++)
+        hearth__node_free(dead[i]);
+}
+
 size_t hearth__bt_count(const hearth__bt *t) { return t ? t->count : 0; }
 
 void hearth__bt_incref(hearth__bt *t) {
@@ -149,10 +168,7 @@ void hearth__bt_decref(hearth__bt *t) {
         return;
     prefetch_held(t);
     if (t->leaf) {
-        for (unsigned i = 0; i < t->n; i++) {
-            hearth__key_decref(as_leaf(t)->e[i].key);
-            hearth_node_decref(as_leaf(t)->e[i].node);
-        }
+        leaf_release(t);
     } else {
         for (unsigned i = 0; i < t->n; i++)
             hearth__bt_decref(as_inner(t)->kid[i].page);
@@ -273,7 +289,7 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
 
 const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
                                           const hearth__name *name,
-                                          bool *alone) {
+                                          bool copying, bool *alone) {
     *alone = false;
     if (!t)
         return NULL;
@@ -286,6 +302,8 @@ const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
     bool found;
     unsigned i = leaf_lower(t, name, sort, &found);
     *alone = unique;
+    if (copying || !unique)
+        prefetch_held(t);
     return found ? &as_leaf(t)->e[i] : NULL;
 }
 

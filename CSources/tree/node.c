@@ -66,8 +66,16 @@ hearth_node_t *hearth_node_incref(const hearth_node_t *node) {
 
 void hearth_node_decref(const hearth_node_t *node) {
     hearth_node_t *n = (hearth_node_t *)node;
-    if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
-        return;
+    if (n && hearth__node_unref(n))
+        hearth__node_free(n);
+}
+
+void hearth__node_prefetch_free(const hearth_node_t *n) {
+    if (n->type == HEARTH_TYPE_OBJECT)
+        __builtin_prefetch(n->u.obj.tree, 1);
+}
+
+void hearth__node_free(hearth_node_t *n) {
     hearth_node_decref(n->priority);
     if (n->type == HEARTH_TYPE_OBJECT) {
         hearth__bt_decref(n->u.obj.tree);
@@ -524,7 +532,7 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
     bool alone = false;
     const hearth__entry *e =
         n->type == HEARTH_TYPE_OBJECT
-            ? hearth__bt_find_held(n->u.obj.tree, name, &alone)
+            ? hearth__bt_find_held(n->u.obj.tree, name, !mut, &alone)
             : NULL;
     hearth_node_t *child = e ? e->node : (hearth_node_t *)&empty_node;
     bool child_mut =

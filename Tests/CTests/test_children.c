@@ -11,7 +11,7 @@
 /* Whether every page from t down to name's leaf is held alone. */
 static bool path_unique(const hearth__bt *t, const hearth__name *name) {
     bool alone;
-    hearth__bt_find_held(t, name, &alone);
+    hearth__bt_find_held(t, name, false, &alone);
     return alone;
 }
 static hearth__name int_name(int i, char buf[16]) {
