@@ -209,12 +209,33 @@ static inline void prefetch_span(const void *start, size_t bytes) {
         __builtin_prefetch((const char *)start + at);
 }
 
-/* First slot whose key is >= name. */
+/* First of n entries whose sort is >= sort, without a branch per probe
+ * (the compiler makes the choice a conditional move): which way a probe
+ * goes is a coin toss, and a mispredicted branch cost more than the
+ * probe. */
+static inline unsigned sort_lower(const hearth__entry *e, unsigned n,
+                                  uint64_t sort) {
+    if (n == 0)
+        return 0;
+    const hearth__entry *base = e;
+    while (n > 1) {
+        unsigned half = n / 2;
+        base = base[half].sort < sort ? base + half : base;
+        n -= half;
+    }
+    return (unsigned)(base - e) + (base->sort < sort);
+}
+
+/* First slot whose key is >= name: by the sorts alone, unless entries
+ * share name's sort (keys of 8 bytes or more with the same first 8, or
+ * integers), which are then told apart by key. */
 static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
                            uint64_t sort, bool *found) {
     const hearth__entry *e = as_leaf(p)->e;
     prefetch_span(e, p->n * sizeof *e);
-    unsigned lo = 0, hi = p->n;
+    unsigned lo = sort_lower(e, p->n, sort), hi = lo;
+    while (hi < p->n && e[hi].sort == sort)
+        hi++;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
         if (compare_key(name, sort, e[mid].key, e[mid].sort) > 0)

@@ -767,12 +767,48 @@ static void test_bt_diff(void) {
 }
 
 
+/* Keys whose first 8 bytes agree share a digest, so the search must tell
+ * them apart by key: in pages where every entry ties with the name and in
+ * pages where only some do; absent names land where they belong. */
+static void test_bt_shared_prefix(void) {
+    enum { N = 600 };
+    hearth__bt *t = NULL;
+    char buf[32];
+    for (int i = 0; i < N; i += 2) { /* even suffixes only */
+        snprintf(buf, sizeof buf, "%s%04d", i % 3 ? "samepfx_" : "samepfy", i);
+        hearth__name name = name_of(buf);
+        CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(i), NULL),
+                  0);
+    }
+    CHECK(hearth__bt_check(t));
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "%s%04d", i % 3 ? "samepfx_" : "samepfy", i);
+        hearth__name name = name_of(buf);
+        const hearth__entry *e = hearth__bt_find(t, &name);
+        CHECK((e != NULL) == (i % 2 == 0));
+        if (e)
+            CHECK(hearth_node_number_value(e->node) == i);
+        bool found;
+        size_t rank = hearth__bt_rank(t, &name, &found);
+        CHECK(found == (i % 2 == 0));
+        /* What rank says is below name is below it, and the next is not. */
+        const hearth__entry *before = rank ? hearth__bt_at(t, rank - 1) : NULL;
+        const hearth__entry *at = hearth__bt_at(t, rank);
+        if (before)
+            CHECK(strcmp(before->key->s, buf) < 0);
+        if (at)
+            CHECK(strcmp(at->key->s, buf) >= 0);
+    }
+    hearth__bt_decref(t);
+}
+
 const test_case children_tests[] = {
     {"tree_bt_diff", test_bt_diff},
     {"tree_bt_sequential_100k", test_bt_sequential},
     {"tree_bt_random_100k", test_bt_random},
     {"tree_bt_mixed", test_bt_mixed},
     {"tree_bt_string_keys", test_bt_string_keys},
+    {"tree_bt_shared_prefix", test_bt_shared_prefix},
     {"tree_bt_replace", test_bt_replace},
     {"tree_bt_build", test_bt_build},
     {"tree_bt_iterate_from", test_bt_iterate_from},
