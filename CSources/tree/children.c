@@ -124,7 +124,7 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
         memcpy(as_leaf(c)->e, as_leaf(p)->e, p->n * sizeof(hearth__entry));
         for (unsigned i = 0; i < p->n; i++) {
             hearth__key_incref(as_leaf(c)->e[i].key);
-            hearth_node_incref(as_leaf(c)->e[i].node);
+            hearth__node_ref(as_leaf(c)->e[i].node);
         }
         return c;
     }
@@ -347,6 +347,14 @@ typedef struct path_walk {
     bool rightmost; /* the path is the tree's last */
 } path_walk;
 
+static void level_init(level *l, hearth__bt *page, bool unique) {
+    l->page = page;
+    l->unique = unique;
+    l->copy = NULL;
+    l->move = false;
+    l->sibling = NULL;
+}
+
 static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     bool unique = page_unique(t);
     uint64_t sort = w->sort = hearth__name_sort(name);
@@ -354,11 +362,7 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     w->rightmost = true;
     for (;;) {
         level *l = &w->lv[d];
-        l->page = t;
-        l->unique = unique;
-        l->copy = NULL;
-        l->move = false;
-        l->sibling = NULL;
+        level_init(l, t, unique);
         if (t->leaf) {
             l->slot = leaf_lower(t, name, sort, &w->found);
             w->rightmost = w->rightmost && l->slot == t->n;
@@ -593,6 +597,19 @@ static hearth__bt *apply_inner(path_walk *w, hearth__bt *new_root) {
     return new_root;
 }
 
+/* A put along the path w walked in *t: planned, then applied. */
+static int put_along(path_walk *w, hearth__bt **t, const hearth__name *name,
+                     hearth__key *key, hearth_node_t *node,
+                     hearth_node_t **replaced) {
+    hearth__key *new_key;
+    hearth__bt *new_root;
+    if (!plan_put(w, name, key, &new_key, &new_root))
+        return HEARTH_ENOMEM;
+    apply_leaf(w, node, new_key, replaced);
+    *t = apply_inner(w, new_root);
+    return 0;
+}
+
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
                    hearth_node_t *node, hearth_node_t **replaced) {
     if (replaced)
@@ -601,13 +618,28 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
         return put_first(t, name, key, node);
     path_walk w;
     walk_path(*t, name, &w);
-    hearth__key *new_key;
-    hearth__bt *new_root;
-    if (!plan_put(&w, name, key, &new_key, &new_root))
-        return HEARTH_ENOMEM;
-    apply_leaf(&w, node, new_key, replaced);
-    *t = apply_inner(&w, new_root);
-    return 0;
+    return put_along(&w, t, name, key, node, replaced);
+}
+
+int hearth__bt_replace(hearth__bt **t, const hearth__name *name,
+                       const hearth__entry *at, hearth_node_t *node,
+                       hearth_node_t **replaced) {
+    hearth__bt *leaf = *t;
+    size_t slot = at && leaf && leaf->leaf ? (size_t)(at - as_leaf(leaf)->e)
+                                           : ORDER;
+    if (slot >= (leaf ? leaf->n : 0u))
+        return hearth__bt_put(t, name, NULL, node, replaced);
+    /* The tree is one leaf holding `at`: the path is that slot. */
+    if (replaced)
+        *replaced = NULL;
+    path_walk w;
+    level_init(&w.lv[0], leaf, page_unique(leaf));
+    w.lv[0].slot = (unsigned)slot;
+    w.sort = at->sort;
+    w.leaf = 0;
+    w.found = true;
+    w.rightmost = false;
+    return put_along(&w, t, name, NULL, node, replaced);
 }
 
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {

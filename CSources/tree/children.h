@@ -58,6 +58,12 @@ const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
  * released. */
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
                    hearth_node_t *node, hearth_node_t **replaced);
+/* hearth__bt_put of a name that a lookup in *t found at entry `at` (NULL:
+ * not known), without a second search when *t is a single leaf: `at`
+ * gives the slot. */
+int hearth__bt_replace(hearth__bt **t, const hearth__name *name,
+                       const hearth__entry *at, hearth_node_t *node,
+                       hearth_node_t **replaced);
 /* Removes name if present. */
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name);
 

@@ -416,10 +416,12 @@ static void child_changed(hearth_node_t *n, bool had_priority,
 }
 
 /* Replaces child `name` of n by `child` (taken over on success; an empty
- * child removes). With `mut`, n itself may be edited. *out is n (edited or
- * unchanged) or a new reference. */
+ * child removes). With `mut`, n itself may be edited. `at` is the entry a
+ * lookup found name at in n's children (NULL: not known), which spares a
+ * second search. *out is n (edited or unchanged) or a new reference. */
 static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
-                     hearth_node_t *child, hearth_node_t **out) {
+                     const hearth__entry *at, hearth_node_t *child,
+                     hearth_node_t **out) {
     if (n->type != HEARTH_TYPE_OBJECT) {
         if (hearth__node_is_empty(child)) {
             hearth_node_decref(child);
@@ -464,8 +466,8 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
     unsigned old_depth = old ? node_depth(old->node) : 0;
     hearth_node_t *replaced = NULL;
     int rc = removing ? hearth__bt_remove(&target->u.obj.tree, name)
-                      : hearth__bt_put(&target->u.obj.tree, name, NULL,
-                                       child, &replaced);
+                      : hearth__bt_replace(&target->u.obj.tree, name, at,
+                                           child, &replaced);
     if (rc) {
         if (target != n)
             hearth_node_decref(target);
@@ -550,7 +552,7 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
         *out = n;
         return 0;
     }
-    rc = put_child(n, mut, name, nc, out);
+    rc = put_child(n, mut, name, e, nc, out);
     if (rc)
         hearth_node_decref(nc);
     return rc;
@@ -618,7 +620,7 @@ int hearth__node_put_child(hearth_node_t **n, const hearth__name *name,
                            hearth_node_t *child) {
     bool mut = atomic_load_explicit(&(*n)->refs, memory_order_acquire) == 1;
     hearth_node_t *result;
-    int rc = put_child(*n, mut, name, child, &result);
+    int rc = put_child(*n, mut, name, NULL, child, &result);
     if (rc)
         return rc;
     adopt(n, result);

@@ -38,6 +38,12 @@ struct hearth_node_s {
     } u;
 };
 
+/* hearth_node_incref of a node known not to be NULL, inline: a page copy
+ * takes one for every child. */
+static inline void hearth__node_ref(hearth_node_t *n) {
+    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+}
+
 /* hearth_node_decref in two steps, so that a caller releasing many nodes
  * can drop every count first (their cache misses overlapping) and free
  * the ones that reached zero after: true when n's last reference went and

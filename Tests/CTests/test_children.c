@@ -767,6 +767,48 @@ static void test_bt_diff(void) {
 }
 
 
+/* hearth__bt_replace at an entry a lookup found: in a one-leaf tree held
+ * alone it edits that slot, in a shared one it copies the leaf (the other
+ * holder keeps its value), in a deeper tree or without the entry it
+ * searches as a put does; the replaced node comes back each time. */
+static void replace_int(hearth__bt **t, int key, const hearth__entry *at,
+                        double value, double was) {
+    char buf[16];
+    hearth__name name = int_name(key, buf);
+    hearth_node_t *old = NULL;
+    CHECK_INT(hearth__bt_replace(t, &name, at, hearth_node_number(value), &old),
+              0);
+    CHECK(old && hearth_node_number_value(old) == was);
+    hearth_node_decref(old);
+    const hearth__entry *e = find_int(*t, key);
+    CHECK(e && hearth_node_number_value(e->node) == value);
+    CHECK(hearth__bt_check(*t));
+}
+
+static void test_bt_replace_at(void) {
+    hearth__bt *t = NULL;
+    for (int i = 0; i < 20; i++)
+        CHECK_INT(put_int(&t, i, i), 0);
+    const hearth__bt *leaf = t;
+    const hearth__entry *e = find_int(t, 7);
+    replace_int(&t, 7, e, 70, 7);
+    CHECK(t == leaf && find_int(t, 7) == e); /* held alone: in place */
+
+    hearth__bt *snap = t;
+    hearth__bt_incref(snap);
+    replace_int(&t, 7, find_int(t, 7), 700, 70);
+    CHECK(t != snap); /* shared: copied */
+    CHECK(hearth_node_number_value(find_int(snap, 7)->node) == 70);
+    CHECK(hearth_node_number_value(find_int(t, 8)->node) == 8);
+    hearth__bt_decref(snap);
+
+    replace_int(&t, 3, NULL, 30, 3); /* no entry given: a search */
+    for (int i = 20; i < 2000; i++)
+        CHECK_INT(put_int(&t, i, i), 0);
+    replace_int(&t, 1500, find_int(t, 1500), 15, 1500); /* deeper: a search */
+    hearth__bt_decref(t);
+}
+
 /* Keys whose first 8 bytes agree share a digest, so the search must tell
  * them apart by key: in pages where every entry ties with the name and in
  * pages where only some do; absent names land where they belong. */
@@ -809,6 +851,7 @@ const test_case children_tests[] = {
     {"tree_bt_mixed", test_bt_mixed},
     {"tree_bt_string_keys", test_bt_string_keys},
     {"tree_bt_shared_prefix", test_bt_shared_prefix},
+    {"tree_bt_replace_at", test_bt_replace_at},
     {"tree_bt_replace", test_bt_replace},
     {"tree_bt_build", test_bt_build},
     {"tree_bt_iterate_from", test_bt_iterate_from},
