@@ -18,7 +18,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+/* AddressSanitizer: gcc says so with a macro, clang with a feature. */
 #if defined(__SANITIZE_ADDRESS__)
+#define POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ASAN 1
+#endif
+#endif
+
+#if defined(POOL_ASAN)
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
