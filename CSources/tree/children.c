@@ -597,49 +597,52 @@ static hearth__bt *apply_inner(path_walk *w, hearth__bt *new_root) {
     return new_root;
 }
 
-/* A put along the path w walked in *t: planned, then applied. */
-static int put_along(path_walk *w, hearth__bt **t, const hearth__name *name,
-                     hearth__key *key, hearth_node_t *node,
-                     hearth_node_t **replaced) {
-    hearth__key *new_key;
-    hearth__bt *new_root;
-    if (!plan_put(w, name, key, &new_key, &new_root))
-        return HEARTH_ENOMEM;
-    apply_leaf(w, node, new_key, replaced);
-    *t = apply_inner(w, new_root);
-    return 0;
+/* The path to the entry `at` (a lookup's result in t) when t is a single
+ * leaf, which then needs no search; false otherwise. */
+static bool walk_to(hearth__bt *t, const hearth__entry *at, path_walk *w) {
+    if (!at || !t->leaf)
+        return false;
+    size_t slot = (size_t)(at - as_leaf(t)->e);
+    if (slot >= t->n)
+        return false;
+    level_init(&w->lv[0], t, page_unique(t));
+    w->lv[0].slot = (unsigned)slot;
+    w->sort = at->sort;
+    w->leaf = 0;
+    w->found = true;
+    w->rightmost = false;
+    return true;
 }
 
-int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node, hearth_node_t **replaced) {
+/* hearth__bt_put, walking from `at` when it can (see walk_to). */
+static int put_at(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                  const hearth__entry *at, hearth_node_t *node,
+                  hearth_node_t **replaced) {
     if (replaced)
         *replaced = NULL;
     if (!*t)
         return put_first(t, name, key, node);
     path_walk w;
-    walk_path(*t, name, &w);
-    return put_along(&w, t, name, key, node, replaced);
+    if (!walk_to(*t, at, &w))
+        walk_path(*t, name, &w);
+    hearth__key *new_key;
+    hearth__bt *new_root;
+    if (!plan_put(&w, name, key, &new_key, &new_root))
+        return HEARTH_ENOMEM;
+    apply_leaf(&w, node, new_key, replaced);
+    *t = apply_inner(&w, new_root);
+    return 0;
+}
+
+int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                   hearth_node_t *node, hearth_node_t **replaced) {
+    return put_at(t, name, key, NULL, node, replaced);
 }
 
 int hearth__bt_replace(hearth__bt **t, const hearth__name *name,
                        const hearth__entry *at, hearth_node_t *node,
                        hearth_node_t **replaced) {
-    hearth__bt *leaf = *t;
-    size_t slot = at && leaf && leaf->leaf ? (size_t)(at - as_leaf(leaf)->e)
-                                           : ORDER;
-    if (slot >= (leaf ? leaf->n : 0u))
-        return hearth__bt_put(t, name, NULL, node, replaced);
-    /* The tree is one leaf holding `at`: the path is that slot. */
-    if (replaced)
-        *replaced = NULL;
-    path_walk w;
-    level_init(&w.lv[0], leaf, page_unique(leaf));
-    w.lv[0].slot = (unsigned)slot;
-    w.sort = at->sort;
-    w.leaf = 0;
-    w.found = true;
-    w.rightmost = false;
-    return put_along(&w, t, name, NULL, node, replaced);
+    return put_at(t, name, NULL, at, node, replaced);
 }
 
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
