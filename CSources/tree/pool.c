@@ -16,6 +16,7 @@
 #include "tree/pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* AddressSanitizer: gcc says so with a macro, clang with a feature. */
@@ -64,8 +65,15 @@ static void on_thread_exit(void *unused) {
 
 /* exit() runs no thread-exit destructor for the thread calling it (the
  * main thread, usually): its blocks go back here, so that LeakSanitizer,
- * which runs after, finds none waiting unreachable. */
-static void on_process_exit(void) { hearth__pool_drain(); }
+ * which runs after, finds none waiting unreachable; and whatever later
+ * exit handlers free goes straight back too. */
+static atomic_bool exiting;
+
+static void on_process_exit(void) {
+    atomic_store_explicit(&exiting, true, memory_order_relaxed);
+    hearth__pool_drain();
+    tls.registered = false;
+}
 
 static void make_exit_key(void) {
     exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0 &&
@@ -77,6 +85,8 @@ static void make_exit_key(void) {
 static bool registered(void) {
     if (HEARTH__LIKELY(tls.registered))
         return true;
+    if (atomic_load_explicit(&exiting, memory_order_relaxed))
+        return false;
     pthread_once(&exit_once, make_exit_key);
     tls.registered = exit_key_made && pthread_setspecific(exit_key, &tls) == 0;
     return tls.registered;

@@ -91,6 +91,31 @@ static void test_pool_thread_exit(void) {
     pthread_join(t, NULL);
 }
 
+/* What an exit handler frees after the pool's own exit drain goes back to
+ * malloc, not to lists nobody drains any more (LeakSanitizer, at exit,
+ * fails the test otherwise). The handler is registered before this
+ * thread's first free, which registers the pool's, so it runs after. */
+static hearth_node_t *kept_for_exit;
+
+static void free_at_exit(void) { hearth_node_decref(kept_for_exit); }
+
+static void test_pool_exit_handler_frees(void) {
+    CHECK(atexit(free_at_exit) == 0);
+    kept_for_exit = hearth_node_null();
+    for (int i = 0; i < 50; i++) {
+        char path[16];
+        snprintf(path, sizeof path, "k%d/v", i);
+        hearth_node_t *v = hearth_node_number(i);
+        CHECK(hearth_node_set(&kept_for_exit, path, v, NULL) == 0);
+        hearth_node_decref(v);
+    }
+    /* The first free (the number replaced): the pool's exit drain. */
+    hearth_node_t *w = hearth_node_number(-1);
+    CHECK(hearth_node_set(&kept_for_exit, "k0/v", w, NULL) == 0);
+    hearth_node_decref(w);
+    CHECK(hearth__pool_bytes() > 0);
+}
+
 /* Random sets on a tree while snapshots come and go: each snapshot, read
  * back at the end, still holds exactly the text it had when taken, while
  * the copies made since reuse the blocks of the snapshots released. */
@@ -144,6 +169,7 @@ const test_case pool_tests[] = {
     {"tree_pool_injected_failure", test_pool_injected_failure},
     {"tree_pool_bound", test_pool_bound},
     {"tree_pool_thread_exit", test_pool_thread_exit},
+    {"tree_pool_exit_handler_frees", test_pool_exit_handler_frees},
     {"tree_pool_snapshots_keep_values", test_pool_snapshots_keep_values},
     {NULL, NULL},
 };
