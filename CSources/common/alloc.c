@@ -28,6 +28,8 @@ long hearth__alloc_fail_after(long n) {
     return made;
 }
 
+bool hearth__alloc_injecting(void) { return fail_after >= 0; }
+
 void *hearth__malloc(size_t size) {
     if (should_fail())
         return NULL;

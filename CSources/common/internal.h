@@ -41,6 +41,10 @@ char *hearth__strndup(const char *s, size_t len);
  * previous setting (counted only while injection is on). Not thread-safe:
  * only for single-threaded tests. */
 long hearth__alloc_fail_after(long n);
+/* Whether failures are being injected: allocators that reuse blocks of
+ * their own (tree/pool.c) then allocate afresh, so every allocation is
+ * counted and can fail. */
+bool hearth__alloc_injecting(void);
 
 /* ---- errors ---- */
 

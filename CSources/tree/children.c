@@ -7,6 +7,9 @@
  */
 #include "tree/children.h"
 
+#include "tree/node.h"
+#include "tree/pool.h"
+
 #include <string.h>
 
 #define ORDER 32
@@ -54,8 +57,12 @@ static inline bool page_unique(const hearth__bt *p) {
 
 /* ---- pages ---- */
 
+static size_t leaf_size(unsigned cap) {
+    return sizeof(leaf_page) + cap * sizeof(hearth__entry);
+}
+
 static hearth__bt *leaf_alloc(unsigned cap) {
-    leaf_page *l = hearth__malloc(sizeof *l + cap * sizeof(hearth__entry));
+    leaf_page *l = hearth__pool_alloc(leaf_size(cap));
     if (!l)
         return NULL;
     atomic_init(&l->h.refs, 1);
@@ -67,7 +74,7 @@ static hearth__bt *leaf_alloc(unsigned cap) {
 }
 
 static hearth__bt *inner_alloc(void) {
-    inner_page *p = hearth__malloc(sizeof *p);
+    inner_page *p = hearth__pool_alloc(sizeof *p);
     if (!p)
         return NULL;
     atomic_init(&p->h.refs, 1);
@@ -76,6 +83,12 @@ static hearth__bt *inner_alloc(void) {
     p->h.leaf = false;
     p->h.count = 0;
     return &p->h;
+}
+
+/* Frees page p (NULL: nothing) without touching what it holds. */
+static void page_free(hearth__bt *p) {
+    if (p)
+        hearth__pool_free(p, p->leaf ? leaf_size(p->cap) : sizeof(inner_page));
 }
 
 /* Smallest power-of-two capacity holding n entries, at most ORDER. */
@@ -111,7 +124,7 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
         memcpy(as_leaf(c)->e, as_leaf(p)->e, p->n * sizeof(hearth__entry));
         for (unsigned i = 0; i < p->n; i++) {
             hearth__key_incref(as_leaf(c)->e[i].key);
-            hearth_node_incref(as_leaf(c)->e[i].node);
+            hearth__node_ref(as_leaf(c)->e[i].node);
         }
         return c;
     }
@@ -123,6 +136,24 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
     for (unsigned i = 0; i < p->n; i++)
         hearth__bt_incref(as_inner(c)->kid[i].page);
     return c;
+}
+
+/* Releases what leaf page t holds. Every count drops first and only then
+ * are the nodes that reached zero freed, their pages asked for together:
+ * freeing each as its count dropped went down its subtree one miss at a
+ * time, with the siblings' lines (asked for by prefetch_held) waiting. */
+static void leaf_release(hearth__bt *t) {
+    hearth_node_t *dead[ORDER];
+    unsigned ndead = 0;
+    for (unsigned i = 0; i < t->n; i++) {
+        hearth__key_decref(as_leaf(t)->e[i].key);
+        if (hearth__node_unref(as_leaf(t)->e[i].node))
+            dead[ndead++] = as_leaf(t)->e[i].node;
+    }
+    for (unsigned i = 0; i < ndead; i++)
+        hearth__node_prefetch_free(dead[i]);
+    for (unsigned i = 0; i < ndead; i++)
+        hearth__node_free(dead[i]);
 }
 
 size_t hearth__bt_count(const hearth__bt *t) { return t ? t->count : 0; }
@@ -137,15 +168,12 @@ void hearth__bt_decref(hearth__bt *t) {
         return;
     prefetch_held(t);
     if (t->leaf) {
-        for (unsigned i = 0; i < t->n; i++) {
-            hearth__key_decref(as_leaf(t)->e[i].key);
-            hearth_node_decref(as_leaf(t)->e[i].node);
-        }
+        leaf_release(t);
     } else {
         for (unsigned i = 0; i < t->n; i++)
             hearth__bt_decref(as_inner(t)->kid[i].page);
     }
-    hearth__free(t);
+    page_free(t);
 }
 
 static inline bt_first page_first(const hearth__bt *p) {
@@ -181,12 +209,33 @@ static inline void prefetch_span(const void *start, size_t bytes) {
         __builtin_prefetch((const char *)start + at);
 }
 
-/* First slot whose key is >= name. */
+/* First of n entries whose sort is >= sort, without a branch per probe
+ * (the compiler makes the choice a conditional move): which way a probe
+ * goes is a coin toss, and a mispredicted branch cost more than the
+ * probe. */
+static inline unsigned sort_lower(const hearth__entry *e, unsigned n,
+                                  uint64_t sort) {
+    if (n == 0)
+        return 0;
+    const hearth__entry *base = e;
+    while (n > 1) {
+        unsigned half = n / 2;
+        base = base[half].sort < sort ? base + half : base;
+        n -= half;
+    }
+    return (unsigned)(base - e) + (base->sort < sort);
+}
+
+/* First slot whose key is >= name: by the sorts alone, unless entries
+ * share name's sort (keys of 8 bytes or more with the same first 8, or
+ * integers), which are then told apart by key. */
 static unsigned leaf_lower(const hearth__bt *p, const hearth__name *name,
                            uint64_t sort, bool *found) {
     const hearth__entry *e = as_leaf(p)->e;
     prefetch_span(e, p->n * sizeof *e);
-    unsigned lo = 0, hi = p->n;
+    unsigned lo = sort_lower(e, p->n, sort), hi = lo;
+    while (hi < p->n && e[hi].sort == sort)
+        hi++;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
         if (compare_key(name, sort, e[mid].key, e[mid].sort) > 0)
@@ -261,7 +310,7 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
 
 const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
                                           const hearth__name *name,
-                                          bool *alone) {
+                                          bool copying, bool *alone) {
     *alone = false;
     if (!t)
         return NULL;
@@ -274,6 +323,8 @@ const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
     bool found;
     unsigned i = leaf_lower(t, name, sort, &found);
     *alone = unique;
+    if (copying || !unique)
+        prefetch_held(t);
     return found ? &as_leaf(t)->e[i] : NULL;
 }
 
@@ -296,6 +347,14 @@ typedef struct path_walk {
     bool rightmost; /* the path is the tree's last */
 } path_walk;
 
+static void level_init(level *l, hearth__bt *page, bool unique) {
+    l->page = page;
+    l->unique = unique;
+    l->copy = NULL;
+    l->move = false;
+    l->sibling = NULL;
+}
+
 static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     bool unique = page_unique(t);
     uint64_t sort = w->sort = hearth__name_sort(name);
@@ -303,11 +362,7 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
     w->rightmost = true;
     for (;;) {
         level *l = &w->lv[d];
-        l->page = t;
-        l->unique = unique;
-        l->copy = NULL;
-        l->move = false;
-        l->sibling = NULL;
+        level_init(l, t, unique);
         if (t->leaf) {
             l->slot = leaf_lower(t, name, sort, &w->found);
             w->rightmost = w->rightmost && l->slot == t->n;
@@ -326,9 +381,9 @@ static void walk_path(hearth__bt *t, const hearth__name *name, path_walk *w) {
 static void release_plan(path_walk *w, hearth__bt *new_root) {
     for (int d = 0; d <= w->leaf; d++) {
         hearth__bt_decref(w->lv[d].copy);
-        hearth__free(w->lv[d].sibling); /* still empty */
+        page_free(w->lv[d].sibling); /* still empty */
     }
-    hearth__free(new_root);
+    page_free(new_root);
 }
 
 static inline hearth__bt *level_page(const level *l) {
@@ -542,14 +597,34 @@ static hearth__bt *apply_inner(path_walk *w, hearth__bt *new_root) {
     return new_root;
 }
 
-int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
-                   hearth_node_t *node, hearth_node_t **replaced) {
+/* The path to the entry `at` (a lookup's result in t) when t is a single
+ * leaf, which then needs no search; false otherwise. */
+static bool walk_to(hearth__bt *t, const hearth__entry *at, path_walk *w) {
+    if (!at || !t->leaf)
+        return false;
+    size_t slot = (size_t)(at - as_leaf(t)->e);
+    if (slot >= t->n)
+        return false;
+    level_init(&w->lv[0], t, page_unique(t));
+    w->lv[0].slot = (unsigned)slot;
+    w->sort = at->sort;
+    w->leaf = 0;
+    w->found = true;
+    w->rightmost = false;
+    return true;
+}
+
+/* hearth__bt_put, walking from `at` when it can (see walk_to). */
+static int put_at(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                  const hearth__entry *at, hearth_node_t *node,
+                  hearth_node_t **replaced) {
     if (replaced)
         *replaced = NULL;
     if (!*t)
         return put_first(t, name, key, node);
     path_walk w;
-    walk_path(*t, name, &w);
+    if (!walk_to(*t, at, &w))
+        walk_path(*t, name, &w);
     hearth__key *new_key;
     hearth__bt *new_root;
     if (!plan_put(&w, name, key, &new_key, &new_root))
@@ -557,6 +632,17 @@ int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
     apply_leaf(&w, node, new_key, replaced);
     *t = apply_inner(&w, new_root);
     return 0;
+}
+
+int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
+                   hearth_node_t *node, hearth_node_t **replaced) {
+    return put_at(t, name, key, NULL, node, replaced);
+}
+
+int hearth__bt_replace(hearth__bt **t, const hearth__name *name,
+                       const hearth__entry *at, hearth_node_t *node,
+                       hearth_node_t **replaced) {
+    return put_at(t, name, NULL, at, node, replaced);
 }
 
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name) {
@@ -627,7 +713,7 @@ static void free_shallow(hearth__bt *p) {
     if (!p->leaf)
         for (unsigned i = 0; i < p->n; i++)
             free_shallow(as_inner(p)->kid[i].page);
-    hearth__free(p);
+    page_free(p);
 }
 
 static void free_level(hearth__bt **pages, size_t n) {
@@ -691,7 +777,7 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
         if (failed) {
             if (upper)
                 for (size_t i = 0; i < nupper; i++)
-                    hearth__free(upper[i]);
+                    page_free(upper[i]);
             hearth__free(upper);
             free_level(lower, nlower);
             return HEARTH_ENOMEM;

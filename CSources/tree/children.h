@@ -41,10 +41,14 @@ size_t hearth__bt_rank(const hearth__bt *t, const hearth__name *name,
                        bool *found);
 /* hearth__bt_find, and in the same walk whether the caller, holding t
  * alone, also holds every page down to name's leaf alone (*alone; so the
- * entry's node is reachable only through this tree). */
+ * entry's node is reachable only through this tree). When the leaf will
+ * be copied (`copying`: the caller copies t's node anyway, or a page on
+ * the way is shared), its nodes' counts, which the copy increments, are
+ * asked for now, so that their misses overlap the rest of the caller's
+ * descent instead of waiting at the copy. */
 const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
                                           const hearth__name *name,
-                                          bool *alone);
+                                          bool copying, bool *alone);
 
 /* Inserts or replaces name -> node. `key` (borrowed, may be NULL) is reused
  * for a new entry, else one is made from name. Takes over the caller's
@@ -54,6 +58,12 @@ const hearth__entry *hearth__bt_find_held(const hearth__bt *t,
  * released. */
 int hearth__bt_put(hearth__bt **t, const hearth__name *name, hearth__key *key,
                    hearth_node_t *node, hearth_node_t **replaced);
+/* hearth__bt_put of a name that a lookup in *t found at entry `at` (NULL:
+ * not known), without a second search when *t is a single leaf: `at`
+ * gives the slot. */
+int hearth__bt_replace(hearth__bt **t, const hearth__name *name,
+                       const hearth__entry *at, hearth_node_t *node,
+                       hearth_node_t **replaced);
 /* Removes name if present. */
 int hearth__bt_remove(hearth__bt **t, const hearth__name *name);
 

@@ -3,6 +3,7 @@
 #include "tree/node.h"
 
 #include "path/path.h"
+#include "tree/pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,8 +19,26 @@ hearth_node_t *hearth__node_empty(void) { return &empty_node; }
 
 #define NODE_HEAD offsetof(hearth_node_t, u)
 
+/* Bytes after the header of leaf n, as its constructor allocated them. */
+static size_t leaf_payload(const hearth_node_t *n) {
+    switch (n->type) {
+    case HEARTH_TYPE_STRING:
+        return sizeof(size_t) + n->u.len + 1;
+    case HEARTH_TYPE_BOOLEAN:
+        return sizeof(bool);
+    default:
+        return sizeof(double);
+    }
+}
+
+/* The size node n was allocated at (nodes come from tree/pool.c). */
+static size_t node_size(const hearth_node_t *n) {
+    return NODE_HEAD + (n->type == HEARTH_TYPE_OBJECT ? sizeof(n->u.obj)
+                                                      : leaf_payload(n));
+}
+
 static hearth_node_t *node_alloc(hearth_type type, size_t payload) {
-    hearth_node_t *n = hearth__malloc(NODE_HEAD + payload);
+    hearth_node_t *n = hearth__pool_alloc(NODE_HEAD + payload);
     if (!n)
         return NULL;
     atomic_init(&n->refs, 1);
@@ -47,14 +66,22 @@ hearth_node_t *hearth_node_incref(const hearth_node_t *node) {
 
 void hearth_node_decref(const hearth_node_t *node) {
     hearth_node_t *n = (hearth_node_t *)node;
-    if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
-        return;
+    if (n && hearth__node_unref(n))
+        hearth__node_free(n);
+}
+
+void hearth__node_prefetch_free(const hearth_node_t *n) {
+    if (n->type == HEARTH_TYPE_OBJECT)
+        __builtin_prefetch(n->u.obj.tree, 1);
+}
+
+void hearth__node_free(hearth_node_t *n) {
     hearth_node_decref(n->priority);
     if (n->type == HEARTH_TYPE_OBJECT) {
         hearth__bt_decref(n->u.obj.tree);
         hearth__free(atomic_load(&n->u.obj.hash));
     }
-    hearth__free(n);
+    hearth__pool_free(n, node_size(n));
 }
 
 /* ---- constructors ---- */
@@ -178,22 +205,10 @@ static hearth_node_t *obj_copy(const hearth_node_t *n) {
     return c;
 }
 
-/* Bytes after the header of leaf n, as its constructor allocated them. */
-static size_t leaf_payload(const hearth_node_t *n) {
-    switch (n->type) {
-    case HEARTH_TYPE_STRING:
-        return sizeof(size_t) + n->u.len + 1;
-    case HEARTH_TYPE_BOOLEAN:
-        return sizeof(bool);
-    default:
-        return sizeof(double);
-    }
-}
-
 hearth_node_t *hearth__node_leaf_with_priority(const hearth_node_t *n,
                                                hearth_node_t *priority) {
     size_t payload = leaf_payload(n);
-    hearth_node_t *c = hearth__malloc(NODE_HEAD + payload);
+    hearth_node_t *c = hearth__pool_alloc(NODE_HEAD + payload);
     if (!c) {
         hearth_node_decref(priority);
         return NULL;
@@ -401,10 +416,12 @@ static void child_changed(hearth_node_t *n, bool had_priority,
 }
 
 /* Replaces child `name` of n by `child` (taken over on success; an empty
- * child removes). With `mut`, n itself may be edited. *out is n (edited or
- * unchanged) or a new reference. */
+ * child removes). With `mut`, n itself may be edited. `at` is the entry a
+ * lookup found name at in n's children (NULL: not known), which spares a
+ * second search. *out is n (edited or unchanged) or a new reference. */
 static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
-                     hearth_node_t *child, hearth_node_t **out) {
+                     const hearth__entry *at, hearth_node_t *child,
+                     hearth_node_t **out) {
     if (n->type != HEARTH_TYPE_OBJECT) {
         if (hearth__node_is_empty(child)) {
             hearth_node_decref(child);
@@ -449,8 +466,8 @@ static int put_child(hearth_node_t *n, bool mut, const hearth__name *name,
     unsigned old_depth = old ? node_depth(old->node) : 0;
     hearth_node_t *replaced = NULL;
     int rc = removing ? hearth__bt_remove(&target->u.obj.tree, name)
-                      : hearth__bt_put(&target->u.obj.tree, name, NULL,
-                                       child, &replaced);
+                      : hearth__bt_replace(&target->u.obj.tree, name, at,
+                                           child, &replaced);
     if (rc) {
         if (target != n)
             hearth_node_decref(target);
@@ -517,7 +534,7 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
     bool alone = false;
     const hearth__entry *e =
         n->type == HEARTH_TYPE_OBJECT
-            ? hearth__bt_find_held(n->u.obj.tree, name, &alone)
+            ? hearth__bt_find_held(n->u.obj.tree, name, !mut, &alone)
             : NULL;
     hearth_node_t *child = e ? e->node : (hearth_node_t *)&empty_node;
     bool child_mut =
@@ -535,7 +552,7 @@ static int update(hearth_node_t *n, bool mut, const hearth__path *p,
         *out = n;
         return 0;
     }
-    rc = put_child(n, mut, name, nc, out);
+    rc = put_child(n, mut, name, e, nc, out);
     if (rc)
         hearth_node_decref(nc);
     return rc;
@@ -603,7 +620,7 @@ int hearth__node_put_child(hearth_node_t **n, const hearth__name *name,
                            hearth_node_t *child) {
     bool mut = atomic_load_explicit(&(*n)->refs, memory_order_acquire) == 1;
     hearth_node_t *result;
-    int rc = put_child(*n, mut, name, child, &result);
+    int rc = put_child(*n, mut, name, NULL, child, &result);
     if (rc)
         return rc;
     adopt(n, result);

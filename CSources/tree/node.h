@@ -38,6 +38,23 @@ struct hearth_node_s {
     } u;
 };
 
+/* hearth_node_incref of a node known not to be NULL, inline: a page copy
+ * takes one for every child. */
+static inline void hearth__node_ref(hearth_node_t *n) {
+    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+}
+
+/* hearth_node_decref in two steps, so that a caller releasing many nodes
+ * can drop every count first (their cache misses overlapping) and free
+ * the ones that reached zero after: true when n's last reference went and
+ * the caller must hearth__node_free it. */
+static inline bool hearth__node_unref(hearth_node_t *n) {
+    return atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1;
+}
+/* Asks for the cache lines hearth__node_free(n) will read first. */
+void hearth__node_prefetch_free(const hearth_node_t *n);
+void hearth__node_free(hearth_node_t *n);
+
 /* The shared empty node (borrowed; never freed). */
 hearth_node_t *hearth__node_empty(void);
 

@@ -11,7 +11,7 @@
 /* Whether every page from t down to name's leaf is held alone. */
 static bool path_unique(const hearth__bt *t, const hearth__name *name) {
     bool alone;
-    hearth__bt_find_held(t, name, &alone);
+    hearth__bt_find_held(t, name, false, &alone);
     return alone;
 }
 static hearth__name int_name(int i, char buf[16]) {
@@ -767,12 +767,91 @@ static void test_bt_diff(void) {
 }
 
 
+/* hearth__bt_replace at an entry a lookup found: in a one-leaf tree held
+ * alone it edits that slot, in a shared one it copies the leaf (the other
+ * holder keeps its value), in a deeper tree or without the entry it
+ * searches as a put does; the replaced node comes back each time. */
+static void replace_int(hearth__bt **t, int key, const hearth__entry *at,
+                        double value, double was) {
+    char buf[16];
+    hearth__name name = int_name(key, buf);
+    hearth_node_t *old = NULL;
+    CHECK_INT(hearth__bt_replace(t, &name, at, hearth_node_number(value), &old),
+              0);
+    CHECK(old && hearth_node_number_value(old) == was);
+    hearth_node_decref(old);
+    const hearth__entry *e = find_int(*t, key);
+    CHECK(e && hearth_node_number_value(e->node) == value);
+    CHECK(hearth__bt_check(*t));
+}
+
+static void test_bt_replace_at(void) {
+    hearth__bt *t = NULL;
+    for (int i = 0; i < 20; i++)
+        CHECK_INT(put_int(&t, i, i), 0);
+    const hearth__bt *leaf = t;
+    const hearth__entry *e = find_int(t, 7);
+    replace_int(&t, 7, e, 70, 7);
+    CHECK(t == leaf && find_int(t, 7) == e); /* held alone: in place */
+
+    hearth__bt *snap = t;
+    hearth__bt_incref(snap);
+    replace_int(&t, 7, find_int(t, 7), 700, 70);
+    CHECK(t != snap); /* shared: copied */
+    CHECK(hearth_node_number_value(find_int(snap, 7)->node) == 70);
+    CHECK(hearth_node_number_value(find_int(t, 8)->node) == 8);
+    hearth__bt_decref(snap);
+
+    replace_int(&t, 3, NULL, 30, 3); /* no entry given: a search */
+    for (int i = 20; i < 2000; i++)
+        CHECK_INT(put_int(&t, i, i), 0);
+    replace_int(&t, 1500, find_int(t, 1500), 15, 1500); /* deeper: a search */
+    hearth__bt_decref(t);
+}
+
+/* Keys whose first 8 bytes agree share a digest, so the search must tell
+ * them apart by key: in pages where every entry ties with the name and in
+ * pages where only some do; absent names land where they belong. */
+static void test_bt_shared_prefix(void) {
+    enum { N = 600 };
+    hearth__bt *t = NULL;
+    char buf[32];
+    for (int i = 0; i < N; i += 2) { /* even suffixes only */
+        snprintf(buf, sizeof buf, "%s%04d", i % 3 ? "samepfx_" : "samepfy", i);
+        hearth__name name = name_of(buf);
+        CHECK_INT(hearth__bt_put(&t, &name, NULL, hearth_node_number(i), NULL),
+                  0);
+    }
+    CHECK(hearth__bt_check(t));
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "%s%04d", i % 3 ? "samepfx_" : "samepfy", i);
+        hearth__name name = name_of(buf);
+        const hearth__entry *e = hearth__bt_find(t, &name);
+        CHECK((e != NULL) == (i % 2 == 0));
+        if (e)
+            CHECK(hearth_node_number_value(e->node) == i);
+        bool found;
+        size_t rank = hearth__bt_rank(t, &name, &found);
+        CHECK(found == (i % 2 == 0));
+        /* What rank says is below name is below it, and the next is not. */
+        const hearth__entry *before = rank ? hearth__bt_at(t, rank - 1) : NULL;
+        const hearth__entry *at = hearth__bt_at(t, rank);
+        if (before)
+            CHECK(strcmp(before->key->s, buf) < 0);
+        if (at)
+            CHECK(strcmp(at->key->s, buf) >= 0);
+    }
+    hearth__bt_decref(t);
+}
+
 const test_case children_tests[] = {
     {"tree_bt_diff", test_bt_diff},
     {"tree_bt_sequential_100k", test_bt_sequential},
     {"tree_bt_random_100k", test_bt_random},
     {"tree_bt_mixed", test_bt_mixed},
     {"tree_bt_string_keys", test_bt_string_keys},
+    {"tree_bt_shared_prefix", test_bt_shared_prefix},
+    {"tree_bt_replace_at", test_bt_replace_at},
     {"tree_bt_replace", test_bt_replace},
     {"tree_bt_build", test_bt_build},
     {"tree_bt_iterate_from", test_bt_iterate_from},
