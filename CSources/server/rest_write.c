@@ -20,6 +20,7 @@ static int judged_set(rest *r, const char *path, const hearth_node_t *value,
  * was applied (the data as written, server values resolved). Two owners:
  * the database's completion and the handler; whichever comes second sends
  * (the completion can run before the handler has prepared the reply). */
+typedef struct echo_later echo_later;
 typedef struct pending_reply {
     int refs;
     hearth__http_conn *conn;
@@ -29,9 +30,92 @@ typedef struct pending_reply {
     size_t len;
     char *headers;
     bool silent;
+    echo_later *later; /* a cluster node's echo, made at the completion */
 } pending_reply;
 
+/* On a cluster node the write is ordered by the leader and reaches this
+ * node's tree by the time it completes (forward.c acknowledges once the
+ * tail has applied it): its echo and ETag are made then, from the data
+ * here, as one server makes them when it applies the write. What the
+ * request said that they need is kept until then. */
+struct echo_later {
+    hearth__server *srv;
+    hearth__namespace *ns; /* held open until then */
+    char *path, *callback;
+    unsigned json_flags;
+    bool want_etag;
+    hearth__principal who;
+    hearth_node_t *sent; /* the echo to a caller who may not read it */
+};
+
+static echo_later *echo_later_create(const rest *r, const hearth_node_t *sent) {
+    echo_later *l = hearth__calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->path = hearth__strndup(r->path, strlen(r->path));
+    l->callback = r->callback ? hearth__strndup(r->callback, strlen(r->callback))
+                              : NULL;
+    if (!l->path || (r->callback && !l->callback)) {
+        hearth__free(l->path);
+        hearth__free(l->callback);
+        hearth__free(l);
+        return NULL;
+    }
+    l->srv = r->srv;
+    l->ns = r->ns;
+    hearth__ns_hold(r->ns);
+    l->json_flags = r->json_flags;
+    l->want_etag = r->want_etag;
+    l->who = r->who;
+    l->who.auth = r->who.auth ? hearth_node_incref(r->who.auth) : NULL;
+    l->sent = hearth_node_incref(sent);
+    return l;
+}
+
+static void echo_later_free(echo_later *l) {
+    if (!l)
+        return;
+    hearth__ns_release(l->srv, l->ns);
+    hearth__principal_clear(&l->who);
+    hearth_node_decref(l->sent);
+    hearth__free(l->path);
+    hearth__free(l->callback);
+    hearth__free(l);
+}
+
+/* The body and headers of a write's answer: echo, and for a caller who
+ * may read the data the ETag of what the path holds. */
+static void make_body(pending_reply *p, const rest *r,
+                      const hearth_node_t *echo, bool readable) {
+    p->body = hearth__rest_render(r, echo, &p->len);
+    if (r->want_etag && readable) {
+        char etag[HEARTH_HASH_SIZE + 16];
+        hearth__rest_etag_of(hearth__rest_value_at(r), etag);
+        size_t n = strlen(etag) + 16;
+        p->headers = hearth__malloc(n);
+        if (p->headers)
+            snprintf(p->headers, n, "ETag: %s\r\n", etag);
+    }
+}
+
+/* The echo made now, the write applied here (readers see the data as
+ * stored; others what they sent). */
+static void echo_now(pending_reply *p) {
+    echo_later *l = p->later;
+    rest r = {.srv = l->srv, .conn = p->conn, .path = l->path, .ns = l->ns,
+              .json_flags = l->json_flags, .want_etag = l->want_etag,
+              .callback = l->callback, .who = l->who};
+    bool readable = hearth__rest_may_read_here(&r);
+    make_body(p, &r, readable ? hearth__rest_value_at(&r) : l->sent, readable);
+}
+
 static void send_reply(pending_reply *p) {
+    if (p->later && !p->status)
+        echo_now(p);
+    echo_later_free(p->later);
+    p->later = NULL;
+    if (!p->status && !p->body && !p->silent)
+        p->status = HEARTH_ENOMEM; /* the echo could not be made */
     if (p->status)
         hearth__rest_reply_failure(p->conn, p->status, NULL);
     else if (p->silent)
@@ -45,6 +129,7 @@ static void release_reply(void *ctx) {
     pending_reply *p = ctx;
     if (--p->refs > 0)
         return;
+    echo_later_free(p->later);
     hearth__free(p->body);
     hearth__free(p->headers);
     hearth__free(p);
@@ -71,7 +156,7 @@ static pending_reply *new_reply(const rest *r) {
 /* The handler's part, once the write is applied: the body, then sending
  * if the commit already happened. */
 static void prepared(pending_reply *p) {
-    if (!p->body) {
+    if (!p->body && !p->later) {
         p->body = hearth__strndup("null", 4);
         p->len = p->body ? 4 : 0;
     }
@@ -85,21 +170,14 @@ static void prepared(pending_reply *p) {
  * read it what they sent), and the ETag only for those who may. */
 static void prepare_reply(pending_reply *p, const rest *r,
                           const hearth_node_t *echo, bool readable) {
-    p->body = hearth__rest_render(r, echo, &p->len);
-    if (r->want_etag && readable) {
-        char etag[HEARTH_HASH_SIZE + 16];
-        hearth__rest_etag_of(hearth__rest_value_at(r), etag);
-        size_t n = strlen(etag) + 16;
-        p->headers = hearth__malloc(n);
-        if (p->headers)
-            snprintf(p->headers, n, "ETag: %s\r\n", etag);
-    }
+    make_body(p, r, echo, readable);
     prepared(p);
 }
 
 /* Whether the echo is the data as applied: for those who may read it, on
- * one server. A cluster node may not have applied the write yet when the
- * reply is prepared (its leader orders it): the echo is what was sent. */
+ * one server. A cluster node has not applied the write when the reply is
+ * prepared (its leader orders it): a PUT's echo is made at its completion
+ * (echo_later), a PATCH's is what was sent. */
 static bool echo_applied(const rest *r) {
     return !r->srv->cluster && hearth__rest_may_read_here(r);
 }
@@ -145,6 +223,10 @@ static void put_value(rest *r, const hearth_node_t *value) {
     if (rc) {
         hearth__free(p);
         hearth__rest_reply_failure(r->conn, rc, &err);
+        return;
+    }
+    if (r->srv->cluster && (p->later = echo_later_create(r, value))) {
+        prepared(p);
         return;
     }
     bool readable = echo_applied(r);
@@ -350,6 +432,11 @@ void hearth__rest_delete(rest *r) {
     if (rc) {
         hearth__free(p);
         hearth__rest_reply_failure(r->conn, rc, &err);
+        return;
+    }
+    if (r->srv->cluster &&
+        (p->later = echo_later_create(r, hearth__node_empty()))) {
+        prepared(p); /* the ETag of the data once deleted here */
         return;
     }
     prepare_reply(p, r, hearth__node_empty(), hearth__rest_may_read_here(r));

@@ -16,7 +16,9 @@ over REST and server-sent events:
    other requests: an onDisconnect set waits for the cluster's copy, a get
    behind it on the same connection is answered meanwhile;
 7. rules set through one node are every node's: a read they deny is
-   denied on the others too.
+   denied on the others too;
+8. a REST write through a follower echoes the data as stored (a server
+   timestamp resolved) with its ETag, as one server does.
 """
 import signal
 import base64
@@ -357,6 +359,23 @@ def test_rules_everywhere(c):
               "n%d allows it again once n3 opened it" % (j + 1))
 
 
+def test_echo_on_a_follower(c):
+    f = (leader_of(c) + 1) % 3
+    etag = {"X-Firebase-ETag": "true"}
+    _, headers, body = request(c.url(f) + "/echo/t.json", "PUT",
+                               {".sv": "timestamp"}, etag)
+    check(isinstance(body, (int, float)),
+          "a PUT through follower n%d echoes the stored timestamp (%r)"
+          % (f + 1, body))
+    _, again, now = request(c.url(f) + "/echo/t.json", headers=etag)
+    check(headers.get("ETag") and headers.get("ETag") == again.get("ETag")
+          and now == body, "its ETag is the stored data's (%s)"
+          % headers.get("ETag"))
+    _, gone, _ = request(c.url(f) + "/echo/t.json", "DELETE", headers=etag)
+    check(gone.get("ETag") == "null_etag",
+          "a DELETE through it answers the ETag of nothing")
+
+
 def export(c, i):
     return request(c.url(i) + "/.json?format=export")[2]
 
@@ -390,6 +409,7 @@ def main():
         test_ondisconnect_of_dead_node(c)
         test_stalled_jetstream(c)
         test_rules_everywhere(c)
+        test_echo_on_a_follower(c)
         leader, acked = test_kill_leader(c)
         c.start_node(leader)  # back, from its local store and the log
         c.wait_ready()
