@@ -23,10 +23,7 @@ typedef struct remote_tx {
 
 /* The data at the transaction's path in this node's tree. */
 static const hearth_node_t *here(const remote_tx *t) {
-    const hearth_node_t *at = hearth__db_root(t->n->db);
-    for (unsigned i = 0; at && i < t->tx->path.n; i++)
-        at = hearth__node_child(at, &t->tx->path.seg[i]);
-    return at;
+    return hearth__node_at(hearth__db_root(t->n->db), &t->tx->path);
 }
 
 static void end(remote_tx *t, int rc, bool committed) {

@@ -13,14 +13,6 @@ hearth__embedded *hearth__embedded_of(hearth_db_t *db) {
     return db->backend->embedded_impl ? db->impl : NULL;
 }
 
-/* The data at path in root. */
-static const hearth_node_t *node_at(const hearth_node_t *root,
-                                    const hearth__path *p) {
-    for (unsigned i = 0; i < p->n; i++)
-        root = hearth__node_child(root, &p->seg[i]);
-    return root;
-}
-
 /* The path of a view, rebuilt from its trie node. */
 static void view_path(const hearth__view *v, hearth__path *at) {
     hearth__tnode *chain[HEARTH_MAX_DEPTH + 1];
@@ -43,8 +35,8 @@ int hearth__embedded_generate(hearth_db_t *db, const hearth_node_t *old_root,
     hearth__path at;
     for (size_t i = 0; !rc && i < nviews; i++) {
         view_path(views[i], &at);
-        rc = hearth__view_generate(views[i], node_at(old_root, &at),
-                                   node_at(e->root, &at), &db->events);
+        rc = hearth__view_generate(views[i], hearth__node_at(old_root, &at),
+                                   hearth__node_at(e->root, &at), &db->events);
     }
     hearth__free(views);
     return rc;
@@ -127,7 +119,7 @@ static int hash_holds(const hearth__embedded *e, const hearth__db_op *o) {
     if (!o->conditional || o->nparts != 1)
         return 0;
     char have[HEARTH_HASH_SIZE];
-    const hearth_node_t *now = node_at(e->root, &o->parts[0].path);
+    const hearth_node_t *now = hearth__node_at(e->root, &o->parts[0].path);
     if (hearth_node_hash(now, have))
         return HEARTH_ENOMEM;
     return strcmp(have, o->if_hash) ? HEARTH_EDATASTALE : 0;
@@ -150,7 +142,7 @@ static int apply_write(hearth_db_t *db, hearth__db_op *o) {
     size_t resolved = 0;
     for (size_t i = 0; !rc && i < o->nparts; i++) {
         hearth__db_write_part *w = &o->parts[i];
-        const hearth_node_t *existing = node_at(e->root, &w->path);
+        const hearth_node_t *existing = hearth__node_at(e->root, &w->path);
         if (w->path.priority)
             existing = hearth__prio(existing);
         paths[i] = &w->path;
@@ -188,7 +180,7 @@ static bool run_write(hearth_db_t *db, hearth__db_op *o) {
 
 static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
     hearth__embedded *e = db->impl;
-    hearth_node_t *current = hearth_node_incref(node_at(e->root, &o->path));
+    hearth_node_t *current = hearth_node_incref(hearth__node_at(e->root, &o->path));
     hearth_node_t *result = NULL;
     int verdict = o->u.tx.fn(current, &result, o->ctx);
     int rc = 0;
@@ -211,7 +203,7 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
     o->parts[0].value = result;
     rc = apply_write(db, o);
     hearth__db_raise(db);
-    o->u.tx.snapshot = hearth_node_incref(node_at(e->root, &o->path));
+    o->u.tx.snapshot = hearth_node_incref(hearth__node_at(e->root, &o->path));
     if (hearth__commit_defer_ack(db, o, rc))
         return true;
     o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
@@ -223,7 +215,7 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
 /* The value a read of path sees (its priority for ".priority" paths). */
 static const hearth_node_t *read_at(const hearth_node_t *root,
                                     const hearth__path *p) {
-    const hearth_node_t *n = node_at(root, p);
+    const hearth_node_t *n = hearth__node_at(root, p);
     return p->priority ? hearth__prio(n) : n;
 }
 
@@ -287,7 +279,7 @@ static void run_observe(hearth_db_t *db, hearth__db_op *o) {
         hearth__db_remove_reg(db, reg);
         return;
     }
-    if (hearth__reg_initial_events(reg, node_at(e->root, &o->path),
+    if (hearth__reg_initial_events(reg, hearth__node_at(e->root, &o->path),
                                    &db->events))
         hearth__events_clear(&db->events);
     hearth__db_raise(db);

@@ -281,14 +281,20 @@ const hearth_node_t *hearth_node_child_at(const hearth_node_t *node,
     return e->node;
 }
 
+const hearth_node_t *hearth__node_at(const hearth_node_t *root,
+                                     const hearth__path *path) {
+    for (unsigned i = 0; i < path->n; i++)
+        root = hearth__node_child(root, &path->seg[i]);
+    return root;
+}
+
 int hearth_node_get(const hearth_node_t *node, const char *path,
                     const hearth_node_t **out, hearth_error_t *err) {
     hearth__path p;
     int rc = hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &p, err);
     if (rc)
         return rc;
-    for (unsigned i = 0; i < p.n; i++)
-        node = hearth__node_child(node, &p.seg[i]);
+    node = hearth__node_at(node, &p);
     *out = p.priority ? hearth__prio(node) : node;
     return 0;
 }

@@ -99,6 +99,11 @@ hearth_node_t *hearth__node_leaf_with_priority(const hearth_node_t *n,
 /* Borrowed child by name (the empty node when absent). */
 const hearth_node_t *hearth__node_child(const hearth_node_t *n,
                                         const hearth__name *name);
+/* Borrowed descendant at a parsed path's keys (the empty node when
+ * absent; a ".priority" ending is not read: the caller's to apply). */
+struct hearth__path;
+const hearth_node_t *hearth__node_at(const hearth_node_t *root,
+                                     const struct hearth__path *path);
 
 /* Copy-on-write update of the child `name` of *n; an empty child removes.
  * Takes over child on success. *n is edited in place when the caller holds
@@ -107,7 +112,6 @@ const hearth_node_t *hearth__node_child(const hearth_node_t *n,
 int hearth__node_put_child(hearth_node_t **n, const hearth__name *name,
                            hearth_node_t *child);
 
-struct hearth__path;
 /* hearth_node_set with a parsed path. */
 int hearth__node_set_path(hearth_node_t **node, const struct hearth__path *p,
                           const hearth_node_t *value, hearth_error_t *err);
