@@ -61,10 +61,10 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
  * document set through any node, as text: NULL when none was (each node's
  * own rules apply). Borrowed until the next change reaches this node. */
 const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns);
-/* Called on the loop with each change that reaches this node (text NULL:
- * removed), the server's to adopt where the namespace is open. */
-typedef void (*hearth__cluster_rules_cb)(void *ctx, const char *ns,
-                                         const char *text);
+/* Called on the loop with each change that reaches this node (the
+ * document now: hearth__cluster_rules_of), the server's to adopt where
+ * the namespace is open. */
+typedef void (*hearth__cluster_rules_cb)(void *ctx, const char *ns);
 void hearth__cluster_rules_follow(hearth__cluster *c,
                                   hearth__cluster_rules_cb cb, void *ctx);
 /* Sets ns's document for every node (text checked by the caller; NULL:

@@ -55,6 +55,17 @@ static bool remember(hearth__cluster *c, const char *ns, const char *text,
     return true;
 }
 
+/* Whether this node's copy of ns's document is already text (NULL: none
+ * set, or removed). */
+static bool same_as_copy(hearth__cluster *c, const char *ns, const char *text,
+                         size_t len) {
+    const rules_copy *r = copy_of(c, ns);
+    const char *have = r ? r->text : NULL;
+    if (!have || !text)
+        return !have && !text; /* no document either way */
+    return strlen(have) == len && memcmp(have, text, len) == 0;
+}
+
 static void on_rules_msg(natsConnection *nc, natsSubscription *sub,
                          natsMsg *m, void *closure) {
     (void)nc, (void)sub;
@@ -139,13 +150,16 @@ void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
                 (strcmp(op, "DEL") == 0 || strcmp(op, "PURGE") == 0);
     const char *text = gone ? NULL : natsMsg_GetData(m);
     size_t len = gone ? 0 : (size_t)natsMsg_GetDataLength(m);
+    if (same_as_copy(c, ns, text, len))
+        return; /* this node's own put coming back, or a consumer made
+                   again sending the last value: nothing to reload */
     if (!remember(c, ns, text, len)) {
         fprintf(stderr, "hearth: cluster: out of memory taking the rules of "
                 "%s\n", ns);
         return;
     }
     if (c->on_rules)
-        c->on_rules(c->on_rules_ctx, ns, copy_of(c, ns)->text);
+        c->on_rules(c->on_rules_ctx, ns);
 }
 
 const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns) {
@@ -174,7 +188,7 @@ static void on_put(void *ctx, int rc) {
     if (!rc && remember(p->c, p->ns, p->text,
                         p->text ? strlen(p->text) : 0) &&
         p->c->on_rules)
-        p->c->on_rules(p->c->on_rules_ctx, p->ns, p->text);
+        p->c->on_rules(p->c->on_rules_ctx, p->ns);
     p->done(p->ctx, rc);
     hearth__free(p->ns);
     hearth__free(p->text);

@@ -201,9 +201,8 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
 /* A namespace's rules changed in the cluster (set through some node, or
  * removed): adopted where it is open here; what they no longer let read
  * ends. A namespace not open here takes them when it opens. */
-static void on_cluster_rules(void *ctx, const char *name, const char *text) {
+static void on_cluster_rules(void *ctx, const char *name) {
     hearth__server *srv = ctx;
-    (void)text; /* load_rules reads the cluster's copy */
     for (size_t i = 0; i < srv->nnamespaces; i++) {
         hearth__namespace *ns = srv->namespaces[i];
         if (strcmp(ns->name, name) != 0)
