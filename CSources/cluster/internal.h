@@ -74,7 +74,8 @@ struct hearth__cluster {
     uint64_t next_id;
     hearth__forward *forwards;
     struct hearth__joining *joining; /* forwarded writes arriving in parts */
-    struct hearth__od_lane *od; /* onDisconnect's KV calls (ondisconnect.c) */
+    struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
+    struct hearth__sweep *sweep; /* the onDisconnect sweep (ondisconnect.c) */
     struct json_t *live; /* every live node's liveness, as of the last
                             renewal round (status.c shows it) */
 };
@@ -189,8 +190,8 @@ void hearth__cluster_step_down(hearth__cluster_ns *n);
 void hearth__cluster_releases_flush(hearth__cluster *c);
 
 /* ---- link.c ---- */
-/* A worker using the link ended (a leases' round, the onDisconnect
- * lane): a stop waiting for it may finish. */
+/* A worker using the link ended (a leases' round, the
+ * KV lane): a stop waiting for it may finish. */
 void hearth__cluster_round_ended(hearth__cluster *c);
 
 /* ---- ondisconnect.c ---- */
@@ -198,11 +199,15 @@ void hearth__cluster_round_ended(hearth__cluster *c);
  * leads, on the lane's worker): runs the onDisconnect writes of sessions
  * whose node's run is no longer alive, then forgets them. */
 void hearth__cluster_orphans_run(hearth__cluster *c);
-/* The lane of onDisconnect's KV calls: made at start; busy while a call
- * is queued or running (a stop waits); freed with the link. */
-int hearth__cluster_od_create(hearth__cluster *c);
-bool hearth__cluster_od_busy(const hearth__cluster *c);
-void hearth__cluster_od_free(hearth__cluster *c);
+/* The sweep, on the lane (lane.c): begin (loop) says whether one is due
+ * and notes the namespaces led; work (the lane's worker, after its
+ * queued calls) finds the dead runs' lists; end (loop) runs them and
+ * queues their deletes. Its state is made at start, freed with the link. */
+bool hearth__cluster_sweep_begin(hearth__cluster *c);
+void hearth__cluster_sweep_work(hearth__cluster *c);
+void hearth__cluster_sweep_end(hearth__cluster *c);
+int hearth__cluster_sweep_create(hearth__cluster *c);
+void hearth__cluster_sweep_free(hearth__cluster *c);
 
 /* ---- snapshot.c ---- */
 /* Serves n's snapshots to joining peers (at open); stops (at leave). */
@@ -246,13 +251,21 @@ struct json_t *hearth__cluster_live_nodes(hearth__cluster *c);
 /* A write on a node that does not lead: sent to the leader; o is kept. */
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
 
-/* ---- ondisconnect.c's lane, shared ---- */
+/* ---- lane.c ---- */
+typedef struct hearth__lane hearth__lane;
 /* Queues a put of value at key in kv (value NULL: a delete) down the lane
  * of KV calls (a worker, in order); done (may be NULL) then runs on the
  * loop. false without memory (done not called). */
 bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
                               const char *key, const char *value,
                               hearth__cluster_kept_cb done, void *ctx);
+/* Starts the worker on what is queued (and a due sweep) unless it runs. */
+void hearth__cluster_lane_kick(hearth__cluster *c);
+/* Made at start; busy while a call is queued or running (a stop waits);
+ * freed with the link. */
+int hearth__cluster_lane_create(hearth__cluster *c);
+bool hearth__cluster_lane_busy(const hearth__cluster *c);
+void hearth__cluster_lane_free(hearth__cluster *c);
 
 /* ---- rules.c ---- */
 /* Reads the rules bucket whole (at start, before serving); follows its

@@ -260,7 +260,8 @@ static void drop_link(hearth__cluster *c) {
 
 static void cluster_free(hearth__cluster *c) {
     hearth__cluster_joins_expire(c, 0);
-    hearth__cluster_od_free(c);
+    hearth__cluster_lane_free(c);
+    hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
     json_decref(c->live);
     hearth__cluster_msg *q = c->head;
@@ -289,9 +290,11 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
     if (c)
         c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
-        hearth__cluster_od_create(c) || uv_mutex_init(&c->lock)) {
+        hearth__cluster_lane_create(c) || hearth__cluster_sweep_create(c) ||
+        uv_mutex_init(&c->lock)) {
         if (c) {
-            hearth__cluster_od_free(c);
+            hearth__cluster_lane_free(c);
+            hearth__cluster_sweep_free(c);
             hearth__free(c->node);
         }
         hearth__free(c);
@@ -348,7 +351,7 @@ static void finish_stop(hearth__cluster *c) {
  * freed and no leases' round or onDisconnect call uses it. */
 static void maybe_finish_stop(hearth__cluster *c) {
     if (c->stop_asked && c->open_spaces == 0 && !c->round_running &&
-        !hearth__cluster_od_busy(c))
+        !hearth__cluster_lane_busy(c))
         finish_stop(c);
 }
 

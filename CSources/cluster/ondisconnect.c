@@ -6,31 +6,14 @@
  * them when the session ends and forgets them; the namespace's leader,
  * every 2 s, runs those whose run is no longer the live one of their node
  * (its liveness key expired or changed), judged as they say, then forgets
- * them.
- *
- * Every KV call here is a JetStream round trip, so none runs on the loop:
- * they go down one lane, a worker that takes what is queued in order (the
- * keeps and forgets, and the rules' puts of rules.c, then a sweep if one
- * is due). One lane keeps a
- * session's put before its delete, and a sweep after the deletes of the
- * orphans the last sweep ran, so none runs twice. */
+ * them. The keeps, the forgets and the sweep's reads run on the lane's
+ * worker (lane.c), never on the loop. */
 #include "cluster/internal.h"
 
 #include "tree/json.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* A put (writes) or delete (writes NULL) of one key, then done. */
-typedef struct keep_job {
-    struct keep_job *next;
-    kvStore *kv; /* the onDisconnect bucket, or another (rules.c) */
-    char key[256];
-    char *writes;
-    int rc;
-    hearth__cluster_kept_cb done;
-    void *ctx;
-} keep_job;
 
 /* An onDisconnect list of a dead run, found by a sweep. */
 typedef struct orphan {
@@ -45,29 +28,16 @@ typedef struct node_run {
     char node[64], run[24];
 } node_run;
 
-struct hearth__od_lane {
-    uv_work_t work;
-    bool running;
-    bool sweep_due;
-    keep_job *queued, *queued_tail; /* loop's side */
-    /* the batch on the worker: handed over whole, back whole */
-    keep_job *batch;
-    bool sweeping;
-    char (*leads)[130]; /* the namespaces this node leads at the start */
+/* The sweep's state: due (asked by the tick), and while on the worker
+ * the namespaces led when it began and what it found. */
+struct hearth__sweep {
+    bool due;
+    char (*leads)[130];
     size_t nleads;
     orphan *found;
 };
 
-static void lane_kick(hearth__cluster *c);
-
 /* ---- the worker's side ---- */
-
-static void keep_run(keep_job *j) {
-    uint64_t rev;
-    natsStatus s = j->writes ? kvStore_PutString(&rev, j->kv, j->key, j->writes)
-                             : kvStore_Delete(j->kv, j->key);
-    j->rc = s == NATS_OK ? 0 : hearth__cluster_error(s);
-}
 
 /* The live run of node (read once per sweep); "" when none. */
 static const char *live_run(hearth__cluster *c, node_run **runs, size_t *n,
@@ -95,7 +65,7 @@ static const char *live_run(hearth__cluster *c, node_run **runs, size_t *n,
     return r->run;
 }
 
-static bool leads(const struct hearth__od_lane *l, const char *ns) {
+static bool leads(const struct hearth__sweep *l, const char *ns) {
     for (size_t i = 0; i < l->nleads; i++)
         if (strcmp(l->leads[i], ns) == 0)
             return true;
@@ -103,7 +73,8 @@ static bool leads(const struct hearth__od_lane *l, const char *ns) {
 }
 
 /* Finds the onDisconnect lists of dead runs in the namespaces led. */
-static void sweep(hearth__cluster *c, struct hearth__od_lane *l) {
+void hearth__cluster_sweep_work(hearth__cluster *c) {
+    struct hearth__sweep *l = c->sweep;
     kvKeysList keys = {0};
     if (kvStore_Keys(&keys, c->orphans, NULL) != NATS_OK)
         return; /* no key, or no answer: the next sweep */
@@ -135,38 +106,7 @@ static void sweep(hearth__cluster *c, struct hearth__od_lane *l) {
     kvKeysList_Destroy(&keys);
 }
 
-static void lane_work(uv_work_t *w) {
-    hearth__cluster *c = w->data;
-    struct hearth__od_lane *l = c->od;
-    for (keep_job *j = l->batch; j; j = j->next)
-        keep_run(j);
-    if (l->sweeping)
-        sweep(c, l);
-}
-
 /* ---- the loop's side ---- */
-
-bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
-                              const char *key, const char *value,
-                              hearth__cluster_kept_cb done, void *ctx) {
-    struct hearth__od_lane *l = c->od;
-    keep_job *j = hearth__calloc(1, sizeof *j);
-    if (!j || (value && !(j->writes = hearth__strndup(value, strlen(value))))) {
-        hearth__free(j);
-        return false;
-    }
-    j->kv = kv;
-    snprintf(j->key, sizeof j->key, "%s", key);
-    j->done = done;
-    j->ctx = ctx;
-    if (l->queued_tail)
-        l->queued_tail->next = j;
-    else
-        l->queued = j;
-    l->queued_tail = j;
-    lane_kick(c);
-    return true;
-}
 
 /* Runs a dead run's writes here (this node leads ns), then forgets them. */
 static void run_orphan(hearth__cluster *c, const orphan *o) {
@@ -188,28 +128,12 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
                 o->key);
 }
 
-static void lane_done(uv_work_t *w, int status) {
-    (void)status; /* never canceled */
-    hearth__cluster *c = w->data;
-    struct hearth__od_lane *l = c->od;
-    keep_job *j = l->batch;
+void hearth__cluster_sweep_end(hearth__cluster *c) {
+    struct hearth__sweep *l = c->sweep;
     orphan *o = l->found;
-    l->batch = NULL;
     l->found = NULL;
     hearth__free(l->leads);
     l->leads = NULL;
-    l->running = false;
-    while (j) {
-        keep_job *next = j->next;
-        if (j->rc && j->kv == c->orphans)
-            fprintf(stderr, "hearth: cluster: onDisconnect writes of %s not "
-                    "kept: %s\n", j->key, hearth_strerror(j->rc));
-        if (j->done)
-            j->done(j->ctx, j->rc);
-        hearth__free(j->writes);
-        hearth__free(j);
-        j = next;
-    }
     while (o) {
         orphan *next = o->next;
         if (!c->stop_asked)
@@ -218,8 +142,6 @@ static void lane_done(uv_work_t *w, int status) {
         hearth__free(o);
         o = next;
     }
-    lane_kick(c);
-    hearth__cluster_round_ended(c); /* a stop may wait for the lane */
 }
 
 /* The namespaces this node leads now (a sweep looks at theirs only). */
@@ -237,39 +159,24 @@ static size_t led(hearth__cluster *c, char (**names)[130]) {
     return i;
 }
 
-static void lane_kick(hearth__cluster *c) {
-    struct hearth__od_lane *l = c->od;
-    if (l->running || (!l->queued && !l->sweep_due))
-        return;
-    l->batch = l->queued;
-    l->queued = l->queued_tail = NULL;
-    l->sweeping = l->sweep_due && !c->stop_asked &&
-                  (l->nleads = led(c, &l->leads)) > 0;
-    l->sweep_due = false;
-    if (!l->batch && !l->sweeping)
-        return;
-    l->running = true;
-    l->work.data = c;
-    if (uv_queue_work(c->loop, &l->work, lane_work, lane_done)) {
-        lane_work(&l->work); /* no worker: here */
-        lane_done(&l->work, 0);
-    }
+bool hearth__cluster_sweep_begin(hearth__cluster *c) {
+    struct hearth__sweep *l = c->sweep;
+    bool sweeping = l->due && !c->stop_asked &&
+                    (l->nleads = led(c, &l->leads)) > 0;
+    l->due = false;
+    return sweeping;
 }
 
 /* ---- what the rest of the node asks ---- */
 
-int hearth__cluster_od_create(hearth__cluster *c) {
-    c->od = hearth__calloc(1, sizeof *c->od);
-    return c->od ? 0 : HEARTH_ENOMEM;
+int hearth__cluster_sweep_create(hearth__cluster *c) {
+    c->sweep = hearth__calloc(1, sizeof *c->sweep);
+    return c->sweep ? 0 : HEARTH_ENOMEM;
 }
 
-bool hearth__cluster_od_busy(const hearth__cluster *c) {
-    return c->od && (c->od->running || c->od->queued);
-}
-
-void hearth__cluster_od_free(hearth__cluster *c) {
-    hearth__free(c->od);
-    c->od = NULL;
+void hearth__cluster_sweep_free(hearth__cluster *c) {
+    hearth__free(c->sweep);
+    c->sweep = NULL;
 }
 
 bool hearth__cluster_keeps_ondisconnect(const hearth_db_t *db) {
@@ -293,6 +200,6 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
 }
 
 void hearth__cluster_orphans_run(hearth__cluster *c) {
-    c->od->sweep_due = true;
-    lane_kick(c);
+    c->sweep->due = true;
+    hearth__cluster_lane_kick(c);
 }
