@@ -56,6 +56,7 @@ typedef struct hearth__namespace {
     size_t nindexes;
     int users;          /* sessions and streams: never closed while > 0 */
     uint64_t last_used; /* loop time of the last request or release */
+    struct hearth__usage_row *usage; /* its usage row (usage.c), once found */
 } hearth__namespace;
 
 typedef struct hearth__server {

@@ -43,26 +43,37 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
     return row;
 }
 
-void hearth__usage_count_request(hearth__server *srv, hearth__namespace *ns,
-                                 hearth__http_conn *conn,
-                                 const hearth__http_request *req,
-                                 hearth__usage_kind kind) {
-    hearth__usage_row *row = hearth__usage_row_of(srv, ns->name);
-    hearth__http_set_meter(conn, row ? &row->bytes : NULL);
-    hearth__usage_count(srv, ns, kind);
-    if (row)
-        row->bytes.in += strlen(req->target) + req->body_len;
+/* ns's row, found by name once and kept in ns (rows live as long as the
+ * server, longer than a namespace open): not a search per request. */
+static hearth__usage_row *row_for(hearth__server *srv, hearth__namespace *ns) {
+    if (!ns->usage)
+        ns->usage = hearth__usage_row_of(srv, ns->name);
+    return ns->usage;
 }
 
-void hearth__usage_count(hearth__server *srv, hearth__namespace *ns,
-                         hearth__usage_kind kind) {
-    hearth__usage_row *row = hearth__usage_row_of(srv, ns->name);
+static void count(hearth__usage_row *row, hearth__usage_kind kind) {
     if (row && kind == HEARTH__USAGE_READ)
         row->reads++;
     else if (row && kind == HEARTH__USAGE_LISTEN)
         row->listens++;
     else if (row && kind == HEARTH__USAGE_WRITE)
         row->writes++;
+}
+
+void hearth__usage_count_request(hearth__server *srv, hearth__namespace *ns,
+                                 hearth__http_conn *conn,
+                                 const hearth__http_request *req,
+                                 hearth__usage_kind kind) {
+    hearth__usage_row *row = row_for(srv, ns);
+    hearth__http_set_meter(conn, row ? &row->bytes : NULL);
+    count(row, kind);
+    if (row)
+        row->bytes.in += strlen(req->target) + req->body_len;
+}
+
+void hearth__usage_count(hearth__server *srv, hearth__namespace *ns,
+                         hearth__usage_kind kind) {
+    count(row_for(srv, ns), kind);
 }
 
 /* ---- as /.metrics shows them ---- */
