@@ -374,6 +374,15 @@ def test_echo_on_a_follower(c):
     _, gone, _ = request(c.url(f) + "/echo/t.json", "DELETE", headers=etag)
     check(gone.get("ETag") == "null_etag",
           "a DELETE through it answers the ETag of nothing")
+    # A caller who may write but not read gets back what it sent, and no
+    # ETag: nothing of the stored data.
+    set_rules(c, f, {"rules": {".write": True, "public": {".read": True}}})
+    _, headers, body = request(c.url(f) + "/echo/t.json", "PUT",
+                               {".sv": "timestamp"}, etag)
+    check(body == {".sv": "timestamp"} and "ETag" not in headers,
+          "a caller who may not read gets what it sent, without an ETag "
+          "(%r, %r)" % (body, headers.get("ETag")))
+    set_rules(c, f, {"rules": {".read": True, ".write": True}})
 
 
 def export(c, i):
