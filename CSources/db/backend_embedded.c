@@ -383,6 +383,7 @@ static int embedded_start(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     uv_idle_init(db->loop, &e->commit_idle);
     e->commit_idle.data = db;
+    e->sync_estimate_ns = 2 * HEARTH__SYNC_ON_LOOP_NS; /* the disk is new */
     return 0;
 }
 

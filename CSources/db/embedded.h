@@ -55,6 +55,9 @@ typedef struct hearth__embedded {
     /* group commit: one batch written and synced on a worker thread while
      * the loop goes on; the writes applied meanwhile form the next one */
     bool committing;
+    /* what a sync has cost lately (db/commit.c, sync_estimate): a batch
+     * that syncs stays on the loop while this is small */
+    uint64_t sync_estimate_ns;
     uv_work_t commit_work;
     hearth__store_batch batch;
     hearth__db_op *inflight;
@@ -90,5 +93,13 @@ void hearth__commit_flush(hearth_db_t *db);
 void hearth__commit_settle(hearth_db_t *db, bool may_wait);
 /* Whether no write waits and no commit or snapshot runs. */
 bool hearth__commit_quiet(hearth_db_t *db);
+/* A batch that syncs is committed on the loop while syncs have lately
+ * cost less than this, on a worker thread otherwise. 0.2 ms keeps the
+ * loop's answers prompt, and holds a fast NVMe's or a virtual disk's
+ * syncs (tens of microseconds); flash without power-loss protection
+ * (milliseconds) and spinning disks sync on the worker. */
+#define HEARTH__SYNC_ON_LOOP_NS (200u * 1000u)
+/* The estimate of a sync's cost after one that took sync_ns. */
+uint64_t hearth__commit_sync_estimate(uint64_t estimate, uint64_t sync_ns);
 
 #endif

@@ -71,9 +71,13 @@ typedef struct hearth__store_batch {
     hearth__records records; /* taken at begin, dropped at end */
     uint64_t bytes;          /* what the write added to the log */
     bool sync;
+    uint64_t sync_ns; /* how long its fdatasync took (0: it made none) */
     int rc;
     bool cut_failed; /* the failed commit's bytes are still in the log */
 } hearth__store_batch;
+/* Tests only: when nonzero, the time every fdatasync reports it took
+ * (group commit chooses where to sync by it: db/commit.c). */
+extern _Atomic uint64_t hearth__store_test_sync_ns;
 int hearth__store_commit_begin(hearth__store *s, hearth__store_batch *batch);
 /* Before begin: the next commit syncs at most once a second even with
  * HEARTH_FSYNC_ALWAYS (records kept elsewhere too: a cluster's log). */
