@@ -68,6 +68,77 @@ hearth__reg *hearth__listeners_find(hearth__listeners *l,
     return slot ? *slot : NULL;
 }
 
+/* ---- view index (the same scheme, keyed by trie node and identity) ---- */
+
+static hearth__view view_tombstone;
+
+static size_t view_hash(const hearth__tnode *t, const char *identity,
+                        size_t nslots) {
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)t;
+    for (const unsigned char *p = (const unsigned char *)identity; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return slot_of(h, nslots);
+}
+
+static hearth__view *view_find(const hearth__listeners *l,
+                               const hearth__tnode *t, const char *identity) {
+    if (!l->nview_slots)
+        return NULL;
+    size_t mask = l->nview_slots - 1;
+    for (size_t s = view_hash(t, identity, l->nview_slots);
+         l->view_slots[s]; s = (s + 1) & mask) {
+        hearth__view *v = l->view_slots[s];
+        if (v != &view_tombstone && v->at == t &&
+            strcmp(v->identity, identity) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static void view_place(hearth__view **slots, size_t nslots, hearth__view *v) {
+    size_t s = view_hash(v->at, v->identity, nslots);
+    while (slots[s] && slots[s] != &view_tombstone)
+        s = (s + 1) & (nslots - 1);
+    slots[s] = v;
+}
+
+static int view_put(hearth__listeners *l, hearth__view *v) {
+    if ((l->nview_used + 1) * 4 > l->nview_slots * 3) {
+        size_t nslots = l->nview_slots ? l->nview_slots * 2 : 16;
+        while (l->nviews * 2 > nslots) /* mostly tombstones: same size */
+            nslots *= 2;
+        hearth__view **slots = hearth__calloc(nslots, sizeof *slots);
+        if (!slots)
+            return HEARTH_ENOMEM;
+        for (size_t i = 0; i < l->nview_slots; i++)
+            if (l->view_slots[i] && l->view_slots[i] != &view_tombstone)
+                view_place(slots, nslots, l->view_slots[i]);
+        hearth__free(l->view_slots);
+        l->view_slots = slots;
+        l->nview_slots = nslots;
+        l->nview_used = l->nviews;
+    }
+    size_t s = view_hash(v->at, v->identity, l->nview_slots);
+    while (l->view_slots[s] && l->view_slots[s] != &view_tombstone)
+        s = (s + 1) & (l->nview_slots - 1);
+    if (!l->view_slots[s])
+        l->nview_used++;
+    l->view_slots[s] = v;
+    l->nviews++;
+    return 0;
+}
+
+static void view_drop(hearth__listeners *l, const hearth__view *v) {
+    size_t mask = l->nview_slots - 1;
+    for (size_t s = view_hash(v->at, v->identity, l->nview_slots);
+         l->view_slots[s]; s = (s + 1) & mask)
+        if (l->view_slots[s] == v) {
+            l->view_slots[s] = &view_tombstone;
+            l->nviews--;
+            return;
+        }
+}
+
 /* ---- trie ---- */
 
 int hearth__listeners_init(hearth__listeners *l) {
@@ -114,6 +185,7 @@ static void destroy_node(hearth__tnode *t) {
 void hearth__listeners_destroy(hearth__listeners *l) {
     destroy_node(&l->root);
     hearth__free(l->slots);
+    hearth__free(l->view_slots);
     memset(l, 0, sizeof *l);
 }
 
@@ -219,6 +291,22 @@ static hearth__tnode *deepest(hearth__listeners *l, const hearth__path *path) {
     return t;
 }
 
+/* Takes a view without registrations out of its trie node and the index,
+ * and frees it. */
+static void unlink_view(hearth__listeners *l, hearth__view *v) {
+    hearth__tnode *t = v->at;
+    view_drop(l, v);
+    if (v->prev)
+        v->prev->next = v->next;
+    else
+        t->views = v->next;
+    if (v->next)
+        v->next->prev = v->prev;
+    else
+        t->views_tail = v->prev;
+    free_view(v);
+}
+
 int hearth__listeners_add(hearth__listeners *l, const hearth__path *path,
                           const hearth_query_t *q, hearth__reg *reg) {
     char *identity = hearth__query_identity(q);
@@ -230,9 +318,7 @@ int hearth__listeners_add(hearth__listeners *l, const hearth__path *path,
         t = add_kid(t, &path->seg[i]);
     if (!t)
         goto fail;
-    hearth__view *v = t->views;
-    while (v && strcmp(v->identity, identity) != 0)
-        v = v->next;
+    hearth__view *v = view_find(l, t, identity);
     if (!v) {
         v = hearth__calloc(1, sizeof *v);
         if (!v)
@@ -244,29 +330,32 @@ int hearth__listeners_add(hearth__listeners *l, const hearth__path *path,
         v->identity = identity;
         identity = NULL;
         v->at = t;
+        if (view_put(l, v)) {
+            free_view(v);
+            goto fail;
+        }
         /* Views keep creation order, so events follow it too. */
-        hearth__view **tail = &t->views;
-        while (*tail)
-            tail = &(*tail)->next;
-        *tail = v;
+        v->prev = t->views_tail;
+        if (t->views_tail)
+            t->views_tail->next = v;
+        else
+            t->views = v;
+        t->views_tail = v;
     }
     if (map_put(l, reg)) {
-        if (!v->regs) {
-            hearth__view **p = &t->views;
-            while (*p != v)
-                p = &(*p)->next;
-            *p = v->next;
-            free_view(v);
-        }
+        if (!v->regs)
+            unlink_view(l, v);
         goto fail;
     }
     l->nregs++;
     reg->view = v;
     reg->next = NULL;
-    hearth__reg **tail = &v->regs;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = reg;
+    reg->prev = v->regs_tail;
+    if (v->regs_tail)
+        v->regs_tail->next = reg;
+    else
+        v->regs = reg;
+    v->regs_tail = reg;
     hearth__free(identity);
     return 0;
 fail:
@@ -282,19 +371,19 @@ void hearth__listeners_remove(hearth__listeners *l, hearth__reg *reg) {
         l->nregs--;
     }
     hearth__view *v = reg->view;
-    hearth__reg **p = &v->regs;
-    while (*p != reg)
-        p = &(*p)->next;
-    *p = reg->next;
+    if (reg->prev)
+        reg->prev->next = reg->next;
+    else
+        v->regs = reg->next;
+    if (reg->next)
+        reg->next->prev = reg->prev;
+    else
+        v->regs_tail = reg->prev;
     free_reg(reg);
     if (v->regs)
         return;
     hearth__tnode *t = v->at;
-    hearth__view **vp = &t->views;
-    while (*vp != v)
-        vp = &(*vp)->next;
-    *vp = v->next;
-    free_view(v);
+    unlink_view(l, v);
     prune(t);
 }
 

@@ -25,15 +25,18 @@ typedef struct hearth__reg {
     hearth_free_cb ctx_free;
     bool removed; /* unlinked, or about to be: raise nothing more */
     hearth__view *view;
-    struct hearth__reg *next; /* in the view, registration order */
+    /* in the view, registration order; both ways, so that adding and
+     * removing one of a location's many listeners costs the same as one
+     * of few (a walk made 10,000 listens of one path quadratic) */
+    struct hearth__reg *next, *prev;
 } hearth__reg;
 
 struct hearth__view {
     char *identity;         /* "default" or the query's wire form */
     hearth_query_t *query;  /* NULL for the default view */
-    hearth__reg *regs;
+    hearth__reg *regs, *regs_tail;
     hearth__tnode *at;
-    hearth__view *next;     /* in the trie node */
+    hearth__view *next, *prev; /* in the trie node, creation order */
     /* State the index's owner keeps per view, freed with the view through
      * data_free (as uv_handle_t's data: this layer never looks inside). */
     void *data;
@@ -53,7 +56,7 @@ struct hearth__tnode {
     hearth__tnode *parent;
     hearth__tnode **kids;   /* sorted by key */
     size_t nkids, kids_cap;
-    hearth__view *views;
+    hearth__view *views, *views_tail;
 };
 
 typedef struct hearth__listeners {
@@ -63,6 +66,11 @@ typedef struct hearth__listeners {
     hearth__reg **slots;
     size_t nslots, nused;
     size_t nregs;
+    /* (trie node, identity) -> view, open addressing: a location may
+     * have as many views as distinct queries are listened to there, and
+     * finding one by walking them made many of them quadratic */
+    hearth__view **view_slots;
+    size_t nview_slots, nview_used, nviews;
 } hearth__listeners;
 
 int hearth__listeners_init(hearth__listeners *l);

@@ -7,6 +7,8 @@
 #include "events/listeners.h"
 #include "query/index.h"
 
+#include <time.h>
+
 /* Selected keys joined by spaces, in query order. */
 static int append_key(const char *key, const hearth_node_t *child, void *ctx) {
     (void)child;
@@ -324,6 +326,73 @@ static void test_listener_index(void) {
     hearth__listeners_destroy(&l);
 }
 
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Adds n listeners (handles from h0), at n locations (spread), at one
+ * location, or at one location under n distinct queries, then removes
+ * them in another order (odd handles first): the seconds it took. */
+typedef enum { SPREAD, ONE_PLACE, ONE_PLACE_QUERIES } listen_shape;
+
+static double add_and_remove(hearth__listeners *l, listen_shape shape, int n,
+                             hearth_observer_t h0) {
+    double start = seconds_now();
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        if (shape == SPREAD) /* 128 a location: a short list of kids */
+            snprintf(path, sizeof path, "spread/k%d/k%d", i / 128, i % 128);
+        else
+            snprintf(path, sizeof path, "one");
+        hearth_query_t *q = NULL;
+        if (shape == ONE_PLACE_QUERIES) {
+            q = new_query();
+            hearth_query_limit_to_first(q, (uint32_t)i + 1, NULL);
+        }
+        add_at(l, path, h0 + (hearth_observer_t)i, q);
+        hearth_query_free(q);
+    }
+    for (int odd = 1; odd >= 0; odd--)
+        for (int i = odd; i < n; i += 2) {
+            hearth__reg *r = hearth__listeners_find(l, h0 + (hearth_observer_t)i);
+            CHECK(r != NULL);
+            if (r)
+                hearth__listeners_remove(l, r);
+        }
+    return seconds_now() - start;
+}
+
+/* Regression: adding a listener walked its location's listeners to the
+ * end, finding a query's view walked the location's views, and removing
+ * either walked again: 10,000 listens of one path (or 10,000 distinct
+ * queries of one path, which one session may hold) cost the loop
+ * quadratic time, seconds at a few tens of thousands. Now each costs what
+ * a listener at a location of its own costs. */
+static void test_many_listeners_at_one_location(void) {
+    enum { N = 20000 };
+    hearth__listeners l;
+    CHECK_INT(hearth__listeners_init(&l), 0);
+    add_at(&l, "one", 1, NULL); /* stays, so its view outlives the rest */
+    double spread = add_and_remove(&l, SPREAD, N, 100);
+    double one_place = add_and_remove(&l, ONE_PLACE, N, 100);
+    double queries = add_and_remove(&l, ONE_PLACE_QUERIES, N, 100);
+    if (getenv("SHOW_TIMES") || one_place > 5 * spread || queries > 5 * spread)
+        fprintf(stderr, "  %d listeners: spread %.3f s, one place %.3f s, "
+                        "one place under distinct queries %.3f s\n",
+                N, spread, one_place, queries);
+    CHECK(one_place < 5 * spread);
+    CHECK(queries < 5 * spread);
+    /* Everything added was taken out again: one listener, one view. */
+    CHECK_INT(l.nregs, 1);
+    CHECK_INT(l.nviews, 1);
+    CHECK_INT(l.root.nkids, 1);
+    char out[512];
+    visited(&l, "one", out);
+    CHECK_STR(out, "/one*");
+    hearth__listeners_destroy(&l);
+}
 
 /* ---- indexes: the same answers as a scan, after any change ---- */
 
@@ -448,5 +517,7 @@ const test_case query_tests[] = {
     {"query_wire_identity", test_wire_identity},
     {"query_large_key_window", test_large_key_window},
     {"query_listener_index", test_listener_index},
+    {"query_many_listeners_at_one_location",
+     test_many_listeners_at_one_location},
     {NULL, NULL},
 };
