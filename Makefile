@@ -224,6 +224,9 @@ $(BUILD)/sse-fanout: bench/sse_fanout.c
 $(BUILD)/swarm: bench/swarm.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
+$(BUILD)/write-floor: bench/write_floor.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+
 # Server RSS per idle realtime session (one listen each) beside nginx per
 # idle keep-alive connection; N=sessions (default: what the open-file
 # limit lets one server process hold). About 1 minute.
@@ -233,7 +236,8 @@ bench-connections: lib $(BUILD)/hearth-serve $(BUILD)/swarm
 # One write to 10,000 realtime listeners and 10,000 SSE streams beside a
 # Redis PUBLISH to 10,000 subscribers, then to as many listeners as the
 # open-file limit allows. About 1 minute.
-bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout
+bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout \
+              $(BUILD)/write-floor
 	bench/fanout_bench.sh
 
 $(BUILD)/json-load: bench/json_load.c
@@ -297,7 +301,8 @@ bench-server: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout
 
 bench: lib $(BUILD)/bench-tree $(BUILD)/hearth-serve $(BUILD)/sse-fanout \
        $(BUILD)/bench-realtime $(BUILD)/bench-cache $(BUILD)/bench-rules \
-       $(BUILD)/swarm $(BUILD)/json-load $(BUILD)/bench-listen-hash
+       $(BUILD)/swarm $(BUILD)/json-load $(BUILD)/bench-listen-hash \
+       $(BUILD)/write-floor
 	$(BUILD)/bench-tree
 	$(BUILD)/bench-realtime
 	$(BUILD)/bench-cache

@@ -6,7 +6,10 @@
  * MODE:
  *   ws     N realtime sessions (raw v5 WebSocket, ns=bench), each with one
  *          listen on /swarm; then ROUNDS writes (REST PUT /swarm.json of
- *          1, 2, ...) must reach every session.
+ *          1, 2, ...) must reach every session. With LISTENS=L in the
+ *          environment (2-64), each session listens to /swarm/0 ..
+ *          /swarm/L-1 instead, and each write sets all L children: N x L
+ *          listeners, a session's latency that of the last of its L.
  *   http   N HTTP/1.1 keep-alive connections that each make one request
  *          and stay open idle; then ROUNDS more requests on every one.
  *   redis  N Redis connections subscribed to "swarm"; then ROUNDS
@@ -44,12 +47,15 @@ typedef struct conn {
     uint16_t len;      /* bytes in buf */
     int8_t state;      /* 0 connecting, 1 handshaking, 2 ready, 3 data */
     int round;         /* the last round that arrived */
+    uint8_t oks;       /* ws: listens answered */
+    uint8_t got;       /* ws: pushes of round `round + 1` so far */
     uint64_t *arrived; /* per round: when (0: not yet) */
     char buf[CONN_BUF];
 } conn;
 
 static mode the_mode;
 static int port, rounds = 1;
+static int listens = 1; /* ws: per session (LISTENS) */
 static uv_loop_t *loop;
 
 /* ---- the child: its share of the clients ---- */
@@ -113,22 +119,33 @@ static void arrived(conn *c, int k) {
 /* One WebSocket message from the server. */
 static void ws_message(conn *c, const char *m) {
     if (strstr(m, "\"t\":\"c\"")) { /* the hello: listen */
-        static const char listen[] =
-            "{\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"q\",\"b\":{\"p\":\"/swarm\",\"h\":\"\"}}}";
-        ws_send(c, 0x1, listen, sizeof listen - 1);
+        for (int i = 0; i < listens; i++) {
+            char listen[128], path[32];
+            if (listens == 1)
+                snprintf(path, sizeof path, "/swarm");
+            else
+                snprintf(path, sizeof path, "/swarm/%d", i);
+            int n = snprintf(listen, sizeof listen,
+                             "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"q\",\"b\":{\"p\":\"%s\",\"h\":\"\"}}}",
+                             i + 1, path);
+            ws_send(c, 0x1, listen, (size_t)n);
+        }
         return;
     }
     if (strstr(m, "\"s\":\"ok\"")) {
-        if (c->state == 3)
-            became_ready(c); /* the initial data came before the ok */
+        /* Each listen's initial data comes before its ok. */
+        if (c->state == 3 && ++c->oks == listens)
+            became_ready(c);
         return;
     }
-    const char *p = strstr(m, "\"p\":\"/swarm\"");
+    const char *p = strstr(m, "\"p\":\"/swarm"); /* "/swarm" or "/swarm/i" */
     const char *d = p ? strstr(p, "\"d\":") : NULL;
-    if (d && atoi(d + 4) == 0 && c->state == 1)
-        c->state = 3; /* the initial value */
-    else if (d)
+    if (d && atoi(d + 4) == 0 && (c->state == 1 || c->state == 3))
+        c->state = 3; /* an initial value */
+    else if (d && atoi(d + 4) == c->round + 1 && ++c->got == listens) {
+        c->got = 0;
         arrived(c, atoi(d + 4));
+    }
 }
 
 /* Frames in c->buf: messages, pings answered. Returns bytes used. */
@@ -362,15 +379,26 @@ static void read_all(int fd, void *p, size_t n) {
     }
 }
 
+/* /swarm's value for round k: k, or {"0":k,...} with several listens. */
+static int swarm_value(char *out, size_t size, int k) {
+    if (listens == 1)
+        return snprintf(out, size, "%d", k);
+    int len = snprintf(out, size, "{");
+    for (int i = 0; i < listens; i++)
+        len += snprintf(out + len, size - (size_t)len, "%s\"%d\":%d",
+                        i ? "," : "", i, k);
+    return len + snprintf(out + len, size - (size_t)len, "}");
+}
+
 /* The round's write, on a connection of its own (blocking). */
 static void write_round(int k) {
-    char req[256];
+    char req[1024], value[768];
     int len;
     if (the_mode == M_WS)
         len = snprintf(req, sizeof req,
                        "PUT /swarm.json?ns=bench HTTP/1.1\r\nHost: x\r\n"
-                       "Content-Length: %d\r\nConnection: close\r\n\r\n%d",
-                       snprintf(NULL, 0, "%d", k), k);
+                       "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                       swarm_value(value, sizeof value, k), value);
     else if (the_mode == M_REDIS)
         len = snprintf(req, sizeof req,
                        "*3\r\n$7\r\nPUBLISH\r\n$5\r\nswarm\r\n$%d\r\n%d\r\n",
@@ -395,17 +423,21 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The initial value of /swarm (0), so each listen has data to send. */
+/* The initial value of /swarm (0, or 0 in each child listened to), so
+ * each listen has data to send. */
 static void write_initial(void) {
     if (the_mode != M_WS)
         return;
-    char req[] = "PUT /swarm.json?ns=bench HTTP/1.1\r\nHost: x\r\n"
-                 "Content-Length: 1\r\nConnection: close\r\n\r\n0";
+    char req[1024], value[768];
+    int len = snprintf(req, sizeof req,
+                       "PUT /swarm.json?ns=bench HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                       swarm_value(value, sizeof value, 0), value);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
     uv_ip4_addr("127.0.0.1", port, &a);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) ||
-        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        write(fd, req, (size_t)len) != (ssize_t)len) {
         perror("swarm: initial write");
         exit(1);
     }
@@ -427,7 +459,9 @@ int main(int argc, char **argv) {
     int procs = argc > 4 ? atoi(argv[4]) : 1;
     int server_pid = argc > 5 ? atoi(argv[5]) : 0;
     rounds = argc > 6 ? atoi(argv[6]) : 1;
-    if (n < 1 || procs < 1 || rounds < 1)
+    if (getenv("LISTENS"))
+        listens = atoi(getenv("LISTENS"));
+    if (n < 1 || procs < 1 || rounds < 1 || listens < 1 || listens > 64)
         return 64;
     signal(SIGPIPE, SIG_IGN);
     write_initial();
@@ -490,9 +524,9 @@ int main(int argc, char **argv) {
     }
     qsort(lat, nlat, sizeof *lat, cmp_u64);
     size_t expected = (size_t)n * (size_t)rounds;
-    printf("mode=%s clients=%d procs=%d ready=%s setup_s=%.1f delivered=%zu/%zu "
+    printf("mode=%s clients=%d listens=%d procs=%d ready=%s setup_s=%.1f delivered=%zu/%zu "
            "p50_ms=%.1f p99_ms=%.1f max_ms=%.1f",
-           argv[1], n, procs, all_ready ? "all" : "NOT_ALL", setup_s, nlat, expected,
+           argv[1], n, the_mode == M_WS ? n * listens : 0, procs, all_ready ? "all" : "NOT_ALL", setup_s, nlat, expected,
            nlat ? lat[nlat / 2] / 1e6 : 0.0, nlat ? lat[(nlat * 99) / 100] / 1e6 : 0.0,
            nlat ? lat[nlat - 1] / 1e6 : 0.0);
     if (server_pid)

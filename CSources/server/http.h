@@ -124,9 +124,9 @@ void hearth__http_set_observer(hearth__http_server *s,
                                void (*observe)(void *ctx,
                                                const hearth__http_record *r));
 /* Bytes read from and written to the server's sockets so far (TLS
- * records included), and the connections open now. */
+ * records included), the writes begun, and the connections open now. */
 void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
-                          uint64_t *out, size_t *open);
+                          uint64_t *out, uint64_t *writes, size_t *open);
 
 /* A header's value by lower-case name, or NULL. */
 const char *hearth__http_get_header(const hearth__http_request *req,

@@ -253,7 +253,8 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
     s->ctx = ctx;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
-    s->open_handles = 2;
+    s->open_handles = 3;
+    hearth__http_cork_start(s);
     uv_timer_init(loop, &s->sweep);
     s->sweep.data = s;
     uv_timer_start(&s->sweep, on_sweep, sweep_interval(limits),
@@ -268,6 +269,7 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, on_listener_closed);
         uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
+        hearth__http_cork_stop(s, on_listener_closed);
         return HEARTH_EIO;
     }
     struct sockaddr_storage bound;
@@ -295,9 +297,10 @@ hearth__http_note *hearth__http_note_of(hearth__http_conn *c) {
 }
 
 void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
-                          uint64_t *out, size_t *open) {
+                          uint64_t *out, uint64_t *writes, size_t *open) {
     *in = s->bytes_in;
     *out = s->bytes_out;
+    *writes = s->writes;
     *open = s->nconns;
 }
 
@@ -306,7 +309,7 @@ void hearth__http_set_head_handler(hearth__http_server *s,
     s->on_head = on_head;
 }
 
-/* The listener's or the sweep timer's close. */
+/* The listener's, the sweep timer's or the cork flush's close. */
 static void on_listener_closed(uv_handle_t *h) {
     server_handle_closed(h->data);
 }
@@ -323,6 +326,7 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
             c->close_when_sent = true;
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
     uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
+    hearth__http_cork_stop(s, on_listener_closed);
 }
 
 const char *hearth__http_get_header(const hearth__http_request *req,

@@ -3,8 +3,9 @@
  * and connection structs and the calls between http_conn.c (connections,
  * timeouts, the connection limit, listening), http_parse.c (requests in,
  * refusals), http_respond.c (answers and streams out) and http_upgrade.c
- * (connections handed to another protocol) and http_tls.c (HTTPS). Loop
- * thread only, but for the TLS certificate's lock.
+ * (connections handed to another protocol), http_tls.c (HTTPS) and
+ * http_cork.c (a connection's fan-out frames of one loop turn written
+ * together). Loop thread only, but for the TLS certificate's lock.
  */
 #ifndef HEARTH_SERVER_HTTP_INTERNAL_H
 #define HEARTH_SERVER_HTTP_INTERNAL_H
@@ -19,6 +20,10 @@
 
 /* Bytes one read takes at most. */
 #define HEARTH__HTTP_READ_CHUNK (64 * 1024)
+/* Frames one connection holds for its one writev (http_cork.c). */
+#define HEARTH__HTTP_CORK_MAX 16
+
+typedef struct hearth__http_cork hearth__http_cork;
 
 struct hearth__http_server {
     uv_loop_t *loop;
@@ -29,6 +34,7 @@ struct hearth__http_server {
     hearth__http_head_handler on_head;
     void (*observe)(void *ctx, const hearth__http_record *r);
     uint64_t bytes_in, bytes_out;
+    uint64_t writes; /* writes to sockets begun (a writev or a uv_write) */
     void *ctx;
     hearth__http_conn *conns;
     size_t nconns;   /* open, not closing */
@@ -39,7 +45,13 @@ struct hearth__http_server {
     hearth__tls_config *tls;
     uv_mutex_t tls_lock;
     bool closing;
-    int open_handles; /* listener + sweep timer + connections */
+    int open_handles; /* listener + sweep timer + cork flush */
+    /* http_cork.c: connections holding frames until the prepare callback
+     * (cork_flush) writes them; turn counts the loop's turns */
+    uv_prepare_t cork_flush;
+    hearth__http_conn **corked;
+    size_t ncorked, corked_cap;
+    uint32_t turn;
     /* Connection structs not yet freed: a closed connection whose request
      * still awaits its answer (a write waiting for its commit) keeps its
      * struct, which points here, until it is answered. */
@@ -106,6 +118,10 @@ struct hearth__http_conn {
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, char *data, size_t len);
     hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
+    /* http_cork.c: the turn of its last shared frame, and the frames held
+     * since (NULL: none) */
+    uint32_t sent_turn;
+    hearth__http_cork *cork;
 };
 
 /* http_conn.c */
@@ -152,6 +168,24 @@ void hearth__http_take_over(hearth__http_conn *c, const char *head, size_t len,
 
 /* Queues data (taken over, freed when written) as it is: no TLS. */
 int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len);
+/* Writes bufs[0..n) in order (n <= HEARTH__HTTP_CORK_MAX), in one writev
+ * when the socket takes them, queueing the rest with a reference each.
+ * HEARTH_ECLOSED / HEARTH_ENOMEM (closing c) when it cannot. */
+int hearth__http_send_shared_bufs(hearth__http_conn *c,
+                                  hearth__shared_buf *const *bufs, size_t n);
+
+/* http_cork.c */
+/* Holds b (a reference) to go out with the connection's other frames of
+ * this turn: false when it must be written now instead (the first this
+ * turn, HTTPS, no memory, a closing server or connection). */
+bool hearth__http_cork_take(hearth__http_conn *c, hearth__shared_buf *b);
+/* Writes what c holds, before anything else is sent on it. */
+int hearth__http_cork_flush(hearth__http_conn *c);
+/* The prepare handle that writes held frames before each wait for I/O. */
+void hearth__http_cork_start(hearth__http_server *s);
+/* Writes what is held, then closes the handle (closed: its callback). */
+void hearth__http_cork_stop(hearth__http_server *s,
+                            void (*closed)(uv_handle_t *));
 
 /* http_tls.c */
 #define HEARTH__HTTP_TLS_CHUNK (64 * 1024) /* plaintext room made at once */

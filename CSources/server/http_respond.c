@@ -63,6 +63,7 @@ static int queue_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
         return HEARTH_ECLOSED;
     }
     count_out(c, buf.len);
+    c->server->writes++;
     c->refs++;
     c->writes_pending++;
     return 0;
@@ -79,6 +80,7 @@ static ssize_t write_now(hearth__http_conn *c, uv_buf_t *bufs,
     if (c->tls)
         return 0;
     int n = uv_try_write((uv_stream_t *)&c->tcp, bufs, nbufs);
+    c->server->writes++;
     if (n == UV_EAGAIN || n == UV_ENOSYS)
         return 0;
     if (n < 0) {
@@ -98,6 +100,10 @@ static int written_whole(hearth__http_conn *c) {
 }
 
 int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len) {
+    if (hearth__http_cork_flush(c)) { /* the held frames come first */
+        hearth__free(data);
+        return HEARTH_ECLOSED;
+    }
     write_req *w = hearth__calloc(1, sizeof *w);
     if (!w || c->closing) {
         hearth__free(data);
@@ -133,7 +139,7 @@ static int start_write(hearth__http_conn *c, write_req *w, uv_buf_t buf) {
 
 int hearth__http_send_bytes(hearth__http_conn *c, const char *a, size_t alen,
                       const char *b, size_t blen) {
-    if (c->closing)
+    if (c->closing || hearth__http_cork_flush(c)) /* held frames first */
         return HEARTH_ECLOSED;
     if (c->tls) /* no plaintext copy: straight into the session */
         return send_sealed(c, a, alen, b, blen);
@@ -402,35 +408,62 @@ int hearth__http_raw_send(hearth__http_conn *c, const char *a, size_t alen,
     return hearth__http_send_bytes(c, a, alen, b, blen);
 }
 
-int hearth__http_stream_send_shared(hearth__http_conn *c,
-                                    hearth__shared_buf *b) {
+int hearth__http_send_shared_bufs(hearth__http_conn *c,
+                                  hearth__shared_buf *const *bufs, size_t n) {
     if (c->closing)
         return HEARTH_ECLOSED;
     /* A fan-out to many streams usually finds each socket taking it all
      * at once: nothing queued. */
-    uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
-    ssize_t done = write_now(c, &now, 1);
+    uv_buf_t now[HEARTH__HTTP_CORK_MAX];
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        now[i] = uv_buf_init(bufs[i]->data, (unsigned)bufs[i]->len);
+        total += bufs[i]->len;
+    }
+    ssize_t done = write_now(c, now, (unsigned)n);
     if (done < 0)
         return (int)done;
-    if ((size_t)done == b->len)
+    if ((size_t)done == total)
         return written_whole(c);
-    size_t offset = (size_t)done;
-    if (over_backlog(c, b->len - offset))
+    if (over_backlog(c, total - (size_t)done))
         return HEARTH_ECLOSED;
-    write_req *w = hearth__malloc(sizeof *w);
-    if (!w) {
-        hearth__http_conn_close(c);
-        return HEARTH_ENOMEM;
+    size_t skip = (size_t)done; /* the written bytes, from the first */
+    for (size_t i = 0; i < n; i++) {
+        hearth__shared_buf *b = bufs[i];
+        if (skip >= b->len) {
+            skip -= b->len;
+            continue;
+        }
+        write_req *w = hearth__malloc(sizeof *w);
+        if (!w) {
+            hearth__http_conn_close(c);
+            return HEARTH_ENOMEM;
+        }
+        w->conn = c;
+        w->shared = b;
+        w->owned = NULL;
+        b->refs++;
+        int rc = start_write(
+            c, w, uv_buf_init(b->data + skip, (unsigned)(b->len - skip)));
+        if (rc)
+            return rc;
+        skip = 0;
     }
-    w->conn = c;
-    w->shared = b;
-    w->owned = NULL;
-    b->refs++;
-    return start_write(c, w,
-                       uv_buf_init(b->data + offset, (unsigned)(b->len - offset)));
+    return 0;
+}
+
+int hearth__http_stream_send_shared(hearth__http_conn *c,
+                                    hearth__shared_buf *b) {
+    if (c->closing)
+        return HEARTH_ECLOSED;
+    if (hearth__http_cork_take(c, b))
+        return 0;
+    int rc = hearth__http_cork_flush(c); /* a full hold that could not go */
+    return rc ? rc : hearth__http_send_shared_bufs(c, &b, 1);
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {
+    hearth__http_cork_flush(c); /* what was held goes before the end */
     if (c->writes_pending == 0)
         hearth__http_conn_close(c);
     else

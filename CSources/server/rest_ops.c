@@ -17,9 +17,9 @@ static void gauge(hearth__buf *out, const char *name, const char *help) {
 }
 
 void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
-    uint64_t in, sent;
+    uint64_t in, sent, writes;
     size_t open, streams = hearth__sse_count(srv), sessions, listens;
-    hearth__http_traffic(srv->http, &in, &sent, &open);
+    hearth__http_traffic(srv->http, &in, &sent, &writes, &open);
     hearth__realtime_count(srv, &sessions, &listens);
     gauge(out, "hearth_connections", "Open connections, by kind.");
     hearth__buf_printf(out,
@@ -42,8 +42,14 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
                        "# HELP hearth_bytes_sent_total Bytes written to "
                        "clients' sockets.\n"
                        "# TYPE hearth_bytes_sent_total counter\n"
-                       "hearth_bytes_sent_total %llu\n",
-                       (unsigned long long)in, (unsigned long long)sent);
+                       "hearth_bytes_sent_total %llu\n"
+                       "# HELP hearth_socket_writes_total Writes begun to "
+                       "clients' sockets (a fan-out's frames to one "
+                       "connection in one loop turn go in one).\n"
+                       "# TYPE hearth_socket_writes_total counter\n"
+                       "hearth_socket_writes_total %llu\n",
+                       (unsigned long long)in, (unsigned long long)sent,
+                       (unsigned long long)writes);
     hearth__metrics_write_counters(&srv->metrics, out);
     hearth__usage_write_metrics(srv->usage, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
