@@ -929,15 +929,22 @@ static int rt_session(int port, const char *ns, bool admin) {
     return fd;
 }
 
-/* A realtime counter from /.metrics (-1 when it is not there). */
-static long pushes_counted(int port, const char *how) {
+/* A counter from /.metrics by its whole name (-1 when it is not there). */
+static long metric(int port, const char *name) {
     response m = request(port, "GET", "/.metrics", OWNER, NULL);
     char key[96];
-    snprintf(key, sizeof key, "hearth_realtime_pushes_total{how=\"%s\"} ", how);
+    snprintf(key, sizeof key, "\n%s ", name);
     const char *at = m.body ? strstr(m.body, key) : NULL;
     long n = at ? atol(at + strlen(key)) : -1;
     free(m.body);
     return n;
+}
+
+/* A realtime counter from /.metrics (-1 when it is not there). */
+static long pushes_counted(int port, const char *how) {
+    char name[96];
+    snprintf(name, sizeof name, "hearth_realtime_pushes_total{how=\"%s\"}", how);
+    return metric(port, name);
 }
 
 /* One write to many listens of one location: each gets the same, correct
@@ -998,17 +1005,6 @@ static void test_fanout_shares_one_push(void) {
     close(denied);
     stop(s);
     remove_tree(data_dir);
-}
-
-/* A counter from /.metrics by its whole name (-1 when it is not there). */
-static long metric(int port, const char *name) {
-    response m = request(port, "GET", "/.metrics", OWNER, NULL);
-    char key[96];
-    snprintf(key, sizeof key, "\n%s ", name);
-    const char *at = m.body ? strstr(m.body, key) : NULL;
-    long n = at ? atol(at + strlen(key)) : -1;
-    free(m.body);
-    return n;
 }
 
 /* Regression: one write raising several listens of one session sent each
