@@ -127,6 +127,8 @@ void hearth__http_set_observer(hearth__http_server *s,
  * records included), the writes begun, and the connections open now. */
 void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
                           uint64_t *out, uint64_t *writes, size_t *open);
+/* Of those writes, the ones a second thread made (a big fan-out's half). */
+uint64_t hearth__http_helper_writes(const hearth__http_server *s);
 
 /* A header's value by lower-case name, or NULL. */
 const char *hearth__http_get_header(const hearth__http_request *req,

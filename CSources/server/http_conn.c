@@ -284,6 +284,10 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
 
+uint64_t hearth__http_helper_writes(const hearth__http_server *s) {
+    return s->helper_writes;
+}
+
 void hearth__http_set_observer(hearth__http_server *s,
                                void (*observe)(void *ctx,
                                                const hearth__http_record *r)) {

@@ -24,6 +24,7 @@
 #define HEARTH__HTTP_CORK_MAX 16
 
 typedef struct hearth__http_cork hearth__http_cork;
+typedef struct hearth__http_cork_helper hearth__http_cork_helper;
 
 struct hearth__http_server {
     uv_loop_t *loop;
@@ -35,6 +36,7 @@ struct hearth__http_server {
     void (*observe)(void *ctx, const hearth__http_record *r);
     uint64_t bytes_in, bytes_out;
     uint64_t writes; /* writes to sockets begun (a writev or a uv_write) */
+    uint64_t helper_writes; /* ... of which the cork's helper thread made */
     void *ctx;
     hearth__http_conn *conns;
     size_t nconns;   /* open, not closing */
@@ -51,7 +53,7 @@ struct hearth__http_server {
     uv_prepare_t cork_flush;
     hearth__http_conn **corked;
     size_t ncorked, corked_cap;
-    uint32_t turn;
+    hearth__http_cork_helper *helper; /* the second writer, once needed */
     /* Connection structs not yet freed: a closed connection whose request
      * still awaits its answer (a write waiting for its commit) keeps its
      * struct, which points here, until it is answered. */
@@ -118,9 +120,7 @@ struct hearth__http_conn {
     /* an upgraded connection: raw bytes in both directions */
     void (*on_data)(void *ctx, char *data, size_t len);
     hearth__http_meter *meter; /* counts bytes out (and in, upgraded) */
-    /* http_cork.c: the turn of its last shared frame, and the frames held
-     * since (NULL: none) */
-    uint32_t sent_turn;
+    /* http_cork.c: the frames held this turn (NULL: none) */
     hearth__http_cork *cork;
 };
 
@@ -173,11 +173,21 @@ int hearth__http_send_owned(hearth__http_conn *c, char *data, size_t len);
  * HEARTH_ECLOSED / HEARTH_ENOMEM (closing c) when it cannot. */
 int hearth__http_send_shared_bufs(hearth__http_conn *c,
                                   hearth__shared_buf *const *bufs, size_t n);
+/* The same after `done` bytes of them were written (done < 0: the write
+ * failed and c closed), for a write made elsewhere (http_cork.c's helper
+ * thread): queues the rest. */
+int hearth__http_shared_bufs_sent(hearth__http_conn *c,
+                                  hearth__shared_buf *const *bufs, size_t n,
+                                  ssize_t done);
+/* Counts a write of c that returned n (bytes, or a libuv error code):
+ * the bytes written, 0 when the socket took none (EAGAIN), or
+ * HEARTH_ECLOSED once a failed one closed c. */
+ssize_t hearth__http_wrote(hearth__http_conn *c, int n);
 
 /* http_cork.c */
 /* Holds b (a reference) to go out with the connection's other frames of
- * this turn: false when it must be written now instead (the first this
- * turn, HTTPS, no memory, a closing server or connection). */
+ * this turn: false when it must be written now instead (HTTPS, no
+ * memory, a closing server or connection). */
 bool hearth__http_cork_take(hearth__http_conn *c, hearth__shared_buf *b);
 /* Writes what c holds, before anything else is sent on it. */
 int hearth__http_cork_flush(hearth__http_conn *c);

@@ -79,7 +79,11 @@ static ssize_t write_now(hearth__http_conn *c, uv_buf_t *bufs,
                          unsigned nbufs) {
     if (c->tls)
         return 0;
-    int n = uv_try_write((uv_stream_t *)&c->tcp, bufs, nbufs);
+    return hearth__http_wrote(c, uv_try_write((uv_stream_t *)&c->tcp, bufs,
+                                              nbufs));
+}
+
+ssize_t hearth__http_wrote(hearth__http_conn *c, int n) {
     c->server->writes++;
     if (n == UV_EAGAIN || n == UV_ENOSYS)
         return 0;
@@ -415,14 +419,20 @@ int hearth__http_send_shared_bufs(hearth__http_conn *c,
     /* A fan-out to many streams usually finds each socket taking it all
      * at once: nothing queued. */
     uv_buf_t now[HEARTH__HTTP_CORK_MAX];
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         now[i] = uv_buf_init(bufs[i]->data, (unsigned)bufs[i]->len);
-        total += bufs[i]->len;
-    }
-    ssize_t done = write_now(c, now, (unsigned)n);
+    return hearth__http_shared_bufs_sent(c, bufs, n,
+                                         write_now(c, now, (unsigned)n));
+}
+
+int hearth__http_shared_bufs_sent(hearth__http_conn *c,
+                                  hearth__shared_buf *const *bufs, size_t n,
+                                  ssize_t done) {
     if (done < 0)
         return (int)done;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += bufs[i]->len;
     if ((size_t)done == total)
         return written_whole(c);
     if (over_backlog(c, total - (size_t)done))

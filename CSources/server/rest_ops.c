@@ -47,9 +47,15 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
                        "clients' sockets (a fan-out's frames to one "
                        "connection in one loop turn go in one).\n"
                        "# TYPE hearth_socket_writes_total counter\n"
-                       "hearth_socket_writes_total %llu\n",
+                       "hearth_socket_writes_total %llu\n"
+                       "# HELP hearth_socket_writes_helper_total Of those, "
+                       "the writes a second thread made (half of a "
+                       "fan-out to many connections).\n"
+                       "# TYPE hearth_socket_writes_helper_total counter\n"
+                       "hearth_socket_writes_helper_total %llu\n",
                        (unsigned long long)in, (unsigned long long)sent,
-                       (unsigned long long)writes);
+                       (unsigned long long)writes,
+                       (unsigned long long)hearth__http_helper_writes(srv->http));
     hearth__metrics_write_counters(&srv->metrics, out);
     hearth__usage_write_metrics(srv->usage, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
