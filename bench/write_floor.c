@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +109,9 @@ int main(int argc, char **argv) {
     if (bind(l, (struct sockaddr *)&at, sizeof at) || listen(l, 4096) ||
         getsockname(l, (struct sockaddr *)&at, &len))
         die("listen: %s", strerror(errno));
+    /* accept gives up when the child stops connecting (it died) */
+    struct timeval limit = {.tv_sec = ROUND_MS / 1000};
+    setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     size_t arrivals = (size_t)rounds * (size_t)n_conns;
     shared *sh = mmap(NULL, sizeof *sh + arrivals * sizeof(uint64_t),
                       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -124,8 +128,11 @@ int main(int argc, char **argv) {
             die("accept: %s", strerror(errno));
         setsockopt(server_fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-    while (!atomic_load(&sh->ready))
+    for (uint64_t t0 = now_ns(); !atomic_load(&sh->ready);) {
+        if (now_ns() - t0 > ROUND_MS * 1000000ull)
+            die("the client process did not get ready");
         usleep(1000);
+    }
     samples lat = {0};
     samples_reserve(&lat, arrivals);
     size_t delivered = 0;
