@@ -63,6 +63,7 @@ void hearth__realtime_session_release(session *s) {
     hearth__principal_clear(&s->who);
     hearth__v5_joiner_reset(&s->pieces);
     hearth__realtime_ondisconnect_free(s);
+    hearth__free(s->index); /* none once the listens went: for safety */
     hearth__free(s);
 }
 
@@ -222,19 +223,17 @@ static void unlink_session(session *s) {
 /* Ends the session's listens it may no longer read: the client cancels
  * its registrations there. */
 static void recheck_session(session *s) {
-    for (listen_t **p = &s->listens; *p;) {
-        listen_t *l = *p;
-        if (hearth__realtime_may_read(s, l->path, l->wire_query)) {
-            p = &l->next;
+    for (listen_t *l = s->listens, *next; l; l = next) {
+        next = l->next;
+        if (hearth__realtime_may_read(s, l->path, l->wire_query))
             continue;
-        }
         json_t *body = json_pack("{s:s}", "p", l->path);
         if (body && l->wire_query)
             json_object_set(body, "q", l->wire_query);
         if (body)
             hearth__realtime_send_json(s, json_pack("{s:s,s:{s:s,s:o}}", "t", "d", "d", "a",
                                    "c", "b", body));
-        *p = l->next;
+        hearth__realtime_listen_unlink(s, l);
         hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
     }
 }
@@ -273,7 +272,7 @@ static void on_close(void *user) {
     hearth__realtime_run_ondisconnect(s);
     while (s->listens) {
         listen_t *l = s->listens;
-        s->listens = l->next;
+        hearth__realtime_listen_unlink(s, l);
         hearth_db_remove_observer(s->ns->db, l->handle);
     }
     hearth__ns_release(s->srv, s->ns); /* what is left never uses it */

@@ -37,7 +37,8 @@ struct listen {
      * first value: when that value hashes the same, it is not sent. */
     char client_hash[HEARTH_HASH_SIZE];
     bool has_client_hash;
-    listen_t *next;
+    listen_t *next, *prev; /* the session's, newest first */
+    listen_t *same_slot;   /* in the session's index */
 };
 
 /* An onDisconnect write: set (d) or merge (m) at path. */
@@ -57,6 +58,11 @@ struct session {
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
+    size_t nlinked;  /* listens in the list (the rest are being freed) */
+    /* (path, query) -> listen, chained, once the session holds more than
+     * a few (realtime_listen.c): an unlisten walked every listen */
+    listen_t **index;
+    size_t index_slots;
     od_op *ondisconnect;
     size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
     struct od_keeping *keeping; /* in a cluster: kept there (NULL: never) */
@@ -64,6 +70,12 @@ struct session {
     /* a message arriving in pieces, up to what one message may hold */
     hearth__v5_joiner pieces;
 };
+
+/* ---- a session's listens (realtime_listen.c) ---- */
+
+/* Puts l in s's list and index, or takes it out of them. */
+void hearth__realtime_listen_link(session *s, listen_t *l);
+void hearth__realtime_listen_unlink(session *s, listen_t *l);
 
 /* ---- sending and the session (realtime.c) ---- */
 

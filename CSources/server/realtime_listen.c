@@ -19,6 +19,87 @@ static void listen_free(void *ctx) {
     hearth__free(l);
 }
 
+/* ---- the session's listens: a list, and an index by (path, query) ---- */
+
+/* A session holding at most this many listens walks its list; past it,
+ * it keeps an index (a walk over 10,000 listens, one cache miss each, was
+ * a millisecond of the loop per unlisten, for any peer to repeat). */
+#define INDEX_FROM 8
+
+static size_t key_hash(const char *path, const char *identity) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    h = (h ^ 0xff) * 0x100000001b3ULL; /* no byte of a path or identity */
+    for (const unsigned char *p = (const unsigned char *)identity; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static listen_t **slot_of(session *s, const char *path, const char *identity) {
+    return &s->index[key_hash(path, identity) & (s->index_slots - 1)];
+}
+
+/* Makes the index anew, with slots slots, from the list; without memory
+ * there is none (finding walks the list: slower, still right). */
+static void index_build(session *s, size_t slots) {
+    hearth__free(s->index);
+    s->index = hearth__calloc(slots, sizeof *s->index);
+    s->index_slots = s->index ? slots : 0;
+    for (listen_t *l = s->index ? s->listens : NULL; l; l = l->next) {
+        listen_t **slot = slot_of(s, l->path, l->identity);
+        l->same_slot = *slot;
+        *slot = l;
+    }
+}
+
+void hearth__realtime_listen_link(session *s, listen_t *l) {
+    l->prev = NULL;
+    l->next = s->listens;
+    if (s->listens)
+        s->listens->prev = l;
+    s->listens = l;
+    s->nlinked++;
+    if (s->index && s->nlinked <= 2 * s->index_slots) {
+        listen_t **slot = slot_of(s, l->path, l->identity);
+        l->same_slot = *slot;
+        *slot = l;
+    } else if (s->nlinked > INDEX_FROM) {
+        index_build(s, s->index ? 2 * s->index_slots : 4 * INDEX_FROM);
+    }
+}
+
+void hearth__realtime_listen_unlink(session *s, listen_t *l) {
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        s->listens = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    s->nlinked--;
+    if (s->index) {
+        listen_t **p = slot_of(s, l->path, l->identity);
+        while (*p != l)
+            p = &(*p)->same_slot;
+        *p = l->same_slot;
+    }
+    if (!s->nlinked) { /* a session that listens again starts small */
+        hearth__free(s->index);
+        s->index = NULL;
+        s->index_slots = 0;
+    }
+}
+
+/* The session's listen of path under the query of that identity. */
+static listen_t *find_listen(session *s, const char *path,
+                             const char *identity) {
+    listen_t *l = s->index ? *slot_of(s, path, identity) : s->listens;
+    for (; l; l = s->index ? l->same_slot : l->next)
+        if (strcmp(l->path, path) == 0 && strcmp(l->identity, identity) == 0)
+            return l;
+    return NULL;
+}
+
 /* Whether the client already holds now: the first value, hashed as the
  * client hashed its cache (the listen's h). The service answers such a
  * listen with ok alone; a reconnecting client then sends no data back. */
@@ -180,8 +261,7 @@ void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
         hearth__realtime_reply(s, r, "invalid_args", json_string(err.message));
         return;
     }
-    l->next = s->listens;
-    s->listens = l;
+    hearth__realtime_listen_link(s, l);
     hearth__realtime_reply(s, r, "ok", NULL);
 }
 
@@ -195,14 +275,10 @@ void hearth__realtime_unlisten(session *s, json_int_t r, json_t *b) {
     }
     char *identity = hearth__query_identity(q);
     hearth_query_free(q);
-    for (listen_t **p = &s->listens; *p; p = &(*p)->next) {
-        listen_t *l = *p;
-        if (strcmp(l->path, path) == 0 && identity &&
-            strcmp(l->identity, identity) == 0) {
-            *p = l->next;
-            hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
-            break;
-        }
+    listen_t *l = identity ? find_listen(s, path, identity) : NULL;
+    if (l) {
+        hearth__realtime_listen_unlink(s, l);
+        hearth_db_remove_observer(s->ns->db, l->handle); /* frees l */
     }
     hearth__free(identity);
     hearth__realtime_reply(s, r, "ok", NULL);

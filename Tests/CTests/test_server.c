@@ -1214,6 +1214,34 @@ static void test_invented_actions_are_not_metric_labels(void) {
     remove_tree(data_dir);
 }
 
+/* Sends 10,000 requests `action` with body_fmt's %d from 1 to 10,000
+ * (request numbers from r0), 500 at a time, and reads their answers:
+ * the seconds it took. */
+static double timed_requests(int fd, int r0, const char *action,
+                             const char *body_fmt) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int from = 1; from <= 10000; from += 500) {
+        for (int i = from; i < from + 500; i++) {
+            char body[128], msg[256];
+            snprintf(body, sizeof body, body_fmt, i);
+            snprintf(msg, sizeof msg,
+                     "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}",
+                     r0 + i, action, body);
+            ws_send(fd, msg);
+        }
+        char want[32];
+        snprintf(want, sizeof want, "{\"r\":%d,", r0 + from + 499);
+        char *text;
+        while ((text = ws_recv(fd)) && !strstr(text, want))
+            free(text);
+        CHECK(text != NULL);
+        free(text);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
 /* One session holds at most 10,000 listens: the next is refused (the
  * client cancels that query), and one ended makes room again. */
 static void test_listens_per_session_capped(void) {
@@ -1241,6 +1269,22 @@ static void test_listens_per_session_capped(void) {
               "{\"t\":\"d\",\"d\":{\"r\":10002,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
     EXPECT_WS(fd, 10003, "q", "{\"p\":\"/more\",\"h\":\"\"}",
               "{\"t\":\"d\",\"d\":{\"r\":10003,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    /* Regression: an unlisten found its listen by walking all of the
+     * session's, a cache miss each: 10,000 unlistens of a full session
+     * cost the loop quadratic time, for any peer to repeat. They now cost
+     * what as many gets do. */
+    double gets = timed_requests(fd, 20000, "g", "{\"p\":\"/l/%d\"}");
+    double unlistens = timed_requests(fd, 30000, "n", "{\"p\":\"/l/%d\"}");
+    if (getenv("SHOW_TIMES") || unlistens > 2 * gets)
+        fprintf(stderr, "  10,000 gets %.3f s, unlistens %.3f s\n", gets,
+                unlistens);
+    CHECK(unlistens < 2 * gets); /* 1.2x; the walk made it 3x */
+    /* The unlistened are gone, the one left is not. */
+    EXPECT_REQ(port, "PUT", "/l/5.json", OWNER, "5", 200, "5");
+    EXPECT_REQ(port, "PUT", "/more.json", OWNER, "6", 200, "6");
+    char *push = ws_recv(fd);
+    CHECK_STR(push, "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"/more\",\"d\":6}}}");
+    free(push);
     close(fd);
     stop(s);
     remove_tree(data_dir);
