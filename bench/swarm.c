@@ -423,29 +423,6 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The initial value of /swarm (0, or 0 in each child listened to), so
- * each listen has data to send. */
-static void write_initial(void) {
-    if (the_mode != M_WS)
-        return;
-    char req[1024], value[768];
-    int len = snprintf(req, sizeof req,
-                       "PUT /swarm.json?ns=bench HTTP/1.1\r\nHost: x\r\n"
-                       "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-                       swarm_value(value, sizeof value, 0), value);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", port, &a);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) ||
-        write(fd, req, (size_t)len) != (ssize_t)len) {
-        perror("swarm: initial write");
-        exit(1);
-    }
-    char answer[512];
-    (void)!read(fd, answer, sizeof answer);
-    close(fd);
-}
-
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: swarm ws|http|redis PORT N [PROCS [SERVER_PID [ROUNDS]]]\n");
@@ -464,7 +441,8 @@ int main(int argc, char **argv) {
     if (n < 1 || procs < 1 || rounds < 1 || listens < 1 || listens > 64)
         return 64;
     signal(SIGPIPE, SIG_IGN);
-    write_initial();
+    if (the_mode == M_WS)
+        write_round(0); /* /swarm's initial value, for each listen's data */
     long rss0 = server_pid ? rss_kb(server_pid) : 0;
     kid *kids = calloc((size_t)procs, sizeof *kids);
     uint64_t t0 = uv_hrtime();

@@ -97,6 +97,11 @@ char *hearth__read_file(const char *path, size_t max, size_t *len);
 
 /* ---- misc ---- */
 
+/* FNV-1a over len bytes, going on from h (HEARTH__FNV_SEED to begin):
+ * the hash of the in-memory tables keyed by text. */
+#define HEARTH__FNV_SEED 0xcbf29ce484222325ULL
+uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len);
+
 /* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 bool hearth__utf8_valid(const char *s, size_t len);
 

@@ -1,10 +1,18 @@
-/* text.c - UTF-8 validation and JavaScript-compatible number formatting. */
+/* text.c - UTF-8 validation, JavaScript-compatible number formatting, and
+ * the hash of text for in-memory tables. */
 #include "common/internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
 
 bool hearth__utf8_valid(const char *str, size_t len) {
     const unsigned char *s = (const unsigned char *)str;

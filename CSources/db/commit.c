@@ -130,14 +130,14 @@ static int commit_begin(hearth__embedded *e, hearth__store_batch *batch) {
  * faster one an eighth, so that one slow sync moves the next batches off
  * the loop and only a run of fast ones brings them back (after a 10 ms
  * sync, some thirty of 80 us). */
-uint64_t hearth__commit_sync_estimate(uint64_t estimate, uint64_t sync_ns) {
+static uint64_t sync_estimate(uint64_t estimate, uint64_t sync_ns) {
     return sync_ns >= estimate ? sync_ns : estimate - (estimate - sync_ns) / 8;
 }
 
 static int commit_end(hearth__embedded *e, hearth__store_batch *batch) {
     if (batch->sync_ns)
         e->sync_estimate_ns =
-            hearth__commit_sync_estimate(e->sync_estimate_ns, batch->sync_ns);
+            sync_estimate(e->sync_estimate_ns, batch->sync_ns);
     int rc = hearth__store_commit_end(e->store, batch);
     if (e->replica)
         e->replica->end(e->replica_ctx, rc, batch->sync);

@@ -99,7 +99,5 @@ bool hearth__commit_quiet(hearth_db_t *db);
  * syncs (tens of microseconds); flash without power-loss protection
  * (milliseconds) and spinning disks sync on the worker. */
 #define HEARTH__SYNC_ON_LOOP_NS (200u * 1000u)
-/* The estimate of a sync's cost after one that took sync_ns. */
-uint64_t hearth__commit_sync_estimate(uint64_t estimate, uint64_t sync_ns);
 
 #endif

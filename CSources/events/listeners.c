@@ -74,9 +74,8 @@ static hearth__view view_tombstone;
 
 static size_t view_hash(const hearth__tnode *t, const char *identity,
                         size_t nslots) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)t;
-    for (const unsigned char *p = (const unsigned char *)identity; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
+    uint64_t h = hearth__fnv1a(HEARTH__FNV_SEED ^ (uint64_t)(uintptr_t)t,
+                               identity, strlen(identity));
     return slot_of(h, nslots);
 }
 
@@ -95,11 +94,15 @@ static hearth__view *view_find(const hearth__listeners *l,
     return NULL;
 }
 
-static void view_place(hearth__view **slots, size_t nslots, hearth__view *v) {
+/* Puts v in the first free slot of its probe: whether that slot had never
+ * been used (not a tombstone). */
+static bool view_place(hearth__view **slots, size_t nslots, hearth__view *v) {
     size_t s = view_hash(v->at, v->identity, nslots);
     while (slots[s] && slots[s] != &view_tombstone)
         s = (s + 1) & (nslots - 1);
+    bool fresh = !slots[s];
     slots[s] = v;
+    return fresh;
 }
 
 static int view_put(hearth__listeners *l, hearth__view *v) {
@@ -118,12 +121,8 @@ static int view_put(hearth__listeners *l, hearth__view *v) {
         l->nview_slots = nslots;
         l->nview_used = l->nviews;
     }
-    size_t s = view_hash(v->at, v->identity, l->nview_slots);
-    while (l->view_slots[s] && l->view_slots[s] != &view_tombstone)
-        s = (s + 1) & (l->nview_slots - 1);
-    if (!l->view_slots[s])
+    if (view_place(l->view_slots, l->nview_slots, v))
         l->nview_used++;
-    l->view_slots[s] = v;
     l->nviews++;
     return 0;
 }

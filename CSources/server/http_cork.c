@@ -167,13 +167,12 @@ static void helper_stop(hearth__http_server *s) {
     s->helper = NULL;
 }
 
-/* Whether the helper may write c: a plain socket with nothing queued
- * (else its bytes would pass libuv's queue). */
-static bool helper_may_write(hearth__http_conn *c) {
-    uv_os_fd_t fd;
+/* Whether the helper may write c, and its socket: a plain one with
+ * nothing queued (else its bytes would pass libuv's queue). */
+static bool helper_may_write(hearth__http_conn *c, uv_os_fd_t *fd) {
     return !c->closing && !c->tls && c->cork->n && c->writes_pending == 0 &&
            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0 &&
-           uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0;
+           uv_fileno((uv_handle_t *)&c->tcp, fd) == 0;
 }
 
 /* Gives every other connection the helper may write to it: the jobs it
@@ -191,11 +190,10 @@ static size_t hand_over(hearth__http_server *s, hearth__http_cork_helper *h) {
     bool take = false;
     for (size_t i = 0; i < s->ncorked; i++) {
         hearth__http_conn *c = s->corked[i];
-        if (!helper_may_write(c) || !(take = !take))
+        uv_os_fd_t fd;
+        if (!helper_may_write(c, &fd) || !(take = !take))
             continue;
         cork_job *j = &h->jobs[h->njobs++];
-        uv_os_fd_t fd;
-        uv_fileno((uv_handle_t *)&c->tcp, &fd);
         j->c = c;
         j->fd = fd;
         j->niov = c->cork->n;

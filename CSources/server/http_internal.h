@@ -49,7 +49,7 @@ struct hearth__http_server {
     bool closing;
     int open_handles; /* listener + sweep timer + cork flush */
     /* http_cork.c: connections holding frames until the prepare callback
-     * (cork_flush) writes them; turn counts the loop's turns */
+     * (cork_flush) writes them */
     uv_prepare_t cork_flush;
     hearth__http_conn **corked;
     size_t ncorked, corked_cap;
@@ -187,7 +187,7 @@ ssize_t hearth__http_wrote(hearth__http_conn *c, int n);
 /* http_cork.c */
 /* Holds b (a reference) to go out with the connection's other frames of
  * this turn: false when it must be written now instead (HTTPS, no
- * memory, a closing server or connection). */
+ * memory, a closing server or connection), c then holding nothing. */
 bool hearth__http_cork_take(hearth__http_conn *c, hearth__shared_buf *b);
 /* Writes what c holds, before anything else is sent on it. */
 int hearth__http_cork_flush(hearth__http_conn *c);

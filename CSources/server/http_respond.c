@@ -466,10 +466,8 @@ int hearth__http_stream_send_shared(hearth__http_conn *c,
                                     hearth__shared_buf *b) {
     if (c->closing)
         return HEARTH_ECLOSED;
-    if (hearth__http_cork_take(c, b))
-        return 0;
-    int rc = hearth__http_cork_flush(c); /* a full hold that could not go */
-    return rc ? rc : hearth__http_send_shared_bufs(c, &b, 1);
+    return hearth__http_cork_take(c, b) ? 0
+                                        : hearth__http_send_shared_bufs(c, &b, 1);
 }
 
 void hearth__http_stream_end(hearth__http_conn *c) {

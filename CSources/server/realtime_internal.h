@@ -58,7 +58,6 @@ struct session {
     hearth__ws *ws; /* NULL once the connection closed */
     listen_t *listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
-    size_t nlinked;  /* listens in the list (the rest are being freed) */
     /* (path, query) -> listen, chained, once the session holds more than
      * a few (realtime_listen.c): an unlisten walked every listen */
     listen_t **index;

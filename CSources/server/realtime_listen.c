@@ -27,12 +27,9 @@ static void listen_free(void *ctx) {
 #define INDEX_FROM 8
 
 static size_t key_hash(const char *path, const char *identity) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
-    h = (h ^ 0xff) * 0x100000001b3ULL; /* no byte of a path or identity */
-    for (const unsigned char *p = (const unsigned char *)identity; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
+    /* the terminating NUL between them: no byte of either */
+    uint64_t h = hearth__fnv1a(HEARTH__FNV_SEED, path, strlen(path) + 1);
+    h = hearth__fnv1a(h, identity, strlen(identity));
     return (size_t)(h ^ (h >> 29));
 }
 
@@ -59,12 +56,13 @@ void hearth__realtime_listen_link(session *s, listen_t *l) {
     if (s->listens)
         s->listens->prev = l;
     s->listens = l;
-    s->nlinked++;
-    if (s->index && s->nlinked <= 2 * s->index_slots) {
+    /* sized by nlistens, which counts the listens being made and freed
+     * too: a little larger than the list at times */
+    if (s->index && s->nlistens <= 2 * s->index_slots) {
         listen_t **slot = slot_of(s, l->path, l->identity);
         l->same_slot = *slot;
         *slot = l;
-    } else if (s->nlinked > INDEX_FROM) {
+    } else if (s->nlistens > INDEX_FROM) {
         index_build(s, s->index ? 2 * s->index_slots : 4 * INDEX_FROM);
     }
 }
@@ -76,14 +74,13 @@ void hearth__realtime_listen_unlink(session *s, listen_t *l) {
         s->listens = l->next;
     if (l->next)
         l->next->prev = l->prev;
-    s->nlinked--;
     if (s->index) {
         listen_t **p = slot_of(s, l->path, l->identity);
         while (*p != l)
             p = &(*p)->same_slot;
         *p = l->same_slot;
     }
-    if (!s->nlinked) { /* a session that listens again starts small */
+    if (!s->listens) { /* a session that listens again starts small */
         hearth__free(s->index);
         s->index = NULL;
         s->index_slots = 0;

@@ -28,10 +28,7 @@ void hearth__changes_clear(hearth__changes *cs) {
 enum { LINEAR_CHANGES = 16 }; /* below this, a scan beats a table */
 
 static size_t key_hash(const hearth__key *k) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (uint32_t i = 0; i < k->len; i++)
-        h = (h ^ (unsigned char)k->s[i]) * 1099511628211ULL;
-    return (size_t)h;
+    return (size_t)hearth__fnv1a(HEARTH__FNV_SEED, k->s, k->len);
 }
 
 static bool same_key(const hearth__key *a, const hearth__key *b) {

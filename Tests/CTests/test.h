@@ -111,6 +111,8 @@ pool_hold *pool_hold_start(void);
 void pool_hold_end(pool_hold *h);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
+/* The monotonic clock in seconds: differences time a test's steps. */
+double test_seconds(void);
 /* A transaction's function: the number there (0 if none) plus one. */
 int test_tx_increment(const hearth_node_t *current, hearth_node_t **result,
                       void *ctx);

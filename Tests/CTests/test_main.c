@@ -185,6 +185,12 @@ static void hold_done(uv_work_t *w, int status) {
     (void)status;
 }
 
+double test_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 pool_hold *pool_hold_start(void) {
     pool_hold *h = calloc(1, sizeof *h);
     const char *size = getenv("UV_THREADPOOL_SIZE");
@@ -308,12 +314,9 @@ typedef struct tally {
 /* Runs fn(arg) as the test `name` and prints its line. */
 static void run_named(const char *name, void (*fn)(size_t), size_t arg,
                       tally *t) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = test_seconds();
     int bad = run_child(fn, arg);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double ms = (test_seconds() - t0) * 1e3;
     printf("%s %s (%.0f ms)\n", bad ? "FAIL" : "ok  ", name, ms);
     bad ? t->failed++ : t->passed++;
 }

@@ -7,8 +7,6 @@
 #include "events/listeners.h"
 #include "query/index.h"
 
-#include <time.h>
-
 /* Selected keys joined by spaces, in query order. */
 static int append_key(const char *key, const hearth_node_t *child, void *ctx) {
     (void)child;
@@ -326,12 +324,6 @@ static void test_listener_index(void) {
     hearth__listeners_destroy(&l);
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Adds n listeners (handles from h0), at n locations (spread), at one
  * location, or at one location under n distinct queries, then removes
  * them in another order (odd handles first): the seconds it took. */
@@ -339,7 +331,7 @@ typedef enum { SPREAD, ONE_PLACE, ONE_PLACE_QUERIES } listen_shape;
 
 static double add_and_remove(hearth__listeners *l, listen_shape shape, int n,
                              hearth_observer_t h0) {
-    double start = seconds_now();
+    double start = test_seconds();
     for (int i = 0; i < n; i++) {
         char path[64];
         if (shape == SPREAD) /* 128 a location: a short list of kids */
@@ -361,7 +353,7 @@ static double add_and_remove(hearth__listeners *l, listen_shape shape, int n,
             if (r)
                 hearth__listeners_remove(l, r);
         }
-    return seconds_now() - start;
+    return test_seconds() - start;
 }
 
 /* Regression: adding a listener walked its location's listeners to the

@@ -929,6 +929,19 @@ static int rt_session(int port, const char *ns, bool admin) {
     return fd;
 }
 
+/* n admin sessions on ns, each listening to path (request 2, answered
+ * ok; the data goes first). */
+static void sessions_listening(int port, const char *ns, const char *path,
+                               int *fds, int n) {
+    char body[128];
+    snprintf(body, sizeof body, "{\"p\":\"%s\",\"h\":\"\"}", path);
+    for (int i = 0; i < n; i++) {
+        fds[i] = rt_session(port, ns, true);
+        EXPECT_WS(fds[i], 2, "q", body,
+                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    }
+}
+
 /* A counter from /.metrics by its whole name (-1 when it is not there). */
 static long metric(int port, const char *name) {
     response m = request(port, "GET", "/.metrics", OWNER, NULL);
@@ -961,11 +974,7 @@ static void test_fanout_shares_one_push(void) {
                NULL);
     enum { N = 8 };
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = rt_session(port, "fan", true);
-        EXPECT_WS(fds[i], 2, "q", "{\"p\":\"/room\",\"h\":\"\"}",
-                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
-    }
+    sessions_listening(port, "fan", "/room", fds, N);
     int tagged = rt_session(port, "fan", true);
     EXPECT_WS(tagged, 2, "q",
               "{\"p\":\"/room\",\"q\":{\"l\":1,\"vf\":\"r\"},\"t\":7,\"h\":\"\"}",
@@ -1108,11 +1117,7 @@ static void test_fanout_long_push(void) {
     int port = hearth_server_port(s);
     enum { N = 3, LEN = 70000 };
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = rt_session(port, "default", true);
-        EXPECT_WS(fds[i], 2, "q", "{\"p\":\"/big\",\"h\":\"\"}",
-                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
-    }
+    sessions_listening(port, "default", "/big", fds, N);
     char *want = put_long_string(port, "/big", LEN);
     for (int i = 0; i < N; i++) {
         expect_long_push(fds[i], want);
@@ -1136,11 +1141,7 @@ static void test_big_fanout_written_by_two_threads(void) {
     int port = hearth_server_port(s);
     enum { N = 300, LEN = 300000 };
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = rt_session(port, "default", true);
-        EXPECT_WS(fds[i], 2, "q", "{\"p\":\"/big\",\"h\":\"\"}",
-                  "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
-    }
+    sessions_listening(port, "default", "/big", fds, N);
     long helped = metric(port, "hearth_socket_writes_helper_total");
     CHECK_INT(helped, 0);
     char *want = put_long_string(port, "/big", LEN);
@@ -1219,8 +1220,7 @@ static void test_invented_actions_are_not_metric_labels(void) {
  * the seconds it took. */
 static double timed_requests(int fd, int r0, const char *action,
                              const char *body_fmt) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = test_seconds();
     for (int from = 1; from <= 10000; from += 500) {
         for (int i = from; i < from + 500; i++) {
             char body[128], msg[256];
@@ -1238,8 +1238,7 @@ static double timed_requests(int fd, int r0, const char *action,
         CHECK(text != NULL);
         free(text);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    return test_seconds() - t0;
 }
 
 /* One session holds at most 10,000 listens: the next is refused (the

@@ -1062,6 +1062,14 @@ static void write_four(fixture *f, acks *a, ack_slot slots[4],
         uv_run(&f->loop, UV_RUN_NOWAIT);
 }
 
+/* Turns the loop until all four of write_four's writes are acknowledged. */
+static void wait_four(fixture *f, acks *a) {
+    while (a->n < 4)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    for (int i = 0; i < 4; i++)
+        CHECK_INT(a->status[i], 0);
+}
+
 /* Regression: with --fsync off every group commit still went to a worker
  * thread and back (thread switches, a futex and a wake-up per batch, a
  * fifth of a REST PUT's cost). A batch that does not sync is written on
@@ -1083,14 +1091,11 @@ static void test_unsynced_commit_on_the_loop(void) {
     int acked_held = a.n;
     size_t log_len_held = file_size(log);
     pool_hold_end(hold);
-    while (a.n < 4) /* the old code, once the workers are back */
-        uv_run(&f.loop, UV_RUN_ONCE);
+    wait_four(&f, &a); /* the old code, once the workers are back */
     CHECK_INT(acked_held, 4);
     CHECK(log_len_held > log_len);
-    for (int i = 0; i < 4; i++) {
-        CHECK_INT(a.status[i], 0);
+    for (int i = 0; i < 4; i++)
         CHECK_INT(a.order[i], i);
-    }
     fx_close(&f);
     /* A batch that syncs goes to a worker. */
     CHECK_INT(fx_open(&f, dir, NULL), 0);
@@ -1100,21 +1105,12 @@ static void test_unsynced_commit_on_the_loop(void) {
     write_four(&f, &a, slots, "1", 1);
     CHECK_INT(a.n, 0); /* applied, its commit held */
     pool_hold_end(hold);
-    while (a.n < 4)
-        uv_run(&f.loop, UV_RUN_ONCE);
+    wait_four(&f, &a);
     for (int i = 0; i < 4; i++)
         CHECK_INT(a.order[i], i);
     fx_close(&f);
     remove_dir(dir);
     free(dir);
-}
-
-/* Turns the loop until all four of write_four's writes are acknowledged. */
-static void wait_four(fixture *f, acks *a) {
-    while (a->n < 4)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    for (int i = 0; i < 4; i++)
-        CHECK_INT(a->status[i], 0);
 }
 
 /* write_four with every worker thread held: how many of the four were
