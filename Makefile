@@ -172,6 +172,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_ops.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_sdk_wire.py
 
 # The console in headless Chromium (driven over the DevTools protocol, with
 # Python's standard library) against examples/serve.c built with the
@@ -191,17 +192,29 @@ test-console: deps $(BUILD)/console-serve
 
 # Cluster mode (README "Cluster"): three nats-servers clustered with
 # JetStream and three `hearth serve --cluster` nodes on loopback, on free
-# ports; order, compare-and-set, kill -9 of the leader and of a nats-server.
+# ports; order, compare-and-set, kill -9 of the leader and of a nats-server;
+# then faults under acknowledged writes through all three nodes (pauses of
+# the leader, a follower and a nats-server, kill -9 during a big write, a
+# node cut off from NATS, a paused node restarted; about 3 minutes). One
+# scenario: python3 Tests/cluster/test_faults.py NAME (--list names them).
+# Between them, attacks by a NATS user without the cluster secret
+# (test_attacks.py: forged writes, rules and reads, all refused).
 test-cluster: deps
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_cluster.py
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_attacks.py
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_faults.py
 
-# The same cluster to try by hand: prints the URLs, Ctrl-C stops it all
-# (ports from CLUSTER_BASE: NATS +1..3, routes +11..13, Hearth +21..23).
+# The same cluster to try by hand: prints the URLs and where NATS's CA,
+# user and the cluster secret are, Ctrl-C stops it all (ports from
+# CLUSTER_BASE: NATS +1..3, routes +11..13, Hearth +21..23). Secure as in
+# production (TLS, a NATS user, the cluster secret); CLUSTER_INSECURE=1:
+# plain NATS without authorization, nodes --cluster-insecure.
 CLUSTER_BASE ?= 9100
 cluster: deps
 	HEARTH_STRICT=1 swift build --product hearth
-	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE)
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE) \
+	  $(if $(CLUSTER_INSECURE),--insecure)
 
 test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console \
       test-cluster
@@ -283,7 +296,9 @@ $(BUILD)/jetstream-raw: bench/jetstream_raw.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
 # Cluster mode beside its anchors (single node --fsync always, raw
-# JetStream publish-with-ack) and its fan-out over 3 nodes (about 2 min).
+# JetStream publish-with-ack), insecure and sealed (a cluster secret)
+# alternately BENCH_ROUNDS times (default 2), and its fan-out over 3 nodes
+# (about 3 min).
 bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-raw
 	python3 bench/cluster_bench.py
 

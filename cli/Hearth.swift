@@ -39,6 +39,8 @@ struct HearthCommand: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            // A server outlives its stdout (a logger reading it may die).
+            if command is ServeCommand { Output.outliveStdout() }
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {

@@ -116,7 +116,7 @@ final class ProfileCollector: NSObject, URLSessionDataDelegate, @unchecked Senda
                 let line = pending[pending.startIndex..<newline]
                 pending.removeSubrange(pending.startIndex...newline)
                 if raw {
-                    FileHandle.standardOutput.write(line + Data("\n".utf8))
+                    Output.result(line + Data("\n".utf8))
                 } else if let op = try? JSONDecoder().decode(ProfiledOperation.self, from: line) {
                     ops.append(op)
                 }

@@ -23,8 +23,12 @@ struct ServeCommand: ParsableCommand {
               hearth serve --rules database.rules.json --auth-secret-file secret.txt
               hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
               hearth serve --tls-cert cert.pem --tls-key key.pem --port 443
+              hearth serve --port 9000 --public-host db.example.com   # behind a proxy
               hearth serve --log-format json --metrics-port 9100
               hearth serve --config /etc/hearth/hearth.json --port 9001
+              hearth serve --cluster tls://h1:4222,tls://h2:4222 --node n1 \\
+                --cluster-secret-file cluster.key \\
+                --nats-user-file nats.user --nats-ca nats-ca.pem
               curl -X PUT -d '{"name":"Ada"}' http://127.0.0.1:9000/users/ada.json
 
             Rules: --rules FILE applies to every namespace and is read again when it \
@@ -98,6 +102,33 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "This node's name in the cluster (letters, digits, '-', '_').")
     var node: String?
 
+    @Option(help: "The cluster secret: a file every node holds the same (openssl rand -base64 32 > FILE; chmod 600). NATS is untrusted: what a node puts into it is sealed with this.")
+    var clusterSecretFile: String?
+
+    @Flag(help: "Join a cluster without a secret, trusting NATS with the data (experiments only).")
+    var clusterInsecure = false
+
+    @Option(help: "A NATS .creds file (user JWT and NKey seed).")
+    var natsCreds: String?
+
+    @Option(help: "A NATS NKey user seed file (SU...).")
+    var natsNkey: String?
+
+    @Option(help: "A file with the NATS user on its first line and the password on its second.")
+    var natsUserFile: String?
+
+    @Option(help: "A file holding a NATS token.")
+    var natsTokenFile: String?
+
+    @Option(help: "The CA certificates (PEM) to trust for NATS's TLS; implies TLS, as tls:// URLs do.")
+    var natsCa: String?
+
+    @Option(help: "A client certificate (PEM chain) for NATS's TLS, with --nats-key.")
+    var natsCert: String?
+
+    @Option(help: "The PEM private key of --nats-cert.")
+    var natsKey: String?
+
     @Option(help: "A PEM certificate chain: serve HTTPS and WSS on the port (with --tls-key; reloaded on SIGHUP).")
     var tlsCert: String?
 
@@ -109,6 +140,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "Also serve GET /.metrics (Prometheus text) on 127.0.0.1 at this port, without credentials.")
     var metricsPort: Int?
+
+    @Option(help: "The host (and :port) clients reach this server at, told to the official SDKs in the realtime hello (they connect there next time); set it behind a reverse proxy. Default: the request's Host header.")
+    var publicHost: String?
 
     @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
     var config: String?
@@ -122,6 +156,18 @@ struct ServeCommand: ParsableCommand {
         }
         if (cluster == nil) != (node == nil) {
             throw ValidationError("--cluster and --node go together")
+        }
+        if clusterSecretFile != nil && clusterInsecure {
+            throw ValidationError("give --cluster-secret-file or --cluster-insecure, not both")
+        }
+        if (natsCert == nil) != (natsKey == nil) {
+            throw ValidationError("give --nats-cert and --nats-key together")
+        }
+        if natsCreds != nil && natsNkey != nil {
+            throw ValidationError("give --nats-creds or --nats-nkey, not both")
+        }
+        if natsUserFile != nil && natsTokenFile != nil {
+            throw ValidationError("give --nats-user-file or --nats-token-file, not both")
         }
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
@@ -180,10 +226,30 @@ struct ServeCommand: ParsableCommand {
                 tlsCertFile: tlsCert, tlsKeyFile: tlsKey)
             configuration.logFormat = logFormat
             configuration.metricsPort = metricsPort
+            configuration.publicHost = publicHost
+            configuration.clusterSecretFile = clusterSecretFile
+            configuration.clusterInsecure = clusterInsecure
+            configuration.natsCredsFile = natsCreds
+            configuration.natsNKeyFile = natsNkey
+            configuration.natsUserFile = natsUserFile
+            configuration.natsTokenFile = natsTokenFile
+            configuration.natsCAFile = natsCa
+            configuration.natsCertFile = natsCert
+            configuration.natsKeyFile = natsKey
             server = try HearthServer(configuration)
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure
+        }
+        // Before the banner: a reload asked as soon as the server listens
+        // must find the handler, not SIGHUP's default (which ends it).
+        let reload = tlsCert == nil ? nil : Interrupt.onHangUp {
+            do {
+                try server.reloadTLS()
+                Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
+            } catch {
+                Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
+            }
         }
         let hasKeys = authSecret != nil || authKeys != nil
         let scheme = tlsCert == nil ? "http" : "https"
@@ -204,18 +270,11 @@ struct ServeCommand: ParsableCommand {
                         ? "there is no admin over the network (keys are configured without --admin-secret; \"owner\" is not accepted)"
                         : "the admin is Authorization: Bearer owner (realtime: gauth \"owner\"), as the emulator"))
         if let cluster, let node {
-            Output.line("cluster: node \(node) on \(cluster); status: GET /.cluster/status.json (admin)")
+            Output.line("cluster: node \(node) on \(Self.maskingCredentials(cluster)); status: GET /.cluster/status.json (admin)")
+            Output.line("cluster: " + clusterTrust(urls: cluster))
         }
         Output.line("stop with Ctrl-C" + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate"))
 
-        let reload = tlsCert == nil ? nil : Interrupt.onHangUp {
-            do {
-                try server.reloadTLS()
-                Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
-            } catch {
-                Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
-            }
-        }
         Interrupt.wait()
         reload?.cancel()
         server.stop()
@@ -242,6 +301,50 @@ extension ServeCommand {
 }
 
 extension ServeCommand {
+    /// urls with each one's credentials masked: nats://user:pw@h:4222 is
+    /// nats://***@h:4222 (a URL ends at a comma or a space).
+    static func maskingCredentials(_ urls: String) -> String {
+        var out = ""
+        var rest = Substring(urls)
+        while let scheme = rest.range(of: "://") {
+            out += rest[..<scheme.upperBound]
+            rest = rest[scheme.upperBound...]
+            let end = rest.firstIndex(where: { $0 == "," || $0 == " " }) ?? rest.endIndex
+            if let at = rest[..<end].lastIndex(of: "@") {
+                out += "***"
+                rest = rest[at...]
+            }
+        }
+        return out + rest
+    }
+
+    /// How this node trusts the cluster and proves itself to NATS, for
+    /// the start banner (file names only, never what they hold).
+    func clusterTrust(urls: String) -> String {
+        var parts: [String] = []
+        if let clusterSecretFile {
+            parts.append("cluster secret from \(clusterSecretFile)")
+        } else {
+            parts.append("INSECURE (--cluster-insecure): NATS is trusted with the data, nothing is sealed")
+        }
+        if let natsCreds { parts.append("NATS credentials from \(natsCreds)") }
+        if let natsNkey { parts.append("NATS NKey from \(natsNkey)") }
+        if let natsUserFile { parts.append("NATS user from \(natsUserFile)") }
+        if let natsTokenFile { parts.append("NATS token from \(natsTokenFile)") }
+        let tls = natsCa != nil || natsCert != nil
+            || urls.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("tls://") }
+        parts.append(tls
+            ? "TLS to NATS" + (natsCa.map { " trusting \($0)" } ?? "")
+                + (natsCert.map { " with client certificate \($0)" } ?? "")
+            : "no TLS to NATS")
+        if Self.maskingCredentials(urls) != urls {
+            let shown = Self.argumentsAfterServe().contains { Self.maskingCredentials($0) != $0 }
+            parts.append("the URL's credentials are masked here"
+                + (shown ? ", but a command line shows them to every user (ps): use --nats-user-file FILE" : ""))
+        }
+        return parts.joined(separator: "; ")
+    }
+
     /// What followed `serve` on the command line.
     static func argumentsAfterServe() -> [String] {
         let args = CommandLine.arguments
@@ -253,10 +356,19 @@ extension ServeCommand {
     /// is auth-secret), so the file knows each option as soon as it exists.
     static var optionNames: Set<String> {
         Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
-            child.label.map { label in
-                label.dropFirst().map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
-            }
+            child.label.map(optionName)
         })
+    }
+
+    /// Those of them that are flags (true or false in the file).
+    static var flagNames: Set<String> {
+        Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
+            child.value is Flag<Bool> ? child.label.map(optionName) : nil
+        })
+    }
+
+    private static func optionName(_ label: String) -> String {
+        label.dropFirst().map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
     }
 
     /// The options of the file, then those of the command line: a later
@@ -269,11 +381,19 @@ extension ServeCommand {
             throw ValidationError("--config \(path): not a JSON object of options")
         }
         let known = optionNames.subtracting(["config"])
+        let flags = flagNames
         var fileArguments: [String] = []
         for key in object.keys.sorted() {
             guard known.contains(key) else {
                 throw ValidationError(
                     "--config \(path): unknown key \"\(key)\" (the keys are: \(known.sorted().joined(separator: ", ")))")
+            }
+            if flags.contains(key) {
+                guard let on = object[key] as? Bool else {
+                    throw ValidationError("--config \(path): \"\(key)\" must be true or false")
+                }
+                fileArguments += on ? ["--\(key)"] : []
+                continue
             }
             switch object[key] {
             case let text as String: fileArguments += ["--\(key)", text]

@@ -3,7 +3,11 @@
  *   cc serve.c $(pkg-config --cflags --libs hearth) -o serve
  *   ./serve [PORT [DATA_DIR [always|batch|off [NATS_URLS NODE]]]]
  *
- * With NATS_URLS and NODE the server joins a cluster (README "Cluster").
+ * With NATS_URLS and NODE the server joins a cluster (README "Cluster"),
+ * its trust from the environment: HEARTH_CLUSTER_SECRET_FILE (the cluster
+ * secret; without it the node runs insecure, trusting NATS with the data:
+ * for benchmarks and experiments only), HEARTH_NATS_USER_FILE (the NATS
+ * user and password, one a line), HEARTH_NATS_CA (the CA of NATS's TLS).
  *
  * Serves the REST and streaming API on 127.0.0.1 until SIGINT or SIGTERM,
  * then stops cleanly (writes in flight are finished and synced). */
@@ -46,6 +50,13 @@ int main(int argc, char **argv) {
     if (argc > 5) {
         config.cluster = argv[4];
         config.node = argv[5];
+        config.cluster_secret_file = getenv("HEARTH_CLUSTER_SECRET_FILE");
+        config.cluster_insecure = !config.cluster_secret_file;
+        config.nats_user_file = getenv("HEARTH_NATS_USER_FILE");
+        config.nats_ca_file = getenv("HEARTH_NATS_CA");
+        if (config.cluster_insecure)
+            fprintf(stderr, "serve: cluster insecure (no "
+                            "HEARTH_CLUSTER_SECRET_FILE): NATS is trusted\n");
     }
     hearth_server_t *server;
     hearth_error_t err;

@@ -860,6 +860,33 @@ typedef struct hearth_server_config_s {
      * with metrics_port it is also served on 127.0.0.1:metrics_port
      * without credentials (0: no such port). */
     int metrics_port;
+    /* Cluster mode's trust (README "Cluster"): NATS is untrusted
+     * transport and storage. The cluster secret, a file every node holds
+     * the same (`openssl rand -base64 32 > FILE`, chmod 600): what a node
+     * puts into NATS is sealed with it. A node refuses to join without
+     * one unless cluster_insecure is set (for experiments: nothing is
+     * sealed). */
+    const char *HEARTH_NULLABLE cluster_secret_file;
+    bool cluster_insecure;
+    /* How the node proves itself to NATS, each from a file (credentials
+     * never in a URL, where logs and `ps` show them): a .creds file (user
+     * JWT and NKey seed) or an NKey seed file; a user file (the user on
+     * its first line, the password on its second) or a token file. */
+    const char *HEARTH_NULLABLE nats_creds_file;
+    const char *HEARTH_NULLABLE nats_nkey_file;
+    const char *HEARTH_NULLABLE nats_user_file;
+    const char *HEARTH_NULLABLE nats_token_file;
+    /* TLS to NATS: the CA certificates to trust (PEM; implies TLS, as a
+     * tls:// URL does), and a client certificate chain with its key (both
+     * or neither). A file that cannot be used fails the start, named. */
+    const char *HEARTH_NULLABLE nats_ca_file;
+    const char *HEARTH_NULLABLE nats_cert_file;
+    const char *HEARTH_NULLABLE nats_key_file;
+    /* The host (and port) the official SDKs are told to connect to next
+     * time (the realtime hello's "h"; they keep it across launches): set
+     * it behind a reverse proxy, whose Host header is not the public one.
+     * NULL: the request's Host header. */
+    const char *HEARTH_NULLABLE public_host;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

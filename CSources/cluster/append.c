@@ -7,8 +7,15 @@
  * refused; a chain cut short (its leader refused or dead) is never
  * applied and is passed over by the next. Runs on the commit's worker
  * thread: a whole record is sent without waiting, so the local log's
- * write and fsync run while it is in flight (db/commit.c waits for both). */
-#include "cluster/internal.h"
+ * write and fsync run while it is in flight (db/commit.c waits for both).
+ *
+ * Sealed (cluster/sealing.h), each message is bound to its place: its
+ * subject, the fence (the subject's sequence before it) and its part
+ * marker (the Hearth-Part header is cleartext). A genuine message copied
+ * anywhere else in the log, or a part moved within a chain, does not
+ * open where it lands (tail.c skips it). A whole record is sealed where
+ * it lies in the commit's buffer, the only copy being the message's own. */
+#include "cluster/sealing.h"
 
 #include <stdio.h>
 
@@ -32,7 +39,18 @@ static int refusal(natsStatus s, jsErrCode jerr) {
     return s == NATS_OK ? 0 : jerr ? HEARTH_EIO : hearth__cluster_error(s);
 }
 
-/* A message of data on n's subject, part i of k (k 0: a whole record). */
+/* The context a log message is sealed for (tail.c opens it with the
+ * same): its subject, its fence, its part (k 0: a whole record). */
+static void log_context(hearth__aad *a, const hearth__cluster_ns *n,
+                        uint64_t after, size_t i, size_t k) {
+    hearth__aad_init(a);
+    hearth__aad_str(a, n->subject);
+    hearth__aad_u64(a, after);
+    hearth__aad_part(a, i, k);
+}
+
+/* A message of data (already sealed, or unsealed) on n's subject, part i
+ * of k (k 0: a whole record). */
 static int message(hearth__cluster_ns *n, const char *data, size_t len,
                    size_t i, size_t k, natsMsg **out) {
     natsMsg *m = NULL;
@@ -52,7 +70,18 @@ static int message(hearth__cluster_ns *n, const char *data, size_t len,
 static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
                       uint64_t after, size_t i, size_t k, uint64_t *seq) {
     natsMsg *m = NULL;
-    int rc = message(n, data, len, i, k, &m);
+    hearth__aad a;
+    log_context(&a, n, after, i, k);
+    hearth__buf sealed;
+    hearth__buf_init(&sealed);
+    int rc = hearth__cluster_sealed(n->c)
+                 ? hearth__cluster_seal(n->c, "log", &a, data, len, &sealed)
+                 : 0;
+    if (!rc && hearth__cluster_sealed(n->c))
+        rc = message(n, sealed.data, sealed.len, i, k, &m);
+    else if (!rc)
+        rc = message(n, data, len, i, k, &m);
+    hearth__buf_free(&sealed);
     if (rc)
         return rc;
     jsPubOptions po;
@@ -69,8 +98,10 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
 }
 
 size_t hearth__cluster_room(hearth__cluster *c) {
+    /* A sealed message carries its envelope's header and tag too. */
+    size_t room = HEADER_ROOM + (hearth__cluster_sealed(c) ? HEARTH__SEAL_OVERHEAD : 0);
     int64_t max = natsConnection_GetMaxPayload(c->nc);
-    return max > 2 * HEADER_ROOM ? (size_t)max - HEADER_ROOM : 1;
+    return max > 2 * (int64_t)room ? (size_t)max - room : 1;
 }
 
 natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k) {
@@ -110,13 +141,26 @@ void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
     natsMsg_Destroy(m);
 }
 
-int hearth__cluster_append_start(hearth__cluster_ns *n, const char *data,
-                                 size_t len, uint64_t after) {
+int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
+                                 uint64_t after) {
     n->batch_rc = 0;
+    size_t at = hearth__cluster_seal_room(n->c), len = bytes->len - at;
     if (len > hearth__cluster_room(n->c)) /* a chain: part after part */
-        return hearth__cluster_append(n, data, len, after, &n->batch_seq);
+        return hearth__cluster_append(n, bytes->data + at, len, after,
+                                      &n->batch_seq);
+    int rc = 0;
+    if (hearth__cluster_sealed(n->c)) {
+        hearth__aad a;
+        log_context(&a, n, after, 0, 0);
+        if (!hearth__buf_reserve(bytes, HEARTH__SEAL_TAG))
+            return HEARTH_ENOMEM;
+        rc = hearth__cluster_seal_in_place(n->c, "log", &a, bytes->data, len);
+        len += HEARTH__SEAL_OVERHEAD;
+        at = 0;
+    }
     natsMsg *m = NULL;
-    int rc = message(n, data, len, 0, 0, &m);
+    if (!rc)
+        rc = message(n, bytes->data + at, len, 0, 0, &m);
     if (rc)
         return rc;
     jsPubOptions po;

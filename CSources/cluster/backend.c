@@ -5,6 +5,7 @@
  * log; elsewhere it is forwarded (cluster/forward.c). Records that came
  * from the log are committed locally but never appended again. */
 #include "cluster/internal.h"
+#include "cluster/sealing.h"
 
 #include "store/logfile.h"
 
@@ -42,13 +43,15 @@ static int replica_publish(void *ctx, const hearth__records *records) {
         return 0;
     hearth__buf bytes;
     hearth__buf_init(&bytes);
+    /* room for the seal's header: the group is sealed where it lies */
+    static const char room[HEARTH__SEAL_HEADER];
+    hearth__buf_add(&bytes, room, hearth__cluster_seal_room(n->c));
     hearth__buf_add(&bytes, HEARTH__LOG_HEADER, HEARTH__LOG_HEADER_LEN);
     int rc = hearth__records_write(records, &bytes);
     if (!rc && bytes.failed)
         rc = HEARTH_ENOMEM;
     if (!rc)
-        rc = hearth__cluster_append_start(n, bytes.data, bytes.len,
-                                          n->batch_applied);
+        rc = hearth__cluster_append_start(n, &bytes, n->batch_applied);
     hearth__buf_free(&bytes);
     return rc;
 }
@@ -56,21 +59,37 @@ static int replica_publish(void *ctx, const hearth__records *records) {
 /* Worker thread: the stream's answer to what replica_publish sent. */
 static int replica_published(void *ctx) {
     hearth__cluster_ns *n = ctx;
+    if (n->batch_published && n->c->append_delay_ms)
+        uv_sleep(n->c->append_delay_ms);
     return n->batch_published ? hearth__cluster_append_wait(n) : 0;
 }
 
 static void replica_end(void *ctx, int rc, bool synced) {
     hearth__cluster_ns *n = ctx;
     if (!rc && n->batch_published) {
-        n->applied_seq = n->batch_seq;
+        /* Nothing of the log applied while this commit was in flight
+         * (hearth__cluster_tree_exact): the tree is the log up to the
+         * fence, and now up to this record. */
+        if (n->applied_seq != n->batch_applied)
+            fprintf(stderr, "hearth: cluster: %s: records applied during "
+                    "an append (%llu, fence %llu)\n", n->name,
+                    (unsigned long long)n->applied_seq,
+                    (unsigned long long)n->batch_applied);
+        n->applied_seq = n->committed_seq = n->batch_seq;
         n->durable_seq = n->batch_seq;
-    } else if (!rc && synced) {
+    } else if (!rc) {
+        n->committed_seq = n->batch_applied;
         /* Records from the log count once synced (seq_file never runs
          * ahead of the disk: a restart replays from there). */
-        n->durable_seq = n->batch_applied;
+        if (synced)
+            n->durable_seq = n->batch_applied;
     }
-    if (!rc)
+    if (!rc) {
+        hearth__cluster_tail_settled(n);
         hearth__cluster_seq_write(n);
+    }
+    if (n->records) /* waiting for this commit: apply them now */
+        uv_async_send(&n->c->wake);
     if (rc && n->batch_published) {
         fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
                 "catching up from the log\n", n->name, hearth_strerror(rc),
@@ -80,12 +99,27 @@ static void replica_end(void *ctx, int rc, bool synced) {
     }
 }
 
+/* Loop: a failed commit undid every write since the last good one, the
+ * records of the log among them: they apply again from there. */
+static void replica_reverted(void *ctx) {
+    hearth__cluster_ns *n = ctx;
+    n->own_writes = n->log_writes = 0; /* all undone */
+    hearth__cluster_tail_rewind(n);
+    if (n->records)
+        uv_async_send(&n->c->wake);
+}
+
 static const hearth__db_replica replica = {
     .begin = replica_begin,
     .publish = replica_publish,
     .published = replica_published,
     .end = replica_end,
+    .reverted = replica_reverted,
 };
+
+void hearth__cluster_set_append_delay(hearth__cluster *c, unsigned ms) {
+    c->append_delay_ms = ms;
+}
 
 /* ---- writes ---- */
 
@@ -119,8 +153,9 @@ static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
         hold(n, o);
         return true;
     }
-    n->own_writes++;
-    return EMBEDDED.write(db, o);
+    bool kept = EMBEDDED.write(db, o);
+    n->own_writes += kept; /* applied ahead of the log */
+    return kept;
 }
 
 /* On the leader a function's transaction runs as on one node (held while
@@ -134,8 +169,9 @@ static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
         hold(n, o);
         return true;
     }
-    n->own_writes++;
-    return EMBEDDED.transaction(db, o);
+    bool kept = EMBEDDED.transaction(db, o);
+    n->own_writes += kept;
+    return kept;
 }
 
 void hearth__cluster_release_held(hearth__cluster_ns *n) {
@@ -198,11 +234,7 @@ static void leave(hearth__cluster_ns *n) {
         }
     hearth__cluster_step_down(n);
     hearth__cluster_snapshot_stop(n);
-    if (n->tail_sub) {
-        natsSubscription_Unsubscribe(n->tail_sub);
-        natsSubscription_Destroy(n->tail_sub);
-        n->tail_sub = NULL;
-    }
+    hearth__cluster_unsubscribe(c, &n->tail_sub);
     hearth__cluster_forward_cancel(n, HEARTH_ECANCELED);
     hearth__db_op *o = n->held;
     n->held = n->held_tail = NULL;
@@ -211,16 +243,7 @@ static void leave(hearth__cluster_ns *n) {
         hearth__db_op_cancel(o);
         o = next;
     }
-    for (hearth__cluster_msg *q = n->records; q;) {
-        hearth__cluster_msg *next = q->next;
-        natsMsg_Destroy(q->msg);
-        hearth__free(q);
-        q = next;
-    }
-    n->records = n->records_tail = NULL;
-    hearth__buf_free(&n->chain);
-    hearth__buf_init(&n->chain);
-    n->chain_parts = 0;
+    hearth__cluster_tail_clear(n);
 }
 
 static void cluster_stop(hearth_db_t *db) {
@@ -267,6 +290,7 @@ const hearth__db_backend hearth__db_cluster = {
     .unlink = cluster_unlink,
     .settle = cluster_settle,
     .quiet = cluster_quiet,
+    .unavailable = hearth__cluster_db_unavailable,
     .stop = cluster_stop,
     .close = cluster_close,
     .free = cluster_free,
@@ -284,7 +308,7 @@ static uint64_t join(hearth__cluster_ns *n, const char *dir) {
     uint64_t joined = hearth__cluster_snapshot_join(n->c, n->name, dir);
     if (joined < seq)
         return 0;
-    if (joined + 1 < floor)
+    if (joined + 1 < floor && floor != UINT64_MAX)
         fprintf(stderr, "hearth: cluster: %s: the log below %llu is purged "
                 "and no peer had a snapshot: records are missing here\n",
                 n->name, (unsigned long long)floor);
@@ -347,6 +371,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
         n->applied_seq = n->durable_seq = joined;
         hearth__cluster_seq_write(n);
     }
+    n->committed_seq = n->applied_seq;
     n->next = c->spaces;
     c->spaces = n;
     rc = hearth__cluster_tail_start(n, err);

@@ -22,12 +22,40 @@
 
 typedef struct hearth__cluster hearth__cluster;
 
-/* Joins the cluster at urls ("nats://h1:4222,nats://h2:4222") as node
- * (letters, digits, '-', '_'): the streams and buckets are made if
- * missing (as many replicas as urls, at most 3), this node's liveness key
- * is kept alive on loop. */
-int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
+/* How a node joins (hearth_server_config_t's cluster fields). NATS is
+ * untrusted: secret_file is the cluster secret every node holds (the
+ * seal: cluster/seal.h); without one, insecure must say so. The NATS
+ * credentials and TLS files are each optional: creds_file (a .creds file:
+ * user JWT and seed) or nkey_seed_file (an NKey seed), user_file (the
+ * user on its first line, the password on its second) or token_file (a
+ * token); ca_file (the CA to trust; implies TLS, as a tls:// URL does),
+ * cert_file with key_file (a client certificate). Strings are read during
+ * hearth__cluster_start only. */
+typedef struct hearth__cluster_options {
+    const char *urls, *node;
+    const char *secret_file; /* NULL with insecure */
+    bool insecure;
+    const char *creds_file, *nkey_seed_file, *user_file, *token_file;
+    const char *ca_file, *cert_file, *key_file;
+} hearth__cluster_options;
+
+/* The refusal of a node with neither a secret nor insecure. */
+#define HEARTH__CLUSTER_SECRET_REQUIRED                                       \
+    "cluster: a cluster secret is required: --cluster-secret-file FILE "      \
+    "(every node the same; e.g. `openssl rand -base64 32 > FILE`), or "       \
+    "--cluster-insecure for experiments"
+
+/* Joins the cluster at o->urls ("nats://h1:4222,nats://h2:4222") as
+ * o->node (letters, digits, '-', '_'): the streams and buckets are made
+ * if missing (as many replicas as urls, at most 3), this node's liveness
+ * key is kept alive on loop. An error names the file at fault, and never
+ * shows a URL's credentials. */
+int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
                           hearth__cluster **out, hearth_error_t *err);
+/* text with the credentials of every URL in it (nats: //user:pw@h, the
+ * space only for this comment) masked as ***@h, into out (cap bytes, cut
+ * to fit). */
+void hearth__cluster_mask_urls(const char *text, char *out, size_t cap);
 /* Leaves: every namespace must be closed first. The handles close on the
  * loop; *c is freed once they have (run the loop). */
 void hearth__cluster_stop(hearth__cluster *c);
@@ -75,11 +103,17 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
                                const char *text, hearth__cluster_kept_cb done,
                                void *ctx);
 
+/* The cluster's lines of /.metrics (Prometheus text), appended to out. */
+void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out);
+
 /* The operator's view as JSON text (to free with hearth__free): node,
  * live nodes, each open namespace's leader, log sequence and lag. */
 char *hearth__cluster_status(hearth__cluster *c);
 /* Test hook: a leader's purge round every `ticks` ticks of 500 ms
  * (default HEARTH__CLUSTER_RETAIN_TICKS, a minute). */
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks);
+/* Test hook: each append's answer is awaited only after ms more (a leader
+ * paused with its append in flight). */
+void hearth__cluster_set_append_delay(hearth__cluster *c, unsigned ms);
 
 #endif

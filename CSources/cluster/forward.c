@@ -5,8 +5,19 @@
  * listeners here have seen the write before its ok). With no leader yet
  * ("no responders") the request is sent again each tick until one wins
  * the lease; one sent but never answered fails after 5 s (its outcome is
- * unknown, as a single server's crash leaves it). */
-#include "cluster/internal.h"
+ * unknown, as a single server's crash leaves it).
+ *
+ * Sealed (cluster/sealing.h), a request is "<time> <term>\n" and the body,
+ * each part sealed for the subject, the reply subject (which names the
+ * request) and its part marker; the leader serves it only when it opens,
+ * is sealed for the leader's own term (its node and run: a request
+ * captured and sent to another leader, or to a later run, is refused
+ * there), and is fresh and not served before (replay.c). A request for
+ * another term is answered with the leader's, and sent again sealed for
+ * it; a node learns its leader's term so, once per leader. Answers are
+ * sealed for their reply subject. What does not open is dropped
+ * unanswered: an outsider learns nothing, not even who leads. */
+#include "cluster/sealing.h"
 
 #include "tree/json.h"
 
@@ -25,7 +36,12 @@ struct hearth__forward {
     uint64_t sent_at;  /* 0: to send (again) */
     char *body;
     size_t len;
+    size_t slot; /* sealed: the body's JSON after this much room for the
+                    request's first line (sealed anew at each send) */
 };
+
+/* Room for a sealed request's first line: "<time> <term>\n". */
+#define SLOT 128
 
 static void finish(hearth__forward *f, int rc) {
     if (f->o->done)
@@ -36,10 +52,12 @@ static void finish(hearth__forward *f, int rc) {
 }
 
 /* {"a": auth or null, "j": judged, "h": hash or null, "w": [[path,
- * value], ...]} */
-static char *body_of(const hearth__db_op *o, size_t *len) {
+ * value], ...]}, after slot bytes of room. */
+static char *body_of(const hearth__db_op *o, size_t slot, size_t *len) {
     hearth__buf b;
     hearth__buf_init(&b);
+    static const char room[SLOT];
+    hearth__buf_add(&b, room, slot);
     hearth__buf_adds(&b, "{\"a\":");
     if (o->auth)
         hearth__node_write_json(&b, o->auth, HEARTH_JSON_EXPORT);
@@ -69,24 +87,55 @@ static char *body_of(const hearth__db_op *o, size_t *len) {
     return b.data;
 }
 
-/* The body in parts of at most room bytes (one when it fits). */
+/* What a forwarded write's part i of k (k 0: the whole) is sealed for. */
+static void request_context(hearth__aad *a, const char *subj,
+                            const char *reply, size_t i, size_t k) {
+    hearth__aad_init(a);
+    hearth__aad_str(a, subj);
+    hearth__aad_str(a, reply);
+    hearth__aad_part(a, i, k);
+}
+
+/* Part i of k (k 0: the whole request) of data, sealed when the node
+ * seals. */
+static natsStatus send_part(hearth__cluster *c, const char *subj,
+                            const char *reply, const char *data, size_t len,
+                            size_t i, size_t k) {
+    hearth__buf sealed;
+    hearth__buf_init(&sealed);
+    if (hearth__cluster_sealed(c)) {
+        hearth__aad a;
+        request_context(&a, subj, reply, i, k);
+        if (hearth__cluster_seal(c, "fwd", &a, data, len, &sealed)) {
+            hearth__buf_free(&sealed);
+            return NATS_NO_MEMORY;
+        }
+        data = sealed.data;
+        len = sealed.len;
+    }
+    natsMsg *m = NULL;
+    natsStatus s = natsMsg_Create(&m, subj, reply, data, (int)len);
+    if (s == NATS_OK && k)
+        s = hearth__cluster_part_mark(m, i, k);
+    if (s == NATS_OK)
+        s = natsConnection_PublishMsg(c->nc, m);
+    natsMsg_Destroy(m);
+    hearth__buf_free(&sealed);
+    return s;
+}
+
+/* The request in parts of at most room bytes (one when it fits). */
 static natsStatus send_parts(hearth__cluster *c, const char *subj,
-                             const char *reply, const hearth__forward *f) {
+                             const char *reply, const char *data,
+                             size_t len) {
     size_t room = hearth__cluster_room(c);
-    if (f->len <= room)
-        return natsConnection_PublishRequest(c->nc, subj, reply, f->body,
-                                             (int)f->len);
-    size_t k = (f->len + room - 1) / room;
+    if (len <= room)
+        return send_part(c, subj, reply, data, len, 0, 0);
+    size_t k = (len + room - 1) / room;
     natsStatus s = NATS_OK;
     for (size_t i = 0; s == NATS_OK && i < k; i++) {
-        size_t at = i * room, size = f->len - at < room ? f->len - at : room;
-        natsMsg *m = NULL;
-        s = natsMsg_Create(&m, subj, reply, f->body + at, (int)size);
-        if (s == NATS_OK)
-            s = hearth__cluster_part_mark(m, i + 1, k);
-        if (s == NATS_OK)
-            s = natsConnection_PublishMsg(c->nc, m);
-        natsMsg_Destroy(m);
+        size_t at = i * room, size = len - at < room ? len - at : room;
+        s = send_part(c, subj, reply, data + at, size, i + 1, k);
     }
     return s;
 }
@@ -97,15 +146,31 @@ static void send_one(hearth__cluster *c, hearth__forward *f) {
     snprintf(reply, sizeof reply, "%s.%llu", c->inbox,
              (unsigned long long)f->id);
     f->sent_at = uv_now(c->loop);
-    if (send_parts(c, subj, reply, f) != NATS_OK)
+    const char *data = f->body;
+    size_t len = f->len;
+    if (f->slot) { /* the first line, just before the body's JSON */
+        char line[SLOT + 1];
+        int n = snprintf(line, sizeof line, "%lld %s\n",
+                         (long long)hearth_now_ms(), f->n->leader_term);
+        if (n < 0 || n > SLOT) {
+            f->sent_at = 0;
+            return;
+        }
+        memcpy(f->body + f->slot - (size_t)n, line, (size_t)n);
+        data = f->body + f->slot - (size_t)n;
+        len = f->len - f->slot + (size_t)n;
+    }
+    if (send_parts(c, subj, reply, data, len) != NATS_OK)
         f->sent_at = 0; /* disconnected: again next tick */
 }
 
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
     hearth__cluster *c = n->c;
     hearth__forward *f = hearth__calloc(1, sizeof *f);
-    if (f)
-        f->body = body_of(o, &f->len);
+    if (f) {
+        f->slot = hearth__cluster_sealed(c) ? SLOT : 0;
+        f->body = body_of(o, f->slot, &f->len);
+    }
     if (!f || !f->body) {
         hearth__free(f);
         if (o->done)
@@ -145,13 +210,35 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
         if (g->id == id)
             f = g;
     json_t *doc = NULL;
-    if (f && !natsMsg_IsNoResponders(m))
-        hearth__json_load(natsMsg_GetData(m),
-                          (size_t)natsMsg_GetDataLength(m), &doc, NULL);
+    bool no_leader = f && natsMsg_IsNoResponders(m);
+    if (f && !no_leader) {
+        /* An answer that does not open leaves the request waiting for the
+         * leader's own (or its bound). */
+        hearth__aad a;
+        hearth__aad_init(&a);
+        hearth__aad_str(&a, subj);
+        hearth__buf text;
+        hearth__buf_init(&text);
+        if (!hearth__cluster_unseal(c, HEARTH__REJECT_REPLY, "reply", &a,
+                                  natsMsg_GetData(m),
+                                  (size_t)natsMsg_GetDataLength(m), &text))
+            hearth__json_load(text.data, text.len, &doc, NULL);
+        else
+            f = NULL;
+        hearth__buf_free(&text);
+    }
     natsMsg_Destroy(m);
     json_t *rc = json_object_get(doc, "rc");
+    const char *term = json_string_value(json_object_get(doc, "to"));
+    if (f && term && hearth__cluster_sealed(c)) {
+        /* sealed for another leader: again at once, for this one */
+        snprintf(f->n->leader_term, sizeof f->n->leader_term, "%s", term);
+        json_decref(doc);
+        send_one(c, f);
+        return;
+    }
     if (!f || !json_is_number(rc)) { /* no leader (yet): sent again */
-        if (f)
+        if (f && (no_leader || json_is_true(json_object_get(doc, "retry"))))
             f->sent_at = 0;
         json_decref(doc);
         return;
@@ -202,6 +289,7 @@ static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
 void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
     hearth__cluster_joins_expire(c, HEARTH__CLUSTER_FORWARD_MS);
+    hearth__cluster_replay_expire(c);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         tail_deadlines(n, now);
     for (hearth__forward **p = &c->forwards; *p;) {
@@ -246,11 +334,40 @@ typedef struct served {
     char *reply;
 } served;
 
+/* text on reply, sealed for it. */
+static void answer_text(hearth__cluster *c, const char *reply,
+                        const char *text) {
+    if (!hearth__cluster_sealed(c)) {
+        natsConnection_PublishString(c->nc, reply, text);
+        return;
+    }
+    hearth__aad a;
+    hearth__aad_init(&a);
+    hearth__aad_str(&a, reply);
+    hearth__buf sealed;
+    hearth__buf_init(&sealed);
+    if (!hearth__cluster_seal(c, "reply", &a, text, strlen(text), &sealed))
+        natsConnection_Publish(c->nc, reply, sealed.data, (int)sealed.len);
+    hearth__buf_free(&sealed);
+}
+
 static void answer(hearth__cluster *c, const char *reply, int rc, uint64_t seq) {
     char text[64];
     snprintf(text, sizeof text, "{\"rc\":%d,\"seq\":%llu}", rc,
              (unsigned long long)seq);
-    natsConnection_PublishString(c->nc, reply, text);
+    answer_text(c, reply, text);
+}
+
+/* Not served here: sent again, to whoever leads by the sender's next
+ * tick, or at once sealed for term (this leader's). */
+static void answer_retry(hearth__cluster *c, const char *reply,
+                         const char *term) {
+    char text[160];
+    if (term) /* a node name and a hex run: nothing to escape */
+        snprintf(text, sizeof text, "{\"retry\":true,\"to\":\"%s\"}", term);
+    else
+        snprintf(text, sizeof text, "{\"retry\":true}");
+    answer_text(c, reply, text);
 }
 
 static void on_served(int status, void *ctx) {
@@ -333,10 +450,10 @@ static void joining_free(joining *j) {
     hearth__free(j);
 }
 
-/* Takes m's part into its write's join; the whole body once its last part
- * is in (to free), else NULL. */
-static joining *join_part(hearth__cluster *c, natsMsg *m, const char *reply,
-                          size_t i, size_t k) {
+/* Takes a part (data, opened) into its write's join; the whole body once
+ * its last part is in (to free), else NULL. */
+static joining *join_part(hearth__cluster *c, const char *data, size_t len,
+                          const char *reply, size_t i, size_t k) {
     joining **p = &c->joining;
     while (*p && strcmp((*p)->reply, reply) != 0)
         p = &(*p)->next;
@@ -355,7 +472,7 @@ static joining *join_part(hearth__cluster *c, natsMsg *m, const char *reply,
     }
     if (!j)
         return NULL;
-    hearth__buf_add(&j->body, natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m));
+    hearth__buf_add(&j->body, data, len);
     j->parts++;
     if (i < k && j->reply && !j->body.failed)
         return NULL;
@@ -380,32 +497,86 @@ void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old) {
     }
 }
 
-static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
-                       const char *reply, const char *data, size_t len);
+static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,
+                          const char *reply, const char *data, size_t len);
 
 void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
-    hearth__cluster_ns *n = hearth__cluster_find(
-        c, strrchr(natsMsg_GetSubject(m), '.') + 1);
+    const char *subject = natsMsg_GetSubject(m);
+    hearth__cluster_ns *n = hearth__cluster_find(c, strrchr(subject, '.') + 1);
     const char *reply = natsMsg_GetReply(m);
-    size_t i, k;
-    if (!reply || !n || !n->leader) {
+    size_t i = 0, k = 0;
+    bool part = hearth__cluster_part(m, &i, &k);
+    const char *data = natsMsg_GetData(m);
+    size_t len = (size_t)natsMsg_GetDataLength(m);
+    hearth__buf plain;
+    hearth__buf_init(&plain);
+    bool opened = true;
+    if (hearth__cluster_sealed(c)) { /* each part opened before anything */
+        hearth__aad a;
+        request_context(&a, subject, reply ? reply : "", part ? i : 0,
+                        part ? k : 0);
+        if (!reply)
+            hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
+        opened = reply && !hearth__cluster_unseal(c, HEARTH__REJECT_FWD, "fwd",
+                                                &a, data, len, &plain);
+        data = plain.data;
+        len = plain.len;
+    }
+    if (!opened) {
+        /* dropped unanswered */
+    } else if (!reply || !n || !n->leader) {
         /* No longer leading (the request was on its way): the sender asks
          * again on its next tick, whoever leads by then. */
-        if (reply && (!hearth__cluster_part(m, &i, &k) || i == k))
-            natsConnection_PublishString(c->nc, reply, "{\"retry\":true}");
-    } else if (!hearth__cluster_part(m, &i, &k)) {
-        serve_body(c, n, reply, natsMsg_GetData(m),
-                   (size_t)natsMsg_GetDataLength(m));
+        if (reply && (!part || i == k))
+            answer_retry(c, reply, NULL);
+    } else if (!part) {
+        serve_request(c, n, reply, data, len);
     } else {
-        joining *j = join_part(c, m, reply, i, k);
+        joining *j = join_part(c, data, len, reply, i, k);
         if (j && j->reply && !j->body.failed)
-            serve_body(c, n, reply, j->body.data, j->body.len);
+            serve_request(c, n, reply, j->body.data, j->body.len);
         else if (j)
             answer(c, reply, HEARTH_ENOMEM, 0);
         if (j)
             joining_free(j);
     }
+    hearth__buf_free(&plain);
     natsMsg_Destroy(m);
+}
+
+static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
+                       const char *reply, const char *data, size_t len);
+
+/* A whole request: sealed, its first line says when and for whom. */
+static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,
+                          const char *reply, const char *data, size_t len) {
+    if (!hearth__cluster_sealed(c)) {
+        serve_body(c, n, reply, data, len);
+        return;
+    }
+    /* data is a buffer's: NUL-terminated */
+    const char *nl = memchr(data, '\n', len);
+    char *end = NULL;
+    long long at = strtoll(data, &end, 10);
+    if (!nl || end == data || *end != ' ' || end > nl) {
+        hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
+        return;
+    }
+    char mine[sizeof n->leader_term];
+    snprintf(mine, sizeof mine, "%s.%s", c->node, c->run);
+    const char *term = end + 1;
+    if ((size_t)(nl - term) != strlen(mine) ||
+        memcmp(term, mine, (size_t)(nl - term)) != 0) {
+        answer_retry(c, reply, mine);
+        return;
+    }
+    int rc = hearth__cluster_replay_check(c, reply, (uint64_t)at);
+    if (rc == HEARTH_EDENIED)
+        hearth__cluster_rejected(c, HEARTH__REJECT_FWD, true);
+    else if (rc)
+        answer(c, reply, rc, 0);
+    else
+        serve_body(c, n, reply, nl + 1, len - (size_t)(nl + 1 - data));
 }
 
 /* One forwarded write's body, judged and queued as its caller. */

@@ -8,13 +8,18 @@
 #include "db/embedded.h"
 
 #include <nats/nats.h>
+#include <stdatomic.h>
 
 #define HEARTH__CLUSTER_PARTITIONS 32
 #define HEARTH__CLUSTER_LEASE_MS 4000 /* a lease or liveness key's TTL */
 #define HEARTH__CLUSTER_TICK_MS 500   /* renewals, elections, retries */
 #define HEARTH__CLUSTER_WAIT_MS 5000  /* a JetStream call's bound */
+/* ... on the leases' round (round_js): three calls that each wait it out
+ * (a JetStream electing its leaders) still renew a lease within its TTL */
+#define HEARTH__CLUSTER_ROUND_WAIT_MS 1000
 #define HEARTH__CLUSTER_FORWARD_MS 15000 /* a forwarded write's bound */
 #define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
+#define HEARTH__CLUSTER_REJECT_KINDS 5 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */
 typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY, MSG_RULES } hearth__cluster_msg_kind;
@@ -23,9 +28,23 @@ typedef struct hearth__cluster_msg {
     hearth__cluster_msg_kind kind;
     natsMsg *msg;
     uint64_t seq; /* MSG_LOG: its stream sequence */
+    /* MSG_LOG, set by the tail: the sequence of the subject's message
+     * before it (what its leader fenced it on, if it is genuine), and
+     * once opened (1; -1: it does not, a no-op) where its plaintext is */
+    uint64_t prev;
+    int opened;
+    const char *plain;
+    size_t plain_len;
 } hearth__cluster_msg;
 
 typedef struct hearth__cluster_ns hearth__cluster_ns;
+
+/* The root hash of a namespace's tree at a log sequence (antientropy.c). */
+#define HEARTH__CLUSTER_CHECKS 4
+typedef struct hearth__checkpoint {
+    uint64_t seq;
+    char hash[HEARTH_HASH_SIZE];
+} hearth__checkpoint;
 typedef struct hearth__snap_box hearth__snap_box; /* snapshot.c */
 
 /* A lease given up, deleted by the next round if still as it was. */
@@ -39,9 +58,18 @@ typedef struct hearth__forward hearth__forward;
 struct hearth__cluster {
     uv_loop_t *loop;
     char *node;
+    /* made from the cluster secret at start, freed with the link; NULL
+     * when the node runs --cluster-insecure (cluster/seal.h) */
+    struct hearth__seal *seal;
+    /* what was taken from NATS and dropped, by kind, and which kinds'
+     * first was logged (sealing.h) */
+    _Atomic uint64_t rejected[HEARTH__CLUSTER_REJECT_KINDS];
+    atomic_uint rejected_logged;
+    struct hearth__replay *replay; /* forwarded writes served (replay.c) */
     int replicas;
     natsConnection *nc;
     jsCtx *js;
+    jsCtx *round_js; /* the leases' round's calls (ROUND_WAIT_MS) */
     kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
     kvStore *retained; /* each namespace's purge floor (retain.c) */
     kvStore *rules_kv; /* each namespace's rules (rules.c) */
@@ -64,9 +92,12 @@ struct hearth__cluster {
     int open_spaces;
     bool stop_asked;
     bool round_running; /* the leases' round on a worker (lease.c) */
+    int rebuilds; /* diverged namespaces' rebuilds on workers */
+    uint64_t divergences; /* found since start (antientropy.c) */
     hearth__lease_release *releases;
     uint64_t ticks;
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
+    unsigned append_delay_ms; /* test hook (backend.c) */
     hearth__cluster_ns *spaces; /* open namespaces */
     /* forwarded writes awaiting the leader's answer */
     natsSubscription *replies;
@@ -92,9 +123,12 @@ struct hearth__cluster_ns {
      * alone (hearth__cluster_append_wait waits for them) */
     jsCtx *js;
     char seq_file[4096]; /* the local store's place in the log */
-    /* The log's records are in the tree up to here: the fence of the next
-     * append. */
+    /* The tree is exactly the log's records up to here (tail.c keeps it
+     * so: hearth__cluster_tree_exact): the fence of the next append. */
     uint64_t applied_seq;
+    /* ... and the tree of the last good commit (durable_root) up to here:
+     * a failed commit puts applied_seq back to it. */
+    uint64_t committed_seq;
     uint64_t durable_seq; /* ... and in the local store up to here */
     uint64_t stored_seq;  /* what seq_file says */
     int seq_fd;           /* seq_file, open once written (0: not yet) */
@@ -114,9 +148,15 @@ struct hearth__cluster_ns {
     int batch_rc;         /* the append's outcome (set by its answer) */
     /* the tail */
     natsSubscription *tail_sub;
+    uint64_t tail_last; /* the sequence of the last message it received */
     hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    /* applied, kept until a good commit holds them: a failed one undoes
+     * them, and they apply again (with the parts of an unfinished chain,
+     * which a commit never holds) */
+    hearth__cluster_msg *unsettled, *unsettled_tail;
     hearth__buf chain;   /* the parts of a chain received so far */
     size_t chain_parts;  /* how many */
+    uint64_t chain_first; /* the sequence of its first part (0: none) */
     /* client writes waiting: for leadership settled, or for the tail */
     hearth__db_op *held, *held_tail;
     /* the last whole tree, answered to joining peers (snapshot.c) */
@@ -125,6 +165,17 @@ struct hearth__cluster_ns {
     /* retention, while leader: the log's end at the last purge round
      * (the next purges no further), and what is purged */
     uint64_t retain_cap, purged;
+    /* anti-entropy (antientropy.c): this node's recent checkpoints (a
+     * ring), sequences peers published that the tail has not reached, and
+     * whether the tree was found to differ (not served, rebuilding) */
+    hearth__checkpoint checks[HEARTH__CLUSTER_CHECKS];
+    unsigned check_next, check_count;
+    uint64_t wanted[HEARTH__CLUSTER_CHECKS];
+    unsigned nwanted;
+    bool diverged, rebuilding;
+    /* the leader's run, as it last told this node: forwarded writes are
+     * sealed for it alone (forward.c) */
+    char leader_term[96];
     hearth__forward *waiting; /* answered, acknowledged at their seq */
     int forwarding;           /* sent, not yet answered */
 };
@@ -141,6 +192,17 @@ void hearth__cluster_space_freed(hearth__cluster *c);
 /* Makes namespace n's stream if this node has not yet. */
 int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
                            hearth_error_t *err);
+/* Ends *sub (NULL after). A JetStream consumer it made is deleted while
+ * NATS is connected; otherwise the server drops it once nobody listens,
+ * and nothing waits for a NATS that cannot answer. */
+void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub);
+
+/* ---- natsopts.c ---- */
+/* The NATS credentials and TLS of o into opts (tls:// URLs and a CA make
+ * the connection secure); an error names the file at fault. */
+int hearth__cluster_nats_auth(natsOptions *opts,
+                              const hearth__cluster_options *o,
+                              hearth_error_t *err);
 
 /* ---- append.c ---- */
 /* Appends a group commit's bytes after sequence `after` (0: none), as one
@@ -150,9 +212,10 @@ int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
 /* The same, overlapped with the local log: start sends the message (a
  * chain is appended whole, waiting for each part) and wait waits for the
  * stream's answer (hearth__cluster_on_ack, the jsCtx's ack handler, sets
- * batch_seq and batch_rc). Worker thread. */
-int hearth__cluster_append_start(hearth__cluster_ns *n, const char *data,
-                                 size_t len, uint64_t after);
+ * batch_seq and batch_rc). bytes: hearth__cluster_seal_room bytes of room
+ * (sealing.h), then the group; sealed where it lies. Worker thread. */
+int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
+                                 uint64_t after);
 int hearth__cluster_append_wait(hearth__cluster_ns *n);
 void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
                             jsPubAckErr *pae, void *closure);
@@ -174,6 +237,20 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *m);
 /* Applies the records received, unless this node's own writes wait for
  * the log (they come first: the log refuses them, or they are its next). */
 void hearth__cluster_tail_drain(hearth__cluster_ns *n);
+/* Whether the tree is exactly the log up to applied_seq: no write of this
+ * node's own is applied ahead of the log (waiting for its commit, or in
+ * the commit that appends it). Records apply only then. */
+bool hearth__cluster_tree_exact(const hearth__cluster_ns *n);
+/* After a good commit of records (up to committed_seq): forgets those it
+ * holds. After a failed one (the tree back at committed_seq): the records
+ * applied since go back to the front of the queue, to apply again. */
+void hearth__cluster_tail_settled(hearth__cluster_ns *n);
+void hearth__cluster_tail_rewind(hearth__cluster_ns *n);
+/* Forgets the records kept and a chain in progress: the tree was
+ * replaced by a peer's, past them (antientropy.c); the queue stays. */
+void hearth__cluster_tail_settle_all(hearth__cluster_ns *n);
+/* Drops every record received or kept (the namespace leaves). */
+void hearth__cluster_tail_clear(hearth__cluster_ns *n);
 /* The local store's place in the log (seq_file), read and written. */
 uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n);
 void hearth__cluster_seq_write(hearth__cluster_ns *n);
@@ -240,10 +317,16 @@ typedef struct hearth__retain_job {
 } hearth__retain_job;
 /* Worker thread: purges j's subject as far as every live node allows. */
 void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
-/* name's purge floor: records below it are gone (0: none). */
+/* name's purge floor: records below it are gone (0: none; UINT64_MAX:
+ * unknown, its value does not open). */
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name);
 
 /* ---- status.c ---- */
+/* One node's liveness value, opened (NULL: none, or not a node's:
+ * *forged, when not NULL, says which); every live node's,
+ * {"<node>": {...}} (any thread). */
+struct json_t *hearth__cluster_liveness_of(hearth__cluster *c,
+                                           const char *node, bool *forged);
 /* Every live node's liveness value, {"<node>": {...}} (any thread). */
 struct json_t *hearth__cluster_live_nodes(hearth__cluster *c);
 
@@ -253,11 +336,12 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
 
 /* ---- lane.c ---- */
 typedef struct hearth__lane hearth__lane;
-/* Queues a put of value at key in kv (value NULL: a delete) down the lane
- * of KV calls (a worker, in order); done (may be NULL) then runs on the
- * loop. false without memory (done not called). */
+/* Queues a put of value (len bytes, copied; sealed by the caller:
+ * sealing.h) at key in kv (value NULL: a delete) down the lane of KV
+ * calls (a worker, in order); done (may be NULL) then runs on the loop.
+ * false without memory (done not called). */
 bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
-                              const char *key, const char *value,
+                              const char *key, const void *value, size_t len,
                               hearth__cluster_kept_cb done, void *ctx);
 /* Starts the worker on what is queued (and a due sweep) unless it runs. */
 void hearth__cluster_lane_kick(hearth__cluster *c);
@@ -277,6 +361,26 @@ void hearth__cluster_rules_stop(hearth__cluster *c);
 void hearth__cluster_rules_free(hearth__cluster *c);
 /* Loop: a change of the bucket, from its stream. */
 void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m);
+
+/* ---- antientropy.c ---- */
+/* Loop, each renewal: a checkpoint of the last good commit's tree. */
+void hearth__cluster_checks_note(hearth__cluster_ns *n);
+/* Loop, the tail having applied up to applied_seq: a checkpoint there if
+ * a peer published one. */
+void hearth__cluster_checks_applied(hearth__cluster_ns *n);
+/* n's checkpoints as liveness publishes them: [[seq, hash], ...]. */
+struct json_t *hearth__cluster_checks_json(const hearth__cluster_ns *n);
+/* Loop, with every live node's liveness: compares, and a namespace whose
+ * tree most peers saw otherwise is no longer served, and rebuilt. */
+void hearth__cluster_checks_compare(hearth__cluster *c, struct json_t *live);
+/* Loop, each tick: the rebuild of a diverged namespace, once it may. */
+void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n);
+/* The backend's unavailable: a diverged namespace is not served. */
+bool hearth__cluster_db_unavailable(hearth_db_t *db);
+
+/* ---- snapshot.c: a peer's tree (any thread; 0 with *root, new) ---- */
+int hearth__cluster_snapshot_fetch(hearth__cluster *c, const char *name,
+                                   hearth_node_t **root, uint64_t *seq);
 
 /* ---- transaction.c ---- */
 /* Runs a transaction with a function on a node that does not lead: true

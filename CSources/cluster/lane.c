@@ -16,7 +16,8 @@ typedef struct lane_job {
     struct lane_job *next;
     kvStore *kv;
     char key[256];
-    char *value;
+    char *value; /* its bytes (sealed: cluster/sealing.h) */
+    size_t len;
     int rc;
     hearth__cluster_kept_cb done;
     void *ctx;
@@ -34,7 +35,8 @@ static void lane_work(uv_work_t *w) {
     hearth__cluster *c = w->data;
     for (lane_job *j = c->lane->batch; j; j = j->next) {
         uint64_t rev;
-        natsStatus s = j->value ? kvStore_PutString(&rev, j->kv, j->key, j->value)
+        natsStatus s = j->value ? kvStore_Put(&rev, j->kv, j->key, j->value,
+                                              (int)j->len)
                                 : kvStore_Delete(j->kv, j->key);
         j->rc = s == NATS_OK ? 0 : hearth__cluster_error(s);
     }
@@ -85,14 +87,17 @@ void hearth__cluster_lane_kick(hearth__cluster *c) {
 }
 
 bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
-                              const char *key, const char *value,
+                              const char *key, const void *value, size_t len,
                               hearth__cluster_kept_cb done, void *ctx) {
     hearth__lane *l = c->lane;
     lane_job *j = hearth__calloc(1, sizeof *j);
-    if (!j || (value && !(j->value = hearth__strndup(value, strlen(value))))) {
+    if (!j || (value && !(j->value = hearth__malloc(len ? len : 1)))) {
         hearth__free(j);
         return false;
     }
+    if (value)
+        memcpy(j->value, value, len);
+    j->len = len;
     j->kv = kv;
     snprintf(j->key, sizeof j->key, "%s", key);
     j->done = done;

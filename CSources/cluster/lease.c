@@ -12,6 +12,7 @@
  * name and lease, and applies its findings (won, kept, lost, who holds
  * it) when it ends; at most one round runs at a time. */
 #include "cluster/internal.h"
+#include "cluster/sealing.h"
 
 #include "tree/json.h"
 
@@ -27,6 +28,7 @@ typedef struct lease_job {
     lease_outcome outcome;
     uint64_t new_rev, log_end;
     char holder[64];
+    bool stand_aside; /* diverged: does not try to win the lease */
     bool retain; /* a purge round for this namespace (leader) */
     hearth__retain_job purge;
 } lease_job;
@@ -48,15 +50,24 @@ static void on_forward_msg(natsConnection *nc, natsSubscription *sub,
     hearth__cluster_post(closure, MSG_FORWARD, m, 0);
 }
 
-/* Deletes the leases given up, if still as they were (any thread). */
+/* Deletes the leases given up, if still as they were (any thread): a
+ * delete appended on the condition that the key's last revision is the
+ * one given up, judged by the bucket's leader (a read first may come from
+ * a replica behind it, as a KV read may, and miss the lease, left to
+ * expire: a successor would wait 4 s more). */
 static void release_all(hearth__cluster *c, hearth__lease_release *r) {
     while (r) {
         hearth__lease_release *next = r->next;
-        kvEntry *e = NULL;
-        if (kvStore_Get(&e, c->leases, r->name) == NATS_OK &&
-            kvEntry_Revision(e) == r->rev)
-            kvStore_Delete(c->leases, r->name);
-        kvEntry_Destroy(e);
+        char subject[160];
+        snprintf(subject, sizeof subject, "$KV.hearth_leases.%s", r->name);
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.ExpectLastSubjectSeq = r->rev;
+        natsMsg *m = NULL;
+        if (natsMsg_Create(&m, subject, NULL, NULL, 0) == NATS_OK &&
+            natsMsgHeader_Set(m, "KV-Operation", "DEL") == NATS_OK)
+            js_PublishMsg(NULL, c->round_js, m, &po, NULL);
+        natsMsg_Destroy(m);
         hearth__free(r);
         r = next;
     }
@@ -94,43 +105,73 @@ static uint64_t log_end(hearth__cluster *c, const lease_job *j) {
     natsMsg *m = NULL;
     jsErrCode jerr = 0;
     uint64_t seq = 0;
-    if (js_GetLastMsg(&m, c->js, j->stream, j->subject, NULL, &jerr) == NATS_OK)
+    if (js_GetLastMsg(&m, c->round_js, j->stream, j->subject, NULL, &jerr) ==
+        NATS_OK)
         seq = natsMsg_GetSequence(m);
     natsMsg_Destroy(m);
     return seq;
 }
 
-/* Worker thread: one namespace's lease. */
+/* Worker thread: whoever holds a lease, from its value (sealed for its
+ * key: one a NATS user wrote without the secret names nobody). */
+static void holder_of(hearth__cluster *c, const lease_job *j, kvEntry *e,
+                      char *holder, size_t size) {
+    hearth__buf name;
+    hearth__buf_init(&name);
+    holder[0] = '\0';
+    if (!hearth__cluster_open_value(c, "hearth_leases", j->name,
+                                    kvEntry_Value(e),
+                                    (size_t)kvEntry_ValueLen(e), &name))
+        snprintf(holder, size, "%.*s", (int)name.len, name.data);
+    hearth__buf_free(&name);
+}
+
+/* Worker thread: one namespace's lease. Its value is this node's name,
+ * sealed for the key. */
 static void lease_job_run(hearth__cluster *c, lease_job *j, bool renew) {
-    const char *me = c->node;
+    if (j->leader && !renew)
+        return;
+    hearth__buf me;
+    hearth__buf_init(&me);
+    if (hearth__cluster_seal_value(c, "hearth_leases", j->name, c->node,
+                                   strlen(c->node), &me)) {
+        hearth__buf_free(&me);
+        j->outcome = j->leader ? LOST : SEEN_NOTHING;
+        return;
+    }
     if (j->leader) {
-        if (!renew)
-            return;
-        bool kept = kvStore_Update(&j->new_rev, c->leases, j->name, me,
-                                   (int)strlen(me), j->rev) == NATS_OK;
+        bool kept = kvStore_Update(&j->new_rev, c->leases, j->name, me.data,
+                                   (int)me.len, j->rev) == NATS_OK;
         j->outcome = kept ? KEPT : LOST;
+        hearth__buf_free(&me);
         return;
     }
     kvEntry *e = NULL;
     natsStatus s = kvStore_Get(&e, c->leases, j->name);
     if (s == NATS_OK) {
         j->outcome = HELD_BY;
-        snprintf(j->holder, sizeof j->holder, "%s", kvEntry_ValueString(e));
-    } else if (s == NATS_NOT_FOUND &&
-               kvStore_Create(&j->new_rev, c->leases, j->name, me,
-                              (int)strlen(me)) == NATS_OK) {
+        holder_of(c, j, e, j->holder, sizeof j->holder);
+    } else if (s == NATS_NOT_FOUND && !j->stand_aside &&
+               kvStore_Create(&j->new_rev, c->leases, j->name, me.data,
+                              (int)me.len) == NATS_OK) {
         j->outcome = WON;
         j->log_end = log_end(c, j);
     }
     kvEntry_Destroy(e);
+    hearth__buf_free(&me);
 }
 
 static void round_work(uv_work_t *w) {
     lease_round *r = w->data;
     hearth__cluster *c = r->c;
     if (r->renew && r->alive) {
+        hearth__buf alive;
+        hearth__buf_init(&alive);
         uint64_t rev;
-        kvStore_PutString(&rev, c->nodes, c->node, r->alive);
+        if (!hearth__cluster_seal_value(c, "hearth_nodes", c->node, r->alive,
+                                        strlen(r->alive), &alive))
+            kvStore_Put(&rev, c->nodes, c->node, alive.data, (int)alive.len);
+        hearth__buf_free(&alive);
     }
     release_all(c, r->releases);
     r->releases = NULL;
@@ -157,6 +198,15 @@ static void lead(hearth__cluster_ns *n, const lease_job *j) {
     hearth__cluster_tail_drain(n);
 }
 
+/* A renewal in flight as its namespace stepped down: the release queued
+ * then names the revision before it and would miss the lease, left to
+ * expire (a successor waits 4 s more); it names the renewed one. */
+static void release_renewed(hearth__cluster *c, const lease_job *j) {
+    for (hearth__lease_release *r = c->releases; r; r = r->next)
+        if (strcmp(r->name, j->name) == 0 && r->rev == j->rev)
+            r->rev = j->new_rev;
+}
+
 /* Loop: what the round found, for the namespaces still open. */
 static void round_done(uv_work_t *w, int status) {
     (void)status;
@@ -168,10 +218,12 @@ static void round_done(uv_work_t *w, int status) {
         hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
         if (!n)
             continue; /* closed meanwhile: a lease won expires */
-        if (j->outcome == WON && !n->leader)
+        if (j->outcome == WON && !n->leader && !n->diverged)
             lead(n, j);
         else if (j->outcome == KEPT && n->leader)
             n->lease_rev = j->new_rev;
+        else if (j->outcome == KEPT)
+            release_renewed(c, j);
         else if (j->outcome == LOST && n->leader)
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->leader)
@@ -182,6 +234,7 @@ static void round_done(uv_work_t *w, int status) {
     if (r->live) { /* the operator's view, as of this round */
         json_decref(c->live);
         c->live = r->live;
+        hearth__cluster_checks_compare(c, c->live);
     }
     free(r->alive);
     hearth__free(r->jobs);
@@ -190,12 +243,16 @@ static void round_done(uv_work_t *w, int status) {
 }
 
 /* This node's liveness value: {"ns": {"<name>": applied sequence},
- * "run": its run}. */
+ * "sums": {"<name>": its checkpoints (antientropy.c)}, "run": its run}. */
 static char *liveness(hearth__cluster *c) {
-    json_t *ns = json_object();
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    json_t *ns = json_object(), *sums = json_object();
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
         json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
-    json_t *doc = json_pack("{soss}", "ns", ns, "run", c->run);
+        hearth__cluster_checks_note(n);
+        if (!n->diverged) /* a diverged tree is nobody's reference */
+            json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));
+    }
+    json_t *doc = json_pack("{sososs}", "ns", ns, "sums", sums, "run", c->run);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     return text;
@@ -236,6 +293,7 @@ static void start_round(hearth__cluster *c, bool renew) {
         snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", n->subject);
         jobs[i].leader = n->leader;
         jobs[i].rev = n->lease_rev;
+        jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */
         plan_purge(c, n, &jobs[i], renew);
     }
     r->c = c;
@@ -262,6 +320,8 @@ void hearth__cluster_on_tick(uv_timer_t *t) {
         hearth__cluster_orphans_run(c);
     hearth__cluster_forward_tick(c);
     hearth__cluster_rules_follow_bucket(c); /* if not yet */
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
         hearth__cluster_tail_drain(n);
+        hearth__cluster_rebuild_maybe(n);
+    }
 }

@@ -2,6 +2,8 @@
  * and liveness buckets, the streams, and the one way from NATS's threads
  * to the loop (a locked list and a coalesced uv_async_send). */
 #include "cluster/internal.h"
+#include "cluster/seal.h"
+#include "cluster/sealing.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -105,11 +107,14 @@ static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
 /* ---- setup ---- */
 
 static int nats_fail(hearth_error_t *err, natsStatus s, const char *what) {
+    /* The library's text may quote a URL: never with its credentials. */
+    char why[512];
+    hearth__cluster_mask_urls(nats_GetLastError(NULL) ? nats_GetLastError(NULL)
+                                                      : natsStatus_GetText(s),
+                              why, sizeof why);
     return hearth__error(err, hearth__cluster_error(s) ? hearth__cluster_error(s)
                                                        : HEARTH_EIO,
-                         NULL, "cluster: %s: %s", what,
-                         nats_GetLastError(NULL) ? nats_GetLastError(NULL)
-                                                 : natsStatus_GetText(s));
+                         NULL, "cluster: %s: %s", what, why);
 }
 
 /* The servers of a comma-separated list, into opts. */
@@ -128,12 +133,20 @@ static natsStatus set_servers(natsOptions *opts, const char *urls, int *count) {
     return s;
 }
 
-static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
+static natsStatus connect_nats(hearth__cluster *c,
+                               const hearth__cluster_options *o,
+                               hearth_error_t *err, int *rc) {
     natsOptions *opts = NULL;
     int count = 0;
     natsStatus s = natsOptions_Create(&opts);
     if (s == NATS_OK)
-        s = set_servers(opts, urls, &count);
+        s = set_servers(opts, o->urls, &count);
+    /* Credentials and TLS, from their files: a file at fault fails here,
+     * named, before any connection is tried. */
+    if (s == NATS_OK && (*rc = hearth__cluster_nats_auth(opts, o, err))) {
+        natsOptions_Destroy(opts);
+        return NATS_ERR;
+    }
     if (s == NATS_OK)
         s = natsOptions_SetName(opts, c->node);
     /* Keep trying through a server's death: the others take over. */
@@ -143,6 +156,18 @@ static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
         s = natsOptions_SetReconnectWait(opts, 200);
     if (s == NATS_OK)
         s = natsOptions_SetTimeout(opts, 2000);
+    /* A server that dies is noticed within 3 s even when its socket stays
+     * open (a host that crashed): a ping each second, given up at the
+     * third unanswered (the default waits 4 minutes). */
+    if (s == NATS_OK)
+        s = natsOptions_SetPingInterval(opts, 1000);
+    if (s == NATS_OK)
+        s = natsOptions_SetMaxPingsOut(opts, 2);
+    /* A call waiting on that server (a KV call of the leases' round or
+     * the lane, a consumer's making) fails then, to be made again over
+     * the next server, instead of waiting out its bound. */
+    if (s == NATS_OK)
+        s = natsOptions_SetFailRequestsOnDisconnect(opts, true);
     /* Each forwarded write and its answer goes out at once, not when the
      * library's flusher thread next runs. */
     if (s == NATS_OK)
@@ -154,8 +179,10 @@ static natsStatus connect_nats(hearth__cluster *c, const char *urls) {
     return s;
 }
 
-static natsStatus bucket(hearth__cluster *c, const char *name, bool ttl,
-                         kvStore **out) {
+/* Bucket name, made if missing (on c->js: making one waits for
+ * JetStream to place it), opened for calls on js. */
+static natsStatus bucket(hearth__cluster *c, jsCtx *js, const char *name,
+                         bool ttl, kvStore **out) {
     kvConfig kc;
     kvConfig_Init(&kc);
     kc.Bucket = name;
@@ -166,6 +193,11 @@ static natsStatus bucket(hearth__cluster *c, const char *name, bool ttl,
     natsStatus s = js_CreateKeyValue(out, c->js, &kc);
     if (s != NATS_OK) /* made by another node already */
         s = js_KeyValue(out, c->js, name);
+    if (s == NATS_OK && js != c->js) {
+        kvStore_Destroy(*out);
+        *out = NULL;
+        s = js_KeyValue(out, js, name);
+    }
     return s;
 }
 
@@ -203,24 +235,45 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
     return 0;
 }
 
-static int link_up(hearth__cluster *c, const char *urls, hearth_error_t *err) {
-    natsStatus s = connect_nats(c, urls);
+void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub) {
+    if (!*sub)
+        return;
+    /* Unsubscribe deletes the consumer, a JetStream call; Destroy alone
+     * does not. */
+    if (natsConnection_Status(c->nc) == NATS_CONN_STATUS_CONNECTED)
+        natsSubscription_Unsubscribe(*sub);
+    natsSubscription_Destroy(*sub);
+    *sub = NULL;
+}
+
+static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
+                   hearth_error_t *err) {
+    int rc = 0;
+    natsStatus s = connect_nats(c, o, err, &rc);
+    if (rc)
+        return rc;
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot connect");
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = HEARTH__CLUSTER_WAIT_MS;
     s = natsConnection_JetStream(&c->js, c->nc, &jo);
+    /* The leases' round (its buckets, the log's end of a lease won) waits
+     * less: a call that JetStream leaves unanswered while it elects a
+     * leader is made again at the next tick, not waited out. */
+    jo.Wait = HEARTH__CLUSTER_ROUND_WAIT_MS;
     if (s == NATS_OK)
-        s = bucket(c, "hearth_leases", true, &c->leases);
+        s = natsConnection_JetStream(&c->round_js, c->nc, &jo);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_nodes", true, &c->nodes);
+        s = bucket(c, c->round_js, "hearth_leases", true, &c->leases);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_ondisconnect", false, &c->orphans);
+        s = bucket(c, c->round_js, "hearth_nodes", true, &c->nodes);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_retained", false, &c->retained);
+        s = bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
     if (s == NATS_OK)
-        s = bucket(c, "hearth_rules", false, &c->rules_kv);
+        s = bucket(c, c->js, "hearth_retained", false, &c->retained);
+    if (s == NATS_OK)
+        s = bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
@@ -254,12 +307,27 @@ static void drop_link(hearth__cluster *c) {
     kvStore_Destroy(c->orphans);
     kvStore_Destroy(c->retained);
     kvStore_Destroy(c->rules_kv);
+    jsCtx_Destroy(c->round_js);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);
 }
 
+/* "cluster: " before err's message, when it has none. */
+static void cluster_prefix(hearth_error_t *err) {
+    static const char prefix[] = "cluster: ";
+    size_t len = err ? strlen(err->message) : 0, p = sizeof prefix - 1;
+    if (!err || strncmp(err->message, prefix, p) == 0)
+        return;
+    if (len + p >= sizeof err->message)
+        len = sizeof err->message - p - 1;
+    memmove(err->message + p, err->message, len);
+    memcpy(err->message, prefix, p);
+    err->message[len + p] = '\0';
+}
+
 static void cluster_free(hearth__cluster *c) {
     hearth__cluster_joins_expire(c, 0);
+    hearth__cluster_replay_free(c);
     hearth__cluster_lane_free(c);
     hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
@@ -272,15 +340,26 @@ static void cluster_free(hearth__cluster *c) {
         q = next;
     }
     uv_mutex_destroy(&c->lock);
+    hearth__seal_free(c->seal);
     hearth__free(c->node);
     hearth__free(c);
 }
 
-int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
+int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
                           hearth__cluster **out, hearth_error_t *err) {
-    if (!urls || !*urls)
+    const char *node = o->node;
+    if (!o->urls || !*o->urls)
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "cluster: no NATS URL");
+    /* NATS is untrusted: without the cluster secret a node joins only
+     * when told that this is an experiment. */
+    if (!o->secret_file && !o->insecure)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
+                             HEARTH__CLUSTER_SECRET_REQUIRED);
+    if (o->secret_file && o->insecure)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "cluster: give a cluster secret file or "
+                             "insecure mode, not both");
     if (!valid_node(node))
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "cluster: invalid node name \"%.64s\": use 1 to "
@@ -301,7 +380,12 @@ int hearth__cluster_start(uv_loop_t *loop, const char *urls, const char *node,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     c->loop = loop;
-    int rc = link_up(c, urls, err);
+    int rc = 0;
+    if (o->secret_file &&
+        (rc = hearth__seal_load_file(o->secret_file, &c->seal, err)))
+        cluster_prefix(err);
+    if (!rc)
+        rc = link_up(c, o, err);
     if (!rc)
         rc = hearth__cluster_rules_start(c, err);
     if (rc) {
@@ -348,10 +432,23 @@ static void finish_stop(hearth__cluster *c) {
 }
 
 /* The link goes once stopping was asked, every namespace's database is
- * freed and no leases' round or onDisconnect call uses it. */
+ * freed and no leases' round or onDisconnect call uses it.
+ *
+ * A NATS that cannot be reached then is not waited for: the connection
+ * closes, so that every call still waiting (a round's, the lane's) and
+ * every one made after (deleting the liveness key, the leases given up,
+ * the consumers) fails at once; what they would tidy goes by itself (keys
+ * expire with their TTL, the server drops consumers nobody listens to).
+ * Not before every database is freed: a closed connection never times out
+ * an append in flight (libnats times it out through the connection), so
+ * its commit would wait for ever. That wait is bounded by the append's
+ * own (HEARTH__CLUSTER_WAIT_MS). */
 static void maybe_finish_stop(hearth__cluster *c) {
-    if (c->stop_asked && c->open_spaces == 0 && !c->round_running &&
-        !hearth__cluster_lane_busy(c))
+    if (!c->stop_asked || c->open_spaces > 0)
+        return;
+    if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
+        natsConnection_Close(c->nc);
+    if (!c->round_running && !c->rebuilds && !hearth__cluster_lane_busy(c))
         finish_stop(c);
 }
 

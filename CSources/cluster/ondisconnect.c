@@ -7,13 +7,17 @@
  * every 2 s, runs those whose run is no longer the live one of their node
  * (its liveness key expired or changed), judged as they say, then forgets
  * them. The keeps, the forgets and the sweep's reads run on the lane's
- * worker (lane.c), never on the loop. */
-#include "cluster/internal.h"
+ * worker (lane.c), never on the loop. Each list is sealed for its key
+ * (cluster/sealing.h): one put there by an outsider, or moved from
+ * another session's key, does not open and is deleted unrun. */
+#include "cluster/sealing.h"
 
 #include "tree/json.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#define BUCKET "hearth_ondisconnect"
 
 /* An onDisconnect list of a dead run, found by a sweep. */
 typedef struct orphan {
@@ -54,14 +58,19 @@ static const char *live_run(hearth__cluster *c, node_run **runs, size_t *n,
     node_run *r = &grown[(*n)++];
     snprintf(r->node, sizeof r->node, "%s", node);
     r->run[0] = '\0';
-    kvEntry *e = NULL;
-    if (kvStore_Get(&e, c->nodes, node) == NATS_OK) {
-        json_t *v = json_loads(kvEntry_ValueString(e), 0, NULL);
-        const char *run = json_string_value(json_object_get(v, "run"));
-        snprintf(r->run, sizeof r->run, "%s", run ? run : "");
-        json_decref(v);
+    /* Opened (status.c). A value that does not open was written without
+     * the secret over the node's own: unknown, not judged dead (the node
+     * writes its own again within a second; running its sessions'
+     * onDisconnect writes early is an outsider's to cause). */
+    bool forged = false;
+    json_t *v = hearth__cluster_liveness_of(c, node, &forged);
+    if (forged) {
+        (*n)--;
+        return NULL;
     }
-    kvEntry_Destroy(e);
+    const char *run = json_string_value(json_object_get(v, "run"));
+    snprintf(r->run, sizeof r->run, "%s", run ? run : "");
+    json_decref(v);
     return r->run;
 }
 
@@ -90,9 +99,15 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
         if (!live || strcmp(live, run) == 0 ||
             kvStore_Get(&e, c->orphans, keys.Keys[i]) != NATS_OK)
             continue;
-        const char *value = kvEntry_ValueString(e);
-        orphan *o = hearth__calloc(1, sizeof *o);
-        if (o && value && (o->writes = hearth__strndup(value, strlen(value)))) {
+        hearth__buf value;
+        hearth__buf_init(&value);
+        int rc = hearth__cluster_open_value(c, BUCKET, keys.Keys[i],
+                                            kvEntry_Value(e),
+                                            (size_t)kvEntry_ValueLen(e), &value);
+        if (rc == HEARTH_EDENIED) /* counted; never run */
+            kvStore_Delete(c->orphans, keys.Keys[i]);
+        orphan *o = rc ? NULL : hearth__calloc(1, sizeof *o);
+        if (o && (o->writes = hearth__buf_detach(&value, NULL))) {
             snprintf(o->key, sizeof o->key, "%s", keys.Keys[i]);
             snprintf(o->ns, sizeof o->ns, "%s", ns);
             o->next = l->found;
@@ -100,6 +115,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
         } else {
             hearth__free(o);
         }
+        hearth__buf_free(&value);
         kvEntry_Destroy(e);
     }
     hearth__free(runs);
@@ -123,7 +139,7 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
                     "dead node's session: %s\n", n->name, err.message);
     }
     json_decref(writes);
-    if (!hearth__cluster_lane_put(c, c->orphans, o->key, NULL, NULL, NULL))
+    if (!hearth__cluster_lane_put(c, c->orphans, o->key, NULL, 0, NULL, NULL))
         fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
                 o->key);
 }
@@ -193,9 +209,16 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
              (unsigned long long)session);
     if (writes && strcmp(writes, "[]") == 0)
         writes = NULL; /* nothing to keep: forgotten */
-    if (!hearth__cluster_lane_put(n->c, n->c->orphans, key, writes, done,
-                                  ctx) &&
-        done)
+    hearth__buf sealed;
+    hearth__buf_init(&sealed);
+    bool queued =
+        (!writes || !hearth__cluster_seal_value(n->c, BUCKET, key, writes,
+                                                strlen(writes), &sealed)) &&
+        hearth__cluster_lane_put(n->c, n->c->orphans, key,
+                                 writes ? sealed.data : NULL, sealed.len,
+                                 done, ctx);
+    hearth__buf_free(&sealed);
+    if (!queued && done)
         done(ctx, HEARTH_ENOMEM);
 }
 

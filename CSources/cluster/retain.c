@@ -8,12 +8,17 @@
  * (snapshot.c) instead of missing what was purged; so does a node that
  * dies with applied records its local log had not synced yet (a
  * follower syncs at most once a second). The purge runs in the
- * leases' round, on its worker thread. */
-#include "cluster/internal.h"
+ * leases' round, on its worker thread. The floor is sealed for its key
+ * (cluster/sealing.h); one that does not open is not known, and a node
+ * joining then takes a peer's snapshot rather than trust its own place in
+ * a log that may be purged past it. */
+#include "cluster/sealing.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define BUCKET "hearth_retained"
 
 /* The lowest sequence of name applied by the live nodes reporting it
  * (UINT64_MAX: none does). */
@@ -39,9 +44,16 @@ void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     if (floor <= j->purged + 1 || floor <= 1)
         return;
     char text[24];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)floor);
+    int len = snprintf(text, sizeof text, "%llu", (unsigned long long)floor);
+    hearth__buf value;
+    hearth__buf_init(&value);
     uint64_t rev;
-    if (kvStore_PutString(&rev, c->retained, j->name, text) != NATS_OK)
+    bool kept = !hearth__cluster_seal_value(c, BUCKET, j->name, text,
+                                            (size_t)len, &value) &&
+                kvStore_Put(&rev, c->retained, j->name, value.data,
+                            (int)value.len) == NATS_OK;
+    hearth__buf_free(&value);
+    if (!kept)
         return; /* purge nothing a joining node would not know of */
     jsOptions jo;
     jsOptions_Init(&jo);
@@ -59,8 +71,15 @@ void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {
     kvEntry *e = NULL;
     uint64_t floor = 0;
-    if (kvStore_Get(&e, c->retained, name) == NATS_OK)
-        floor = strtoull(kvEntry_ValueString(e), NULL, 10);
+    if (kvStore_Get(&e, c->retained, name) == NATS_OK) {
+        hearth__buf text;
+        hearth__buf_init(&text);
+        floor = hearth__cluster_open_value(c, BUCKET, name, kvEntry_Value(e),
+                                           (size_t)kvEntry_ValueLen(e), &text)
+                    ? UINT64_MAX
+                    : strtoull(text.data ? text.data : "0", NULL, 10);
+        hearth__buf_free(&text);
+    }
     kvEntry_Destroy(e);
     return floor;
 }

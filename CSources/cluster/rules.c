@@ -10,8 +10,19 @@
  * The bucket is read whole at start, before the node serves anything, so
  * no request is judged by a node's stale rules; later changes arrive
  * within a round trip (the consumer is made once the link can take its
- * messages, and again each tick until it is). */
-#include "cluster/internal.h"
+ * messages, and again each tick until it is).
+ *
+ * Sealed (cluster/sealing.h), a value is "<version> <node>\n" and the
+ * document (nothing: removed; a node seals a removal rather than delete
+ * the key), sealed for the bucket and the namespace: a document put there
+ * by an outsider, or moved from another namespace, does not open, and a
+ * delete is not taken. The version is the writer's clock in ms, past the
+ * copy it had (its node breaks ties), and a node keeps the newest it has
+ * seen: an older document sent again (a replayed value) is refused, not
+ * adopted. A node that refuses one puts its own copy back, so a node
+ * starting later reads the newest document rather than what an outsider
+ * left in the bucket. */
+#include "cluster/sealing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +35,18 @@ typedef struct hearth__rules_copy {
     struct hearth__rules_copy *next;
     char *ns;
     char *text; /* NULL: deleted (the node's own rules apply) */
+    /* sealed: its version (0: none) and the node that set it */
+    uint64_t version;
+    char by[64];
 } rules_copy;
+
+/* A value as it opened: its version and document (NULL: removed). */
+typedef struct rules_value {
+    uint64_t version;
+    char by[64];
+    const char *text;
+    size_t len;
+} rules_value;
 
 static rules_copy *copy_of(hearth__cluster *c, const char *ns) {
     for (rules_copy *r = c->rules; r; r = r->next)
@@ -33,9 +55,18 @@ static rules_copy *copy_of(hearth__cluster *c, const char *ns) {
     return NULL;
 }
 
-/* Keeps text (NULL: none) as ns's document; false without memory. */
+/* Whether version v (by) is older than the copy of ns, or the same. */
+static int compare_version(const rules_copy *r, uint64_t v, const char *by) {
+    if (!r || v != r->version)
+        return !r || v > r->version ? 1 : -1;
+    int order = strcmp(by, r->by);
+    return order > 0 ? 1 : order < 0 ? -1 : 0;
+}
+
+/* Keeps text (NULL: none) as ns's document, at version (by); false
+ * without memory. */
 static bool remember(hearth__cluster *c, const char *ns, const char *text,
-                     size_t len) {
+                     size_t len, uint64_t version, const char *by) {
     rules_copy *r = copy_of(c, ns);
     char *copy = text ? hearth__strndup(text, len) : NULL;
     if (text && !copy)
@@ -52,11 +83,42 @@ static bool remember(hearth__cluster *c, const char *ns, const char *text,
     }
     hearth__free(r->text);
     r->text = copy;
+    r->version = version;
+    snprintf(r->by, sizeof r->by, "%s", by);
     return true;
 }
 
+/* Opens a value of ns's key into plain (sealed: "<version> <node>\n" and
+ * the document); 0 with *v, or HEARTH_EDENIED (counted). Without a seal
+ * the value is the document itself. */
+static int open_value(hearth__cluster *c, const char *ns, const void *data,
+                      size_t len, hearth__buf *plain, rules_value *v) {
+    memset(v, 0, sizeof *v);
+    if (!hearth__cluster_sealed(c)) {
+        v->text = data;
+        v->len = len;
+        return 0;
+    }
+    int rc = hearth__cluster_open_value(c, BUCKET, ns, data, len, plain);
+    if (rc)
+        return rc;
+    char *end = NULL;
+    const char *nl = memchr(plain->data, '\n', plain->len);
+    v->version = strtoull(plain->data, &end, 10);
+    if (!nl || end == plain->data || *end != ' ' || end > nl ||
+        (size_t)(nl - end - 1) >= sizeof v->by) {
+        hearth__cluster_rejected(c, HEARTH__REJECT_KV, false);
+        return HEARTH_EDENIED;
+    }
+    memcpy(v->by, end + 1, (size_t)(nl - end - 1));
+    v->by[nl - end - 1] = '\0';
+    v->len = plain->len - (size_t)(nl + 1 - plain->data);
+    v->text = v->len ? nl + 1 : NULL;
+    return 0;
+}
+
 /* Whether this node's copy of ns's document is already text (NULL: none
- * set, or removed). */
+ * set, or removed). Unsealed only: a sealed value says by its version. */
 static bool same_as_copy(hearth__cluster *c, const char *ns, const char *text,
                          size_t len) {
     const rules_copy *r = copy_of(c, ns);
@@ -85,12 +147,18 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
         s = NATS_OK;
     for (int i = 0; s == NATS_OK && i < keys.Count; i++) {
         kvEntry *e = NULL;
+        hearth__buf plain;
+        hearth__buf_init(&plain);
+        rules_value v;
         s = kvStore_Get(&e, c->rules_kv, keys.Keys[i]);
-        if (s == NATS_OK && !remember(c, keys.Keys[i], kvEntry_ValueString(e),
-                                      (size_t)kvEntry_ValueLen(e)))
+        if (s == NATS_OK &&
+            !open_value(c, keys.Keys[i], kvEntry_Value(e),
+                        (size_t)kvEntry_ValueLen(e), &plain, &v) &&
+            !remember(c, keys.Keys[i], v.text, v.len, v.version, v.by))
             s = NATS_NO_MEMORY;
         else if (s == NATS_NOT_FOUND) /* deleted meanwhile */
             s = NATS_OK;
+        hearth__buf_free(&plain);
         kvEntry_Destroy(e);
     }
     kvKeysList_Destroy(&keys);
@@ -138,6 +206,27 @@ void hearth__cluster_rules_free(hearth__cluster *c) {
     }
 }
 
+/* Puts this node's copy of ns back in the bucket, sealed as it was made
+ * (its version and writer: the nodes that hold it already ignore it). */
+static void restore(hearth__cluster *c, const char *ns) {
+    const rules_copy *r = copy_of(c, ns);
+    if (!r || !r->version)
+        return; /* nothing of the cluster's to put back */
+    hearth__buf head, value;
+    hearth__buf_init(&head);
+    hearth__buf_init(&value);
+    hearth__buf_printf(&head, "%llu %s\n", (unsigned long long)r->version,
+                       r->by);
+    if (r->text)
+        hearth__buf_adds(&head, r->text);
+    if (!head.failed &&
+        !hearth__cluster_seal_value(c, BUCKET, ns, head.data, head.len, &value))
+        hearth__cluster_lane_put(c, c->rules_kv, ns, value.data, value.len,
+                                 NULL, NULL);
+    hearth__buf_free(&head);
+    hearth__buf_free(&value);
+}
+
 void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
     static const char prefix[] = "$KV." BUCKET ".";
     const char *subj = natsMsg_GetSubject(m);
@@ -150,10 +239,34 @@ void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
                 (strcmp(op, "DEL") == 0 || strcmp(op, "PURGE") == 0);
     const char *text = gone ? NULL : natsMsg_GetData(m);
     size_t len = gone ? 0 : (size_t)natsMsg_GetDataLength(m);
-    if (same_as_copy(c, ns, text, len))
+    rules_value v = {.text = text, .len = len};
+    hearth__buf plain;
+    hearth__buf_init(&plain);
+    if (hearth__cluster_sealed(c)) {
+        if (gone) { /* no node deletes: an outsider did */
+            hearth__cluster_rejected(c, HEARTH__REJECT_KV, false);
+            restore(c, ns);
+            return;
+        }
+        int rc = open_value(c, ns, text, len, &plain, &v);
+        int order = rc ? 0 : compare_version(copy_of(c, ns), v.version, v.by);
+        if (order < 0) /* older than the copy: sent again */
+            hearth__cluster_rejected(c, HEARTH__REJECT_KV, true);
+        if (rc || order < 0)
+            restore(c, ns);
+        if (rc || order <= 0) {
+            /* the same: this node's own put coming back, or a consumer
+             * made again sending the last value */
+            hearth__buf_free(&plain);
+            return;
+        }
+    } else if (same_as_copy(c, ns, text, len)) {
         return; /* this node's own put coming back, or a consumer made
                    again sending the last value: nothing to reload */
-    if (!remember(c, ns, text, len)) {
+    }
+    bool kept = remember(c, ns, v.text, v.len, v.version, v.by);
+    hearth__buf_free(&plain);
+    if (!kept) {
         fprintf(stderr, "hearth: cluster: out of memory taking the rules of "
                 "%s\n", ns);
         return;
@@ -179,16 +292,22 @@ void hearth__cluster_rules_follow(hearth__cluster *c,
 typedef struct rules_put {
     hearth__cluster *c;
     char *ns, *text;
+    uint64_t version; /* sealed: the document's */
     hearth__cluster_kept_cb done;
     void *ctx;
 } rules_put;
 
 static void on_put(void *ctx, int rc) {
     rules_put *p = ctx;
-    if (!rc && remember(p->c, p->ns, p->text,
-                        p->text ? strlen(p->text) : 0) &&
-        p->c->on_rules)
-        p->c->on_rules(p->c->on_rules_ctx, p->ns);
+    hearth__cluster *c = p->c;
+    /* sealed: unless a newer one reached this node meanwhile */
+    bool newer = !hearth__cluster_sealed(c) ||
+                 compare_version(copy_of(c, p->ns), p->version, c->node) > 0;
+    if (!rc && newer &&
+        remember(c, p->ns, p->text, p->text ? strlen(p->text) : 0,
+                 p->version, c->node) &&
+        c->on_rules)
+        c->on_rules(c->on_rules_ctx, p->ns);
     p->done(p->ctx, rc);
     hearth__free(p->ns);
     hearth__free(p->text);
@@ -206,8 +325,35 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
         p->ns = hearth__strndup(ns, strlen(ns));
         p->text = text ? hearth__strndup(text, strlen(text)) : NULL;
     }
-    if (!p || !p->ns || (text && !p->text) ||
-        !hearth__cluster_lane_put(c, c->rules_kv, ns, text, on_put, p)) {
+    hearth__buf value;
+    hearth__buf_init(&value);
+    bool made = p && p->ns && (!text || p->text);
+    if (made && hearth__cluster_sealed(c)) {
+        /* past the copy this node has, whatever its clock says */
+        const rules_copy *r = copy_of(c, ns);
+        uint64_t now = (uint64_t)hearth_now_ms();
+        p->version = r && r->version >= now ? r->version + 1 : now;
+        hearth__buf head;
+        hearth__buf_init(&head);
+        hearth__buf_printf(&head, "%llu %s\n", (unsigned long long)p->version,
+                           c->node);
+        if (text)
+            hearth__buf_adds(&head, text);
+        made = !head.failed && !hearth__cluster_seal_value(
+                                   c, BUCKET, ns, head.data, head.len, &value);
+        hearth__buf_free(&head);
+    } else if (made && text) {
+        hearth__buf_adds(&value, text);
+        made = !value.failed;
+    }
+    /* sealed, a removal is a put too (of no document) */
+    bool removal = !text && !hearth__cluster_sealed(c);
+    if (made)
+        made = hearth__cluster_lane_put(c, c->rules_kv, ns,
+                                        removal ? NULL : value.data,
+                                        value.len, on_put, p);
+    hearth__buf_free(&value);
+    if (!made) {
         if (p) {
             hearth__free(p->ns);
             hearth__free(p->text);

@@ -1,27 +1,46 @@
 /* status.c - GET /.cluster/status.json: this node, the live nodes (their
  * liveness keys), who leads each namespace open here, how far the log of
  * each has reached here and how far behind it each other node that tails
- * it was at its last liveness report (each second). The live nodes are
+ * it was at its last liveness report (each second), and whether this
+ * node holds it unavailable while rebuilding it. The live nodes are
  * read by the leases' round on its worker (each second), never on the
  * loop: the answer shows them as of the last round. */
 #include "cluster/internal.h"
+#include "cluster/sealing.h"
 
 #include <jansson.h>
 #include <string.h>
 
-/* Every live node's liveness value, {"<node>": {"ns": {...}}}. */
+json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
+                                    bool *forged) {
+    kvEntry *e = NULL;
+    json_t *v = NULL;
+    hearth__buf text;
+    hearth__buf_init(&text);
+    bool found = kvStore_Get(&e, c->nodes, node) == NATS_OK;
+    if (found &&
+        !hearth__cluster_open_value(c, "hearth_nodes", node, kvEntry_Value(e),
+                                    (size_t)kvEntry_ValueLen(e), &text))
+        v = json_loadb(text.data, text.len, 0, NULL);
+    if (forged)
+        *forged = found && !v;
+    hearth__buf_free(&text);
+    kvEntry_Destroy(e);
+    return json_is_object(v) ? v : (json_decref(v), NULL);
+}
+
+/* Every live node's liveness value, {"<node>": {"ns": {...}}}: keys whose
+ * value does not open (not a node's: written without the secret) are no
+ * live node. */
 json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
     json_t *all = json_object();
     kvKeysList keys = {0};
     if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
         return all;
     for (int i = 0; i < keys.Count; i++) {
-        kvEntry *e = NULL;
-        json_t *v = NULL;
-        if (kvStore_Get(&e, c->nodes, keys.Keys[i]) == NATS_OK)
-            v = json_loads(kvEntry_ValueString(e), 0, NULL);
-        json_object_set_new(all, keys.Keys[i], v ? v : json_object());
-        kvEntry_Destroy(e);
+        json_t *v = hearth__cluster_liveness_of(c, keys.Keys[i], NULL);
+        if (v)
+            json_object_set_new(all, keys.Keys[i], v);
     }
     kvKeysList_Destroy(&keys);
     return all;
@@ -40,8 +59,9 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
+    return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
                      n->stream, "role", n->leader ? "leader" : "follower",
+                     "diverged", n->diverged,
                      "seq", (json_int_t)n->applied_seq, "durable_seq",
                      (json_int_t)n->durable_seq, "snapshot_seq",
                      (json_int_t)hearth__cluster_snapshot_seq(n),
@@ -62,9 +82,17 @@ char *hearth__cluster_status(hearth__cluster *c) {
             json_object_set_new(leaders, n->name, json_string(n->leader_name));
         json_object_set_new(spaces, n->name, namespace_status(n, live));
     }
-    json_t *doc = json_pack("{s:s, s:o, s:o, s:o, s:i}", "node", c->node,
-                            "nodes", nodes, "leaders", leaders, "namespaces",
-                            spaces, "replicas", c->replicas);
+    /* Which NATS server this node talks to now (credentials cut out). */
+    char connected[256] = "", url[256];
+    if (natsConnection_GetConnectedUrl(c->nc, connected, sizeof connected) !=
+        NATS_OK)
+        connected[0] = '\0';
+    hearth__cluster_mask_urls(connected, url, sizeof url);
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:I}", "node",
+                            c->node, "nats", url, "nodes", nodes, "leaders",
+                            leaders, "namespaces", spaces, "replicas",
+                            c->replicas, "divergences",
+                            (json_int_t)c->divergences);
     json_decref(live);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);

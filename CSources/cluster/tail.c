@@ -3,8 +3,17 @@
  * the tree through the embedded engine (events raised, committed to the
  * local log). Replaying records the store already holds changes nothing:
  * a record sets absolute paths to resolved values, so a suffix of the log
- * applied again leaves the same tree, and seq_file may lag. */
-#include "cluster/internal.h"
+ * applied again leaves the same tree, and seq_file may lag.
+ *
+ * Sealed (cluster/sealing.h), a message opens only where its leader put
+ * it: its context holds the sequence of the subject's message before it
+ * (the fence it was appended on), which the tail knows for each message
+ * it receives (tail_last: the consumer delivers the subject's messages in
+ * order, none missed). One that does not open (forged, a genuine one
+ * copied elsewhere, garbage) is a no-op record: applied_seq still passes
+ * it, as every node sees it at the same sequence and skips it alike, and
+ * the leader's next append is fenced on it. */
+#include "cluster/sealing.h"
 
 #include "store/files.h"
 #include "store/logfile.h"
@@ -39,6 +48,9 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
         so.Config.DeliverPolicy = js_DeliverByStartSequence;
         so.Config.OptStartSeq = n->applied_seq + 1;
     }
+    /* applied_seq is the sequence of one of the subject's messages (or 0,
+     * none): the one before the first this consumer delivers */
+    n->tail_last = n->applied_seq;
     jsErrCode jerr = 0;
     natsStatus s = js_Subscribe(&n->tail_sub, n->c->js, n->subject, on_record,
                                 n->c, NULL, &so, &jerr);
@@ -49,19 +61,101 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     return 0;
 }
 
+/* Appends q to the list *head .. *tail. */
+static void enqueue(hearth__cluster_msg **head, hearth__cluster_msg **tail,
+                    hearth__cluster_msg *q) {
+    q->next = NULL;
+    if (*tail)
+        (*tail)->next = q;
+    else
+        *head = q;
+    *tail = q;
+}
+
+static void free_list(hearth__cluster_msg *q) {
+    while (q) {
+        hearth__cluster_msg *next = q->next;
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
+        q = next;
+    }
+}
+
 void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
+    /* Noted before anything is dropped: whatever becomes of this message,
+     * it is the one before the next. Kept in q, so a rewind (which puts q
+     * back in the queue) opens it the same. */
+    q->prev = n->tail_last;
+    if (q->seq > n->tail_last)
+        n->tail_last = q->seq;
+    /* The queue only grows: a record at or below its end (or below what
+     * the tree holds) is one delivered again, or this node's own, whose
+     * commit put it in the tree. */
     uint64_t last = n->records_tail ? n->records_tail->seq : n->applied_seq;
-    if (q->seq <= last) { /* ours, or delivered again */
+    if (q->seq <= last) {
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         return;
     }
-    q->next = NULL;
-    if (n->records_tail)
-        n->records_tail->next = q;
-    else
-        n->records = q;
-    n->records_tail = q;
+    enqueue(&n->records, &n->records_tail, q);
+}
+
+bool hearth__cluster_tree_exact(const hearth__cluster_ns *n) {
+    const hearth__embedded *e = n->db->impl;
+    return n->own_writes == 0 && !(e->committing && n->batch_published);
+}
+
+void hearth__cluster_tail_settled(hearth__cluster_ns *n) {
+    /* The parts of a chain not yet applied stay: the tree holds none of
+     * them, and a rewind must find the chain whole. */
+    while (n->unsettled && n->unsettled->seq <= n->committed_seq &&
+           !(n->chain_first && n->unsettled->seq >= n->chain_first)) {
+        hearth__cluster_msg *q = n->unsettled;
+        n->unsettled = q->next;
+        if (!n->unsettled)
+            n->unsettled_tail = NULL;
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
+    }
+}
+
+void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
+    /* The tree is back at committed_seq, which is also where the records
+     * still kept begin, but for an unfinished chain's parts: those change
+     * no tree until the last, so the tree is as well the log up to just
+     * before the chain's first, where the replay starts. */
+    if (n->unsettled) {
+        n->unsettled_tail->next = n->records;
+        if (!n->records)
+            n->records_tail = n->unsettled_tail;
+        n->records = n->unsettled;
+        n->unsettled = n->unsettled_tail = NULL;
+    }
+    n->applied_seq = n->committed_seq;
+    if (n->records && n->records->seq <= n->applied_seq)
+        n->applied_seq = n->records->seq - 1;
+    n->chain.len = n->chain_parts = 0;
+    n->chain_first = 0;
+}
+
+void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
+    free_list(n->unsettled);
+    n->unsettled = n->unsettled_tail = NULL;
+    hearth__buf_free(&n->chain);
+    hearth__buf_init(&n->chain);
+    n->chain_parts = 0;
+    n->chain_first = 0;
+}
+
+void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
+    free_list(n->records);
+    free_list(n->unsettled);
+    n->records = n->records_tail = NULL;
+    n->unsettled = n->unsettled_tail = NULL;
+    hearth__buf_free(&n->chain);
+    hearth__buf_init(&n->chain);
+    n->chain_parts = 0;
+    n->chain_first = 0;
 }
 
 /* One record's payload ([[path, value], ...]) as a write, read as
@@ -116,21 +210,63 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
     }
 }
 
+/* Whether q, part i of k (k 0: a whole record), is the leader's: opened
+ * in its own buffer where it lies, fenced on its predecessor. Opened here,
+ * as it is first applied, and once: the outcome stays in q (a rewind
+ * applies it again, opened), so a forgery is counted once, and a leader's
+ * own records, which come back only to be dropped as held, are never
+ * opened at all. */
+static bool genuine(hearth__cluster_ns *n, hearth__cluster_msg *q, size_t i,
+                    size_t k) {
+    if (!q->opened) {
+        hearth__aad a;
+        hearth__aad_init(&a);
+        hearth__aad_str(&a, n->subject);
+        hearth__aad_u64(&a, q->prev);
+        hearth__aad_part(&a, i, k);
+        int rc = hearth__cluster_unseal_in_place(
+            n->c, HEARTH__REJECT_LOG, "log", &a,
+            (void *)natsMsg_GetData(q->msg),
+            (size_t)natsMsg_GetDataLength(q->msg), &q->plain, &q->plain_len);
+        if (rc && rc != HEARTH_EDENIED)
+            fprintf(stderr, "hearth: cluster: %s: a record at %llu could not "
+                    "be opened (%s); skipped\n", n->name,
+                    (unsigned long long)q->seq, hearth_strerror(rc));
+        q->opened = rc ? -1 : 1;
+    }
+    return q->opened > 0;
+}
+
 /* One message of the log: a whole group, or a part of a chain, applied
  * once its last part is in (a chain cut short is dropped by the next
- * message: only the part after the one before belongs to it). */
-static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
-    const char *data = natsMsg_GetData(m);
-    size_t size = (size_t)natsMsg_GetDataLength(m), i, k;
-    if (!hearth__cluster_part(m, &i, &k)) {
+ * message: only the part after the one before belongs to it). One that
+ * is not genuine changes nothing, and cuts a chain as any other would
+ * (the leader's next part, fenced on the part before, was refused). */
+static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
+    uint64_t seq = q->seq;
+    size_t i, k;
+    bool part = hearth__cluster_part(q->msg, &i, &k);
+    if (!genuine(n, q, part ? i : 0, part ? k : 0)) {
         n->chain.len = n->chain_parts = 0;
+        n->chain_first = 0;
+        return;
+    }
+    const char *data = q->plain;
+    size_t size = q->plain_len;
+    if (!part) {
+        n->chain.len = n->chain_parts = 0;
+        n->chain_first = 0;
         apply_group(n, data, size);
         return;
     }
-    if (i == 1 || i != n->chain_parts + 1)
+    if (i == 1 || i != n->chain_parts + 1) {
         n->chain.len = n->chain_parts = 0;
+        n->chain_first = 0;
+    }
     if (i != n->chain_parts + 1)
         return; /* the middle of a chain whose start we missed */
+    if (i == 1)
+        n->chain_first = seq;
     hearth__buf_add(&n->chain, data, size);
     n->chain_parts++;
     if (n->chain.failed)
@@ -142,31 +278,36 @@ static void apply_message(hearth__cluster_ns *n, natsMsg *m) {
         hearth__buf_free(&n->chain);
         hearth__buf_init(&n->chain);
         n->chain_parts = 0;
+        n->chain_first = 0;
     }
 }
 
 void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
-    hearth__embedded *e = n->db->impl;
     /* This node's own writes are ahead of the log: they reach it first
      * (or are refused and undone), then the log's records apply; its own
-     * records, back from the log, are dropped meanwhile. */
-    bool busy = n->leader && (e->committing || e->unacked);
+     * records, back from the log, are dropped meanwhile. Nothing else
+     * decides what applies: a record is skipped only when the tree holds
+     * it (at or below applied_seq). */
+    if (!hearth__cluster_tree_exact(n))
+        return;
     bool applied = false;
-    while (n->records && (!busy || n->records->seq <= n->applied_seq)) {
+    while (n->records) {
         hearth__cluster_msg *q = n->records;
         n->records = q->next;
         if (!n->records)
             n->records_tail = NULL;
-        if (q->seq > n->applied_seq) {
-            apply_message(n, q->msg);
-            n->applied_seq = q->seq;
-            applied = true;
+        if (q->seq <= n->applied_seq) {
+            natsMsg_Destroy(q->msg);
+            hearth__free(q);
+            continue;
         }
-        natsMsg_Destroy(q->msg);
-        hearth__free(q);
+        apply_message(n, q);
+        n->applied_seq = q->seq;
+        enqueue(&n->unsettled, &n->unsettled_tail, q);
+        applied = true;
+        if (n->nwanted)
+            hearth__cluster_checks_applied(n);
     }
-    if (busy)
-        return;
     hearth__cluster_snapshot_note(n);
     if (applied)
         n->db->backend->settle(n->db, true);

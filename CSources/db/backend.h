@@ -63,6 +63,9 @@ typedef struct hearth__db_backend {
     void (*settle)(hearth_db_t *db, bool may_wait);
     /* Nothing of the backend's under way (hearth__db_quiet). */
     bool (*quiet)(hearth_db_t *db);
+    /* Whether nothing of the data may be served now (hearth__db_unavailable;
+     * a cluster node rebuilding a tree found wrong). NULL: always served. */
+    bool (*unavailable)(hearth_db_t *db);
 
     /* The loop's last operation (the loop is the handle's own): finish
      * and close every handle of the backend. */

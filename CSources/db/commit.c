@@ -83,6 +83,8 @@ static void revert(hearth_db_t *db) {
     const hearth__path *paths[] = {&everywhere};
     hearth_node_t *old_root = e->root;
     e->root = hearth_node_incref(e->durable_root);
+    if (e->replica)
+        e->replica->reverted(e->replica_ctx);
     if (hearth__embedded_generate(db, old_root, paths, 1))
         hearth__events_clear(&db->events);
     hearth_node_decref(old_root);

@@ -20,6 +20,10 @@ int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
  * closed then releases its files before hearth_db_close returns (a
  * shared loop; else when its thread ends). Loop thread only. */
 bool hearth__db_quiet(hearth_db_t *db);
+/* Whether the database's data must not be served now (answer 503 and
+ * try later): a cluster node rebuilding a tree that differs from its
+ * peers'. Loop thread. */
+bool hearth__db_unavailable(hearth_db_t *db);
 
 /* Writes made on the loop thread are committed once per loop iteration
  * (their completions run then) instead of one by one. Loop thread only. */

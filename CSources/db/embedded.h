@@ -28,6 +28,10 @@ typedef struct hearth__db_replica {
     /* Loop thread, with the commit's outcome (and whether the local log
      * synced it, and all before it), before its writes are acknowledged. */
     void (*end)(void *ctx, int rc, bool synced);
+    /* Loop thread: a failed commit has put the tree back to the last good
+     * one (durable_root), undoing every write applied since, records of
+     * the log included; the replica's place in the log must follow. */
+    void (*reverted)(void *ctx);
 } hearth__db_replica;
 
 typedef struct hearth__embedded {

@@ -183,6 +183,10 @@ int hearth__db_submit(hearth_db_t *db, hearth__db_op *o) {
     return 0;
 }
 
+bool hearth__db_unavailable(hearth_db_t *db) {
+    return db->backend->unavailable && db->backend->unavailable(db);
+}
+
 bool hearth__db_quiet(hearth_db_t *db) {
     uv_mutex_lock(&db->lock);
     bool queued = db->head != NULL;

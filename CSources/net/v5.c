@@ -3,37 +3,51 @@
 
 #include <stdio.h>
 
-/* Where the piece starting at `at` ends: at most HEARTH__V5_PIECE bytes,
- * never inside a character. Always past `at` for UTF-8 text; a run of
+/* Where the piece starting at `at` ends: at most `piece` bytes, never
+ * inside a character. Always past `at` for UTF-8 text; a run of
  * continuation bytes (not UTF-8) is cut where it reaches the size. */
-static size_t piece_end(const char *text, size_t len, size_t at) {
-    if (len - at <= HEARTH__V5_PIECE)
+static size_t piece_end(const char *text, size_t len, size_t at, size_t piece) {
+    if (len - at <= piece)
         return len;
-    size_t end = at + HEARTH__V5_PIECE;
+    size_t end = at + piece;
     while (end > at && ((unsigned char)text[end] & 0xC0) == 0x80)
         end--;
-    return end > at ? end : at + HEARTH__V5_PIECE;
+    return end > at ? end : at + piece;
 }
 
-int hearth__v5_send(const char *text, size_t len, size_t max,
-                    hearth__v5_send_cb send, void *ctx) {
+int hearth__v5_send_pieces(const char *text, size_t len, size_t max,
+                           size_t piece, hearth__v5_send_cb send, void *ctx) {
     if (len > max)
         return HEARTH_ETOOBIG;
-    if (len <= HEARTH__V5_PIECE)
+    if (len <= piece)
         return send(ctx, text, len);
-    size_t pieces = 0;
-    for (size_t at = 0; at < len; at = piece_end(text, len, at))
-        pieces++;
-    if (pieces > 999999)
-        return HEARTH_ETOOBIG;
+    /* The iOS SDK reads a count only from a frame of at most 4
+     * characters: past 9999 pieces, the pieces grow instead (every SDK
+     * joins pieces of any size). A cut between characters takes at most
+     * 3 bytes off a piece. */
+    size_t pieces;
+    for (;;) {
+        pieces = 0;
+        for (size_t at = 0; at < len; at = piece_end(text, len, at, piece))
+            pieces++;
+        if (pieces <= HEARTH__V5_MAX_PIECES)
+            break;
+        size_t wider = len / HEARTH__V5_MAX_PIECES + 4;
+        piece = wider > piece ? wider : piece + piece / 16 + 1;
+    }
     char count[8];
     int n = snprintf(count, sizeof count, "%zu", pieces);
     int rc = send(ctx, count, (size_t)n);
     for (size_t at = 0, end; !rc && at < len; at = end) {
-        end = piece_end(text, len, at);
+        end = piece_end(text, len, at, piece);
         rc = send(ctx, text + at, end - at);
     }
     return rc;
+}
+
+int hearth__v5_send(const char *text, size_t len, size_t max,
+                    hearth__v5_send_cb send, void *ctx) {
+    return hearth__v5_send_pieces(text, len, max, HEARTH__V5_PIECE, send, ctx);
 }
 
 void hearth__v5_joiner_init(hearth__v5_joiner *j, size_t max) {

@@ -2,8 +2,10 @@
  * v5.h - the envelope of the realtime protocol (v5), one implementation
  * for the server and the client. Each WebSocket text frame carries one
  * JSON message, except that a message longer than HEARTH__V5_PIECE bytes
- * travels as a frame holding only the count of its pieces (1 to 6 digits)
- * followed by that many frames; a frame "0" is the client's keep-alive.
+ * travels as a frame holding only the count of its pieces followed by that
+ * many frames; a frame "0" is the client's keep-alive. Counts of up to 6
+ * digits are read; those sent have at most 4 (what the iOS SDK reads as a
+ * count), longer messages going in larger pieces.
  * The side that joins pieces holds at most a bound it chose, so that a
  * peer announcing pieces without end cannot grow it.
  */
@@ -15,6 +17,7 @@
 #include <jansson.h>
 
 #define HEARTH__V5_PIECE 16384
+#define HEARTH__V5_MAX_PIECES 9999
 /* The most one message may hold, joined: the service takes writes of up to
  * 16 MB from the SDKs and answers reads of up to 256 MB; a little more for
  * the envelope around the data. */
@@ -24,12 +27,17 @@
 /* Sends one frame; non-zero stops the sending and is returned. */
 typedef int (*hearth__v5_send_cb)(void *ctx, const char *frame, size_t len);
 
-/* Sends text[0..len) as one frame, or as a count frame and pieces of at
- * most HEARTH__V5_PIECE bytes cut between characters (each frame must be
+/* Sends text[0..len) as one frame, or as a count frame and at most
+ * HEARTH__V5_MAX_PIECES pieces of HEARTH__V5_PIECE bytes (more when that
+ * many would not hold it), cut between characters (each frame must be
  * UTF-8 of its own). HEARTH_ETOOBIG, sending nothing, when len passes max
- * (what the peer joins) or the count would need more than 6 digits. */
+ * (what the peer joins). */
 int hearth__v5_send(const char *text, size_t len, size_t max,
                     hearth__v5_send_cb send, void *ctx);
+/* The same with pieces of `piece` bytes where HEARTH__V5_PIECE would be
+ * (a test hook: long messages without megabytes of text). */
+int hearth__v5_send_pieces(const char *text, size_t len, size_t max,
+                           size_t piece, hearth__v5_send_cb send, void *ctx);
 
 /* The pieces of the message arriving on one connection. */
 typedef struct hearth__v5_joiner {

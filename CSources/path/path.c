@@ -12,17 +12,18 @@ static const bool forbidden[128] = {
     ['#'] = 1, ['$'] = 1, ['.'] = 1, ['/'] = 1, ['['] = 1, [']'] = 1,
     [0x7F] = 1};
 
-int hearth__key_check(const char *s, size_t len, const char *where,
-                      hearth_error_t *err) {
+/* A key of at most max bytes. */
+static int check_key(const char *s, size_t len, size_t max, const char *where,
+                     hearth_error_t *err) {
     if (len == 0)
         return hearth__error(err, HEARTH_EKEY, where, "empty key%s%s",
                              where ? " at " : "", where ? where : "");
-    if (len > HEARTH_MAX_KEY_BYTES)
+    if (len > max)
         return hearth__error(err, HEARTH_ETOOBIG, where,
-                             "key of %zu bytes%s%s is over the limit of %d "
+                             "key of %zu bytes%s%s is over the limit of %zu "
                              "bytes",
                              len, where ? " at " : "", where ? where : "",
-                             HEARTH_MAX_KEY_BYTES);
+                             max);
     /* One pass finds the first forbidden byte and whether any byte is
      * not ASCII (only then is UTF-8 checked, and it is reported first). */
     const char *bad = NULL;
@@ -57,6 +58,15 @@ int hearth__key_check(const char *s, size_t len, const char *where,
                              where ? " at " : "", where ? where : "", shown);
     }
     return 0;
+}
+
+int hearth__key_check(const char *s, size_t len, const char *where,
+                      hearth_error_t *err) {
+    return check_key(s, len, HEARTH_MAX_KEY_BYTES, where, err);
+}
+
+int hearth__bound_key_check(const char *s, size_t len, hearth_error_t *err) {
+    return check_key(s, len, HEARTH__MAX_BOUND_KEY_BYTES, NULL, err);
 }
 
 int hearth_validate_key(const char *key, hearth_error_t *err) {

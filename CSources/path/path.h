@@ -29,6 +29,13 @@ int hearth__path_parse(const char *s, unsigned flags, hearth__path *out,
 int hearth__key_check(const char *s, size_t len, const char *where,
                       hearth_error_t *err);
 
+/* Checks a query bound's tie-breaking key: the characters of a key, but
+ * longer. The SDKs turn startAfter / endBefore with a key into a bound
+ * at its neighbour, padded to 786 UTF-16 units (up to 2,358 bytes): no
+ * stored key, and never stored. */
+#define HEARTH__MAX_BOUND_KEY_BYTES 4096
+int hearth__bound_key_check(const char *s, size_t len, hearth_error_t *err);
+
 /* Writes "/a/b" for the first `upto` segments (truncated to size). */
 void hearth__path_format(const hearth__path *p, unsigned upto, char *buf,
                          size_t size);

@@ -176,7 +176,7 @@ static int set_bound(hearth_query_t *q, hearth__bound *b, const char *which,
                                             : "endAt, endBefore");
     hearth__key *key = NULL;
     if (name) {
-        int rc = hearth__key_check(name, strlen(name), NULL, err);
+        int rc = hearth__bound_key_check(name, strlen(name), err);
         if (rc)
             return rc;
         key = hearth__key_from_cstr(name);

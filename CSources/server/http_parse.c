@@ -275,6 +275,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
  * it must hold (a request arriving in pieces, requests pipelined behind
  * one being answered). False when memory runs out. */
 static bool keep_input(hearth__http_conn *c, const char *data, size_t len) {
+    if (len == 0) /* a TLS record of no data: c->in may not exist yet */
+        return true;
     if (c->in_off > 0 && c->in_cap - c->in_len < len) {
         memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
         c->in_len -= c->in_off;

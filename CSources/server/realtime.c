@@ -119,7 +119,8 @@ static void dispatch(session *s, json_int_t r, const char *a, json_t *b);
  * the protocol's, else "unknown" (a client cannot invent label values). */
 static const char *known_action(const char *a) {
     static const char *const actions[] = {"q", "n", "p", "m", "g", "o", "om",
-                                          "oc", "auth", "gauth", "unauth", "s"};
+                                          "oc", "auth", "gauth", "unauth", "s",
+                                          "appcheck", "unappcheck"};
     for (size_t i = 0; i < HEARTH__ARRAY_SIZE(actions); i++)
         if (strcmp(a, actions[i]) == 0)
             return actions[i];
@@ -183,6 +184,12 @@ static void dispatch(session *s, json_int_t r, const char *a, json_t *b) {
     else if (!strcmp(a, "unauth"))
         do_unauth(s, r);
     else if (!strcmp(a, "s"))
+        hearth__realtime_reply(s, r, "ok", NULL);
+    else if (!strcmp(a, "appcheck") || !strcmp(a, "unappcheck"))
+        /* App Check tokens, sent by the SDKs on every refresh: any answer
+         * but ok makes them drop the connection. Hearth enforces no App
+         * Check (verifying the token, when configured, comes with the
+         * Firebase keys: see the Firebase Auth keys issue). */
         hearth__realtime_reply(s, r, "ok", NULL);
     else
         hearth__realtime_reply(s, r, "invalid_args", json_string("unknown action"));
@@ -265,6 +272,15 @@ void hearth__realtime_expire(hearth__server *srv, int64_t now_ms) {
     }
 }
 
+void hearth__realtime_close_unavailable(hearth__server *srv) {
+    /* Closed, not answered: the SDKs reconnect by themselves and listen
+     * again, meeting 503 until the data is served again (a listen
+     * answered "unavailable" would cancel the app's observers). */
+    for (session *s = srv->sessions; s; s = s->next)
+        if (s->ws && hearth__db_unavailable(s->ns->db))
+            hearth__ws_close(s->ws);
+}
+
 static void on_close(void *user) {
     session *s = user;
     s->ws = NULL;
@@ -293,8 +309,11 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     s->refs = 1;
     hearth__v5_joiner_init(&s->pieces, HEARTH__V5_MAX_TO_SERVER);
     /* The request is gone once the connection is upgraded: keep its host
-     * for the hello. */
-    const char *host_header = hearth__http_get_header(req, "host");
+     * (or the public host configured) for the hello, where the SDKs
+     * connect next time. */
+    const char *host_header = srv->public_host
+                                  ? srv->public_host
+                                  : hearth__http_get_header(req, "host");
     if (!host_header)
         host_header = "localhost";
     char *host = hearth__strndup(host_header, strlen(host_header));

@@ -142,10 +142,23 @@ static int wire_query(json_t *qo, hearth_query_t **out, hearth_error_t *err) {
             continue;
         json_t *name = json_object_get(qo, ends[e][1]);
         const char *key = json_string_value(name);
-        if (key && (strcmp(key, "[MIN_NAME]") == 0 || strcmp(key, "[MAX_NAME]") == 0))
-            key = NULL; /* the sentinel the builder picks itself */
+        /* The sentinels the SDKs name (Android's largest is "[MAX_KEY]"),
+         * which the builder picks itself. */
+        int sentinel = 0;
+        if (key && !strcmp(key, "[MIN_NAME]"))
+            sentinel = -1;
+        else if (key && (!strcmp(key, "[MAX_NAME]") || !strcmp(key, "[MAX_KEY]")))
+            sentinel = 1;
+        if (sentinel)
+            key = NULL;
         json_t *inc = json_object_get(qo, ends[e][2]);
         bool inclusive = !inc || json_is_true(inc);
+        /* No key equals a sentinel, so it alone says which bound this is:
+         * (v, MAX) to start is startAfter(v), (v, MIN) to end is
+         * endBefore(v), whether "sin"/"ein" say so (JS) or are left out
+         * (iOS, Android); the other two are startAt / endAt. */
+        if (sentinel && q->index != HEARTH__INDEX_KEY)
+            inclusive = e == 0 ? sentinel < 0 : sentinel > 0;
         hearth_node_t *value;
         rc = hearth_node_from_jansson(v, 0, &value, err);
         if (rc)

@@ -16,6 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The answer while this node rebuilds a namespace (hearth__db_unavailable):
+ * another node, or this one in a moment, serves it. */
+#define UNAVAILABLE "Unavailable: this node is rebuilding the namespace's " \
+                    "data from its peers; try again or use another node"
+
 /* ---- dispatch ---- */
 
 /* The namespace: ns=, else a domain name's first label (lower case, as
@@ -263,6 +268,8 @@ static bool route_special(rest *r) {
         if (hearth__server_namespace(r->srv, namespace_name(r, nsbuf, sizeof nsbuf),
                                      &r->ns, &err))
             hearth__rest_reply_error(conn, 400, err.message);
+        else if (hearth__db_unavailable(r->ns->db))
+            hearth__rest_reply_error(conn, 503, UNAVAILABLE);
         else {
             hearth__usage_count_request(r->srv, r->ns, conn, r->req,
                                         HEARTH__USAGE_NONE);
@@ -311,6 +318,10 @@ static void route_data(rest *r) {
         return;
     if (strcmp(r->path, "/.cluster/status") == 0) {
         hearth__rest_cluster_status(r);
+        return;
+    }
+    if (hearth__db_unavailable(r->ns->db)) {
+        hearth__rest_reply_error(conn, 503, UNAVAILABLE);
         return;
     }
     if (strncmp(r->path, "/.settings/", 11) == 0) {

@@ -395,13 +395,22 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
 
 static void on_keepalive(uv_timer_t *t) { hearth__sse_keepalive(t->data); }
 
-/* Each second: what expired tokens still hold ends, and namespaces
+/* Each second: what expired tokens still hold ends, so do streams and
+ * sessions of namespaces this node may not serve now, and namespaces
  * nobody used for a while close. */
 static void on_expiry(uv_timer_t *t) {
+    hearth__server *srv = t->data;
     int64_t now = hearth_now_ms();
-    hearth__sse_expire(t->data, now);
-    hearth__realtime_expire(t->data, now);
-    hearth__server_close_idle(t->data);
+    hearth__sse_expire(srv, now);
+    hearth__realtime_expire(srv, now);
+    bool unavailable = false; /* a rare state: the walks only then */
+    for (size_t i = 0; i < srv->nnamespaces; i++)
+        unavailable |= hearth__db_unavailable(srv->namespaces[i]->db);
+    if (unavailable) {
+        hearth__sse_close_unavailable(srv);
+        hearth__realtime_close_unavailable(srv);
+    }
+    hearth__server_close_idle(srv);
 }
 
 /* The rules file changed: every namespace takes the new document, and
@@ -547,11 +556,23 @@ static void on_stop(uv_async_t *a) {
 static void run(void *arg) {
     hearth__server *srv = arg;
     hearth__namespace *ns;
-    srv->start_rc =
-        srv->cluster_urls
-            ? hearth__cluster_start(&srv->loop, srv->cluster_urls, srv->node,
-                                    &srv->cluster, &srv->start_err)
-            : 0;
+    hearth__cluster_options join = {
+        .urls = srv->cluster_urls,
+        .node = srv->node,
+        .secret_file = srv->cluster_secret_file,
+        .insecure = srv->cluster_insecure,
+        .creds_file = srv->nats_creds_file,
+        .nkey_seed_file = srv->nats_nkey_file,
+        .user_file = srv->nats_user_file,
+        .token_file = srv->nats_token_file,
+        .ca_file = srv->nats_ca_file,
+        .cert_file = srv->nats_cert_file,
+        .key_file = srv->nats_key_file,
+    };
+    srv->start_rc = srv->cluster_urls
+                        ? hearth__cluster_start(&srv->loop, &join,
+                                                &srv->cluster, &srv->start_err)
+                        : 0;
     if (srv->cluster)
         hearth__cluster_rules_follow(srv->cluster, on_cluster_rules, srv);
     if (!srv->start_rc)
@@ -573,8 +594,17 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->admin_secret);
     hearth__free(srv->cluster_urls);
     hearth__free(srv->node);
+    hearth__free(srv->cluster_secret_file);
+    hearth__free(srv->nats_creds_file);
+    hearth__free(srv->nats_nkey_file);
+    hearth__free(srv->nats_user_file);
+    hearth__free(srv->nats_token_file);
+    hearth__free(srv->nats_ca_file);
+    hearth__free(srv->nats_cert_file);
+    hearth__free(srv->nats_key_file);
     hearth__free(srv->tls_cert_file);
     hearth__free(srv->tls_key_file);
+    hearth__free(srv->public_host);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
     hearth__jwt_keyset_free(srv->public_keys);
@@ -616,6 +646,12 @@ static int read_config(const hearth_server_config_t *caller,
     if (config->log_format < HEARTH_LOG_OFF || config->log_format > HEARTH_LOG_JSON)
         return hearth__error(err, HEARTH_EINVAL, NULL, "unknown log format %d",
                              (int)config->log_format);
+    /* Refused before anything is made or bound (hearth__cluster_start
+     * says it again for its other callers). */
+    if (config->cluster && !config->cluster_secret_file &&
+        !config->cluster_insecure)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
+                             HEARTH__CLUSTER_SECRET_REQUIRED);
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);
@@ -628,6 +664,17 @@ static int read_config(const hearth_server_config_t *caller,
     if (config->port < 0 || config->port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid port %d",
                              config->port);
+    const char *ph = config->public_host;
+    if (ph && (!*ph || strlen(ph) > 255 || ph[strcspn(ph, " /?#@\\\"")] ||
+               !hearth__utf8_valid(ph, strlen(ph))))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "invalid public host \"%.64s\" (a host name or "
+                             "address, with an optional :port)",
+                             ph);
+    for (const char *c = ph; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7F)
+            return hearth__error(err, HEARTH_EINVAL, NULL,
+                                 "invalid public host (a control character)");
     return http_limits(config, limits, err) ? HEARTH_EINVAL : 0;
 }
 
@@ -651,6 +698,7 @@ static int new_server(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     srv->fsync_mode = config->fsync_mode;
     srv->log_format = config->log_format;
+    srv->cluster_insecure = config->cluster_insecure;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);
     const char *node = config->cluster && !config->node ? "" : config->node;
     if (!copy_string(&srv->data_dir, dir) ||
@@ -662,8 +710,17 @@ static int new_server(const hearth_server_config_t *config,
         !copy_string(&srv->auth_issuer, config->auth_issuer) ||
         !copy_string(&srv->cluster_urls, config->cluster) ||
         (config->cluster && !copy_string(&srv->node, node)) ||
+        !copy_string(&srv->cluster_secret_file, config->cluster_secret_file) ||
+        !copy_string(&srv->nats_creds_file, config->nats_creds_file) ||
+        !copy_string(&srv->nats_nkey_file, config->nats_nkey_file) ||
+        !copy_string(&srv->nats_user_file, config->nats_user_file) ||
+        !copy_string(&srv->nats_token_file, config->nats_token_file) ||
+        !copy_string(&srv->nats_ca_file, config->nats_ca_file) ||
+        !copy_string(&srv->nats_cert_file, config->nats_cert_file) ||
+        !copy_string(&srv->nats_key_file, config->nats_key_file) ||
         !copy_string(&srv->tls_cert_file, config->tls_cert_file) ||
-        !copy_string(&srv->tls_key_file, config->tls_key_file)) {
+        !copy_string(&srv->tls_key_file, config->tls_key_file) ||
+        !copy_string(&srv->public_host, config->public_host)) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }

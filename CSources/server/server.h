@@ -76,8 +76,15 @@ typedef struct hearth__server {
     char *auth_audience, *auth_issuer; /* a token's aud / iss, or NULL */
     char *admin_secret;     /* NULL: "owner" is the admin */
     char *cluster_urls, *node; /* cluster mode, or NULL */
+    /* the cluster's secret and NATS's credentials and TLS files (copies;
+     * hearth__cluster_options says what each is) */
+    char *cluster_secret_file;
+    bool cluster_insecure;
+    char *nats_creds_file, *nats_nkey_file, *nats_user_file, *nats_token_file;
+    char *nats_ca_file, *nats_cert_file, *nats_key_file;
     hearth__cluster *cluster;  /* joined on the server's thread */
     char *tls_cert_file, *tls_key_file; /* HTTPS, read again on reload */
+    char *public_host; /* the realtime hello's host, or NULL: Host's */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */
@@ -153,6 +160,10 @@ void hearth__sse_keepalive(hearth__server *srv);
  * listens that needed the token. */
 void hearth__sse_expire(hearth__server *srv, int64_t now_ms);
 void hearth__realtime_expire(hearth__server *srv, int64_t now_ms);
+/* Ends the streams and sessions of namespaces whose data may not be
+ * served now (hearth__db_unavailable): their clients reconnect. */
+void hearth__sse_close_unavailable(hearth__server *srv);
+void hearth__realtime_close_unavailable(hearth__server *srv);
 void hearth__sse_close_all(hearth__server *srv);
 /* Drops the realtime push kept for sharing (when the server stops). */
 void hearth__realtime_forget_pushes(hearth__server *srv);

@@ -243,6 +243,13 @@ void hearth__sse_expire(hearth__server *srv, int64_t now_ms) {
     }
 }
 
+void hearth__sse_close_unavailable(hearth__server *srv) {
+    /* Ended without an event: EventSource reconnects by itself. */
+    for (hearth__stream *st = srv->streams; st; st = st->next)
+        if (st->conn && hearth__db_unavailable(st->ns->db))
+            hearth__http_stream_end(st->conn);
+}
+
 void hearth__sse_keepalive(hearth__server *srv) {
     for (hearth__stream *st = srv->streams; st; st = st->next)
         send_event(st, "keep-alive", "null", 4);

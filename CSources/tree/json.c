@@ -6,6 +6,7 @@
 #include "path/path.h"
 #include "tree/node.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -560,9 +561,20 @@ char *hearth_node_to_json(const hearth_node_t *node, unsigned flags,
 
 /* ---- jansson values ---- */
 
+/* Integral values as integers, as REST prints them (hearth__format_number:
+ * past 2^53 its shortest digits padded with zeros), up to what jansson's
+ * integers hold; a client reading 1e17 or 9007199254740992.0 would take
+ * it for a floating-point value (Android: a Double, not a Long). */
 static json_t *number_json(double v) {
     if (v == floor(v) && fabs(v) < 9007199254740992.0)
         return json_integer((json_int_t)v);
+    if (v == floor(v) && fabs(v) < 9223372036854775808.0) {
+        char text[32];
+        hearth__format_number(v, text);
+        errno = 0;
+        long long n = strtoll(text, NULL, 10);
+        return json_integer(errno ? (json_int_t)v : (json_int_t)n);
+    }
     return json_real(v);
 }
 

@@ -610,7 +610,9 @@ public final class Database: @unchecked Sendable {
     /// Logs a problem that has no caller to report to (a write without a
     /// completion block), as the SDK logs.
     static func log(_ message: String) {
-        FileHandle.standardError.write(Data("[Hearth] \(message)\n".utf8))
+        // The throwing form: a closed stderr must never stop the app
+        // (the other one traps on EPIPE when SIGPIPE is ignored).
+        try? FileHandle.standardError.write(contentsOf: Data("[Hearth] \(message)\n".utf8))
     }
 
     /// The next push ID (strictly increasing for this database).

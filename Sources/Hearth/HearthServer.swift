@@ -93,6 +93,29 @@ public final class HearthServer: @unchecked Sendable {
         /// Also serve GET /.metrics on 127.0.0.1 at this port, without
         /// credentials (on the main port it is the admin's).
         public var metricsPort: Int?
+        /// Cluster mode's trust: NATS is untrusted. The cluster secret, a
+        /// file every node holds the same (`openssl rand -base64 32`):
+        /// what a node puts into NATS is sealed with it. A node refuses to
+        /// join without one unless ``clusterInsecure`` is set (for
+        /// experiments).
+        public var clusterSecretFile: String?
+        public var clusterInsecure = false
+        /// NATS credentials, each from a file: a .creds file or an NKey
+        /// seed file; a user file (the user on its first line, the password
+        /// on its second) or a token file.
+        public var natsCredsFile: String?
+        public var natsNKeyFile: String?
+        public var natsUserFile: String?
+        public var natsTokenFile: String?
+        /// TLS to NATS: the CA to trust (implies TLS, as a tls:// URL
+        /// does), and a client certificate with its key.
+        public var natsCAFile: String?
+        public var natsCertFile: String?
+        public var natsKeyFile: String?
+        /// The host (and `:port`) clients reach the server at, sent in the
+        /// realtime hello: the official SDKs connect there next time.
+        /// Set it behind a reverse proxy; nil: the request's Host header.
+        public var publicHost: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -151,6 +174,11 @@ public final class HearthServer: @unchecked Sendable {
             configuration.adminSecret, configuration.authAudience, configuration.authIssuer,
             configuration.cluster, configuration.node,
             configuration.tlsCertFile, configuration.tlsKeyFile,
+            configuration.clusterSecretFile, configuration.natsCredsFile,
+            configuration.natsNKeyFile, configuration.natsUserFile,
+            configuration.natsTokenFile, configuration.natsCAFile,
+            configuration.natsCertFile, configuration.natsKeyFile,
+            configuration.publicHost,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -168,6 +196,16 @@ public final class HearthServer: @unchecked Sendable {
         config.node = UnsafePointer(strings[10])
         config.tls_cert_file = UnsafePointer(strings[11])
         config.tls_key_file = UnsafePointer(strings[12])
+        config.cluster_secret_file = UnsafePointer(strings[13])
+        config.cluster_insecure = configuration.clusterInsecure
+        config.nats_creds_file = UnsafePointer(strings[14])
+        config.nats_nkey_file = UnsafePointer(strings[15])
+        config.nats_user_file = UnsafePointer(strings[16])
+        config.nats_token_file = UnsafePointer(strings[17])
+        config.nats_ca_file = UnsafePointer(strings[18])
+        config.nats_cert_file = UnsafePointer(strings[19])
+        config.nats_key_file = UnsafePointer(strings[20])
+        config.public_host = UnsafePointer(strings[21])
         config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
         config.log_format = switch configuration.logFormat {
         case .off: HEARTH_LOG_OFF

@@ -5,13 +5,20 @@
 #include "test.h"
 
 #include "cluster/cluster.h"
+#include "cluster/internal.h"
+#include "cluster/sealing.h"
 #include "common/histogram.h"
+#include "db/check.h"
 #include "db/db.h"
+#include "db/embedded.h"
 #include "store/logfile.h"
+#include "store/records.h"
 #include "store/store.h"
 
 #include <nats/nats.h>
 #include <fcntl.h>
+#include <openssl/ssl.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -97,6 +104,10 @@ typedef struct node {
     char dir[64];
 } node;
 
+/* The cluster secret file the nodes of the sealed tests share (NULL:
+ * nodes run --cluster-insecure). */
+static const char *sealed_with;
+
 static void node_open(uv_loop_t *loop, const nats_proc *n, node *x,
                       const char *name) {
     if (!x->dir[0]) {
@@ -105,7 +116,10 @@ static void node_open(uv_loop_t *loop, const nats_proc *n, node *x,
     }
     hearth_error_t err;
     if (!x->c) {
-        int rc = hearth__cluster_start(loop, n->url, name, &x->c, &err);
+        hearth__cluster_options o = {.urls = n->url, .node = name,
+                                     .secret_file = sealed_with,
+                                     .insecure = !sealed_with};
+        int rc = hearth__cluster_start(loop, &o, &x->c, &err);
         if (rc)
             fprintf(stderr, "  %s\n", err.message);
         CHECK_INT(rc, 0);
@@ -356,6 +370,62 @@ static void test_node_catches_up_after_restart(void) {
     pair_end(&p, o, 3);
 }
 
+/* Sets path = json in x's tree and local store without the log, as a
+ * lost record or a damaged file would leave it: x's tree is no longer
+ * the log up to the sequence it reports. */
+static void corrupt(node *x, const char *path, const char *json) {
+    hearth__cluster_ns *n = hearth__cluster_ns_of(x->db);
+    hearth__db_op *o = hearth__db_write_op(1, NULL, NULL, NULL);
+    CHECK(o != NULL);
+    CHECK_INT(hearth__db_parse_write_path(path, 0, &o->parts[0].text,
+                                          &o->parts[0].path, NULL),
+              0);
+    o->parts[0].value = node_from(json);
+    n->log_writes++;
+    if (!hearth__db_embedded.write(x->db, o))
+        hearth__db_op_done(o);
+    x->db->backend->settle(x->db, true);
+}
+
+static void wait_seen(uv_loop_t *loop, node *x, const char *value);
+
+/* Runs the loop until x's namespace is (or is no longer) unavailable. */
+static void wait_unavailable(uv_loop_t *loop, node *x, bool unavailable) {
+    while (hearth__db_unavailable(x->db) != unavailable)
+        uv_run(loop, UV_RUN_ONCE);
+}
+
+/* Anti-entropy: a follower whose tree lost a record (it holds a hole the
+ * log does not) finds, by the checkpoints' root hashes at the same
+ * sequence, that it differs from the leader; stops serving the namespace
+ * (unavailable: the server answers 503); and rebuilds it from the
+ * leader's snapshot, after which both hold the same data and later writes
+ * reach both. */
+static void test_diverged_follower_stops_and_rebuilds(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[4] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *leader = leader_of(&p), *follower = leader == &p.a ? &p.b : &p.a;
+    set_acked(&p.loop, leader, "/w", "1", &o[1]);
+    wait_seen(&p.loop, follower, "1");
+    corrupt(follower, "/x", "null"); /* the hole */
+    set_acked(&p.loop, leader, "/w", "2", &o[2]); /* a sequence past it */
+    wait_unavailable(&p.loop, follower, true);
+    char *status = hearth__cluster_status(follower->c);
+    CHECK(strstr(status, "\"diverged\":true") != NULL);
+    CHECK(strstr(status, "\"divergences\":1") != NULL);
+    free(status);
+    wait_unavailable(&p.loop, follower, false);
+    /* Barrier: a write after the rebuild reaches the follower's tail. */
+    set_acked(&p.loop, leader, "/w", "3", &o[3]);
+    wait_seen(&p.loop, follower, "3");
+    same_data(leader, follower);
+    CHECK(!hearth__db_unavailable(leader->db));
+    pair_end(&p, o, 4);
+}
+
 /* "xxx...", len x's as a JSON string (free() it). */
 static char *big_string(size_t len) {
     char *json = malloc(len + 3);
@@ -412,22 +482,41 @@ static void log_of(node *x, char *stream, size_t size, char *subject,
     free(status);
 }
 
-/* Appends a record of nothing to namespace t's log from outside, as a
- * leader that is not x would: x's tree is then one record behind. */
-static void append_foreign(const nats_proc *nats, node *x) {
+/* Appends a record to namespace t's log from outside, as a leader that
+ * is not x would, fenced on nothing: one write of path = json, or none
+ * (path NULL). x's tree is then one record behind. */
+static void append_foreign(const nats_proc *nats, node *x, const char *path,
+                           const char *json) {
     char stream[32], subject[64];
     log_of(x, stream, sizeof stream, subject, sizeof subject);
+    hearth__buf bytes;
+    hearth__buf_init(&bytes);
+    hearth__buf_add(&bytes, HEARTH__LOG_HEADER, HEARTH__LOG_HEADER_LEN);
+    if (path) {
+        hearth__records r;
+        hearth__records_init(&r);
+        hearth__path at;
+        CHECK_INT(hearth__path_parse(path, 0, &at, NULL), 0);
+        const hearth__path *paths[] = {&at};
+        hearth_node_t *v = node_from(json);
+        const hearth_node_t *values[] = {v};
+        CHECK_INT(hearth__records_add(&r, paths, values, 1), 0);
+        CHECK_INT(hearth__records_write(&r, &bytes), 0);
+        hearth_node_decref(v);
+        hearth__records_clear(&r);
+    }
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
     CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
     CHECK_INT(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
     jsPubAck *ack = NULL;
-    CHECK_INT(js_Publish(&ack, js, subject, HEARTH__LOG_HEADER,
-                         HEARTH__LOG_HEADER_LEN, NULL, NULL),
+    CHECK_INT(js_Publish(&ack, js, subject, bytes.data, (int)bytes.len, NULL,
+                         NULL),
               NATS_OK);
     jsPubAck_Destroy(ack);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
+    hearth__buf_free(&bytes);
 }
 
 /* The local log as a restart finds it. */
@@ -472,12 +561,42 @@ static void test_refused_append_leaves_local_log_without_it(void) {
     CHECK_INT(o[0].rc, 0);
     /* The foreign record is in the stream before a's next append, whose
      * commit starts before the loop can see the record. */
-    append_foreign(&p.nats, &p.a);
+    append_foreign(&p.nats, &p.a, NULL, NULL);
     set(&p.a, "/refused", "2", NULL, &o[1]);
     wait_for(&p.loop, o + 1, 1);
     CHECK_INT(o[1].rc, HEARTH_EIO);
     CHECK_STR(o[1].seen, "{\"x\":1}");
     single_end(&p, o, 2, "{\"x\":1}");
+}
+
+/* A leader that loses its lease while its own append is in flight (it
+ * was paused, another node led meanwhile), and has the append refused:
+ * the other leader's records that reach it in that window apply after
+ * the refused write is undone, never before it (the undo would take them
+ * too, and the tree would keep a hole under a sequence that says it holds
+ * them). Its tree ends with every record of the log. */
+static void test_records_of_a_new_leader_survive_a_refused_append(void) {
+    pair p;
+    if (!single_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    hearth__db_set_group_commit(p.a.db, true); /* as the server has it */
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    append_foreign(&p.nats, &p.a, "/f", "\"from the new leader\"");
+    /* Its append's answer comes late: the record arrives meanwhile. */
+    hearth__cluster_set_append_delay(p.a.c, 500);
+    set(&p.a, "/refused", "2", NULL, &o[1]);
+    hearth__embedded *e = p.a.db->impl;
+    while (!e->committing) /* its append is in flight: a loses its lease */
+        uv_run(&p.loop, UV_RUN_NOWAIT);
+    hearth__cluster_step_down(hearth__cluster_ns_of(p.a.db));
+    wait_for(&p.loop, o + 1, 1);
+    hearth__cluster_set_append_delay(p.a.c, 0);
+    CHECK_INT(o[1].rc, HEARTH_EIO);
+    /* Barrier: acknowledged once a leads again, past the whole log. */
+    set_acked(&p.loop, &p.a, "/y", "3", &o[2]);
+    CHECK_STR(o[2].seen, "{\"f\":\"from the new leader\",\"x\":1,\"y\":3}");
+    single_end(&p, o, 3, "{\"f\":\"from the new leader\",\"x\":1,\"y\":3}");
 }
 
 /* What a leader killed in its append's window leaves: a group written
@@ -682,6 +801,596 @@ static void test_leader_purges_and_a_new_node_joins(void) {
     pair_end(&p, o, 4);
 }
 
+/* ---- trust: the cluster secret, NATS's credentials and TLS ---- */
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0600);
+}
+
+/* A user NKey: its seed (as `nk -gen user` writes it) and public key. */
+#define NKEY_SEED "SUAMK2FG4MI6UE3ACF3FK3OIQBCEIEZV7NSWFFEW63UXMRLFM2XLAXK4GY"
+#define NKEY_PUB "UAT6BWCSCWLUKJT6K6MBJJOEOTXZ5AJDOYKNEVRFC7VNO6OA43N4TRNO"
+
+/* What needs no NATS: a node with neither a secret nor insecure, or both,
+ * or a secret file that cannot be used, is refused, saying why (a server
+ * before it makes its data directory); URLs' credentials are masked. */
+static void test_trust_refusals(void) {
+    char dir[64];
+    strcpy(dir, "/tmp/hearth-trust-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    hearth__cluster *c = NULL;
+    hearth_error_t err;
+    hearth__cluster_options o = {.urls = "nats://u:pw@127.0.0.1:1",
+                                 .node = "n1"};
+    CHECK_INT(hearth__cluster_start(&loop, &o, &c, &err), HEARTH_EINVAL);
+    CHECK_STR(err.message, HEARTH__CLUSTER_SECRET_REQUIRED);
+    o.insecure = true;
+    o.secret_file = "/nonexistent/cluster.key";
+    CHECK_INT(hearth__cluster_start(&loop, &o, &c, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "not both") != NULL);
+    o.insecure = false;
+    CHECK(hearth__cluster_start(&loop, &o, &c, &err) != 0);
+    CHECK(strstr(err.message, "cluster: ") == err.message);
+    CHECK(strstr(err.message, "/nonexistent/cluster.key") != NULL);
+    write_text(dir, "short.key", "too short\n");
+    char path[128];
+    snprintf(path, sizeof path, "%s/short.key", dir);
+    o.secret_file = path;
+    CHECK_INT(hearth__cluster_start(&loop, &o, &c, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, path) != NULL);
+    CHECK(c == NULL);
+    CHECK_INT(uv_loop_close(&loop), 0);
+
+    /* The server refuses before it makes its data directory. */
+    char data[128];
+    snprintf(data, sizeof data, "%s/data", dir);
+    hearth_server_config_t config = {.size = sizeof config,
+                                     .data_dir = data,
+                                     .cluster = "nats://127.0.0.1:1",
+                                     .node = "n1"};
+    hearth_server_t *s = NULL;
+    CHECK_INT(hearth_server_start(&config, &s, &err), HEARTH_EINVAL);
+    CHECK_STR(err.message, HEARTH__CLUSTER_SECRET_REQUIRED);
+    CHECK(access(data, F_OK) != 0);
+
+    char out[160];
+    hearth__cluster_mask_urls("no server at nats://u:p@h:4222,tls://tok@h2:4222"
+                              " and nats://h3:4222 (tls://a:b/c@h4)",
+                              out, sizeof out);
+    CHECK_STR(out, "no server at nats://***@h:4222,tls://***@h2:4222 and "
+                   "nats://h3:4222 (tls://***@h4)");
+    hearth__cluster_mask_urls("nats://user:password@host", out, 12);
+    CHECK_STR(out, "nats://***@");
+    remove_tree(dir);
+}
+
+/* A nats-server that takes TLS only (a CA made here) and two users: a
+ * password one and an NKey one. */
+static bool nats_start_secure(nats_proc *n, const char *pki) {
+    const char *bin = nats_bin();
+    if (!bin) {
+        printf("  (skipped: nats-server is not installed)\n");
+        return false;
+    }
+    strcpy(n->dir, "/tmp/hearth-nats-XXXXXX");
+    CHECK(mkdtemp(n->dir) != NULL);
+    int p = free_port();
+    snprintf(n->url, sizeof n->url, "tls://127.0.0.1:%d", p);
+    char conf[8192], path[128];
+    snprintf(conf, sizeof conf,
+             "listen: 127.0.0.1:%d\n"
+             "jetstream { store_dir: \"%s/js\" }\n"
+             "tls { cert_file: \"%s/server.pem\", key_file: "
+             "\"%s/server.key\", ca_file: \"%s/ca.pem\", timeout: 2 }\n"
+             "authorization { users: [\n"
+             " { user: \"hearth\", password: \"s3cret/pw\" }\n"
+             " { nkey: \"%s\" }\n"
+             "] }\n",
+             p, n->dir, pki, pki, pki, NKEY_PUB);
+    write_text(n->dir, "nats.conf", conf);
+    snprintf(path, sizeof path, "%s/nats.conf", n->dir);
+    n->pid = fork();
+    if (n->pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(bin, bin, "-c", path, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)p)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+        close(fd);
+        if (rc == 0)
+            return true;
+        usleep(50 * 1000);
+    }
+    CHECK(!"nats-server did not start");
+    return false;
+}
+
+/* Joins with o, then leaves at once: 0 or the error. */
+static int join_and_leave(const hearth__cluster_options *o,
+                          hearth_error_t *err) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    hearth__cluster *c = NULL;
+    int rc = hearth__cluster_start(&loop, o, &c, err);
+    if (!rc) {
+        hearth__cluster_stop(c);
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    CHECK_INT(uv_loop_close(&loop), 0);
+    return rc;
+}
+
+/* A node joins a NATS that takes TLS and authorization with a user file
+ * or an NKey seed file, the CA trusted, the cluster secret loaded; a file
+ * at fault is named; without the CA, or with a wrong password (in the
+ * URL: never shown), it is refused. */
+static void test_nats_auth_and_tls(void) {
+    char pki[64];
+    strcpy(pki, "/tmp/hearth-nats-pki-XXXXXX");
+    CHECK(mkdtemp(pki) != NULL);
+    CHECK_INT(test_sh("cd %s && openssl req -x509 -newkey ec -pkeyopt "
+                 "ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem "
+                 "-days 2 -subj /CN=ca >/dev/null 2>&1 && printf "
+                 "'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext "
+                 "&& openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+                 "-nodes -keyout server.key -out server.csr -subj /CN=localhost"
+                 " >/dev/null 2>&1 && openssl x509 -req -in server.csr -CA "
+                 "ca.pem -CAkey ca.key -set_serial 7 -days 2 -extfile san.ext "
+                 "-out server.pem >/dev/null 2>&1",
+                 pki),
+              0);
+    nats_proc n;
+    if (!nats_start_secure(&n, pki)) {
+        remove_tree(pki);
+        return;
+    }
+    write_text(pki, "cluster.key",
+               "0123456789abcdef0123456789abcdef0123456789ab\n");
+    write_text(pki, "nats.user", "hearth\ns3cret/pw\n");
+    write_text(pki, "one-line.user", "hearth\n");
+    write_text(pki, "user.nk", "# SUMMARY: a user's seed (SU...)\n" NKEY_SEED "\n");
+    write_text(pki, "bad.nk", "SUNOTASEED\n");
+    write_text(pki, "not.pem", "not a certificate\n");
+    char secret[128], user[128], one_line[128], nk[128], bad_nk[128], ca[128],
+        not_pem[128];
+    snprintf(secret, sizeof secret, "%s/cluster.key", pki);
+    snprintf(user, sizeof user, "%s/nats.user", pki);
+    snprintf(one_line, sizeof one_line, "%s/one-line.user", pki);
+    snprintf(nk, sizeof nk, "%s/user.nk", pki);
+    snprintf(bad_nk, sizeof bad_nk, "%s/bad.nk", pki);
+    snprintf(ca, sizeof ca, "%s/ca.pem", pki);
+    snprintf(not_pem, sizeof not_pem, "%s/not.pem", pki);
+    hearth_error_t err;
+    hearth__cluster_options o = {.urls = n.url, .node = "n1",
+                                 .secret_file = secret, .user_file = user,
+                                 .ca_file = ca};
+    int rc = join_and_leave(&o, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.message);
+    CHECK_INT(rc, 0);
+    /* An NKey instead of the user; a plain nats:// URL, TLS by the CA. */
+    char plain[80];
+    snprintf(plain, sizeof plain, "nats://%s", n.url + strlen("tls://"));
+    hearth__cluster_options k = {.urls = plain, .node = "n2",
+                                 .insecure = true, .nkey_seed_file = nk,
+                                 .ca_file = ca};
+    rc = join_and_leave(&k, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.message);
+    CHECK_INT(rc, 0);
+    /* Files at fault, named. */
+    hearth__cluster_options f = o;
+    f.user_file = one_line;
+    CHECK_INT(join_and_leave(&f, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, one_line) != NULL);
+    f = k;
+    f.nkey_seed_file = bad_nk;
+    CHECK_INT(join_and_leave(&f, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, bad_nk) != NULL);
+    f = o;
+    f.ca_file = not_pem;
+    CHECK_INT(join_and_leave(&f, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, not_pem) != NULL);
+    f = o;
+    f.cert_file = ca; /* without its key */
+    CHECK_INT(join_and_leave(&f, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "key") != NULL);
+    f = o;
+    f.token_file = user;
+    CHECK_INT(join_and_leave(&f, &err), HEARTH_EINVAL);
+    /* Refused: no CA (the certificate is not trusted), a wrong password
+     * in the URL (not shown), no credentials. */
+    f = o;
+    f.ca_file = NULL;
+    CHECK(join_and_leave(&f, &err) != 0);
+    char wrong[128];
+    snprintf(wrong, sizeof wrong, "tls://hearth:WRONGpw@%s",
+             n.url + strlen("tls://"));
+    f = o;
+    f.urls = wrong;
+    f.user_file = NULL;
+    CHECK(join_and_leave(&f, &err) != 0);
+    CHECK(strstr(err.message, "WRONGpw") == NULL);
+    f = o;
+    f.user_file = NULL;
+    CHECK(join_and_leave(&f, &err) != 0);
+    nats_stop(&n);
+    /* Once libnats has used TLS, its nats_Close (in nats_stop) leaves
+     * OpenSSL's list of compression methods so that OpenSSL's own cleanup
+     * at exit crashes on it (a NULL read in OPENSSL_sk_pop_free): the
+     * list is taken away and freed here first. Hearth never calls
+     * nats_Close. */
+    sk_SSL_COMP_free(SSL_COMP_set0_compression_methods(NULL));
+    remove_tree(pki);
+}
+
+/* ---- sealed: NATS as untrusted transport and storage ---- */
+
+/* Starts a sealed test: the nodes it opens share a cluster secret (a file
+ * in dir, made here) until sealed_end. */
+static void sealed_begin(char *dir) {
+    strcpy(dir, "/tmp/hearth-sealed-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    write_text(dir, "cluster.key",
+               "sealed-test-secret-0123456789abcdef0123456789\n");
+    static char path[128];
+    snprintf(path, sizeof path, "%s/cluster.key", dir);
+    sealed_with = path;
+}
+
+static void sealed_end(const char *dir) {
+    sealed_with = NULL;
+    remove_tree(dir);
+}
+
+/* A connection of an outsider: every NATS permission, no secret. */
+static natsConnection *outsider(const nats_proc *nats, jsCtx **js) {
+    natsConnection *nc = NULL;
+    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
+    if (js)
+        CHECK_INT(natsConnection_JetStream(js, nc, NULL), NATS_OK);
+    return nc;
+}
+
+/* Runs the loop until x has dropped more than `than` messages of kind. */
+static void wait_rejected(uv_loop_t *loop, node *x, hearth__reject_kind kind,
+                          uint64_t than) {
+    while (hearth__cluster_rejected_count(x->c, kind) <= than)
+        uv_run(loop, UV_RUN_ONCE);
+}
+
+/* Runs the loop for about ms. */
+static void run_for(uv_loop_t *loop, int ms) {
+    double end = test_seconds() + ms / 1000.0;
+    while (test_seconds() < end) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        usleep(5 * 1000);
+    }
+}
+
+/* Whether any message of namespace t's log holds text (searched in the
+ * raw bytes the stream keeps). */
+static bool log_holds(const nats_proc *nats, node *x, const char *text) {
+    char stream[32], subject[64];
+    log_of(x, stream, sizeof stream, subject, sizeof subject);
+    jsCtx *js = NULL;
+    natsConnection *nc = outsider(nats, &js);
+    jsStreamInfo *si = NULL;
+    CHECK_INT(js_GetStreamInfo(&si, js, stream, NULL, NULL), NATS_OK);
+    uint64_t last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    bool found = false;
+    for (uint64_t seq = 1; seq <= last; seq++) {
+        natsMsg *m = NULL;
+        if (js_GetMsg(&m, js, stream, seq, NULL, NULL) != NATS_OK)
+            continue;
+        found = found || memmem(natsMsg_GetData(m),
+                                (size_t)natsMsg_GetDataLength(m), text,
+                                strlen(text)) != NULL;
+        natsMsg_Destroy(m);
+    }
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return found;
+}
+
+/* Sealed, the log holds no plaintext, and a record that does not open
+ * where it lies is skipped by every node: one forged by an outsider, and
+ * a genuine one copied to the log's end (it opens only after its own
+ * fence). The tree is unchanged, each node counts them, and the next
+ * writes are ordered after them. */
+static void test_sealed_log_skips_forged_and_replayed_records(void) {
+    char dir[64];
+    sealed_begin(dir);
+    pair p;
+    if (!pair_start(&p)) {
+        sealed_end(dir);
+        return;
+    }
+    outcome o[4] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "\"plaintext-marker-4711\"", &o[0]);
+    CHECK(!log_holds(&p.nats, &p.a, "plaintext-marker-4711"));
+    /* the genuine record, copied to the end of the log */
+    char stream[32], subject[64];
+    log_of(&p.a, stream, sizeof stream, subject, sizeof subject);
+    jsCtx *js = NULL;
+    natsConnection *nc = outsider(&p.nats, &js);
+    natsMsg *real = NULL;
+    CHECK_INT(js_GetLastMsg(&real, js, stream, subject, NULL, NULL), NATS_OK);
+    jsPubAck *ack = NULL;
+    CHECK_INT(js_Publish(&ack, js, subject, natsMsg_GetData(real),
+                         natsMsg_GetDataLength(real), NULL, NULL),
+              NATS_OK);
+    jsPubAck_Destroy(ack);
+    natsMsg_Destroy(real);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    append_foreign(&p.nats, &p.a, "/x", "\"forged\"");
+    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_LOG, 1);
+    wait_rejected(&p.loop, &p.b, HEARTH__REJECT_LOG, 1);
+    /* the next writes, through both nodes, follow them */
+    set_acked(&p.loop, &p.a, "/y", "2", &o[1]);
+    set_acked(&p.loop, &p.b, "/z", "3", &o[2]);
+    set_acked(&p.loop, &p.a, "/z", "3", &o[3]); /* a barrier on a */
+    CHECK_STR(o[2].seen, "{\"x\":\"plaintext-marker-4711\",\"y\":2,\"z\":3}");
+    CHECK_STR(o[3].seen, "{\"x\":\"plaintext-marker-4711\",\"y\":2,\"z\":3}");
+    same_data(&p.a, &p.b);
+    CHECK(hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_LOG) == 2);
+    hearth__buf metrics;
+    hearth__buf_init(&metrics);
+    hearth__cluster_metrics(p.a.c, &metrics);
+    CHECK(strstr(metrics.data, "hearth_cluster_rejected_total{kind=\"log\"} 2\n")
+          != NULL);
+    hearth__buf_free(&metrics);
+    pair_end(&p, o, 4);
+    sealed_end(dir);
+}
+
+/* Waits up to ms for a message on sub: whether one came. */
+static bool answered(uv_loop_t *loop, natsSubscription *sub, int ms) {
+    double end = test_seconds() + ms / 1000.0;
+    while (test_seconds() < end) {
+        natsMsg *m = NULL;
+        uv_run(loop, UV_RUN_NOWAIT);
+        if (natsSubscription_NextMsg(&m, sub, 10) == NATS_OK) {
+            natsMsg_Destroy(m);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Sealed, the leader serves only forwarded writes that open: an
+ * outsider's (unjudged, it would pass any rules) gets no answer and
+ * changes nothing, and a genuine request captured and sent again is not
+ * served again. */
+static void test_sealed_forward_refuses_outsiders_and_replays(void) {
+    char dir[64];
+    sealed_begin(dir);
+    pair p;
+    if (!pair_start(&p)) {
+        sealed_end(dir);
+        return;
+    }
+    outcome o[4] = {{0}};
+    set_acked(&p.loop, &p.a, "/n", "0", &o[0]); /* someone leads */
+    node *leader = leader_of(&p);
+    node *follower = leader == &p.a ? &p.b : &p.a;
+    natsConnection *nc = outsider(&p.nats, NULL);
+    natsSubscription *inbox = NULL, *captured = NULL;
+    CHECK_INT(natsConnection_SubscribeSync(&inbox, nc, "attacker.inbox"),
+              NATS_OK);
+    CHECK_INT(natsConnection_SubscribeSync(&captured, nc, "hearth.fwd.t"),
+              NATS_OK);
+    CHECK_INT(natsConnection_Flush(nc), NATS_OK);
+    uint64_t fwd = hearth__cluster_rejected_count(leader->c, HEARTH__REJECT_FWD);
+    static const char forged[] =
+        "{\"a\":null,\"j\":false,\"h\":null,\"w\":[[\"/secret/password\","
+        "\"PWNED\"]]}";
+    CHECK_INT(natsConnection_PublishRequestString(nc, "hearth.fwd.t",
+                                                  "attacker.inbox", forged),
+              NATS_OK);
+    CHECK(!answered(&p.loop, inbox, 500));
+    wait_rejected(&p.loop, leader, HEARTH__REJECT_FWD, fwd);
+    /* a genuine forwarded write, captured on its way */
+    set_acked(&p.loop, follower, "/n", "1", &o[1]);
+    set_acked(&p.loop, leader, "/n", "2", &o[2]);
+    fwd = hearth__cluster_rejected_count(leader->c, HEARTH__REJECT_FWD);
+    natsMsg *m[16];
+    int sent = 0;
+    while (sent < 16 && natsSubscription_NextMsg(&m[sent], captured, 100) ==
+                            NATS_OK)
+        sent++;
+    CHECK(sent >= 2); /* the forged one and at least one genuine */
+    natsSubscription_Unsubscribe(captured);
+    for (int i = 0; i < sent; i++) {
+        CHECK_INT(natsConnection_PublishMsg(nc, m[i]), NATS_OK);
+        natsMsg_Destroy(m[i]);
+    }
+    wait_rejected(&p.loop, leader, HEARTH__REJECT_FWD, fwd);
+    set_acked(&p.loop, follower, "/after", "1", &o[3]); /* a barrier */
+    CHECK_STR(o[3].seen, "{\"after\":1,\"n\":2}");
+    same_data(&p.a, &p.b);
+    natsSubscription_Destroy(inbox);
+    natsSubscription_Destroy(captured);
+    natsConnection_Destroy(nc);
+    pair_end(&p, o, 4);
+    sealed_end(dir);
+}
+
+/* Sealed, a snapshot request that does not open is not answered (an
+ * outsider cannot make a node write its tree out), while a node with the
+ * secret joins from a peer's snapshot as ever. */
+static void test_sealed_snapshot_answers_only_the_secret(void) {
+    char dir[64];
+    sealed_begin(dir);
+    pair p;
+    if (!single_start(&p)) {
+        sealed_end(dir);
+        return;
+    }
+    outcome o[3] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "\"snapshot-marker\"", &o[0]);
+    set_acked(&p.loop, &p.a, "/y", "2", &o[2]); /* the log's last, kept */
+    while (status_number(&p.a, "snapshot_seq") != status_number(&p.a, "seq"))
+        uv_run(&p.loop, UV_RUN_ONCE);
+    natsConnection *nc = outsider(&p.nats, NULL);
+    natsSubscription *inbox = NULL;
+    CHECK_INT(natsConnection_SubscribeSync(&inbox, nc, "attacker.snap"),
+              NATS_OK);
+    uint64_t snap = hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_SNAP);
+    CHECK_INT(natsConnection_PublishRequest(nc, "hearth.snap.t",
+                                            "attacker.snap", NULL, 0),
+              NATS_OK);
+    CHECK_INT(natsConnection_PublishRequestString(nc, "hearth.snap.t",
+                                                  "attacker.snap", "garbage"),
+              NATS_OK);
+    CHECK(!answered(&p.loop, inbox, 500));
+    CHECK(hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_SNAP) >= snap + 2);
+    natsSubscription_Destroy(inbox);
+    natsConnection_Destroy(nc);
+    purge_below_last(&p.nats, &p.a);
+    node_open(&p.loop, &p.nats, &p.b, "t2");
+    set_acked(&p.loop, &p.b, "/after", "1", &o[1]); /* a barrier through b */
+    CHECK_STR(o[1].seen, "{\"after\":1,\"x\":\"snapshot-marker\",\"y\":2}");
+    pair_end(&p, o, 3);
+    sealed_end(dir);
+}
+
+static void on_kept(void *ctx, int rc) {
+    int *done = ctx;
+    *done = rc ? rc : 1;
+}
+
+/* Sets t's rules through x and runs the loop until the cluster has them. */
+static void rules_put(uv_loop_t *loop, node *x, const char *doc) {
+    int done = 0;
+    hearth__cluster_rules_put(x->c, "t", doc, on_kept, &done);
+    while (!done)
+        uv_run(loop, UV_RUN_ONCE);
+    CHECK_INT(done, 1);
+}
+
+/* Sealed, KV values are bound to their key: rules an outsider puts
+ * straight into the bucket, an older document put back, and a delete are
+ * not adopted (and the newest is put back); an outsider's onDisconnect
+ * list is never run; a retention floor that does not open is unknown. */
+static void test_sealed_kv_values_refuse_forged_and_old(void) {
+    char dir[64];
+    sealed_begin(dir);
+    pair p;
+    if (!single_start(&p)) {
+        sealed_end(dir);
+        return;
+    }
+    static const char closed[] = "{\"rules\":{\".read\":false,\".write\":false}}";
+    static const char old[] = "{\"rules\":{\".read\":\"old-rules\"}}";
+    static const char open_rules[] = "{\"rules\":{\".read\":true,\".write\":true}}";
+    rules_put(&p.loop, &p.a, old);
+    jsCtx *js = NULL;
+    natsConnection *nc = outsider(&p.nats, &js);
+    kvStore *kv = NULL;
+    CHECK_INT(js_KeyValue(&kv, js, "hearth_rules"), NATS_OK);
+    kvEntry *e = NULL;
+    CHECK_INT(kvStore_Get(&e, kv, "t"), NATS_OK);
+    CHECK(memmem(kvEntry_Value(e), (size_t)kvEntry_ValueLen(e), "old-rules",
+                 9) == NULL);
+    hearth__buf captured;
+    hearth__buf_init(&captured);
+    hearth__buf_add(&captured, kvEntry_Value(e), (size_t)kvEntry_ValueLen(e));
+    kvEntry_Destroy(e);
+    rules_put(&p.loop, &p.a, closed);
+    CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
+    uint64_t rev, kvs = hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_KV);
+    CHECK_INT(kvStore_PutString(&rev, kv, "t", open_rules), NATS_OK);
+    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs);
+    CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
+    CHECK_INT(kvStore_Put(&rev, kv, "t", captured.data, (int)captured.len),
+              NATS_OK);
+    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs + 1);
+    CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
+    CHECK_INT(kvStore_Delete(kv, "t"), NATS_OK);
+    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs + 2);
+    CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
+    /* put back: a node starting now reads the newest document */
+    run_for(&p.loop, 300);
+    node_open(&p.loop, &p.nats, &p.b, "t2");
+    CHECK_STR(hearth__cluster_rules_of(p.b.c, "t"), closed);
+    hearth__buf_free(&captured);
+    kvStore_Destroy(kv);
+
+    /* an onDisconnect list of a dead run, put by an outsider */
+    CHECK_INT(js_KeyValue(&kv, js, "hearth_ondisconnect"), NATS_OK);
+    CHECK_INT(kvStore_PutString(&rev, kv, "t.gone.1.1",
+                                "[{\"a\":null,\"j\":false,\"h\":null,\"w\":"
+                                "[[\"/secret\",\"PWNED\"]]}]"),
+              NATS_OK);
+    node *leader = leader_of(&p);
+    kvs = hearth__cluster_rejected_count(leader->c, HEARTH__REJECT_KV);
+    wait_rejected(&p.loop, leader, HEARTH__REJECT_KV, kvs);
+    while (kvStore_Get(&e, kv, "t.gone.1.1") == NATS_OK) { /* deleted */
+        kvEntry_Destroy(e);
+        run_for(&p.loop, 50);
+    }
+    kvStore_Destroy(kv);
+    /* a retention floor that does not open */
+    CHECK_INT(js_KeyValue(&kv, js, "hearth_retained"), NATS_OK);
+    CHECK_INT(kvStore_PutString(&rev, kv, "t", "1"), NATS_OK);
+    CHECK(hearth__cluster_retained(p.a.c, "t") == UINT64_MAX);
+    kvStore_Destroy(kv);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    outcome o[1] = {{0}};
+    set_acked(&p.loop, &p.a, "/after", "1", &o[0]);
+    CHECK_STR(o[0].seen, "{\"after\":1}");
+    pair_end(&p, o, 1);
+    sealed_end(dir);
+}
+
+/* With its nats-server dead, a node stops at once: nothing waits for a
+ * NATS that cannot answer (the leases' round's calls, deleting the tail's
+ * consumer, the liveness key, the rules' consumer), where each used to
+ * wait its 5 s bound. */
+static void test_stop_without_nats(void) {
+    pair p;
+    if (!single_start(&p))
+        return;
+    outcome o = {0};
+    set_acked(&p.loop, &p.a, "/before", "1", &o);
+    kill(p.nats.pid, SIGKILL);
+    waitpid(p.nats.pid, NULL, 0);
+    uint64_t until = uv_now(&p.loop) + 1500; /* rounds meet the dead link */
+    while (uv_now(&p.loop) < until)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    int64_t t0 = hearth_now_ms();
+    node_close(&p.loop, &p.a, true);
+    uv_run(&p.loop, UV_RUN_DEFAULT); /* until the link is freed */
+    int64_t took = hearth_now_ms() - t0;
+    if (took >= 1000)
+        fprintf(stderr, "  stopped in %lld ms\n", (long long)took);
+    CHECK(took < 1000);
+    free(o.seen);
+    CHECK_INT(uv_loop_close(&p.loop), 0);
+    remove_tree(p.a.dir);
+    remove_tree(p.nats.dir);
+    nats_Close();
+}
+
 const test_case cluster_tests[] = {
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
@@ -690,6 +1399,10 @@ const test_case cluster_tests[] = {
      test_compare_and_set_across_nodes},
     {"cluster_refused_append_leaves_local_log_without_it",
      test_refused_append_leaves_local_log_without_it},
+    {"cluster_records_of_a_new_leader_survive_a_refused_append",
+     test_records_of_a_new_leader_survive_a_refused_append},
+    {"cluster_diverged_follower_stops_and_rebuilds",
+     test_diverged_follower_stops_and_rebuilds},
     {"cluster_followers_sync_the_log_lazily",
      test_followers_sync_the_log_lazily},
     {"cluster_fresh_node_joins_from_a_peer_snapshot",
@@ -698,8 +1411,19 @@ const test_case cluster_tests[] = {
      test_leader_purges_and_a_new_node_joins},
     {"cluster_restart_drops_a_write_the_stream_never_got",
      test_restart_drops_a_write_the_stream_never_got},
+    {"cluster_stop_without_nats", test_stop_without_nats},
     {"cluster_node_catches_up_after_restart",
      test_node_catches_up_after_restart},
     {"cluster_transactions_on_every_node", test_transactions_on_every_node},
+    {"cluster_trust_refusals", test_trust_refusals},
+    {"cluster_nats_auth_and_tls", test_nats_auth_and_tls},
+    {"cluster_sealed_log_skips_forged_and_replayed_records",
+     test_sealed_log_skips_forged_and_replayed_records},
+    {"cluster_sealed_forward_refuses_outsiders_and_replays",
+     test_sealed_forward_refuses_outsiders_and_replays},
+    {"cluster_sealed_snapshot_answers_only_the_secret",
+     test_sealed_snapshot_answers_only_the_secret},
+    {"cluster_sealed_kv_values_refuse_forged_and_old",
+     test_sealed_kv_values_refuse_forged_and_old},
     {NULL, NULL},
 };

@@ -857,6 +857,52 @@ static void test_v5_envelope(void) {
     hearth__buf_free(&none.all);
 }
 
+/* Item 4 of issue 24: the iOS SDK reads a frame as a count only when it
+ * is at most 4 characters long (FirebaseDatabase/Sources/Realtime/
+ * FWebSocketConnection.m 276-285, firebase-ios-sdk eed63a35; Android's
+ * WebsocketConnection.java 283 takes 6), so a count never passes 9999:
+ * longer messages go in larger pieces (every SDK joins pieces of any
+ * size). Pieces of 10 bytes stand for 16,384. */
+static void test_v5_count_fits_four_digits(void) {
+    size_t len = 300003; /* 30,001 pieces of 10 */
+    char *text = malloc(len + 1);
+    text[0] = '"';
+    for (size_t i = 1; i + 1 < len; i += 2) {
+        text[i] = (char)0xC3;
+        text[i + 1] = (char)0xA9; /* é: pieces cut between characters */
+    }
+    text[len - 2] = 'x';
+    text[len - 1] = '"';
+    text[len] = '\0';
+    frames f = {0};
+    hearth__buf_init(&f.all);
+    CHECK_INT(hearth__v5_send_pieces(text, len, len, 10, collect, &f), 0);
+    size_t count_len = strlen(f.all.data);
+    CHECK(count_len >= 1 && count_len <= 4);
+    CHECK_INT(f.n, atoi(f.all.data) + 1);
+    for (size_t at = count_len + 1; at < f.all.len; at += strlen(f.all.data + at) + 1)
+        CHECK(hearth__utf8_valid(f.all.data + at, strlen(f.all.data + at)));
+    hearth__v5_joiner j;
+    hearth__v5_joiner_init(&j, len);
+    char *last = NULL;
+    int error;
+    CHECK_INT(join_all(&j, &f, &last, &error), 1);
+    CHECK_INT(error, 0);
+    CHECK(last && strcmp(last, text) == 0);
+    hearth__v5_joiner_reset(&j);
+    /* 9999 pieces (of ASCII) stay of the size asked */
+    memset(text, 'a', 99990);
+    frames g = {0};
+    hearth__buf_init(&g.all);
+    CHECK_INT(hearth__v5_send_pieces(text, 99990, 99990, 10, collect, &g), 0);
+    CHECK_STR(g.all.data, "9999");
+    CHECK(g.longest <= 10);
+    free(last);
+    free(text);
+    hearth__buf_free(&f.all);
+    hearth__buf_free(&g.all);
+}
+
 /* Integers past int64 become reals; nothing else changes. */
 static void test_widen_integers(void) {
     static const char *const cases[][2] = {
@@ -901,5 +947,6 @@ const test_case common_tests[] = {
     {"common_path_helpers", test_path_helpers},
     {"common_error_text_utf8", test_error_text_utf8},
     {"common_v5_envelope", test_v5_envelope},
+    {"common_v5_count_fits_four_digits", test_v5_count_fits_four_digits},
     {NULL, NULL},
 };

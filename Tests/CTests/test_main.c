@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,7 +29,7 @@ int test_failures;
     X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \
     X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
     X(tls_tests) X(ops_tests) X(backup_tests) X(http_tests)                \
-    X(ws_server_tests)
+    X(ws_server_tests) X(seal_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
@@ -183,6 +184,16 @@ static void hold_job(uv_work_t *w) {
 static void hold_done(uv_work_t *w, int status) {
     (void)w;
     (void)status;
+}
+
+int test_sh(const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 double test_seconds(void) {

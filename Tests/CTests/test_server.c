@@ -817,16 +817,17 @@ static bool read_exact(int fd, void *buf, size_t n) {
     return true;
 }
 
-/* Opens /.ws on namespace ns (NULL: none given); -1 when not upgraded. */
-static int ws_open(int port, const char *ns) {
+/* Opens /.ws on namespace ns (NULL: none given) with that Host header;
+ * -1 when not upgraded. */
+static int ws_open_host(int port, const char *ns, const char *host) {
     int fd = test_connect(port);
     char req[512];
     int n = snprintf(req, sizeof req,
-                     "GET /.ws?v=5%s%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "GET /.ws?v=5%s%s HTTP/1.1\r\nHost: %s\r\n"
                      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                      "Sec-WebSocket-Version: 13\r\n\r\n",
-                     ns ? "&ns=" : "", ns ? ns : "");
+                     ns ? "&ns=" : "", ns ? ns : "", host);
     send_all(fd, req, (size_t)n);
     char head[1024];
     size_t len = 0;
@@ -841,6 +842,10 @@ static int ws_open(int port, const char *ns) {
         return -1;
     }
     return fd;
+}
+
+static int ws_open(int port, const char *ns) {
+    return ws_open_host(port, ns, "127.0.0.1");
 }
 
 /* Sends one text frame, masked (with a zero key) as a client must. */
@@ -2177,6 +2182,255 @@ static void test_config_sizes(void) {
     CHECK(s == NULL);
 }
 
+
+/* ---- the official SDKs' wire habits (issue 24) ----
+ * Each message below is what the SDK's source builds (cited by file and
+ * line, at firebase-ios-sdk eed63a35, firebase-android-sdk a089298e,
+ * firebase-js-sdk 6f865964), replayed over a raw WebSocket. */
+
+/* Sends request r with a body of any length; its reply (free() it). */
+static char *sdk_request(int fd, int r, const char *action, const char *body) {
+    size_t n = strlen(body) + 96;
+    char *msg = malloc(n);
+    snprintf(msg, n, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}", r,
+             action, body);
+    ws_send(fd, msg);
+    free(msg);
+    char want[32];
+    snprintf(want, sizeof want, "{\"r\":%d,", r);
+    char *text;
+    while ((text = ws_recv(fd)) && !strstr(text, want))
+        free(text);
+    return text;
+}
+
+/* The status of a reply and, for an object, its keys in order joined by
+ * ',' ("ok:c,d"; "invalid_args" alone for an error). */
+static char *reply_keys(const char *reply) {
+    static char out[256];
+    json_t *m = reply ? json_loads(reply, 0, NULL) : NULL;
+    json_t *b = json_object_get(json_object_get(m, "d"), "b");
+    const char *st = json_string_value(json_object_get(b, "s"));
+    snprintf(out, sizeof out, "%s", st ? st : "(none)");
+    json_t *d = json_object_get(b, "d");
+    if (st && !strcmp(st, "ok") && json_is_object(d)) {
+        strcat(out, ":");
+        const char *k;
+        json_t *v;
+        const char *sep = "";
+        json_object_foreach(d, k, v) {
+            strcat(out, sep);
+            strcat(out, k);
+            sep = ",";
+        }
+    }
+    json_decref(m);
+    return out;
+}
+
+#define EXPECT_GET(fd_, r_, q_, want_)                                         \
+    do {                                                                       \
+        char *got_ = sdk_request(fd_, r_, "g", "{\"p\":\"scores\",\"q\":" q_ "}"); \
+        CHECK_STR(reply_keys(got_), want_);                                    \
+        free(got_);                                                            \
+    } while (0)
+
+/* A session on namespace "sdk" holding /scores = {A:5, b:5, c:6, d:7}
+ * (child "score"). */
+static int sdk_scores(int port) {
+    int fd = rt_session(port, "sdk", true);
+    EXPECT_WS(fd, 2, "p",
+              "{\"p\":\"scores\",\"d\":{\"A\":{\"score\":5},\"b\":{\"score\":5},"
+              "\"c\":{\"score\":6},\"d\":{\"score\":7}}}",
+              "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    return fd;
+}
+
+/* Items 1 and 6: startAfter(v) / endBefore(v) without a child key. The JS
+ * SDK says sin/ein false (packages/database/src/core/view/QueryParams.ts
+ * 268-280, 304-316, 396-406); iOS sends only the sentinel name:
+ * startAfter's "[MAX_NAME]" and endBefore's "[MIN_NAME]"
+ * (FirebaseDatabase/Sources/Api/FIRDatabaseQuery.m 227 and 313, written by
+ * Core/FQueryParams.m 225 and 235); Android's startAfter names
+ * ChildKey.MAX_KEY_NAME, "[MAX_KEY]", and endBefore "[MIN_NAME]"
+ * (firebase-database/.../Query.java 299-325 and 504-530, snapshot/
+ * ChildKey.java 24-25, core/view/QueryParams.java 186-198). */
+static void test_sdk_start_after_end_before_sentinels(void) {
+    hearth_server_t *srv = start();
+    int port = hearth_server_port(srv);
+    int fd = sdk_scores(port);
+    /* startAfter(5) limitToFirst(2), as iOS, Android and JS send it */
+    EXPECT_GET(fd, 3, "{\"sp\":5,\"sn\":\"[MAX_NAME]\",\"l\":2,\"vf\":\"l\",\"i\":\"score\"}",
+               "ok:c,d");
+    EXPECT_GET(fd, 4, "{\"sp\":5,\"sn\":\"[MAX_KEY]\",\"l\":2,\"vf\":\"l\",\"i\":\"score\"}",
+               "ok:c,d");
+    EXPECT_GET(fd, 5, "{\"sp\":5,\"sn\":\"[MAX_NAME]\",\"sin\":false,\"l\":2,\"vf\":\"l\",\"i\":\"score\"}",
+               "ok:c,d");
+    /* endBefore(6), iOS and Android alike, and JS */
+    EXPECT_GET(fd, 6, "{\"ep\":6,\"en\":\"[MIN_NAME]\",\"i\":\"score\"}", "ok:A,b");
+    EXPECT_GET(fd, 7, "{\"ep\":6,\"en\":\"[MIN_NAME]\",\"ein\":false,\"i\":\"score\"}",
+               "ok:A,b");
+    /* by value and by priority the same */
+    EXPECT_WS(fd, 8, "p", "{\"p\":\"v\",\"d\":{\"x\":1,\"y\":2,\"z\":3}}",
+              "{\"t\":\"d\",\"d\":{\"r\":8,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    char *got = sdk_request(fd, 9, "g", "{\"p\":\"v\",\"q\":{\"sp\":1,\"sn\":\"[MAX_KEY]\",\"ep\":3,\"en\":\"[MIN_NAME]\",\"i\":\".value\"}}");
+    CHECK_STR(reply_keys(got), "ok:y");
+    free(got);
+    got = sdk_request(fd, 10, "g", "{\"p\":\"v\",\"q\":{\"sp\":null,\"sn\":\"[MAX_NAME]\"}}");
+    CHECK_STR(reply_keys(got), "ok"); /* no priorities: nothing after null */
+    free(got);
+    /* startAt(5) and startAfter(5) are two queries: unlistening the first
+     * leaves the second, whose change is then pushed with its tag. */
+    EXPECT_WS(fd, 11, "q", "{\"p\":\"scores\",\"q\":{\"sp\":5,\"i\":\"score\"},\"t\":1,\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":11,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    EXPECT_WS(fd, 12, "q", "{\"p\":\"scores\",\"q\":{\"sp\":5,\"sn\":\"[MAX_NAME]\",\"i\":\"score\"},\"t\":2,\"h\":\"\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":12,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    EXPECT_WS(fd, 13, "n", "{\"p\":\"scores\",\"q\":{\"sp\":5,\"i\":\"score\"},\"t\":1}",
+              "{\"t\":\"d\",\"d\":{\"r\":13,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":14,\"a\":\"p\",\"b\":{\"p\":\"scores/e\",\"d\":{\"score\":8}}}}");
+    char *push = ws_recv(fd);
+    CHECK(push && strstr(push, "\"t\":2") && !strstr(push, "\"t\":1"));
+    free(push);
+    close(fd);
+    stop(srv);
+}
+
+/* Item 2: endBefore(v, childKey:) and startAfter(v, childKey:) send a
+ * neighbour of the key: iOS pads the predecessor with U+FFFF to 786
+ * UTF-16 units (FirebaseDatabase/Sources/Utilities/FNextPushId.m 26-28,
+ * 296-298) and appends ' ' for the successor (85); Android pads with 'z'
+ * and appends '-' (core/utilities/PushIdGenerator.java 28-32, 94, 110-114).
+ * Bounds are not stored keys: such a name is taken; one past a few KB is
+ * refused, never a crash. */
+static void test_sdk_neighbour_keys_as_bounds(void) {
+    hearth_server_t *srv = start();
+    int port = hearth_server_port(srv);
+    int fd = sdk_scores(port);
+    /* endBefore(6, childKey: "c"): "b" then 785 U+FFFF, 2356 bytes */
+    size_t cap = 8192;
+    char *q = malloc(cap);
+    size_t n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"b");
+    for (int i = 0; i < 785; i++) {
+        memcpy(q + n, "\xEF\xBF\xBF", 3);
+        n += 3;
+    }
+    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
+    char *got = sdk_request(fd, 3, "g", q);
+    CHECK_STR(reply_keys(got), "ok:A,b");
+    free(got);
+    /* Android: "b" then 785 'z' */
+    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"b");
+    memset(q + n, 'z', 785);
+    n += 785;
+    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
+    got = sdk_request(fd, 4, "g", q);
+    CHECK_STR(reply_keys(got), "ok:A,b");
+    free(got);
+    /* as a listen too, and unlistened by the same query */
+    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"t\":3,\"h\":\"\",\"q\":{\"ep\":6,\"en\":\"b");
+    memset(q + n, 'z', 785);
+    n += 785;
+    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
+    got = sdk_request(fd, 5, "q", q);
+    CHECK_STR(reply_keys(got), "ok:");
+    free(got);
+    /* startAfter(5, childKey: "A"): iOS "A ", Android "A-" */
+    EXPECT_GET(fd, 6, "{\"sp\":5,\"sn\":\"A \",\"i\":\"score\"}", "ok:b,c,d");
+    EXPECT_GET(fd, 7, "{\"sp\":5,\"sn\":\"A-\",\"i\":\"score\"}", "ok:b,c,d");
+    /* A name of 5000 bytes is no SDK's: refused, the session goes on. */
+    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"");
+    memset(q + n, 'y', 5000);
+    n += 5000;
+    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
+    got = sdk_request(fd, 8, "g", q);
+    CHECK_STR(reply_keys(got), "invalid_args");
+    free(got);
+    /* and a bound name still may not hold what no key may */
+    EXPECT_GET(fd, 9, "{\"sp\":5,\"sn\":\"a/b\",\"i\":\"score\"}", "invalid_args");
+    EXPECT_GET(fd, 10, "{\"sp\":5,\"sn\":\"A\",\"i\":\"score\"}", "ok:A,b,c,d");
+    free(q);
+    close(fd);
+    stop(srv);
+}
+
+/* Item 3: App Check tokens. iOS sends {"a":"appcheck","b":{"token":T}}
+ * (FirebaseDatabase/Sources/Core/FPersistentConnection.m 1303-1306,
+ * Constants/FConstants.m 85-87), as do JS (packages/database/src/core/
+ * PersistentConnection.ts 415-429) and Android, which also sends
+ * "unappcheck" with an empty body (connection/PersistentConnectionImpl.java
+ * 1118-1134). An answer other than ok makes them drop the connection. */
+static void test_sdk_app_check(void) {
+    hearth_server_t *srv = start();
+    int port = hearth_server_port(srv);
+    int fd = rt_session(port, "sdk", false);
+    EXPECT_WS(fd, 1, "appcheck", "{\"token\":\"eyJraWQiOiJhYmMifQ.e30.c2ln\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":1,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    EXPECT_WS(fd, 2, "unappcheck", "{}",
+              "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    EXPECT_WS(fd, 3, "g", "{\"p\":\"x\"}",
+              "{\"t\":\"d\",\"d\":{\"r\":3,\"b\":{\"s\":\"ok\",\"d\":null}}}");
+    close(fd);
+    stop(srv);
+}
+
+/* Item 5: the hello's "h" is where the SDKs connect next time (iOS
+ * Realtime/FConnection.m 206-209 keeps it as internalHost; Android
+ * connection/Connection.java 64, 207). Behind a proxy the Host header is
+ * the proxy's upstream: public_host replaces it. */
+static void test_sdk_public_host_in_hello(void) {
+    hearth_server_t *srv = start_with((hearth_server_config_t){
+        .size = sizeof(hearth_server_config_t), .public_host = "db.example.com"});
+    int port = hearth_server_port(srv);
+    int fd = ws_open_host(port, "sdk", "10.0.0.7:9000");
+    CHECK(fd >= 0);
+    char *hello = ws_recv(fd);
+    CHECK(hello && strstr(hello, "\"h\":\"db.example.com\"") != NULL);
+    free(hello);
+    close(fd);
+    stop(srv);
+    /* without it, the Host header as given */
+    srv = start();
+    port = hearth_server_port(srv);
+    fd = ws_open_host(port, "sdk", "10.0.0.7:9000");
+    hello = ws_recv(fd);
+    CHECK(hello && strstr(hello, "\"h\":\"10.0.0.7:9000\"") != NULL);
+    free(hello);
+    close(fd);
+    stop(srv);
+}
+
+/* Item 7: integers of 2^53 and more reach realtime clients as REST prints
+ * them (Android reads a number with '.' or an exponent as a Double, not a
+ * Long: util/JsonMapper.java 89-91 hands the text to org.json). */
+static void test_sdk_big_integers_print_as_integers(void) {
+    hearth_server_t *srv = start();
+    int port = hearth_server_port(srv);
+    int fd = rt_session(port, "sdk", true);
+    EXPECT_WS(fd, 2, "p",
+              "{\"p\":\"n\",\"d\":{\"a\":9007199254740992,\"b\":100000000000000000,"
+              "\"c\":1152921504606846976,\"d\":-9007199254740994,\"e\":1.5}}",
+              "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
+    const char *want = "{\"a\":9007199254740992,\"b\":100000000000000000,"
+                       "\"c\":1152921504606847000,\"d\":-9007199254740994,"
+                       "\"e\":1.5}";
+    response r = request(port, "GET", "/n.json?ns=sdk", OWNER, NULL);
+    CHECK_STR(r.body, want);
+    free(r.body);
+    char *got = ws_request(fd, 3, "g", "{\"p\":\"n\"}");
+    char expected[256];
+    snprintf(expected, sizeof expected,
+             "{\"t\":\"d\",\"d\":{\"r\":3,\"b\":{\"s\":\"ok\",\"d\":%s}}}", want);
+    CHECK_STR(got, expected);
+    free(got);
+    /* a listen's data push the same */
+    ws_send(fd, "{\"t\":\"d\",\"d\":{\"r\":4,\"a\":\"q\",\"b\":{\"p\":\"n/c\",\"h\":\"\"}}}");
+    got = ws_recv(fd);
+    CHECK(got && strstr(got, "\"d\":1152921504606847000}") != NULL);
+    free(got);
+    close(fd);
+    stop(srv);
+}
+
 const test_case server_tests[] = {
     {"server_config_sizes", test_config_sizes},
     {"server_rest_methods", test_rest_methods},
@@ -2232,5 +2486,12 @@ const test_case server_tests[] = {
      test_big_fanout_written_by_two_threads},
     {"server_fanout_long_push", test_fanout_long_push},
     {"server_shared_frames", test_shared_frames},
+    {"server_sdk_start_after_end_before_sentinels",
+     test_sdk_start_after_end_before_sentinels},
+    {"server_sdk_neighbour_keys_as_bounds", test_sdk_neighbour_keys_as_bounds},
+    {"server_sdk_app_check", test_sdk_app_check},
+    {"server_sdk_public_host_in_hello", test_sdk_public_host_in_hello},
+    {"server_sdk_big_integers_print_as_integers",
+     test_sdk_big_integers_print_as_integers},
     {NULL, NULL},
 };

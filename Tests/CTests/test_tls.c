@@ -23,21 +23,10 @@ static const char *in_pki(const char *name) {
     return p;
 }
 
-/* Runs a shell command (quiet); its exit status. */
-static int sh(const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 /* A CA `ca` (ca.pem, ca.key) and a certificate it signs for 127.0.0.1 and
  * localhost (name.pem, name.key), all P-256. */
 static void make_ca(const char *ca) {
-    CHECK_INT(sh("cd %s && openssl req -x509 -newkey ec -pkeyopt "
+    CHECK_INT(test_sh("cd %s && openssl req -x509 -newkey ec -pkeyopt "
                  "ec_paramgen_curve:P-256 -nodes -keyout %s.key -out %s.pem "
                  "-days 2 -subj /CN=%s >/dev/null 2>&1",
                  pki, ca, ca, ca),
@@ -45,7 +34,7 @@ static void make_ca(const char *ca) {
 }
 
 static void make_cert(const char *ca, const char *name) {
-    CHECK_INT(sh("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n'"
+    CHECK_INT(test_sh("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n'"
                  " > san.ext && openssl req -newkey ec -pkeyopt "
                  "ec_paramgen_curve:P-256 -nodes -keyout %s.key -out %s.csr "
                  "-subj /CN=localhost >/dev/null 2>&1 && openssl x509 -req -in "
@@ -120,7 +109,7 @@ static void test_https_with_curl(void) {
                       "/.json");
     CHECK(strstr(weak, " 000") != NULL);
     free(weak);
-    CHECK_INT(sh("curl -s --max-time 5 http://127.0.0.1:%d/.json | grep -q "
+    CHECK_INT(test_sh("curl -s --max-time 5 http://127.0.0.1:%d/.json | grep -q "
                  "Ada",
                  port),
               1);
@@ -302,7 +291,7 @@ static void test_reload_takes_new_certificate(void) {
     /* The files are replaced by a certificate of another CA. */
     make_ca("next");
     make_cert("next", "renewed");
-    CHECK_INT(sh("cd %s && cp renewed.pem server.pem && cp renewed.key "
+    CHECK_INT(test_sh("cd %s && cp renewed.pem server.pem && cp renewed.key "
                  "server.key",
                  pki),
               0);
@@ -315,7 +304,7 @@ static void test_reload_takes_new_certificate(void) {
     free(old);
     /* A reload that cannot read the files names them and changes
      * nothing. */
-    CHECK_INT(sh("echo broken > %s", in_pki("server.pem")), 0);
+    CHECK_INT(test_sh("echo broken > %s", in_pki("server.pem")), 0);
     CHECK_INT(hearth_server_reload_tls(s, &err), HEARTH_EIO);
     CHECK(strstr(err.message, in_pki("server.pem")) != NULL);
     CHECK_CURL("", "next.pem", port, "/.json", "null 200");

@@ -133,4 +133,73 @@ struct CLITests {
         #expect(help.status == 0)
         #expect(help.stdout.contains("Examples:"))
     }
+
+    /// `hearth serve | logger` where the logger is gone: the banner, which
+    /// fails on stdout, comes on stderr, the server still answers after it,
+    /// and SIGINT stops it with status 0 (it used to die of SIGILL, a
+    /// `try!` on EPIPE). Tests/e2e/test_ops.py ClosedStdout also prints on
+    /// SIGHUP once the server runs, and checks `watch`.
+    @Test func serveOutlivesClosedStdout() throws {
+        let binary = try #require(Self.binary, "the hearth executable was not built next to the tests")
+        let data = FileManager.default.temporaryDirectory
+            .appendingPathComponent("hearth-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let out = Pipe()
+        let err = Pipe()
+        try out.fileHandleForReading.close()  // no reader, from the start
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--data", data.path]
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // A server that never prints must not hang the tests.
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        defer {
+            watchdog.cancel()
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+        var stderr = ""
+        while !stderr.contains("stop with Ctrl-C") {
+            let chunk = err.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            stderr += String(decoding: chunk, as: UTF8.self)
+        }
+        try #require(stderr.contains("stop with Ctrl-C"), "serve ended: \(stderr.prefix(500))")
+        let listening = try #require(stderr.range(of: "listening on http://127.0.0.1:"))
+        let url = "http://127.0.0.1:"
+            + stderr[listening.upperBound...].prefix { $0.isNumber } + "/"
+        // Real requests, after the lines that failed on stdout.
+        #expect(try hearth("set", "/after", "1", "--url", url).status == 0)
+        let get = try hearth("get", "/after", "--url", url)
+        #expect(get.status == 0)
+        #expect(get.stdout == "1\n")
+        #expect(process.isRunning)
+        // SIGINT stops it cleanly once it is handled (just after the banner).
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && !Self.handles(SIGINT, pid: pid) && Date() < deadline {
+            usleep(10_000)
+        }
+        process.interrupt()
+        let rest = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        #expect(String(decoding: rest, as: UTF8.self).contains("stopped"))
+    }
+
+    /// Whether `signal` no longer ends process `pid` (ignored or caught),
+    /// from /proc (true without it).
+    static func handles(_ signal: Int32, pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            return true
+        }
+        var mask: UInt64 = 0
+        for line in status.split(separator: "\n") where line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:") {
+            mask |= UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) ?? 0
+        }
+        return (mask >> UInt64(signal - 1)) & 1 == 1
+    }
 }

@@ -4,7 +4,8 @@ REQUESTS_CA_BUNDLE) and the certificate reloaded on SIGHUP; `hearth
 profile`'s reports and raw stream against a known workload; `hearth backup`
 under writes, a server killed with SIGKILL during a backup, and `hearth
 restore` into a fresh directory that is then served; `hearth serve
---config` with options on the command line overriding the file.
+--config` with options on the command line overriding the file; a
+server whose stdout reader dies keeps serving (and a watch's ends).
 
 Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_ops.py
 """
@@ -136,6 +137,162 @@ class TLS(unittest.TestCase):
         with self.assertRaises(urllib.error.URLError):
             https_get(self.server.port, "/missing", os.path.join(self.pki, "ca.pem"))
         self.assertIsNone(self.server.proc.poll())  # SIGHUP did not end it
+
+
+def https_put(port, path, value, cafile):
+    ctx = ssl.create_default_context(cafile=cafile)
+    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}.json",
+                                 data=json.dumps(value).encode(), method="PUT")
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+        return r.read().decode()
+
+
+def lines_of(stream):
+    """A queue of the stream's lines, read by a thread; None at its end."""
+    lines = queue.Queue()
+
+    def read():
+        with stream:
+            for line in stream:
+                lines.put(line)
+        lines.put(None)
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+class Silence(AssertionError):
+    """No line came in time."""
+
+
+def wait_for_line(lines, text, timeout=10):
+    """The lines up to the first holding text (Silence after timeout
+    seconds, AssertionError at the end of the stream)."""
+    seen = []
+    deadline = time.time() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.time()))
+        except queue.Empty:
+            raise Silence(f"no {text!r} in {timeout} s: {''.join(seen)}")
+        if line is None:
+            raise AssertionError(f"no {text!r} before the end: {''.join(seen)}")
+        seen.append(line)
+        if text in line:
+            return seen
+
+
+def handles(pid, sig):
+    """Whether sig no longer ends the process (ignored or caught)."""
+    with open(f"/proc/{pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    mask = int(fields["SigIgn"], 16) | int(fields["SigCgt"], 16)
+    return bool(mask >> (sig - 1) & 1)
+
+
+class ClosedStdout(unittest.TestCase):
+    """A reader of the output that goes away (`hearth serve | logger`, and
+    logger dies) stops neither the server nor its printing: later lines go
+    to stderr. A watch whose reader goes away ends as `yes | head` does."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="hearth-e2e-stdout-")
+        self.procs = []
+        self.read_by_threads = []  # closed by their reader
+
+    def tearDown(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream and stream not in self.read_by_threads:
+                    stream.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self, *args):
+        proc = subprocess.Popen([HEARTH, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        return proc
+
+    def test_serve_outlives_closed_stdout(self):
+        pki = os.path.join(self.dir, "pki")
+        os.mkdir(pki)
+        make_ca(pki, "ca")
+        make_cert(pki, "ca", "server")
+        ca = os.path.join(pki, "ca.pem")
+        proc = self.start(
+            "serve", "--host", "127.0.0.1", "--port", "0",
+            "--data", os.path.join(self.dir, "data"),
+            "--tls-cert", os.path.join(pki, "server.pem"),
+            "--tls-key", os.path.join(pki, "server.key"))
+        first = proc.stdout.readline()
+        self.assertIn("listening on https://127.0.0.1:", first)
+        port = int(first.rsplit(":", 1)[1])
+        proc.stdout.close()  # the reader dies: the pipe has no reader left
+        err = lines_of(proc.stderr)
+        self.read_by_threads.append(proc.stderr)
+        # SIGHUP prints a line on the closed stdout; it comes on stderr.
+        # The handler is set up after the first line: wait until SIGHUP no
+        # longer kills, then send it until the reload is seen (one sent
+        # before the handler listens is ignored).
+        deadline = time.time() + 10
+        while proc.poll() is None and not handles(proc.pid, signal.SIGHUP):
+            self.assertLess(time.time(), deadline, "SIGHUP is never handled")
+            time.sleep(0.01)
+        problem = "SIGHUP never reloaded the certificate"
+        for _ in range(20):
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGHUP)
+            try:
+                wait_for_line(err, "TLS certificate reloaded", timeout=0.5)
+                problem = None
+                break
+            except Silence:
+                continue
+            except AssertionError as e:  # stderr ended: the process ends
+                problem = str(e)
+                break
+        if problem:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.fail(f"serve's status {proc.returncode}: {problem}")
+        # And the server still serves, after the print.
+        self.assertEqual(https_put(port, "/after", {"n": 1}, ca), '{"n":1}')
+        self.assertEqual(https_get(port, "/after/n", ca), "1")
+        self.assertIsNone(proc.poll())
+        while not handles(proc.pid, signal.SIGINT):  # just after SIGHUP
+            self.assertLess(time.time(), deadline + 10, "SIGINT is never handled")
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(proc.wait(20), 0)
+        wait_for_line(err, "stopped")
+
+    def test_watch_ends_when_its_reader_goes(self):
+        server = Server(os.path.join(self.dir, "data")).start()
+        self.procs.append(server.proc)
+        # child: a realtime client, which ignores SIGPIPE; put: URLSession.
+        for events in ("child", "put"):
+            with self.subTest(events=events):
+                status, _ = http("PUT", server.url("/w"), {"a": 0})
+                self.assertEqual(status, 200)
+                proc = self.start("watch", "/w", "--events", events,
+                                  "--url", f"http://127.0.0.1:{server.port}/")
+                self.assertIn('"event":', proc.stdout.readline())
+                proc.stdout.close()
+                for i in range(200):  # each write prints a line
+                    if proc.poll() is not None:
+                        break
+                    http("PUT", server.url(f"/w/k{i}"), i)
+                    time.sleep(0.02)
+                proc.wait(10)
+                err = proc.stderr.read()
+                # As `yes | head`: SIGPIPE, quietly (no trap, no crash dump).
+                self.assertEqual(proc.returncode, -signal.SIGPIPE, err)
+                self.assertEqual(err, "")
 
 
 class Profile(unittest.TestCase):
