@@ -53,32 +53,34 @@ typedef struct nats_proc {
     char url[64];
 } nats_proc;
 
-static bool nats_start(nats_proc *n) {
+/* The nats-server to run, with n's directory made for it; NULL (said):
+ * not installed, the test is skipped. */
+static const char *nats_prepare(nats_proc *n) {
     const char *bin = nats_bin();
     if (!bin) {
         printf("  (skipped: nats-server is not installed)\n");
-        return false;
+        return NULL;
     }
     strcpy(n->dir, "/tmp/hearth-nats-XXXXXX");
     CHECK(mkdtemp(n->dir) != NULL);
-    char port[16];
-    int p = free_port();
-    snprintf(port, sizeof port, "%d", p);
-    snprintf(n->url, sizeof n->url, "nats://127.0.0.1:%d", p);
+    return bin;
+}
+
+/* Runs argv (argv[0] the binary; its output to /dev/null) as n's
+ * nats-server and waits until it accepts a connection on port. */
+static bool nats_run(nats_proc *n, int port, char *const argv[]) {
     n->pid = fork();
     if (n->pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
-        execl(bin, bin, "-js", "-a", "127.0.0.1", "-p", port, "-sd", n->dir,
-              (char *)NULL);
+        execv(argv[0], argv);
         _exit(127);
     }
-    /* Ready once it accepts a connection. */
     for (int i = 0; i < 100; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)p)};
+                                .sin_port = htons((uint16_t)port)};
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
         close(fd);
@@ -88,6 +90,19 @@ static bool nats_start(nats_proc *n) {
     }
     CHECK(!"nats-server did not start");
     return false;
+}
+
+static bool nats_start(nats_proc *n) {
+    const char *bin = nats_prepare(n);
+    if (!bin)
+        return false;
+    char port[16];
+    int p = free_port();
+    snprintf(port, sizeof port, "%d", p);
+    snprintf(n->url, sizeof n->url, "nats://127.0.0.1:%d", p);
+    char *const argv[] = {(char *)bin, "-js", "-a", "127.0.0.1", "-p", port,
+                          "-sd", n->dir, NULL};
+    return nats_run(n, p, argv);
 }
 
 static void nats_stop(nats_proc *n) {
@@ -875,13 +890,9 @@ static void test_trust_refusals(void) {
 /* A nats-server that takes TLS only (a CA made here) and two users: a
  * password one and an NKey one. */
 static bool nats_start_secure(nats_proc *n, const char *pki) {
-    const char *bin = nats_bin();
-    if (!bin) {
-        printf("  (skipped: nats-server is not installed)\n");
+    const char *bin = nats_prepare(n);
+    if (!bin)
         return false;
-    }
-    strcpy(n->dir, "/tmp/hearth-nats-XXXXXX");
-    CHECK(mkdtemp(n->dir) != NULL);
     int p = free_port();
     snprintf(n->url, sizeof n->url, "tls://127.0.0.1:%d", p);
     char conf[8192], path[128];
@@ -897,27 +908,8 @@ static bool nats_start_secure(nats_proc *n, const char *pki) {
              p, n->dir, pki, pki, pki, NKEY_PUB);
     write_text(n->dir, "nats.conf", conf);
     snprintf(path, sizeof path, "%s/nats.conf", n->dir);
-    n->pid = fork();
-    if (n->pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(bin, bin, "-c", path, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 100; i++) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)p)};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
-        close(fd);
-        if (rc == 0)
-            return true;
-        usleep(50 * 1000);
-    }
-    CHECK(!"nats-server did not start");
-    return false;
+    char *const argv[] = {(char *)bin, "-c", path, NULL};
+    return nats_run(n, p, argv);
 }
 
 /* Joins with o, then leaves at once: 0 or the error. */
@@ -1041,9 +1033,10 @@ static void test_nats_auth_and_tls(void) {
 
 /* ---- sealed: NATS as untrusted transport and storage ---- */
 
-/* Starts a sealed test: the nodes it opens share a cluster secret (a file
- * in dir, made here) until sealed_end. */
-static void sealed_begin(char *dir) {
+/* Starts a sealed test with start (pair_start or single_start): the nodes
+ * it opens share a cluster secret (a file in dir, made here) until
+ * sealed_end. false: skipped, and the secret is gone again. */
+static bool sealed_start(pair *p, char *dir, bool (*start)(pair *)) {
     strcpy(dir, "/tmp/hearth-sealed-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
     write_text(dir, "cluster.key",
@@ -1051,9 +1044,16 @@ static void sealed_begin(char *dir) {
     static char path[128];
     snprintf(path, sizeof path, "%s/cluster.key", dir);
     sealed_with = path;
+    if (start(p))
+        return true;
+    sealed_with = NULL;
+    remove_tree(dir);
+    return false;
 }
 
-static void sealed_end(const char *dir) {
+/* Ends a sealed test: p as pair_end ends it, then the secret. */
+static void sealed_end(pair *p, outcome *o, int n, const char *dir) {
+    pair_end(p, o, n);
     sealed_with = NULL;
     remove_tree(dir);
 }
@@ -1065,6 +1065,12 @@ static natsConnection *outsider(const nats_proc *nats, jsCtx **js) {
     if (js)
         CHECK_INT(natsConnection_JetStream(js, nc, NULL), NATS_OK);
     return nc;
+}
+
+/* Closes what outsider opened with a JetStream context. */
+static void outsider_close(natsConnection *nc, jsCtx *js) {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
 }
 
 /* Runs the loop until x has dropped more than `than` messages of kind. */
@@ -1104,8 +1110,7 @@ static bool log_holds(const nats_proc *nats, node *x, const char *text) {
                                 strlen(text)) != NULL;
         natsMsg_Destroy(m);
     }
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    outsider_close(nc, js);
     return found;
 }
 
@@ -1116,12 +1121,9 @@ static bool log_holds(const nats_proc *nats, node *x, const char *text) {
  * writes are ordered after them. */
 static void test_sealed_log_skips_forged_and_replayed_records(void) {
     char dir[64];
-    sealed_begin(dir);
     pair p;
-    if (!pair_start(&p)) {
-        sealed_end(dir);
+    if (!sealed_start(&p, dir, pair_start))
         return;
-    }
     outcome o[4] = {{0}};
     set_acked(&p.loop, &p.a, "/x", "\"plaintext-marker-4711\"", &o[0]);
     CHECK(!log_holds(&p.nats, &p.a, "plaintext-marker-4711"));
@@ -1138,8 +1140,7 @@ static void test_sealed_log_skips_forged_and_replayed_records(void) {
               NATS_OK);
     jsPubAck_Destroy(ack);
     natsMsg_Destroy(real);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    outsider_close(nc, js);
     append_foreign(&p.nats, &p.a, "/x", "\"forged\"");
     wait_rejected(&p.loop, &p.a, HEARTH__REJECT_LOG, 1);
     wait_rejected(&p.loop, &p.b, HEARTH__REJECT_LOG, 1);
@@ -1157,8 +1158,7 @@ static void test_sealed_log_skips_forged_and_replayed_records(void) {
     CHECK(strstr(metrics.data, "hearth_cluster_rejected_total{kind=\"log\"} 2\n")
           != NULL);
     hearth__buf_free(&metrics);
-    pair_end(&p, o, 4);
-    sealed_end(dir);
+    sealed_end(&p, o, 4, dir);
 }
 
 /* Waits up to ms for a message on sub: whether one came. */
@@ -1181,12 +1181,9 @@ static bool answered(uv_loop_t *loop, natsSubscription *sub, int ms) {
  * served again. */
 static void test_sealed_forward_refuses_outsiders_and_replays(void) {
     char dir[64];
-    sealed_begin(dir);
     pair p;
-    if (!pair_start(&p)) {
-        sealed_end(dir);
+    if (!sealed_start(&p, dir, pair_start))
         return;
-    }
     outcome o[4] = {{0}};
     set_acked(&p.loop, &p.a, "/n", "0", &o[0]); /* someone leads */
     node *leader = leader_of(&p);
@@ -1229,8 +1226,7 @@ static void test_sealed_forward_refuses_outsiders_and_replays(void) {
     natsSubscription_Destroy(inbox);
     natsSubscription_Destroy(captured);
     natsConnection_Destroy(nc);
-    pair_end(&p, o, 4);
-    sealed_end(dir);
+    sealed_end(&p, o, 4, dir);
 }
 
 /* Sealed, a snapshot request that does not open is not answered (an
@@ -1238,12 +1234,9 @@ static void test_sealed_forward_refuses_outsiders_and_replays(void) {
  * secret joins from a peer's snapshot as ever. */
 static void test_sealed_snapshot_answers_only_the_secret(void) {
     char dir[64];
-    sealed_begin(dir);
     pair p;
-    if (!single_start(&p)) {
-        sealed_end(dir);
+    if (!sealed_start(&p, dir, single_start))
         return;
-    }
     outcome o[3] = {{0}};
     set_acked(&p.loop, &p.a, "/x", "\"snapshot-marker\"", &o[0]);
     set_acked(&p.loop, &p.a, "/y", "2", &o[2]); /* the log's last, kept */
@@ -1268,8 +1261,7 @@ static void test_sealed_snapshot_answers_only_the_secret(void) {
     node_open(&p.loop, &p.nats, &p.b, "t2");
     set_acked(&p.loop, &p.b, "/after", "1", &o[1]); /* a barrier through b */
     CHECK_STR(o[1].seen, "{\"after\":1,\"x\":\"snapshot-marker\",\"y\":2}");
-    pair_end(&p, o, 3);
-    sealed_end(dir);
+    sealed_end(&p, o, 3, dir);
 }
 
 static void on_kept(void *ctx, int rc) {
@@ -1292,12 +1284,9 @@ static void rules_put(uv_loop_t *loop, node *x, const char *doc) {
  * list is never run; a retention floor that does not open is unknown. */
 static void test_sealed_kv_values_refuse_forged_and_old(void) {
     char dir[64];
-    sealed_begin(dir);
     pair p;
-    if (!single_start(&p)) {
-        sealed_end(dir);
+    if (!sealed_start(&p, dir, single_start))
         return;
-    }
     static const char closed[] = "{\"rules\":{\".read\":false,\".write\":false}}";
     static const char old[] = "{\"rules\":{\".read\":\"old-rules\"}}";
     static const char open_rules[] = "{\"rules\":{\".read\":true,\".write\":true}}";
@@ -1353,13 +1342,11 @@ static void test_sealed_kv_values_refuse_forged_and_old(void) {
     CHECK_INT(kvStore_PutString(&rev, kv, "t", "1"), NATS_OK);
     CHECK(hearth__cluster_retained(p.a.c, "t") == UINT64_MAX);
     kvStore_Destroy(kv);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    outsider_close(nc, js);
     outcome o[1] = {{0}};
     set_acked(&p.loop, &p.a, "/after", "1", &o[0]);
     CHECK_STR(o[0].seen, "{\"after\":1}");
-    pair_end(&p, o, 1);
-    sealed_end(dir);
+    sealed_end(&p, o, 1, dir);
 }
 
 /* With its nats-server dead, a node stops at once: nothing waits for a

@@ -902,12 +902,15 @@ static char *ws_recv(int fd) {
     }
 }
 
-/* Sends request r and returns its reply (pushes before it are skipped). */
+/* Sends request r, its body of any length, and returns its reply (pushes
+ * before it are skipped; free() it). */
 static char *ws_request(int fd, int r, const char *action, const char *body) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}",
-             r, action, body);
+    size_t n = strlen(body) + 96;
+    char *msg = malloc(n);
+    snprintf(msg, n, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}", r,
+             action, body);
     ws_send(fd, msg);
+    free(msg);
     char want[32];
     snprintf(want, sizeof want, "{\"r\":%d,", r);
     char *text;
@@ -2188,22 +2191,6 @@ static void test_config_sizes(void) {
  * line, at firebase-ios-sdk eed63a35, firebase-android-sdk a089298e,
  * firebase-js-sdk 6f865964), replayed over a raw WebSocket. */
 
-/* Sends request r with a body of any length; its reply (free() it). */
-static char *sdk_request(int fd, int r, const char *action, const char *body) {
-    size_t n = strlen(body) + 96;
-    char *msg = malloc(n);
-    snprintf(msg, n, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}", r,
-             action, body);
-    ws_send(fd, msg);
-    free(msg);
-    char want[32];
-    snprintf(want, sizeof want, "{\"r\":%d,", r);
-    char *text;
-    while ((text = ws_recv(fd)) && !strstr(text, want))
-        free(text);
-    return text;
-}
-
 /* The status of a reply and, for an object, its keys in order joined by
  * ',' ("ok:c,d"; "invalid_args" alone for an error). */
 static char *reply_keys(const char *reply) {
@@ -2228,12 +2215,17 @@ static char *reply_keys(const char *reply) {
     return out;
 }
 
-#define EXPECT_GET(fd_, r_, q_, want_)                                         \
+/* Request r's reply is want_ as reply_keys writes it. */
+#define EXPECT_KEYS(fd_, r_, action_, body_, want_)                            \
     do {                                                                       \
-        char *got_ = sdk_request(fd_, r_, "g", "{\"p\":\"scores\",\"q\":" q_ "}"); \
+        char *got_ = ws_request(fd_, r_, action_, body_);                      \
         CHECK_STR(reply_keys(got_), want_);                                    \
         free(got_);                                                            \
     } while (0)
+
+/* A get of /scores with query q_ (a literal) answers want_. */
+#define EXPECT_GET(fd_, r_, q_, want_)                                         \
+    EXPECT_KEYS(fd_, r_, "g", "{\"p\":\"scores\",\"q\":" q_ "}", want_)
 
 /* A session on namespace "sdk" holding /scores = {A:5, b:5, c:6, d:7}
  * (child "score"). */
@@ -2273,12 +2265,11 @@ static void test_sdk_start_after_end_before_sentinels(void) {
     /* by value and by priority the same */
     EXPECT_WS(fd, 8, "p", "{\"p\":\"v\",\"d\":{\"x\":1,\"y\":2,\"z\":3}}",
               "{\"t\":\"d\",\"d\":{\"r\":8,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
-    char *got = sdk_request(fd, 9, "g", "{\"p\":\"v\",\"q\":{\"sp\":1,\"sn\":\"[MAX_KEY]\",\"ep\":3,\"en\":\"[MIN_NAME]\",\"i\":\".value\"}}");
-    CHECK_STR(reply_keys(got), "ok:y");
-    free(got);
-    got = sdk_request(fd, 10, "g", "{\"p\":\"v\",\"q\":{\"sp\":null,\"sn\":\"[MAX_NAME]\"}}");
-    CHECK_STR(reply_keys(got), "ok"); /* no priorities: nothing after null */
-    free(got);
+    EXPECT_KEYS(fd, 9, "g", "{\"p\":\"v\",\"q\":{\"sp\":1,\"sn\":\"[MAX_KEY]\",\"ep\":3,\"en\":\"[MIN_NAME]\",\"i\":\".value\"}}",
+                "ok:y");
+    /* no priorities: nothing after null */
+    EXPECT_KEYS(fd, 10, "g", "{\"p\":\"v\",\"q\":{\"sp\":null,\"sn\":\"[MAX_NAME]\"}}",
+                "ok");
     /* startAt(5) and startAfter(5) are two queries: unlistening the first
      * leaves the second, whose change is then pushed with its tag. */
     EXPECT_WS(fd, 11, "q", "{\"p\":\"scores\",\"q\":{\"sp\":5,\"i\":\"score\"},\"t\":1,\"h\":\"\"}",
@@ -2295,6 +2286,22 @@ static void test_sdk_start_after_end_before_sentinels(void) {
     stop(srv);
 }
 
+/* The start of a get of /scores endBefore(6) on child "score", up to the
+ * bound name's first character (the SDKs' neighbour keys follow). */
+#define SCORES_ENDING_BEFORE_6 "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\""
+
+/* Writes into q a request body: head (up to the bound name), then times
+ * copies of unit (the padding an SDK puts after a neighbour key), then the
+ * rest of a query on child "score". Returns q. */
+static const char *padded_bound(char *q, size_t cap, const char *head,
+                                const char *unit, int times) {
+    size_t n = (size_t)snprintf(q, cap, "%s", head), len = strlen(unit);
+    for (int i = 0; i < times; i++, n += len)
+        memcpy(q + n, unit, len);
+    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
+    return q;
+}
+
 /* Item 2: endBefore(v, childKey:) and startAfter(v, childKey:) send a
  * neighbour of the key: iOS pads the predecessor with U+FFFF to 786
  * UTF-16 units (FirebaseDatabase/Sources/Utilities/FNextPushId.m 26-28,
@@ -2306,49 +2313,33 @@ static void test_sdk_neighbour_keys_as_bounds(void) {
     hearth_server_t *srv = start();
     int port = hearth_server_port(srv);
     int fd = sdk_scores(port);
+    char q[8192];
     /* endBefore(6, childKey: "c"): "b" then 785 U+FFFF, 2356 bytes */
-    size_t cap = 8192;
-    char *q = malloc(cap);
-    size_t n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"b");
-    for (int i = 0; i < 785; i++) {
-        memcpy(q + n, "\xEF\xBF\xBF", 3);
-        n += 3;
-    }
-    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
-    char *got = sdk_request(fd, 3, "g", q);
-    CHECK_STR(reply_keys(got), "ok:A,b");
-    free(got);
+    EXPECT_KEYS(fd, 3, "g",
+                padded_bound(q, sizeof q, SCORES_ENDING_BEFORE_6 "b",
+                             "\xEF\xBF\xBF", 785),
+                "ok:A,b");
     /* Android: "b" then 785 'z' */
-    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"b");
-    memset(q + n, 'z', 785);
-    n += 785;
-    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
-    got = sdk_request(fd, 4, "g", q);
-    CHECK_STR(reply_keys(got), "ok:A,b");
-    free(got);
+    EXPECT_KEYS(fd, 4, "g",
+                padded_bound(q, sizeof q, SCORES_ENDING_BEFORE_6 "b", "z", 785),
+                "ok:A,b");
     /* as a listen too, and unlistened by the same query */
-    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"t\":3,\"h\":\"\",\"q\":{\"ep\":6,\"en\":\"b");
-    memset(q + n, 'z', 785);
-    n += 785;
-    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
-    got = sdk_request(fd, 5, "q", q);
-    CHECK_STR(reply_keys(got), "ok:");
-    free(got);
+    EXPECT_KEYS(fd, 5, "q",
+                padded_bound(q, sizeof q,
+                             "{\"p\":\"scores\",\"t\":3,\"h\":\"\",\"q\":{\"ep\":6,"
+                             "\"en\":\"b",
+                             "z", 785),
+                "ok:");
     /* startAfter(5, childKey: "A"): iOS "A ", Android "A-" */
     EXPECT_GET(fd, 6, "{\"sp\":5,\"sn\":\"A \",\"i\":\"score\"}", "ok:b,c,d");
     EXPECT_GET(fd, 7, "{\"sp\":5,\"sn\":\"A-\",\"i\":\"score\"}", "ok:b,c,d");
     /* A name of 5000 bytes is no SDK's: refused, the session goes on. */
-    n = (size_t)snprintf(q, cap, "{\"p\":\"scores\",\"q\":{\"ep\":6,\"en\":\"");
-    memset(q + n, 'y', 5000);
-    n += 5000;
-    snprintf(q + n, cap - n, "\",\"i\":\"score\"}}");
-    got = sdk_request(fd, 8, "g", q);
-    CHECK_STR(reply_keys(got), "invalid_args");
-    free(got);
+    EXPECT_KEYS(fd, 8, "g",
+                padded_bound(q, sizeof q, SCORES_ENDING_BEFORE_6, "y", 5000),
+                "invalid_args");
     /* and a bound name still may not hold what no key may */
     EXPECT_GET(fd, 9, "{\"sp\":5,\"sn\":\"a/b\",\"i\":\"score\"}", "invalid_args");
     EXPECT_GET(fd, 10, "{\"sp\":5,\"sn\":\"A\",\"i\":\"score\"}", "ok:A,b,c,d");
-    free(q);
     close(fd);
     stop(srv);
 }
@@ -2373,30 +2364,29 @@ static void test_sdk_app_check(void) {
     stop(srv);
 }
 
+/* A session on "sdk" that connects to srv with Host: 10.0.0.7:9000 (as
+ * through a proxy) gets a hello holding want; srv is stopped after. */
+static void check_hello_names(hearth_server_t *srv, const char *want) {
+    int fd = ws_open_host(hearth_server_port(srv), "sdk", "10.0.0.7:9000");
+    CHECK(fd >= 0);
+    char *hello = ws_recv(fd);
+    CHECK(hello && strstr(hello, want) != NULL);
+    free(hello);
+    close(fd);
+    stop(srv);
+}
+
 /* Item 5: the hello's "h" is where the SDKs connect next time (iOS
  * Realtime/FConnection.m 206-209 keeps it as internalHost; Android
  * connection/Connection.java 64, 207). Behind a proxy the Host header is
  * the proxy's upstream: public_host replaces it. */
 static void test_sdk_public_host_in_hello(void) {
-    hearth_server_t *srv = start_with((hearth_server_config_t){
-        .size = sizeof(hearth_server_config_t), .public_host = "db.example.com"});
-    int port = hearth_server_port(srv);
-    int fd = ws_open_host(port, "sdk", "10.0.0.7:9000");
-    CHECK(fd >= 0);
-    char *hello = ws_recv(fd);
-    CHECK(hello && strstr(hello, "\"h\":\"db.example.com\"") != NULL);
-    free(hello);
-    close(fd);
-    stop(srv);
+    check_hello_names(start_with((hearth_server_config_t){
+                          .size = sizeof(hearth_server_config_t),
+                          .public_host = "db.example.com"}),
+                      "\"h\":\"db.example.com\"");
     /* without it, the Host header as given */
-    srv = start();
-    port = hearth_server_port(srv);
-    fd = ws_open_host(port, "sdk", "10.0.0.7:9000");
-    hello = ws_recv(fd);
-    CHECK(hello && strstr(hello, "\"h\":\"10.0.0.7:9000\"") != NULL);
-    free(hello);
-    close(fd);
-    stop(srv);
+    check_hello_names(start(), "\"h\":\"10.0.0.7:9000\"");
 }
 
 /* Item 7: integers of 2^53 and more reach realtime clients as REST prints

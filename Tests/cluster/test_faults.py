@@ -520,14 +520,20 @@ def with_writers(c, scenario, fault, failures):
 BURST = 8  # PUTs waiting for a paused leader when it resumes
 
 
-def pause_leader_resumed(c, w, leader):
+def pause_leader_resumed(c, w, then=""):
     """SIGSTOP of the leader for PAUSE_S, with writes waiting for it as it
     resumes: BURST PUTs sent in its last second and BURST more at once
     after (the writers' own are stuck in their timeouts then); what it
-    still takes as the leader is refused by the stream."""
+    still takes as the leader is refused by the stream. Said first, with
+    `then` (what the scenario does after) at the end; returns the leader."""
+    leader = wait_leader(c)
+    print("SIGSTOP of the leader n%d for %d s (%d more PUTs sent to it in "
+          "its last second, %d as it resumes)%s"
+          % (leader + 1, PAUSE_S, BURST, BURST, then))
     paused_for(c.nodes[leader], PAUSE_S,
                lambda: w.burst(leader, BURST, "b"),
                lambda: w.burst(leader, BURST, "a"))
+    return leader
 
 
 def holds_acked_so_far(c, w, i, failures, when):
@@ -552,12 +558,7 @@ def holds_acked_so_far(c, w, i, failures, when):
 
 
 def pause_leader(c, w):
-    leader = wait_leader(c)
-    print("SIGSTOP of the leader n%d for %d s (%d more PUTs sent to it in "
-          "its last second, %d as it resumes)"
-          % (leader + 1, PAUSE_S, BURST, BURST))
-    pause_leader_resumed(c, w, leader)
-    return {"paused": leader}
+    return {"paused": pause_leader_resumed(c, w)}
 
 
 def pause_follower(c, w):
@@ -680,11 +681,7 @@ def cut_off_node(c, w):
 
 
 def restart_paused_leader(c, w):
-    leader = wait_leader(c)
-    print("SIGSTOP of the leader n%d for %d s (%d more PUTs sent to it in "
-          "its last second, %d as it resumes), SIGCONT, SIGINT, start"
-          % (leader + 1, PAUSE_S, BURST, BURST))
-    pause_leader_resumed(c, w, leader)
+    leader = pause_leader_resumed(c, w, ", SIGCONT, SIGINT, start")
     holds_acked_so_far(c, w, leader, w.failures, "before its restart")
     stop_node(c, leader)
     restart_node(c, leader)
