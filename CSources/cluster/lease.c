@@ -198,9 +198,10 @@ static void lead(hearth__cluster_ns *n, const lease_job *j) {
     hearth__cluster_tail_drain(n);
 }
 
-/* A renewal in flight as its namespace stepped down: the release queued
- * then names the revision before it and would miss the lease, left to
- * expire (a successor waits 4 s more); it names the renewed one. */
+/* A renewal in flight as its namespace stepped down (or closed, at a
+ * stop): the release queued then names the revision before it and would
+ * miss the lease, left to expire (a successor waits 4 s more); it names
+ * the renewed one. */
 static void release_renewed(hearth__cluster *c, const lease_job *j) {
     for (hearth__lease_release *r = c->releases; r; r = r->next)
         if (strcmp(r->name, j->name) == 0 && r->rev == j->rev)
@@ -216,14 +217,14 @@ static void round_done(uv_work_t *w, int status) {
     for (size_t i = 0; i < r->njobs; i++) {
         lease_job *j = &r->jobs[i];
         hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
+        if (j->outcome == KEPT && !(n && n->leader))
+            release_renewed(c, j); /* stepped down or closed meanwhile */
         if (!n)
             continue; /* closed meanwhile: a lease won expires */
         if (j->outcome == WON && !n->leader && !n->diverged)
             lead(n, j);
         else if (j->outcome == KEPT && n->leader)
             n->lease_rev = j->new_rev;
-        else if (j->outcome == KEPT)
-            release_renewed(c, j);
         else if (j->outcome == LOST && n->leader)
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->leader)
