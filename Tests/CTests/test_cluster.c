@@ -1080,6 +1080,24 @@ static void wait_rejected(uv_loop_t *loop, node *x, hearth__reject_kind kind,
         uv_run(loop, UV_RUN_ONCE);
 }
 
+/* Runs the loop until key in kv holds a value other than bad (bad NULL:
+ * until the key exists again): a node put its own back. */
+static void wait_put_back(uv_loop_t *loop, kvStore *kv, const char *key,
+                          const void *bad, size_t bad_len) {
+    for (;;) {
+        kvEntry *e = NULL;
+        bool back = kvStore_Get(&e, kv, key) == NATS_OK &&
+                    kvEntry_Operation(e) == kvOp_Put &&
+                    (!bad || (size_t)kvEntry_ValueLen(e) != bad_len ||
+                     memcmp(kvEntry_Value(e), bad, bad_len) != 0);
+        kvEntry_Destroy(e);
+        if (back)
+            return;
+        uv_run(loop, UV_RUN_NOWAIT);
+        usleep(10 * 1000);
+    }
+}
+
 /* Runs the loop for about ms. */
 static void run_for(uv_loop_t *loop, int ms) {
     double end = test_seconds() + ms / 1000.0;
@@ -1306,18 +1324,22 @@ static void test_sealed_kv_values_refuse_forged_and_old(void) {
     rules_put(&p.loop, &p.a, closed);
     CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
     uint64_t rev, kvs = hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_KV);
+    /* Each attack ends with the node's own document put back (the bucket
+     * keeps one value a key: an attack superseded by the next, or by the
+     * put-back of the one before, is never seen, so the barrier is the
+     * bucket's value, not a count of each). */
     CHECK_INT(kvStore_PutString(&rev, kv, "t", open_rules), NATS_OK);
-    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs);
+    wait_put_back(&p.loop, kv, "t", open_rules, strlen(open_rules));
     CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
     CHECK_INT(kvStore_Put(&rev, kv, "t", captured.data, (int)captured.len),
               NATS_OK);
-    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs + 1);
+    wait_put_back(&p.loop, kv, "t", captured.data, captured.len);
     CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
     CHECK_INT(kvStore_Delete(kv, "t"), NATS_OK);
-    wait_rejected(&p.loop, &p.a, HEARTH__REJECT_KV, kvs + 2);
+    wait_put_back(&p.loop, kv, "t", NULL, 0);
     CHECK_STR(hearth__cluster_rules_of(p.a.c, "t"), closed);
+    CHECK(hearth__cluster_rejected_count(p.a.c, HEARTH__REJECT_KV) > kvs);
     /* put back: a node starting now reads the newest document */
-    run_for(&p.loop, 300);
     node_open(&p.loop, &p.nats, &p.b, "t2");
     CHECK_STR(hearth__cluster_rules_of(p.b.c, "t"), closed);
     hearth__buf_free(&captured);
