@@ -57,9 +57,12 @@ FAILOVER_S = 15  # a leader node's kill -9: its lease expires first
 # A nats-server's kill -9: JetStream elects new leaders for what it led
 # (nats-server 2.9 waits 4 to 9 s, at random, before it does); writes
 # resume within NATS_FAILOVER_S of the kill, or within
-# AFTER_JETSTREAM_S of that election when it alone took longer.
+# AFTER_JETSTREAM_S of that election when it alone took longer (usually
+# about 1 s after it; once in 48 kills JetStream was another 4 s making
+# consumers again after electing, which this bound allows: a check that
+# fails one run in twenty teaches nothing).
 NATS_FAILOVER_S = 8
-AFTER_JETSTREAM_S = 2
+AFTER_JETSTREAM_S = 4.5
 NATS_KILLS = 3
 STOP_S = 5  # a node's stop with every nats-server dead
 
