@@ -61,6 +61,17 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     return 0;
 }
 
+/* Forgets the chain in progress; release: its buffer too (else kept for
+ * the next chain's parts). */
+static void chain_reset(hearth__cluster_ns *n, bool release) {
+    if (release) {
+        hearth__buf_free(&n->chain);
+        hearth__buf_init(&n->chain);
+    }
+    n->chain.len = n->chain_parts = 0;
+    n->chain_first = 0;
+}
+
 /* Appends q to the list *head .. *tail. */
 static void enqueue(hearth__cluster_msg **head, hearth__cluster_msg **tail,
                     hearth__cluster_msg *q) {
@@ -134,28 +145,19 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
     n->applied_seq = n->committed_seq;
     if (n->records && n->records->seq <= n->applied_seq)
         n->applied_seq = n->records->seq - 1;
-    n->chain.len = n->chain_parts = 0;
-    n->chain_first = 0;
+    chain_reset(n, false);
 }
 
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
     free_list(n->unsettled);
     n->unsettled = n->unsettled_tail = NULL;
-    hearth__buf_free(&n->chain);
-    hearth__buf_init(&n->chain);
-    n->chain_parts = 0;
-    n->chain_first = 0;
+    chain_reset(n, true);
 }
 
 void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
     free_list(n->records);
-    free_list(n->unsettled);
     n->records = n->records_tail = NULL;
-    n->unsettled = n->unsettled_tail = NULL;
-    hearth__buf_free(&n->chain);
-    hearth__buf_init(&n->chain);
-    n->chain_parts = 0;
-    n->chain_first = 0;
+    hearth__cluster_tail_settle_all(n);
 }
 
 /* One record's payload ([[path, value], ...]) as a write, read as
@@ -247,22 +249,18 @@ static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     size_t i, k;
     bool part = hearth__cluster_part(q->msg, &i, &k);
     if (!genuine(n, q, part ? i : 0, part ? k : 0)) {
-        n->chain.len = n->chain_parts = 0;
-        n->chain_first = 0;
+        chain_reset(n, false);
         return;
     }
     const char *data = q->plain;
     size_t size = q->plain_len;
     if (!part) {
-        n->chain.len = n->chain_parts = 0;
-        n->chain_first = 0;
+        chain_reset(n, false);
         apply_group(n, data, size);
         return;
     }
-    if (i == 1 || i != n->chain_parts + 1) {
-        n->chain.len = n->chain_parts = 0;
-        n->chain_first = 0;
-    }
+    if (i == 1 || i != n->chain_parts + 1)
+        chain_reset(n, false);
     if (i != n->chain_parts + 1)
         return; /* the middle of a chain whose start we missed */
     if (i == 1)
@@ -274,12 +272,8 @@ static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
                 "parts\n", n->name, k);
     if (i == k && !n->chain.failed)
         apply_group(n, n->chain.data, n->chain.len);
-    if (i == k || n->chain.failed) {
-        hearth__buf_free(&n->chain);
-        hearth__buf_init(&n->chain);
-        n->chain_parts = 0;
-        n->chain_first = 0;
-    }
+    if (i == k || n->chain.failed)
+        chain_reset(n, true);
 }
 
 void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
