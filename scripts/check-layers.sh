@@ -58,5 +58,14 @@ if [ -n "$bad" ]; then
     printf '%s\n' "$bad" | sed 's/^/check-layers: /' >&2
     status=1
 fi
+# The server asks its keeper (server/keeper.h) where namespaces are kept;
+# only the cluster's keeper knows the cluster.
+cluster_users=$(grep -ln '#[[:space:]]*include[[:space:]]*"cluster/' \
+                CSources/server/*.[ch] | grep -v '^CSources/server/keeper_cluster\.c$' || :)
+if [ -n "$cluster_users" ]; then
+    printf 'check-layers: %s includes cluster/; ask the keeper (server/keeper.h)\n' \
+           $cluster_users >&2
+    status=1
+fi
 [ $status = 0 ] && echo "check-layers: every include goes down CSources/LAYERS"
 exit $status

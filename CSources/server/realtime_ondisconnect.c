@@ -131,8 +131,9 @@ static void keep_send(session *s) {
     k->busy = true;
     s->refs++; /* keep_done releases it */
     if (text) {
-        hearth__cluster_ondisconnect_keep(s->ns->db, session_key(s), text,
-                                          keep_done, s);
+        hearth__keeper *keeper = s->srv->keeper;
+        keeper->ops->ondisconnect_keep(keeper, s->ns->db, session_key(s),
+                                       text, keep_done, s);
     } else {
         keep_done(s, HEARTH_ENOMEM);
     }
@@ -142,7 +143,7 @@ static void keep_send(session *s) {
 /* Whether request r may wait for the cluster (answered too_big if not);
  * checked before it changes anything. */
 static bool keep_room(session *s, json_int_t r) {
-    if (!hearth__cluster_keeps_ondisconnect(s->ns->db))
+    if (!s->srv->keeper->ops->ondisconnect_keep)
         return true; /* kept here only */
     if (!s->keeping)
         s->keeping = hearth__calloc(1, sizeof *s->keeping);
@@ -265,8 +266,9 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
  * that signed out writes as nobody). */
 void hearth__realtime_run_ondisconnect(session *s) {
     if (s->keeping) /* run here: forgotten there, after any list on its way */
-        hearth__cluster_ondisconnect_keep(s->ns->db, session_key(s), NULL,
-                                          NULL, NULL);
+        s->srv->keeper->ops->ondisconnect_keep(s->srv->keeper, s->ns->db,
+                                               session_key(s), NULL, NULL,
+                                               NULL);
     while (s->ondisconnect) {
         od_op *op = s->ondisconnect;
         s->ondisconnect = op->next;

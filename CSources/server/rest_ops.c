@@ -58,8 +58,8 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
                        (unsigned long long)hearth__http_helper_writes(srv->http));
     hearth__metrics_write_counters(&srv->metrics, out);
     hearth__usage_write_metrics(srv->usage, out);
-    if (srv->cluster)
-        hearth__cluster_metrics(srv->cluster, out);
+    if (srv->keeper->ops->metrics)
+        srv->keeper->ops->metrics(srv->keeper, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
                                     "Time from a REST request's arrival to "
                                     "its answer.",

@@ -23,35 +23,21 @@ static void reply_parse_error(rest *r, const hearth_error_t *err) {
     hearth__rest_reply_json(r->conn, 400, out);
 }
 
-/* In a cluster the rules are every node's: kept in the cluster, adopted
- * by each node as the change reaches it (this one first, before the
- * answer), never only in this node's files (cluster/rules.c). */
-typedef struct shared_rules {
-    hearth__http_conn *conn;
-} shared_rules;
-
-static void on_shared(void *ctx, int rc) {
-    shared_rules *s = ctx;
-    if (rc)
-        hearth__rest_reply_error(s->conn, 503, "Rules not saved: the cluster "
-                                 "did not take them; the rules in force stay");
-    else
-        hearth__http_respond(s->conn, 200, JSON_TYPE, NULL,
+/* The keeper stores the rules (a namespace's file here, or the cluster
+ * for every node) and has them adopted before it answers, so the admin's
+ * next read sees them; what they no longer let read ends then. */
+static void on_saved(void *ctx, int rc) {
+    hearth__http_conn *conn = ctx;
+    if (rc == HEARTH_EIO || rc == HEARTH_ENOSPC)
+        hearth__rest_reply_error(conn, 500, "Storage failure: rules not saved");
+    else if (rc) {
+        char why[160];
+        snprintf(why, sizeof why, "Rules not saved: %s; the rules in force "
+                 "stay", hearth_strerror(rc));
+        hearth__rest_reply_error(conn, 503, why);
+    } else
+        hearth__http_respond(conn, 200, JSON_TYPE, NULL,
                              "{\"status\":\"ok\"}", 15);
-    hearth__free(s);
-}
-
-static void share_rules(rest *r) {
-    shared_rules *s = hearth__calloc(1, sizeof *s);
-    char *text = s ? hearth__strndup(r->req->body, r->req->body_len) : NULL;
-    if (!text) {
-        hearth__free(s);
-        hearth__rest_reply_error(r->conn, 503, "Server out of memory");
-        return;
-    }
-    s->conn = r->conn;
-    hearth__cluster_rules_put(r->srv->cluster, r->ns->name, text, on_shared, s);
-    hearth__free(text);
 }
 
 void hearth__rest_rules(rest *r) {
@@ -80,43 +66,10 @@ void hearth__rest_rules(rest *r) {
         reply_parse_error(r, &err);
         return;
     }
-    if (r->srv->cluster) {
-        json_decref(doc);
-        share_rules(r);
-        return;
-    }
-    /* Durable first: the file is replaced whole, then adopted. The admin
-     * may set a namespace's rules before it holds any data. */
-    if (hearth__ns_make_dir(r->ns, &err)) {
-        json_decref(doc);
-        hearth__rest_reply_error(r->conn, 500, "Storage failure: rules not saved");
-        return;
-    }
-    char path[1024], tmp[1040];
-    snprintf(path, sizeof path, "%s/rules.json", r->ns->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(r->req->body, 1, r->req->body_len, f) ==
-                       r->req->body_len;
-    if (f)
-        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
-    if (f)
-        fclose(f);
-    if (!ok || rename(tmp, path)) {
-        json_decref(doc);
-        hearth__rest_reply_error(r->conn, 500, "Storage failure: rules not saved");
-        return;
-    }
-    if (hearth__ns_set_rules(r->ns, doc, &err)) {
-        hearth__rest_reply_error(r->conn, 400, err.message); /* not reached: parsed */
-        return;
-    }
-    hearth__ns_drop_indexes(r->ns);
-    /* What the new rules no longer let read ends now. */
-    hearth__sse_recheck(r->srv, r->ns);
-    hearth__realtime_recheck(r->srv, r->ns);
-    hearth__http_respond(r->conn, 200, JSON_TYPE, NULL, "{\"status\":\"ok\"}",
-                         15);
+    json_decref(doc); /* checked: the keeper's callback adopts it */
+    hearth__keeper *k = r->srv->keeper;
+    k->ops->rules_put(k, r->ns->name, r->ns->dir, r->req->body,
+                      r->req->body_len, on_saved, r->conn);
 }
 
 void hearth__rest_cluster_status(rest *r) {
@@ -125,12 +78,13 @@ void hearth__rest_cluster_status(rest *r) {
                                   "status is for the admin");
         return;
     }
-    if (!r->srv->cluster) {
+    bool none;
+    char *text = r->srv->keeper->ops->status(r->srv->keeper, &none);
+    if (none) {
         hearth__rest_reply_error(r->conn, 404, "Not found: this server is not "
                                   "in a cluster (hearth serve --cluster)");
         return;
     }
-    char *text = hearth__cluster_status(r->srv->cluster);
     if (!text) {
         hearth__rest_reply_error(r->conn, 503, "Server out of memory");
         return;

@@ -174,12 +174,18 @@ static void prepare_reply(pending_reply *p, const rest *r,
     prepared(p);
 }
 
-/* Whether the echo is the data as applied: for those who may read it, on
- * one server. A cluster node has not applied the write when the reply is
- * prepared (its leader orders it): a PUT's echo is made at its completion
- * (echo_later), a PATCH's is what was sent. */
+/* Whether the echo is the data as applied: for those who may read it,
+ * where the write is applied at once. Where it is not (a cluster's leader
+ * orders it), a PUT's echo is made at its completion (echo_later), a
+ * PATCH's is what was sent. */
 static bool echo_applied(const rest *r) {
-    return !r->srv->cluster && hearth__rest_may_read_here(r);
+    return r->srv->keeper->ops->applies_at_once &&
+           hearth__rest_may_read_here(r);
+}
+
+/* Whether a write's echo waits for its completion (echo_later). */
+static bool echo_waits(const rest *r) {
+    return !r->srv->keeper->ops->applies_at_once;
 }
 
 /* An if-match's ETag as the hash the write is conditional on (NULL:
@@ -225,7 +231,7 @@ static void put_value(rest *r, const hearth_node_t *value) {
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    if (r->srv->cluster && (p->later = echo_later_create(r, value))) {
+    if (echo_waits(r) && (p->later = echo_later_create(r, value))) {
         prepared(p);
         return;
     }
@@ -434,7 +440,7 @@ void hearth__rest_delete(rest *r) {
         hearth__rest_reply_failure(r->conn, rc, &err);
         return;
     }
-    if (r->srv->cluster &&
+    if (echo_waits(r) &&
         (p->later = echo_later_create(r, hearth__node_empty()))) {
         prepared(p); /* the ETag of the data once deleted here */
         return;

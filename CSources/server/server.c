@@ -168,18 +168,22 @@ int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
     return 0;
 }
 
-/* In a cluster, the document set for every node comes first
- * (cluster/rules.c); then --rules FILE; then DATA/NAME/rules.json; then
- * the default. */
+/* Adopts the rules document text for ns. */
+static int set_rules_text(hearth__namespace *ns, const char *text,
+                          hearth_error_t *err) {
+    json_t *doc = NULL;
+    int rc = hearth__rules_parse(text, strlen(text), &doc, err);
+    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+}
+
+/* The document the keeper holds comes first (a cluster's, set for every
+ * node); then --rules FILE; then DATA/NAME/rules.json; then the
+ * default. */
 static int load_rules(hearth__server *srv, hearth__namespace *ns,
                       hearth_error_t *err) {
-    const char *shared =
-        srv->cluster ? hearth__cluster_rules_of(srv->cluster, ns->name) : NULL;
-    if (shared) {
-        json_t *doc = NULL;
-        int rc = hearth__rules_parse(shared, strlen(shared), &doc, err);
-        return rc ? rc : hearth__ns_set_rules(ns, doc, err);
-    }
+    const char *kept = srv->keeper->ops->rules_of(srv->keeper, ns->name);
+    if (kept)
+        return set_rules_text(ns, kept, err);
     if (srv->rules_override)
         return hearth__ns_set_rules(ns, json_incref(srv->rules_override), err);
     char path[1024];
@@ -198,20 +202,20 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
     return rc ? rc : hearth__ns_set_rules(ns, doc, err);
 }
 
-/* A namespace's rules changed in the cluster (set through some node, or
- * removed): adopted where it is open here; what they no longer let read
- * ends. A namespace not open here takes them when it opens. */
-static void on_cluster_rules(void *ctx, const char *name) {
+/* A namespace's rules changed in its keeper (set by the admin here, or
+ * through another node of a cluster, or removed there): adopted where it
+ * is open here; what they no longer let read ends. A namespace not open
+ * here takes them when it opens. */
+static void on_kept_rules(void *ctx, const char *name, const char *text) {
     hearth__server *srv = ctx;
     for (size_t i = 0; i < srv->nnamespaces; i++) {
         hearth__namespace *ns = srv->namespaces[i];
         if (strcmp(ns->name, name) != 0)
             continue;
         hearth_error_t err;
-        if (load_rules(srv, ns, &err)) {
-            fprintf(stderr, "hearth: rules of %s from the cluster not "
-                    "taken: %s; the rules in force stay\n", name,
-                    err.message);
+        if (text ? set_rules_text(ns, text, &err) : load_rules(srv, ns, &err)) {
+            fprintf(stderr, "hearth: rules of %s not taken: %s; the rules "
+                    "in force stay\n", name, err.message);
             return;
         }
         hearth__ns_drop_indexes(ns);
@@ -299,9 +303,7 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
                    hearth_error_t *err) {
     struct stat st;
     bool stored = stat(ns->dir, &st) == 0 || errno != ENOENT;
-    /* A cluster node keeps every namespace it serves: its local log and
-     * place in the replicated one. */
-    if (srv->cluster && !stored) {
+    if (srv->keeper->ops->stores_every_namespace && !stored) {
         int made = hearth__ns_make_dir(ns, err);
         if (made)
             return made;
@@ -311,10 +313,8 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
                                  .loop = &srv->loop,
                                  .data_dir = stored ? ns->dir : NULL,
                                  .fsync_mode = srv->fsync_mode};
-    int rc = srv->cluster
-                 ? hearth__cluster_open(srv->cluster, ns->name, &config,
-                                        &ns->db, err)
-                 : hearth_db_open(&config, &ns->db, err);
+    int rc = srv->keeper->ops->open(srv->keeper, ns->name, &config, &ns->db,
+                                    err);
     if (!rc && !stored)
         rc = hearth__db_store_on_write(ns->db, ns->dir, srv->fsync_mode);
     if (rc == HEARTH_ENOMEM)
@@ -455,8 +455,8 @@ static void on_rules_changed(uv_fs_poll_t *poll, int status,
     }
     for (size_t i = 0; i < srv->nnamespaces; i++) {
         hearth__namespace *ns = srv->namespaces[i];
-        if (srv->cluster && hearth__cluster_rules_of(srv->cluster, ns->name))
-            continue; /* the cluster's document comes first */
+        if (srv->keeper->ops->rules_of(srv->keeper, ns->name))
+            continue; /* the keeper's document comes first */
         if (hearth__ns_set_rules(ns, json_incref(doc), &err))
             continue; /* not reached: checked by hearth__rules_parse */
         hearth__ns_drop_indexes(ns);
@@ -524,9 +524,9 @@ static void on_http_closed(void *ctx) {
      * each database commits and syncs the rest. */
     while (srv->nnamespaces)
         ns_forget(srv, srv->nnamespaces - 1);
-    if (srv->cluster)
-        hearth__cluster_stop(srv->cluster);
-    srv->cluster = NULL;
+    if (srv->keeper)
+        srv->keeper->ops->stop(srv->keeper);
+    srv->keeper = NULL;
     uv_close((uv_handle_t *)&srv->stop, NULL);
     uv_close((uv_handle_t *)&srv->keepalive, NULL);
     uv_close((uv_handle_t *)&srv->expiry, NULL);
@@ -556,25 +556,12 @@ static void on_stop(uv_async_t *a) {
 static void run(void *arg) {
     hearth__server *srv = arg;
     hearth__namespace *ns;
-    hearth__cluster_options join = {
-        .urls = srv->cluster_urls,
-        .node = srv->node,
-        .secret_file = srv->cluster_secret_file,
-        .insecure = srv->cluster_insecure,
-        .creds_file = srv->nats_creds_file,
-        .nkey_seed_file = srv->nats_nkey_file,
-        .user_file = srv->nats_user_file,
-        .token_file = srv->nats_token_file,
-        .ca_file = srv->nats_ca_file,
-        .cert_file = srv->nats_cert_file,
-        .key_file = srv->nats_key_file,
-    };
     srv->start_rc = srv->cluster_urls
-                        ? hearth__cluster_start(&srv->loop, &join,
-                                                &srv->cluster, &srv->start_err)
-                        : 0;
-    if (srv->cluster)
-        hearth__cluster_rules_follow(srv->cluster, on_cluster_rules, srv);
+                        ? hearth__keeper_cluster(srv, &srv->keeper,
+                                                 &srv->start_err)
+                        : hearth__keeper_local(&srv->keeper, &srv->start_err);
+    if (srv->keeper)
+        hearth__keeper_follow_rules(srv->keeper, on_kept_rules, srv);
     if (!srv->start_rc)
         srv->start_rc = hearth__server_namespace(
             srv, srv->default_namespace, &ns, &srv->start_err);
@@ -646,12 +633,12 @@ static int read_config(const hearth_server_config_t *caller,
     if (config->log_format < HEARTH_LOG_OFF || config->log_format > HEARTH_LOG_JSON)
         return hearth__error(err, HEARTH_EINVAL, NULL, "unknown log format %d",
                              (int)config->log_format);
-    /* Refused before anything is made or bound (hearth__cluster_start
-     * says it again for its other callers). */
-    if (config->cluster && !config->cluster_secret_file &&
-        !config->cluster_insecure)
-        return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
-                             HEARTH__CLUSTER_SECRET_REQUIRED);
+    /* Refused before anything is made or bound. */
+    if (config->cluster) {
+        int rc = hearth__keeper_cluster_check(config, err);
+        if (rc)
+            return rc;
+    }
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);

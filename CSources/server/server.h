@@ -6,7 +6,7 @@
 #ifndef HEARTH_SERVER_SERVER_H
 #define HEARTH_SERVER_SERVER_H
 
-#include "cluster/cluster.h"
+#include "server/keeper.h"
 #include "db/db.h"
 #include "rules/ruleset.h"
 #include "server/http.h"
@@ -82,7 +82,7 @@ typedef struct hearth__server {
     bool cluster_insecure;
     char *nats_creds_file, *nats_nkey_file, *nats_user_file, *nats_token_file;
     char *nats_ca_file, *nats_cert_file, *nats_key_file;
-    hearth__cluster *cluster;  /* joined on the server's thread */
+    hearth__keeper *keeper; /* where namespaces are kept (keeper.h) */
     char *tls_cert_file, *tls_key_file; /* HTTPS, read again on reload */
     char *public_host; /* the realtime hello's host, or NULL: Host's */
     uv_timer_t expiry;      /* ends what expired tokens still hold */

@@ -1,0 +1,123 @@
+/* keeper_cluster.c - namespaces kept in a cluster (cluster/cluster.h):
+ * each database a replica of the namespace's log, the admin's rules one
+ * document for every node, onDisconnect writes kept so that the
+ * namespace's leader runs them if this node dies. The only server file
+ * that knows the cluster. */
+#include "server/keeper.h"
+
+#include "cluster/cluster.h"
+#include "server/server.h"
+
+typedef struct cluster_keeper {
+    hearth__keeper base; /* first: the keeper is the cluster_keeper */
+    hearth__cluster *cluster;
+} cluster_keeper;
+
+static hearth__cluster *cluster_of(hearth__keeper *k) {
+    return ((cluster_keeper *)k)->cluster;
+}
+
+static int cluster_open(hearth__keeper *k, const char *ns,
+                        const hearth_db_config_t *config, hearth_db_t **out,
+                        hearth_error_t *err) {
+    return hearth__cluster_open(cluster_of(k), ns, config, out, err);
+}
+
+static const char *cluster_rules_of(hearth__keeper *k, const char *ns) {
+    return hearth__cluster_rules_of(cluster_of(k), ns);
+}
+
+/* A change of the cluster's document for ns reached this node. */
+static void on_rules(void *ctx, const char *ns) {
+    hearth__keeper *k = ctx;
+    if (k->rules_changed)
+        k->rules_changed(k->rules_ctx, ns,
+                         hearth__cluster_rules_of(cluster_of(k), ns));
+}
+
+/* The cluster adopts the document here before it answers (on_rules), so
+ * the caller's next read sees it. dir is not used: the rules are every
+ * node's, never one node's files. */
+static void cluster_rules_put(hearth__keeper *k, const char *ns,
+                              const char *dir, const char *text, size_t len,
+                              hearth__keeper_done_cb done, void *ctx) {
+    (void)dir;
+    char *copy = hearth__strndup(text, len);
+    if (!copy) {
+        done(ctx, HEARTH_ENOMEM);
+        return;
+    }
+    hearth__cluster_rules_put(cluster_of(k), ns, copy, done, ctx);
+    hearth__free(copy);
+}
+
+static void cluster_ondisconnect_keep(hearth__keeper *k, hearth_db_t *db,
+                                      uint64_t session, const char *writes,
+                                      hearth__keeper_done_cb done, void *ctx) {
+    (void)k;
+    hearth__cluster_ondisconnect_keep(db, session, writes, done, ctx);
+}
+
+static void cluster_metrics(hearth__keeper *k, hearth__buf *out) {
+    hearth__cluster_metrics(cluster_of(k), out);
+}
+
+static char *cluster_status(hearth__keeper *k, bool *none) {
+    *none = false;
+    return hearth__cluster_status(cluster_of(k));
+}
+
+static void cluster_stop(hearth__keeper *k) {
+    hearth__cluster_stop(cluster_of(k));
+    hearth__free(k);
+}
+
+static const hearth__keeper_ops cluster_ops = {
+    .open = cluster_open,
+    .rules_of = cluster_rules_of,
+    .rules_put = cluster_rules_put,
+    .ondisconnect_keep = cluster_ondisconnect_keep,
+    .metrics = cluster_metrics,
+    .status = cluster_status,
+    .stop = cluster_stop,
+    .stores_every_namespace = true,
+    .applies_at_once = false, /* the namespace's leader orders writes */
+};
+
+int hearth__keeper_cluster_check(const hearth_server_config_t *config,
+                                 hearth_error_t *err) {
+    if (!config->cluster_secret_file && !config->cluster_insecure)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
+                             HEARTH__CLUSTER_SECRET_REQUIRED);
+    return 0;
+}
+
+int hearth__keeper_cluster(hearth__server *srv, hearth__keeper **out,
+                           hearth_error_t *err) {
+    cluster_keeper *k = hearth__calloc(1, sizeof *k);
+    if (!k)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    hearth__cluster_options join = {
+        .urls = srv->cluster_urls,
+        .node = srv->node,
+        .secret_file = srv->cluster_secret_file,
+        .insecure = srv->cluster_insecure,
+        .creds_file = srv->nats_creds_file,
+        .nkey_seed_file = srv->nats_nkey_file,
+        .user_file = srv->nats_user_file,
+        .token_file = srv->nats_token_file,
+        .ca_file = srv->nats_ca_file,
+        .cert_file = srv->nats_cert_file,
+        .key_file = srv->nats_key_file,
+    };
+    int rc = hearth__cluster_start(&srv->loop, &join,
+                                   &k->cluster, err);
+    if (rc) {
+        hearth__free(k);
+        return rc;
+    }
+    k->base.ops = &cluster_ops;
+    hearth__cluster_rules_follow(k->cluster, on_rules, k);
+    *out = &k->base;
+    return 0;
+}
