@@ -28,12 +28,14 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS views("
     "  view TEXT PRIMARY KEY, data BLOB NOT NULL, used INTEGER NOT NULL);";
 
+/* The offset basis caches were named with before 0.3: FNV-1a's, a digit
+ * short. Their files are moved to the right name when opened. */
+#define OLD_NAME_BASIS 1469598103934665603ULL
+
 /* The file for url: its safe characters and a hash, so that two URLs
  * never share a file. */
-static char *file_for(const char *dir, const char *url) {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = url; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+static char *file_for(const char *dir, const char *url, uint64_t basis) {
+    uint64_t h = hearth__fnv1a(basis, url, strlen(url));
     char name[96];
     size_t n = 0;
     for (const char *p = url; *p && n < 60; p++) {
@@ -49,6 +51,32 @@ static char *file_for(const char *dir, const char *url) {
     if (path)
         snprintf(path, len, "%s/%s", dir, name);
     return path;
+}
+
+/* Moves a cache made under the old name to path (when path is not there
+ * yet): its WAL and shared memory first, the database last, so that a
+ * crash in between leaves the database under the old name, to be moved
+ * again, never a database without its WAL. */
+static void move_old_cache(const char *dir, const char *url, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 || errno != ENOENT)
+        return;
+    char *old = file_for(dir, url, OLD_NAME_BASIS);
+    if (old && stat(old, &st) == 0) {
+        static const char *const parts[] = {"-wal", "-shm"};
+        char from[4200], to[4200];
+        bool moved = true;
+        for (size_t i = 0; moved && i < HEARTH__ARRAY_SIZE(parts); i++) {
+            snprintf(from, sizeof from, "%s%s", old, parts[i]);
+            snprintf(to, sizeof to, "%s%s", path, parts[i]);
+            moved = rename(from, to) == 0 || errno == ENOENT;
+        }
+        if (!moved || rename(old, path))
+            fprintf(stderr, "hearth: the cache %s could not be renamed to "
+                    "%s (%s); starting a new one\n", old, path,
+                    strerror(errno));
+    }
+    hearth__free(old);
 }
 
 static void finalize_all(hearth__disk *d) {
@@ -184,7 +212,9 @@ int hearth__disk_open(const char *dir, const char *url, size_t bound,
                              "cannot create the cache directory %.160s: %s",
                              dir, strerror(errno));
     hearth__disk *d = hearth__calloc(1, sizeof *d);
-    char *path = file_for(dir, url);
+    char *path = file_for(dir, url, HEARTH__FNV_SEED);
+    if (path)
+        move_old_cache(dir, url, path);
     if (!d || !path) {
         hearth__free(d);
         hearth__free(path);

@@ -47,10 +47,7 @@ static size_t address_of(const struct sockaddr_storage *addr,
 
 static hearth__peer **bucket_of(hearth__budget *b, const unsigned char *addr,
                                 size_t len) {
-    unsigned h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ addr[i]) * 16777619u;
-    return &b->buckets[h % BUCKETS];
+    return &b->buckets[hearth__fnv1a(HEARTH__FNV_SEED, addr, len) % BUCKETS];
 }
 
 hearth__peer *hearth__budget_peer(hearth__budget *b,

@@ -28,10 +28,7 @@ void hearth__metrics_free(hearth__metrics *m) {
 }
 
 uint64_t hearth__metrics_hash(const char *key) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *key; key++)
-        h = (h ^ (unsigned char)*key) * 1099511628211ull;
-    return h;
+    return hearth__fnv1a(HEARTH__FNV_SEED, key, strlen(key));
 }
 
 /* The slot of key in the index: where it is, or the empty one where it

@@ -1461,6 +1461,51 @@ static void test_cache_bounds(void) {
 
 /* Server data past the bound goes least recently used first, except what
  * views hold. */
+/* Caches made before 0.3 were named with a truncated FNV offset basis:
+ * opened now, the file moves to its right name, the writes still in its
+ * WAL included. */
+static int count_writes_seen;
+static void count_write(int64_t id, const char *action, const char *body,
+                        void *ctx) {
+    (void)id, (void)action, (void)body, (void)ctx;
+    count_writes_seen++;
+}
+
+static void test_cache_of_the_old_name_moves(void) {
+    char dir[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(dir);
+    const char *url = "http://x?ns=old";
+    hearth__disk *d;
+    CHECK_INT(hearth__disk_open(dir, url, 0, &d, NULL), 0);
+    CHECK_INT(hearth__disk_write_add(d, 7, "p", "{\"p\":\"/a\",\"d\":1}"), 0);
+    char path[512], old[512], cmd[2200];
+    snprintf(path, sizeof path, "%s", hearth__disk_path(d));
+    /* The name before 0.3: the same, with the old hash. */
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = url; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    snprintf(old, sizeof old, "%s/http___x_ns_old-%016llx.sqlite", dir,
+             (unsigned long long)h);
+    CHECK(strcmp(old, path) != 0);
+    /* Copied while open: the write is in the WAL only. */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s-wal' '%s-wal'", path,
+             old, path, old);
+    CHECK_INT(system(cmd), 0);
+    hearth__disk_close(d);
+    snprintf(cmd, sizeof cmd, "rm -f '%s' '%s-wal' '%s-shm'", path, path, path);
+    CHECK_INT(system(cmd), 0);
+    CHECK_INT(hearth__disk_open(dir, url, 0, &d, NULL), 0);
+    CHECK_STR(hearth__disk_path(d), path);
+    count_writes_seen = 0;
+    hearth__disk_writes(d, count_write, NULL);
+    CHECK_INT(count_writes_seen, 1);
+    hearth__disk_close(d);
+    CHECK(access(old, F_OK) != 0);
+    snprintf(cmd, sizeof cmd, "%s-wal", old);
+    CHECK(access(cmd, F_OK) != 0);
+    remove_tree(dir);
+}
+
 static void test_cache_prunes_least_recently_used(void) {
     char dir[64] = "/tmp/hearth-cache-XXXXXX";
     make_dir(dir);
@@ -1820,6 +1865,7 @@ const test_case client_tests[] = {
     {"client_cache_damaged_file_is_rebuilt", test_cache_damaged_file_is_rebuilt},
     {"client_cache_bounds", test_cache_bounds},
     {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
+    {"client_cache_of_the_old_name_moves", test_cache_of_the_old_name_moves},
     {"client_logging", test_logging},
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
