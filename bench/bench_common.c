@@ -70,7 +70,7 @@ const char *bench_data_dir_create(const char *prefix) {
 /* ---- an in-process server ---- */
 
 hearth_server_t *bench_server_start(const char *data_dir, int *port) {
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
+    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1", .port = 0,
                                      .data_dir = data_dir,
                                      .default_namespace = "bench",
                                      .fsync_mode = HEARTH_FSYNC_OFF};

@@ -49,7 +49,7 @@ static void on_value(const hearth_event_t *e, void *ctx) {
 }
 
 static hearth_db_t *open_client(const char *url, const char *cache) {
-    hearth_db_config_t config = {.url = url, .cache_dir = cache};
+    hearth_db_config_t config = {.size = sizeof config, .url = url, .cache_dir = cache};
     hearth_db_t *db;
     if (hearth_db_open(&config, &db, NULL))
         die("cannot open a client");
@@ -89,7 +89,7 @@ int main(void) {
     char cache[] = "/tmp/hearth-cache-bench-XXXXXX";
     if (!mkdtemp(data) || !mkdtemp(cache))
         die("mkdtemp");
-    hearth_server_config_t sc = {.host = "127.0.0.1", .data_dir = data,
+    hearth_server_config_t sc = {.size = sizeof sc, .host = "127.0.0.1", .data_dir = data,
                                  .fsync_mode = HEARTH_FSYNC_OFF};
     hearth_server_t *server;
     if (hearth_server_start(&sc, &server, NULL))

@@ -112,7 +112,7 @@ static void free_connected(void *ctx) {
 static hearth_db_t *open_client(void) {
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=bench", port);
-    hearth_db_config_t config = {.url = url};
+    hearth_db_config_t config = {.size = sizeof config, .url = url};
     hearth_db_t *db;
     hearth_error_t err;
     if (hearth_db_open(&config, &db, &err))

@@ -183,7 +183,7 @@ static void server_start(server *s, const char *name, bool rules,
     s->name = name;
     s->rules = rules;
     snprintf(s->dir, sizeof s->dir, "%s/%s", data_dir, rules ? "rules" : "none");
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
+    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1", .port = 0,
                                      .data_dir = s->dir,
                                      .default_namespace = "bench",
                                      .fsync_mode = HEARTH_FSYNC_OFF,

@@ -102,7 +102,7 @@ int main(void) {
     fclose(f);
     char data[256];
     snprintf(data, sizeof data, "%s/data", dir);
-    hearth_server_config_t config = {.data_dir = data, .rules_file = rules,
+    hearth_server_config_t config = {.size = sizeof config, .data_dir = data, .rules_file = rules,
                                      .fsync_mode = HEARTH_FSYNC_OFF,
                                      .admin_secret = NULL};
     hearth_server_t *server;

@@ -8,8 +8,8 @@ struct VersionCommand: ParsableCommand {
         abstract: "Print Hearth's version.",
         discussion: """
             Examples:
-              hearth version                 # 0.2.0
-              hearth version --format json   # {"version":"0.2.0"}
+              hearth version                 # 0.3.0
+              hearth version --format json   # {"version":"0.3.0"}
             """)
 
     @OptionGroup var output: FormatOptions

@@ -52,7 +52,7 @@ static int fuzz_server_port(const char *name) {
                  "/tmp/hearth-fuzz-%s-%d", name, (int)getpid());
         fuzz_random_hex(fuzz_admin_secret, 12, "admin-");
         fuzz_random_hex(fuzz_canary, 12, "canary-");
-        hearth_server_config_t config = {.host = "127.0.0.1", .port = 0,
+        hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1", .port = 0,
                                          .data_dir = fuzz_server_dir,
                                          .fsync_mode = HEARTH_FSYNC_OFF,
                                          .admin_secret = fuzz_admin_secret};

@@ -85,7 +85,7 @@ extern "C" {
  * breaks (while it is 0, every MINOR may break it); MINOR adds to the API;
  * PATCH fixes without changing it. */
 #define HEARTH_VERSION_MAJOR 0
-#define HEARTH_VERSION_MINOR 2
+#define HEARTH_VERSION_MINOR 3
 #define HEARTH_VERSION_PATCH 0
 
 /* 0xMMmmpp: one number to compare, e.g. #if HEARTH_VERSION_HEX >= 0x000200 */
@@ -94,7 +94,7 @@ extern "C" {
      HEARTH_VERSION_PATCH)
 
 /* The version of the library linked at run time, which may be newer than
- * the header a program was compiled with: "0.2.0", and as
+ * the header a program was compiled with: "0.3.0", and as
  * HEARTH_VERSION_HEX. */
 HEARTH_EXTERN const char *hearth_version(void);
 HEARTH_EXTERN unsigned hearth_version_number(void);
@@ -435,10 +435,11 @@ typedef enum hearth_fsync_mode {
  * against this header keeps working with a later library (the fields it
  * does not know are zero, their defaults) and an earlier one (which fails
  * with HEARTH_EUNSUPPORTED only if the program sets a field it lacks).
- * 0 stands for the struct of version 0.2, the first with `size`: fields
- * added later are read only when `size` covers them. */
+ * `size` is required: 0 is refused (HEARTH_EINVAL), since a struct whose
+ * size is unknown cannot be read as meant. Fields marked "since 0.3" are
+ * read only when `size` covers them. */
 typedef struct hearth_db_config_s {
-    size_t size; /* sizeof(hearth_db_config_t), or 0: see above */
+    size_t size; /* sizeof(hearth_db_config_t): see above */
     /* A libuv loop (uv_loop_t *) to run on, driven by the caller: hearth_db_open and
      * hearth_db_close must then be called on the thread that runs that
      * loop, and callbacks run there. NULL: the database starts and owns a
@@ -776,7 +777,7 @@ typedef enum hearth_log_format {
 } hearth_log_format;
 
 typedef struct hearth_server_config_s {
-    size_t size; /* sizeof(hearth_server_config_t), or 0: see the config
+    size_t size; /* sizeof(hearth_server_config_t): see the config
                     structs' rule above hearth_db_config_t */
     const char *HEARTH_NULLABLE host;              /* an IP address; NULL: "127.0.0.1" */
     int port;                      /* 0 picks a free port */
@@ -837,8 +838,7 @@ typedef struct hearth_server_config_s {
      * request is answered 503 (a WebSocket closed) rather than memory
      * growing. */
     int64_t max_held_bytes;
-    /* ---- fields added after version 0.2 (read only when size covers
-     * them) ---- */
+    /* ---- since 0.3 (read only when size covers them) ---- */
     /* Cluster mode (README "Cluster"): the NATS servers of a JetStream
      * cluster, comma-separated ("nats://h1:4222,nats://h2:4222"), and this
      * node's name (letters, digits, '-', '_'). Every node serves every

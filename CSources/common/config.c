@@ -3,7 +3,9 @@
  * cbSize, or the Linux system calls that take a struct and its size:
  * openat2, clone3), so a program built against an older or newer header
  * keeps working: fields it does not know are zero to the library, and
- * fields the library does not know must be zero. */
+ * fields the library does not know must be zero. A size of 0 (not set) is
+ * refused: before 0.3 it meant version 0.2's struct, and a later
+ * program's fields past it (TLS, cluster) were then dropped unseen. */
 #include "common/internal.h"
 
 #include <string.h>
@@ -16,8 +18,13 @@ int hearth__config_read(const void *config, size_t base_size, void *out,
         return 0;
     size_t size;
     memcpy(&size, config, sizeof size);
+    /* A struct whose size was not set cannot be read as meant: its fields
+     * past version 0.2's (TLS, cluster...) would be dropped unseen. */
     if (size == 0)
-        size = base_size; /* not set: the fields of version 0.2 */
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "%s.size is 0: set it to sizeof(%s), so that "
+                             "every field the program sets is read",
+                             what, what);
     if (size < base_size)
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "%s.size is %zu, less than any version of it "

@@ -62,9 +62,10 @@ int hearth__error_code(hearth_error_t *err, int code);
     (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* Copies a caller's config (NULL: all zero), whose first field is its size
- * (0: base_size, the struct of version 0.2), into out (this library's
- * struct of out_size bytes): fields past the caller's size read as zero.
- * HEARTH_EINVAL when the size is below base_size, HEARTH_EUNSUPPORTED when
+ * (at least base_size, the struct of version 0.2), into out (this
+ * library's struct of out_size bytes): fields past the caller's size read
+ * as zero. HEARTH_EINVAL when the size is 0 or below base_size,
+ * HEARTH_EUNSUPPORTED when
  * the caller sets a field this library does not have; `what` names the
  * struct in the message. */
 int hearth__config_read(const void *config, size_t base_size, void *out,

@@ -50,7 +50,7 @@ static hearth_db_t *cached_client(int port, const char *ns,
                                   const char *cache_dir, size_t cache_size) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
-    hearth_db_config_t config = {.url = url, .cache_dir = cache_dir,
+    hearth_db_config_t config = {.size = sizeof config, .url = url, .cache_dir = cache_dir,
                                  .cache_size = cache_size};
     hearth_db_t *db = NULL;
     hearth_error_t err;
@@ -1072,7 +1072,7 @@ static int server_child(const char *arg) {
     char data[128];
     if (sscanf(arg, "%d:%127s", &port, data) != 2)
         return 2;
-    hearth_server_config_t config = {.host = "127.0.0.1", .port = port,
+    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1", .port = port,
                                      .data_dir = data,
                                      .fsync_mode = HEARTH_FSYNC_ALWAYS};
     hearth_server_t *s;
@@ -1160,7 +1160,7 @@ int test_child_main(const char *arg) {
         return exit_stop_child();
     if (strncmp(arg, "client:", 7))
         return 2;
-    hearth_db_config_t config = {.url = arg + 7};
+    hearth_db_config_t config = {.size = sizeof config, .url = arg + 7};
     hearth_db_t *db;
     if (hearth_db_open(&config, &db, NULL))
         return 1;
@@ -1425,7 +1425,7 @@ static void test_cache_bounds(void) {
     char cache[64] = "/tmp/hearth-cache-XXXXXX";
     make_dir(cache);
     int port = free_port(); /* nothing there: offline */
-    hearth_db_config_t bad = {.url = "http://127.0.0.1:1?ns=x",
+    hearth_db_config_t bad = {.size = sizeof bad, .url = "http://127.0.0.1:1?ns=x",
                               .cache_dir = cache, .cache_size = 1000};
     hearth_db_t *db = NULL;
     hearth_error_t err;
@@ -1594,7 +1594,7 @@ static void test_urls(void) {
                                 "http://h:99999?ns=a", "http://h?ns=",
                                 "http://:80?ns=a"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        hearth_db_config_t config = {.url = bad[i]};
+        hearth_db_config_t config = {.size = sizeof config, .url = bad[i]};
         hearth_db_t *db = NULL;
         hearth_error_t err;
         CHECK_INT(hearth_db_open(&config, &db, &err), HEARTH_EINVAL);

@@ -73,9 +73,9 @@ static void test_version(void) {
     snprintf(expected, sizeof expected, "%d.%d.%d", HEARTH_VERSION_MAJOR,
              HEARTH_VERSION_MINOR, HEARTH_VERSION_PATCH);
     CHECK_STR(hearth_version(), expected);
-    CHECK_STR(hearth_version(), "0.2.0");
+    CHECK_STR(hearth_version(), "0.3.0");
     CHECK_INT(hearth_version_number(), HEARTH_VERSION_HEX);
-    CHECK_INT(HEARTH_VERSION_HEX, 0x000200);
+    CHECK_INT(HEARTH_VERSION_HEX, 0x000300);
 }
 
 static void test_error_fill(void) {

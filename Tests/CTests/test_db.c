@@ -92,7 +92,7 @@ typedef struct fixture {
 
 static void fx_open(fixture *f) {
     uv_loop_init(&f->loop);
-    hearth_db_config_t config = {.loop = &f->loop, .data_dir = NULL};
+    hearth_db_config_t config = {.size = sizeof config, .loop = &f->loop, .data_dir = NULL};
     CHECK_INT(hearth_db_open(&config, &f->db, NULL), 0);
 }
 
@@ -736,7 +736,7 @@ static void test_close_cancels_and_rejects(void) {
     CHECK_INT(hearth_db_close(own), 0);
     CHECK_INT(log->freed, 1);
     free(log);
-    hearth_db_config_t config = {.loop = NULL, .data_dir = "/proc/no/such"};
+    hearth_db_config_t config = {.size = sizeof config, .loop = NULL, .data_dir = "/proc/no/such"};
     hearth_error_t err;
     CHECK_INT(hearth_db_open(&config, &own, &err), HEARTH_EIO);
     CHECK(strstr(err.message, "/proc/no/such") != NULL);
@@ -755,7 +755,7 @@ static const char *const embedded_rules =
 
 static void fx_open_as(fixture *f, const char *auth) {
     uv_loop_init(&f->loop);
-    hearth_db_config_t config = {.loop = &f->loop, .rules = embedded_rules,
+    hearth_db_config_t config = {.size = sizeof config, .loop = &f->loop, .rules = embedded_rules,
                                  .auth_variable = auth};
     hearth_error_t err;
     int rc = hearth_db_open(&config, &f->db, &err);
@@ -832,14 +832,14 @@ static void test_embedded_rules(void) {
     /* Bad configurations are refused at open. */
     hearth_db_t *db = NULL;
     hearth_error_t err;
-    hearth_db_config_t bad = {.rules = "{\"rules\": {\".read\": \"auth.\"}}"};
+    hearth_db_config_t bad = {.size = sizeof bad, .rules = "{\"rules\": {\".read\": \"auth.\"}}"};
     CHECK(hearth_db_open(&bad, &db, &err) != 0 && strstr(err.message, ".read"));
-    bad = (hearth_db_config_t){.auth_variable = "{\"uid\":\"ada\"}"};
+    bad = (hearth_db_config_t){.size = sizeof bad, .auth_variable = "{\"uid\":\"ada\"}"};
     CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EINVAL);
-    bad = (hearth_db_config_t){.rules = embedded_rules, .auth_variable = "{uid"};
+    bad = (hearth_db_config_t){.size = sizeof bad, .rules = embedded_rules, .auth_variable = "{uid"};
     CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EJSON);
     CHECK(strstr(err.message, "auth_variable") != NULL);
-    bad = (hearth_db_config_t){.rules = embedded_rules,
+    bad = (hearth_db_config_t){.size = sizeof bad, .rules = embedded_rules,
                                .url = "http://127.0.0.1:9"};
     CHECK_INT(hearth_db_open(&bad, &db, &err), HEARTH_EINVAL);
     CHECK(db == NULL);
@@ -850,7 +850,7 @@ static void test_embedded_rules(void) {
  * as version 0.2's (in a block of exactly that size: ASan sees any read
  * past it) opens with all its fields read; a longer struct from a later
  * header opens when its unknown tail is zero and is refused when it sets
- * anything there; a size below any version is refused. */
+ * anything there; a size below any version, or none (0), is refused. */
 static void test_config_sizes(void) {
     hearth_db_t *db = NULL;
     hearth_error_t err;
@@ -879,6 +879,11 @@ static void test_config_sizes(void) {
     CHECK(strstr(err.message, "does not know") != NULL);
     CHECK(db == NULL);
 
+    /* Its size not set: refused, never read as some version's. */
+    hearth_db_config_t unsized = {.data_dir = "/tmp/never-made-by-hearth"};
+    CHECK_INT(hearth_db_open(&unsized, &db, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "hearth_db_config_t.size is 0") != NULL);
+    CHECK(db == NULL);
     hearth_db_config_t short_one = {.size = sizeof(size_t)};
     CHECK_INT(hearth_db_open(&short_one, &db, &err), HEARTH_EINVAL);
     CHECK(strstr(err.message, "hearth_db_config_t.size") != NULL);

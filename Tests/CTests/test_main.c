@@ -156,6 +156,7 @@ void test_restore_stderr(int saved) {
 
 hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir) {
+    config.size = sizeof config;
     config.host = "127.0.0.1";
     config.data_dir = data_dir;
     config.fsync_mode = HEARTH_FSYNC_OFF;

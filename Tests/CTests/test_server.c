@@ -48,7 +48,7 @@ static hearth_server_t *start(void) {
 /* A server that syncs every commit (start_test_server's do not). */
 static hearth_server_t *start_syncing(void) {
     make_data_dir();
-    hearth_server_config_t config = {.host = "127.0.0.1",
+    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1",
                                      .data_dir = data_dir,
                                      .fsync_mode = HEARTH_FSYNC_ALWAYS};
     hearth_server_t *s = NULL;
@@ -524,7 +524,7 @@ static void test_rules_file_reloads(void) {
 static void test_admin_secret_and_locked_default(void) {
     strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
     CHECK(mkdtemp(data_dir) != NULL);
-    hearth_server_config_t config = {.host = "127.0.0.1", .data_dir = data_dir,
+    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1", .data_dir = data_dir,
                                      .fsync_mode = HEARTH_FSYNC_OFF,
                                      .auth_secret = "s3cret",
                                      .auth_audience = "my-project",
@@ -1566,7 +1566,7 @@ static bool closed_after(int fd, char *buf, size_t size, size_t *len) {
 
 #define read_until_closed(fd, buf, size) closed_after(fd, buf, size, NULL)
 
-static const hearth_server_config_t fast_timeouts = {
+static const hearth_server_config_t fast_timeouts = {.size = sizeof fast_timeouts, 
     .header_timeout_ms = 200, .body_timeout_ms = 200, .idle_timeout_ms = 200};
 
 static void test_slow_and_idle_connections_time_out(void) {
@@ -2151,8 +2151,8 @@ static void test_stop_with_an_answer_pending(void) {
 
 /* The server's config carries its size too: a struct as long as version
  * 0.2's (in a block of exactly that size) starts a server; a later
- * header's longer struct that sets a field this library lacks, or a size
- * below any version, is refused. */
+ * header's longer struct that sets a field this library lacks, a size
+ * below any version, or none at all, is refused. */
 static void test_config_sizes(void) {
     make_data_dir();
     size_t base = offsetof(hearth_server_config_t, max_held_bytes) +
@@ -2182,6 +2182,14 @@ static void test_config_sizes(void) {
     CHECK(s == NULL);
     newer.config.size = 1;
     CHECK_INT(hearth_server_start(&newer.config, &s, &err), HEARTH_EINVAL);
+    CHECK(s == NULL);
+    /* TLS asked for, the size not set: refused, never a plain HTTP
+     * server that dropped the TLS fields unseen. */
+    hearth_server_config_t unsized = {.data_dir = data_dir,
+                                      .tls_cert_file = "cert.pem",
+                                      .tls_key_file = "key.pem"};
+    CHECK_INT(hearth_server_start(&unsized, &s, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "hearth_server_config_t.size is 0") != NULL);
     CHECK(s == NULL);
 }
 

@@ -53,7 +53,7 @@ typedef struct fixture {
 static int fx_open_fsync(fixture *f, const char *dir, int fsync_mode,
                          hearth_error_t *err) {
     uv_loop_init(&f->loop);
-    hearth_db_config_t config = {.loop = &f->loop, .data_dir = dir,
+    hearth_db_config_t config = {.size = sizeof config, .loop = &f->loop, .data_dir = dir,
                                  .fsync_mode = fsync_mode};
     int rc = hearth_db_open(&config, &f->db, err);
     if (rc)
@@ -1234,7 +1234,7 @@ static void on_ack(int status, void *ctx) {
 
 static void child_writer(const char *dir, int ack_fd) {
     hearth_db_t *db;
-    hearth_db_config_t config = {.loop = NULL, .data_dir = dir,
+    hearth_db_config_t config = {.size = sizeof config, .loop = NULL, .data_dir = dir,
                                  .fsync_mode = HEARTH_FSYNC_ALWAYS};
     if (hearth_db_open(&config, &db, NULL))
         _exit(2);
