@@ -541,6 +541,14 @@ HEARTH_EXTERN int hearth_backup(const char *data_dir, const char *out_file,
 
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
 typedef void (*hearth_completion_cb)(int status, void *HEARTH_NULLABLE ctx);
+
+/* Inside a completion (hearth_completion_cb, hearth_transaction_done_cb,
+ * hearth_get_cb) whose status is not 0, on the thread running it: that
+ * failure's detail as a synchronous call's err gives it (the message
+ * naming what was wrong and where; a server's refusal in the server's own
+ * words), or NULL when there is nothing to add to hearth_strerror(status).
+ * Valid until the callback returns; NULL outside one. */
+HEARTH_EXTERN const hearth_error_t *HEARTH_NULLABLE hearth_completion_error(void);
 typedef void (*hearth_free_cb)(void *HEARTH_NULLABLE ctx);
 
 /* Writes. Each may be called from any thread; validation happens before it

@@ -149,6 +149,17 @@ static void on_push(hearth__remote *r, const char *action, json_t *b) {
 }
 
 
+/* A write's or get's refusal as its completion's detail: the server's
+ * words and status ("Permission denied (permission_denied)") and the path
+ * asked for. */
+static void refusal_detail(const char *status, json_t *answer,
+                           const char *path, hearth_error_t *err) {
+    const char *words = json_string_value(json_object_get(answer, "d"));
+    hearth__error(err, hearth__remote_status_code(status), path,
+                  "%.160s (%.64s)", words && *words ? words : "refused",
+                  status);
+}
+
 static void on_response(hearth__remote *r, int64_t n, json_t *b) {
     outreq *q = take_request(r, n);
     if (!q)
@@ -156,16 +167,30 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
     const char *s = json_string_value(json_object_get(b, "s"));
     if (!s)
         s = "invalid";
+    hearth_error_t detail = {0};
+    const hearth_error_t *outer;
     switch (q->kind) {
     case REQ_LISTEN:
         hearth__remote_listen_done(r, q->item, s);
         break;
-    case REQ_WRITE:
-        hearth__remote_write_answered(r, q->item, hearth__remote_status_code(s));
+    case REQ_WRITE: {
+        write_rec *w = q->item;
+        refusal_detail(s, b, json_string_value(json_object_get(w->body, "p")),
+                       &detail);
+        outer = hearth__completion_error_begin(&detail);
+        hearth__remote_write_answered(r, w, hearth__remote_status_code(s));
+        hearth__completion_error_end(outer);
         break;
-    case REQ_GET:
-        hearth__remote_get_answered(r, q->item, hearth__remote_status_code(s), json_object_get(b, "d"));
+    }
+    case REQ_GET: {
+        get_rec *g = q->item;
+        refusal_detail(s, b, g->path, &detail);
+        outer = hearth__completion_error_begin(&detail);
+        hearth__remote_get_answered(r, g, hearth__remote_status_code(s),
+                                    json_object_get(b, "d"));
+        hearth__completion_error_end(outer);
         break;
+    }
     case REQ_AUTH:
         hearth__remote_auth_answered(s, json_object_get(b, "d"));
         break;

@@ -83,3 +83,19 @@ const char *hearth_version(void) {
 }
 
 unsigned hearth_version_number(void) { return HEARTH_VERSION_HEX; }
+
+/* The detail of the failure the completions now running on this thread
+ * report: set by the code that calls them, around the call. */
+static _Thread_local const hearth_error_t *completion_error;
+
+const hearth_error_t *hearth_completion_error(void) { return completion_error; }
+
+const hearth_error_t *hearth__completion_error_begin(const hearth_error_t *err) {
+    const hearth_error_t *previous = completion_error;
+    completion_error = err && err->code ? err : NULL;
+    return previous;
+}
+
+void hearth__completion_error_end(const hearth_error_t *previous) {
+    completion_error = previous;
+}

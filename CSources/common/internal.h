@@ -53,6 +53,11 @@ int hearth__error(hearth_error_t *err, int code, const char *path,
                   const char *fmt, ...) HEARTH__PRINTF(4, 5);
 /* Like hearth__error with the message text from hearth_strerror. */
 int hearth__error_code(hearth_error_t *err, int code);
+/* hearth_completion_error() is err (NULL: none) for the completions run
+ * until the matching hearth__completion_error_end(the value returned),
+ * on this thread; pairs nest. */
+const hearth_error_t *hearth__completion_error_begin(const hearth_error_t *err);
+void hearth__completion_error_end(const hearth_error_t *previous);
 
 /* ---- extensible config structs ---- */
 

@@ -127,7 +127,23 @@ static int hash_holds(const hearth__embedded *e, const hearth__db_op *o) {
 
 /* Resolves server values and applies every part to the root as one write,
  * logs it, or changes nothing. */
-static int apply_write(hearth_db_t *db, hearth__db_op *o) {
+/* Why a write was refused, where: its first part's path (err may be
+ * NULL). */
+static int refused(const hearth__db_op *o, int code, hearth_error_t *err) {
+    char path[256] = "/";
+    if (o->nparts)
+        hearth__path_format(&o->parts[0].path, o->parts[0].path.n, path,
+                            sizeof path);
+    if (code == HEARTH_EDENIED)
+        return hearth__error(err, code, path, "Permission denied: the rules "
+                             "do not allow this write at %s", path);
+    if (code == HEARTH_EDATASTALE)
+        return hearth__error(err, code, path, "the data at %s changed since "
+                             "its hash was read; nothing was written", path);
+    return hearth__error_code(err, code);
+}
+
+static int apply_write(hearth_db_t *db, hearth__db_op *o, hearth_error_t *err) {
     hearth__embedded *e = db->impl;
     int64_t now = hearth_now_ms();
     hearth_node_t *root = hearth_node_incref(e->root);
@@ -149,12 +165,14 @@ static int apply_write(hearth_db_t *db, hearth__db_op *o) {
         rc = hearth__node_resolve_sv(w->value, existing, now, &values[i]);
         if (!rc) {
             resolved++;
-            rc = hearth__node_set_path(&root, &w->path, values[i], NULL);
+            rc = hearth__node_set_path(&root, &w->path, values[i], err);
         }
     }
     if (!rc)
         rc = admit(e, o, paths, (const hearth_node_t *const *)values, root,
                    now);
+    if (rc == HEARTH_EDENIED || rc == HEARTH_EDATASTALE)
+        refused(o, rc, err);
     for (size_t i = 0; i < resolved; i++)
         hearth_node_decref(values[i]);
     if (rc)
@@ -169,12 +187,16 @@ static int apply_write(hearth_db_t *db, hearth__db_op *o) {
 }
 
 static bool run_write(hearth_db_t *db, hearth__db_op *o) {
-    int rc = apply_write(db, o);
+    hearth_error_t err = {0};
+    int rc = apply_write(db, o, &err);
     hearth__db_raise(db);
     if (hearth__commit_defer_ack(db, o, rc))
         return true;
-    if (o->done)
+    if (o->done) {
+        const hearth_error_t *outer = hearth__completion_error_begin(&err);
         o->done(rc, o->ctx);
+        hearth__completion_error_end(outer);
+    }
     return false;
 }
 
@@ -201,12 +223,15 @@ static bool run_transaction(hearth_db_t *db, hearth__db_op *o) {
     o->nparts = 1;
     o->parts[0].path = o->path; /* views into o->text, freed with o */
     o->parts[0].value = result;
-    rc = apply_write(db, o);
+    hearth_error_t err = {0};
+    rc = apply_write(db, o, &err);
     hearth__db_raise(db);
     o->u.tx.snapshot = hearth_node_incref(hearth__node_at(e->root, &o->path));
     if (hearth__commit_defer_ack(db, o, rc))
         return true;
+    const hearth_error_t *outer = hearth__completion_error_begin(&err);
     o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
+    hearth__completion_error_end(outer);
     return false;
 }
 

@@ -728,7 +728,7 @@ private final class ReadCompletion: Sendable {
         if status == 0, let value {
             read.body(.success(Node(retaining: value)))
         } else {
-            read.body(.failure(HearthError(status: status)))
+            read.body(.failure(HearthError(completing: status)))
         }
     }
 

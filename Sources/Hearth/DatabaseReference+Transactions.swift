@@ -181,7 +181,7 @@ private final class Transaction: @unchecked Sendable {
         case HEARTH_EABORTED.rawValue:
             error = failure  // nil: the block aborted, which is no error
         default:
-            error = HearthError(status: status)
+            error = HearthError(completing: status)
         }
         var result: DataSnapshot?
         if let snapshot, status != HEARTH_ECANCELED.rawValue {

@@ -224,6 +224,13 @@ extension HearthError {
             line: Int(details.line), column: Int(details.column))
     }
 
+    /// A completion's failure, with the detail the C core gives inside the
+    /// callback (`hearth_completion_error`): the server's own words for a
+    /// refusal, the path, what was wrong. Call it in the callback only.
+    init(completing status: Int32) {
+        self.init(status: status, details: hearth_completion_error()?.pointee)
+    }
+
     /// `error` as a HearthError (other errors become `.invalidValue`).
     init(_ error: any Error) {
         if let error = error as? HearthError {

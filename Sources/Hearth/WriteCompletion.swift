@@ -18,7 +18,7 @@ final class WriteCompletion: Sendable {
     static let callback: hearth_completion_cb = { status, context in
         guard let context else { return }
         let box = Unmanaged<WriteCompletion>.fromOpaque(context).takeUnretainedValue()
-        box.completion(status == 0 ? nil : HearthError(status: status))
+        box.completion(status == 0 ? nil : HearthError(completing: status))
     }
 
     static let release: hearth_free_cb = { context in

@@ -134,15 +134,19 @@ static hearth_observer_t observe(hearth_db_t *db, const char *path,
 typedef struct done {
     pthread_mutex_t lock;
     int count, errors, last_status;
+    char detail[520]; /* the last failure's "path: message", or "" */
 } done;
 
 static void on_done(int status, void *ctx) {
     done *d = ctx;
+    const hearth_error_t *e = hearth_completion_error();
     pthread_mutex_lock(&d->lock);
     d->count++;
     if (status)
         d->errors++;
     d->last_status = status;
+    snprintf(d->detail, sizeof d->detail, "%s: %s", e ? e->path : "",
+             e ? e->message : "");
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -193,7 +197,7 @@ static void loop_reached(void *ctx);
 
 /* Waits until the loop has run everything asked of it before. */
 static void barrier(hearth_db_t *db) {
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     CHECK_INT(hearth_db_call(db, loop_reached, &d, NULL), 0);
     CHECK(wait_count(&d, 1, 5000));
 }
@@ -255,7 +259,7 @@ static void test_two_clients(void) {
     observe(b, "/room", NULL, &wb);
     CHECK(wait_value(&wa, "null", 5000));
     CHECK(wait_value(&wb, "null", 5000));
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(b, "/room/msg", "\"hi from b\"", &d);
     CHECK(wait_value(&wa, "{\"msg\":\"hi from b\"}", 5000));
     hearth_node_t *v = node_from("{\"x\":1,\"y\":2}");
@@ -355,7 +359,7 @@ static void test_contended_transactions(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
     hearth_db_t *dbs[CLIENTS];
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     for (int i = 0; i < CLIENTS; i++)
         dbs[i] = client(port, "tx");
     for (int k = 0; k < EACH; k++)
@@ -409,7 +413,7 @@ static void test_racing_transactions(void) {
     int port = hearth_server_port(srv);
     enum { RACERS = 4, ROUNDS = 15 };
     serial s[RACERS];
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     for (int i = 0; i < RACERS; i++) {
         s[i] = (serial){client(port, "race"), &d, ROUNDS, 0};
         next_serial(&s[i]);
@@ -452,7 +456,7 @@ static void test_transactions_from_completions(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
     chain c[2];
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     for (int i = 0; i < 2; i++) {
         c[i] = (chain){client(port, "chain"), &d, 10};
         for (int k = 0; k < 5; k++)
@@ -475,7 +479,7 @@ static void test_contended_increments(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
     hearth_db_t *dbs[CLIENTS];
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     hearth_node_t *inc = hearth_node_server_increment(1);
     for (int i = 0; i < CLIENTS; i++)
         dbs[i] = client(port, "inc");
@@ -587,10 +591,14 @@ static void test_tokens_and_cancelled_listens(void) {
     observe(a, "/private/ada", NULL, &refused);
     CHECK(wait_cancels(&refused, 1, 5000));
     CHECK_INT(refused.cancel_status, HEARTH_EDENIED);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/private/ada", "{\"x\":1}", &d);
     CHECK(wait_count(&d, 1, 5000));
     CHECK_INT(d.last_status, HEARTH_EDENIED);
+    /* The server's words reach the completion, with the path. */
+    CHECK(strstr(d.detail, "/private/ada: ") == d.detail);
+    CHECK(strstr(d.detail, "(permission_denied)") != NULL);
+    CHECK(hearth_completion_error() == NULL); /* outside a callback */
 
     char *ada = make_token("ada");
     CHECK_INT(hearth_db_set_auth_token(a, ada), 0);
@@ -652,7 +660,7 @@ static void test_token_provider(void) {
     watch w;
     watch_init(&w);
     observe(b, "/private/bob", NULL, &w);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(b, "/private/bob", "\"hi\"", &d);
     CHECK(wait_count(&d, 1, 5000));
     CHECK_INT(d.last_status, 0);
@@ -712,7 +720,7 @@ static void test_token_expiry(void) {
     pthread_mutex_lock(&e.lock);
     CHECK(e.calls >= 2);
     pthread_mutex_unlock(&e.lock);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/private/ada", "\"renewed\"", &d);
     CHECK(wait_count(&d, 1, 5000));
     CHECK_INT(d.last_status, 0);
@@ -738,7 +746,7 @@ static void test_offline_writes_and_info(void) {
     CHECK(wait_value(&theirs, "null", 5000));
     CHECK_INT(hearth_db_set_online(a, false), 0);
     CHECK(wait_value(&conn, "false", 5000));
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/notes/n1", "\"written offline\"", &d);
     /* Seen locally at once; not by the other client, not acknowledged. */
     CHECK(wait_value(&mine, "{\"n1\":\"written offline\"}", 5000));
@@ -772,7 +780,7 @@ static void test_purge_outstanding_writes(void) {
     observe(a, "/draft", NULL, &w);
     CHECK(wait_value(&w, "null", 5000));
     CHECK_INT(hearth_db_set_online(a, false), 0);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/draft/t", "\"typed offline\"", &d);
     CHECK_INT(hearth_db_transaction(a, "/draft/n", test_tx_increment, on_tx, &d, NULL,
                                     NULL),
@@ -824,7 +832,7 @@ static void test_on_disconnect(void) {
     watch w;
     watch_init(&w);
     observe(b, "/status/a", NULL, &w);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     arrange_presence(a, &d);
     set_json(b, "/rooms/r1/a", "true", NULL);
     CHECK(wait_count(&d, 5, 5000));
@@ -862,7 +870,7 @@ static void test_on_disconnect_shown_locally(void) {
     observe(a, "/status/a", NULL, &status);
     observe(a, "/status/b", NULL, &kept);
     observe(a, "/seen", NULL, &seen);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/status/b", "\"here\"", &d);
     arrange_presence(a, &d);
     CHECK(wait_count(&d, 6, 5000));
@@ -919,7 +927,7 @@ static const char eight[] =
  * nothing local covers it) and q4, limitToLast(4), shows the last four. */
 static void load_last_four(hearth_db_t *db, const hearth_query_t *q4,
                            watch *four) {
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(db, "/list", eight, &d);
     CHECK(wait_count(&d, 1, 5000));
     watch_init(four);
@@ -977,7 +985,7 @@ static void test_new_query_offline_uses_the_disk_cache(void) {
     hearth_query_t *q2 = last(2), *q4 = last(4), *q6 = last(6);
     watch four, two, six;
     load_last_four(a, q4, &four);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/profile", "{\"name\":\"ada\"}", &d);
     CHECK(wait_count(&d, 1, 5000));
     watch profile;
@@ -1102,7 +1110,7 @@ static int cached_writer_child(const char *arg) {
     hearth_node_t *inc = hearth_node_server_increment(5);
     hearth_db_set(db, "/w/n", inc, NULL, NULL, NULL, NULL);
     hearth_node_decref(inc);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     hearth_db_call(db, loop_reached, &d, NULL);
     if (!wait_count(&d, 1, 5000))
         return 1;
@@ -1164,7 +1172,7 @@ int test_child_main(const char *arg) {
     hearth_db_t *db;
     if (hearth_db_open(&config, &db, NULL))
         return 1;
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(db, "/status/child", "\"online\"", &d);
     hearth_node_t *off = node_from("\"offline\"");
     hearth_db_on_disconnect_set(db, "/status/child", off, on_done, &d, NULL,
@@ -1263,7 +1271,7 @@ static void test_server_killed_and_restarted(void) {
     watch_init(&w);
     observe(a, "/log", NULL, &w);
     CHECK(wait_value(&w, "null", 5000));
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/log/a", "1", &d);
     CHECK(wait_count(&d, 1, 5000));
     kill_child(server);
@@ -1360,7 +1368,7 @@ static void test_cache_keeps_pending_writes_through_kill(void) {
     /* The replayed writes are acknowledged (so forgotten on disk) once a
      * later write of on's is: the server acknowledges in write order. A
      * read is no barrier here: it is answered before the commit. */
-    done acked = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done acked = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(on, "/acked", "1", &acked);
     CHECK(wait_count(&acked, 1, 5000));
     /* Sent once: reopening again sends nothing more. */
@@ -1394,7 +1402,7 @@ static void test_cache_damaged_file_is_rebuilt(void) {
     hearth_server_t *s = start_server(0);
     int port = hearth_server_port(s);
     hearth_db_t *a = cached_client(port, "dmg", cache, 0);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/k", "1", &d);
     CHECK(wait_count(&d, 1, 5000));
     hearth_db_close(a);
@@ -1440,7 +1448,7 @@ static void test_cache_bounds(void) {
     strcpy(big + 1 + 300 * 1024, "\"");
     hearth_node_t *v = node_from(big);
     free(big);
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     for (int i = 0; i < 4; i++) {
         char path[32];
         snprintf(path, sizeof path, "/big/%d", i);
@@ -1549,7 +1557,7 @@ static void test_logging(void) {
     dup2(err_pipe[1], 2);
     hearth_set_logging(true);
     hearth_db_t *a = client(hearth_server_port(s), "logged");
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(a, "/x", "42", &d);
     CHECK(wait_count(&d, 1, 5000));
     hearth_set_logging(false);
@@ -1761,7 +1769,7 @@ static void test_listen_hash_spares_unchanged_data(void) {
     make_dir(cache);
     char *list = big_list('a'), *changed = big_list('b');
     hearth_db_t *writer = client(hearth_server_port(s), "hash");
-    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
     set_json(writer, "/list", list, &d);
     CHECK(wait_count(&d, 1, 5000));
 

@@ -135,6 +135,20 @@ static hearth_observer_t observe(hearth_db_t *db, const char *path,
 
 static void write_status(int status, void *ctx) { *(int *)ctx = status; }
 
+/* A write's status and its detail ("path: message", "" when none). */
+typedef struct write_detail {
+    int status;
+    char text[520];
+} write_detail;
+
+static void write_detail_cb(int status, void *ctx) {
+    write_detail *w = ctx;
+    const hearth_error_t *e = hearth_completion_error();
+    w->status = status;
+    snprintf(w->text, sizeof w->text, "%s: %s", e ? e->path : "",
+             e ? e->message : "");
+}
+
 static void test_set_get_remove(void) {
     fixture f;
     fx_open(&f);
@@ -823,6 +837,28 @@ static void test_embedded_rules(void) {
     fx_close(&f);
     free(log);
     free(refused);
+
+    /* A refusal's completion says why and where, as a synchronous
+     * call's err would. */
+    fx_open_as(&f, "{\"uid\": \"ada\"}");
+    write_detail w = {1, ""};
+    hearth_node_t *v = node_from("1");
+    CHECK_INT(hearth_db_set(f.db, "users/bob", v, write_detail_cb, &w, NULL,
+                            NULL),
+              0);
+    hearth_node_decref(v);
+    CHECK_INT(w.status, HEARTH_EDENIED);
+    CHECK_STR(w.text, "/users/bob: Permission denied: the rules do not allow "
+                      "this write at /users/bob");
+    v = node_from("1");
+    CHECK_INT(hearth_db_set(f.db, "users/ada/n", v, write_detail_cb, &w, NULL,
+                            NULL),
+              0);
+    hearth_node_decref(v);
+    CHECK_INT(w.status, 0);
+    CHECK_STR(w.text, ": "); /* no failure, no detail */
+    CHECK(hearth_completion_error() == NULL);
+    fx_close(&f);
 
     /* Unauthenticated: nothing under users. */
     fx_open_as(&f, NULL);

@@ -57,6 +57,9 @@ struct RulesTests {
                 Issue.record("the write to \(path) was allowed")
             } catch {
                 #expect(isPermissionDenied(error))
+                // The completion says where, as a synchronous call would.
+                let reason = (error as NSError).localizedFailureReason ?? ""
+                #expect(reason.contains("this write at /\(path)"), "\(reason)")
             }
         }
         // (settle() reads a path these rules refuse: read ada's, then let
