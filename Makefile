@@ -69,13 +69,17 @@ deps:
 	  fi; \
 	fi
 
-$(BUILD)/obj/%.o: CSources/%.c $(HEADERS)
+# Each object depends on the headers it includes, as the compiler lists
+# them (-MMD -MP: a .d file beside it, read back below).
+$(BUILD)/obj/%.o: CSources/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -c $< -o $@
+	$(CC) $(OPT_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/asan/%.o: CSources/%.c $(HEADERS)
+$(BUILD)/asan/%.o: CSources/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+	$(CC) $(ASAN_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
 
 $(BUILD)/libhearth.a: $(OBJ)
 	@rm -f $@

@@ -175,10 +175,6 @@ int hearth__tls_server_create(hearth__tls_config *c, hearth__tls **out) {
     return 0;
 }
 
-bool hearth__tls_ready(const hearth__tls *t) {
-    return SSL_is_init_finished(t->ssl);
-}
-
 void hearth__tls_free(hearth__tls *t) {
     if (!t)
         return;

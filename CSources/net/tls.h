@@ -39,8 +39,6 @@ int hearth__tls_config_load(const char *cert_file, const char *key_file,
 void hearth__tls_config_free(hearth__tls_config *c);
 /* A server session for one accepted connection. HEARTH_ENOMEM. */
 int hearth__tls_server_create(hearth__tls_config *c, hearth__tls **out);
-/* Whether the handshake has completed. */
-bool hearth__tls_ready(const hearth__tls *t);
 
 /* Ciphertext read from the socket. HEARTH_ENOMEM when it cannot be held. */
 int hearth__tls_feed(hearth__tls *t, const char *data, size_t len);

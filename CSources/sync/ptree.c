@@ -279,13 +279,6 @@ hearth_node_t *hearth__cw_complete(const hearth__ptree *cw,
               : NULL;
 }
 
-bool hearth__cw_touches(const hearth__ptree *cw, const hearth__name *seg,
-                        unsigned n) {
-    unsigned d;
-    return rootmost(cw, seg, n, &d) ||
-           !hearth__ptree_empty(hearth__ptree_at(cw, seg, n));
-}
-
 /* Lays the writes of t over node at rel, priorities last (a priority for
  * a child that ends up empty is dropped). */
 static hearth_node_t *apply_tree(const hearth__ptree *t, hearth__name *rel,

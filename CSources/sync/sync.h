@@ -103,9 +103,6 @@ void hearth__cw_remove(hearth__ptree *cw, const hearth__name *seg, unsigned n);
 /* The value a write fixes at path (new reference), or NULL. */
 hearth_node_t *hearth__cw_complete(const hearth__ptree *cw,
                                    const hearth__name *seg, unsigned n);
-/* Whether any write touches path or below. */
-bool hearth__cw_touches(const hearth__ptree *cw, const hearth__name *seg,
-                        unsigned n);
 /* node with the writes at and below path applied (new reference). */
 hearth_node_t *hearth__cw_apply(const hearth__ptree *cw,
                                 const hearth__name *seg, unsigned n,
@@ -134,8 +131,6 @@ void hearth__writes_destroy(hearth__writes *ws);
 int hearth__writes_add(hearth__writes *ws, int64_t id, const hearth__path *path,
                        hearth_node_t *value, hearth__ptree *merge,
                        bool visible);
-const hearth__pending *hearth__writes_find(const hearth__writes *ws,
-                                           int64_t id);
 /* Forgets write id. *changed: whether what the writes show changed (a
  * hidden write, or one covered by a later write, changes nothing). The
  * record is moved to *out for the caller to hearth__pending_clear. */

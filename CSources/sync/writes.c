@@ -93,14 +93,6 @@ int hearth__writes_add(hearth__writes *ws, int64_t id, const hearth__path *path,
     return 0;
 }
 
-const hearth__pending *hearth__writes_find(const hearth__writes *ws,
-                                           int64_t id) {
-    for (size_t i = 0; i < ws->n; i++)
-        if (ws->w[i].id == id)
-            return &ws->w[i];
-    return NULL;
-}
-
 static bool is_prefix(const hearth__name *a, unsigned an, const hearth__name *b,
                       unsigned bn) {
     if (an > bn)

@@ -1223,12 +1223,23 @@ static void test_invented_actions_are_not_metric_labels(void) {
     remove_tree(data_dir);
 }
 
+/* The CPU time s's loop thread has used: what its requests cost it,
+ * whatever else the machine is doing. */
+static double loop_cpu_seconds(hearth_server_t *s) {
+    clockid_t clock;
+    struct timespec ts;
+    if (pthread_getcpuclockid(((hearth__server *)s)->thread, &clock) ||
+        clock_gettime(clock, &ts))
+        return test_seconds();
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Sends 10,000 requests `action` with body_fmt's %d from 1 to 10,000
  * (request numbers from r0), 500 at a time, and reads their answers:
- * the seconds it took. */
-static double timed_requests(int fd, int r0, const char *action,
-                             const char *body_fmt) {
-    double t0 = test_seconds();
+ * the loop's CPU seconds they took. */
+static double timed_requests(hearth_server_t *s, int fd, int r0,
+                             const char *action, const char *body_fmt) {
+    double t0 = loop_cpu_seconds(s);
     for (int from = 1; from <= 10000; from += 500) {
         for (int i = from; i < from + 500; i++) {
             char body[128], msg[256];
@@ -1246,7 +1257,7 @@ static double timed_requests(int fd, int r0, const char *action,
         CHECK(text != NULL);
         free(text);
     }
-    return test_seconds() - t0;
+    return loop_cpu_seconds(s) - t0;
 }
 
 /* One session holds at most 10,000 listens: the next is refused (the
@@ -1280,11 +1291,11 @@ static void test_listens_per_session_capped(void) {
      * session's, a cache miss each: 10,000 unlistens of a full session
      * cost the loop quadratic time, for any peer to repeat. They now cost
      * what as many gets do. */
-    double gets = timed_requests(fd, 20000, "g", "{\"p\":\"/l/%d\"}");
-    double unlistens = timed_requests(fd, 30000, "n", "{\"p\":\"/l/%d\"}");
+    double gets = timed_requests(s, fd, 20000, "g", "{\"p\":\"/l/%d\"}");
+    double unlistens = timed_requests(s, fd, 30000, "n", "{\"p\":\"/l/%d\"}");
     if (getenv("SHOW_TIMES") || unlistens > 2 * gets)
-        fprintf(stderr, "  10,000 gets %.3f s, unlistens %.3f s\n", gets,
-                unlistens);
+        fprintf(stderr, "  10,000 gets %.3f s, unlistens %.3f s of the "
+                "loop's CPU\n", gets, unlistens);
     CHECK(unlistens < 2 * gets); /* 1.2x; the walk made it 3x */
     /* The unlistened are gone, the one left is not. */
     EXPECT_REQ(port, "PUT", "/l/5.json", OWNER, "5", 200, "5");
