@@ -129,6 +129,13 @@ void hearth__http_traffic(const hearth__http_server *s, uint64_t *in,
                           uint64_t *out, uint64_t *writes, size_t *open);
 /* Of those writes, the ones a second thread made (a big fan-out's half). */
 uint64_t hearth__http_helper_writes(const hearth__http_server *s);
+/* Connections closed unanswered: their address had started too many TLS
+ * handshakes (handshake_rate.h). */
+uint64_t hearth__http_handshakes_refused(const hearth__http_server *s);
+/* Test hook: the handshakes one address may start, a second and at once
+ * (default handshake_rate.h's). Any thread. */
+void hearth__http_set_handshake_rate(hearth__http_server *s, unsigned per_s,
+                                     unsigned burst);
 
 /* A header's value by lower-case name, or NULL. */
 const char *hearth__http_get_header(const hearth__http_request *req,

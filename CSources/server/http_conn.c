@@ -29,6 +29,7 @@ static void server_maybe_free(hearth__http_server *s) {
         void (*done)(void *) = s->done;
         void *ctx = s->done_ctx;
         hearth__budget_free(s->budget);
+        hearth__handshake_rate_free(s->handshakes);
         hearth__tls_config_free(s->tls);
         uv_mutex_destroy(&s->tls_lock);
         hearth__free(s);
@@ -170,6 +171,59 @@ static bool make_room(hearth__http_server *s, const hearth__peer *peer,
 
 /* ---- listening ---- */
 
+/* The part of addr a handshake rate is kept for: an IPv4 address; an
+ * IPv6 address's /64, the block one subscriber is usually given (an IPv4
+ * address mapped into IPv6 counts as IPv4). 0 for the host's own loopback
+ * address (127.0.0.1, ::1): local tools, health checks and a reverse
+ * proxy on the same host are not limited. */
+static size_t rate_key(const struct sockaddr_storage *addr,
+                       unsigned char key[16]) {
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             0xff, 0xff};
+    static const unsigned char loopback6[16] = {[15] = 1};
+    const unsigned char *v4 = NULL;
+    if (addr->ss_family == AF_INET) {
+        v4 = (const unsigned char *)&((const struct sockaddr_in *)addr)->sin_addr;
+    } else if (addr->ss_family == AF_INET6) {
+        const unsigned char *a =
+            ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr;
+        if (memcmp(a, loopback6, 16) == 0)
+            return 0;
+        if (memcmp(a, mapped, 12) != 0) {
+            memcpy(key, a, 8);
+            return 8;
+        }
+        v4 = a + 12;
+    } else {
+        return 0;
+    }
+    if (v4[0] == 127 && v4[1] == 0 && v4[2] == 0 && v4[3] == 1)
+        return 0;
+    memcpy(key, v4, 4);
+    return 4;
+}
+
+/* Whether a connection from addr may start its TLS handshake (always on
+ * a plain HTTP server); a refusal is counted. */
+static bool handshake_allowed(hearth__http_server *s,
+                              const struct sockaddr_storage *addr) {
+    uv_mutex_lock(&s->tls_lock);
+    bool tls = s->tls != NULL;
+    uv_mutex_unlock(&s->tls_lock);
+    unsigned char key[16];
+    size_t len = tls ? rate_key(addr, key) : 0;
+    if (!len)
+        return true;
+    if (!s->handshakes && !(s->handshakes = hearth__handshake_rate_create()))
+        return false; /* no memory: refuse rather than pay unbounded */
+    if (hearth__handshake_allowed(s->handshakes, key, len, uv_now(s->loop),
+                                  atomic_load(&s->handshakes_per_s),
+                                  atomic_load(&s->handshake_burst)))
+        return true;
+    s->handshakes_refused++;
+    return false;
+}
+
 static void on_listener_closed(uv_handle_t *h);
 
 static void on_connection(uv_stream_t *listener, int status) {
@@ -199,7 +253,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     int addr_len = sizeof addr;
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &addr_len);
     if (!(c->peer = hearth__budget_peer(s->budget, &addr)) ||
-        hearth__http_tls_accept(c)) {
+        !handshake_allowed(s, &addr) || hearth__http_tls_accept(c)) {
         hearth__http_conn_close(c);
         return;
     }
@@ -243,6 +297,8 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
         return hearth__error_code(err, HEARTH_ENOMEM);
     s->loop = loop;
     s->limits = *limits;
+    atomic_init(&s->handshakes_per_s, HEARTH__HANDSHAKES_PER_S);
+    atomic_init(&s->handshake_burst, HEARTH__HANDSHAKE_BURST);
     if (!(s->budget = hearth__budget_create(limits->max_held, limits->peer_share)) ||
         uv_mutex_init(&s->tls_lock)) {
         hearth__budget_free(s->budget);
@@ -283,6 +339,16 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
 }
 
 int hearth__http_port(const hearth__http_server *s) { return s->port; }
+
+void hearth__http_set_handshake_rate(hearth__http_server *s, unsigned per_s,
+                                     unsigned burst) {
+    atomic_store(&s->handshakes_per_s, per_s);
+    atomic_store(&s->handshake_burst, burst);
+}
+
+uint64_t hearth__http_handshakes_refused(const hearth__http_server *s) {
+    return s->handshakes_refused;
+}
 
 uint64_t hearth__http_helper_writes(const hearth__http_server *s) {
     return s->helper_writes;

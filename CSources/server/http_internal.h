@@ -13,10 +13,12 @@
 #include "server/http.h"
 
 #include "server/budget.h"
+#include "server/handshake_rate.h"
 
 #include "net/tls.h"
 
 #include <http_parser.h>
+#include <stdatomic.h>
 
 /* Bytes one read takes at most. */
 #define HEARTH__HTTP_READ_CHUNK (64 * 1024)
@@ -46,6 +48,11 @@ struct hearth__http_server {
      * replaced from any thread under tls_lock. */
     hearth__tls_config *tls;
     uv_mutex_t tls_lock;
+    /* TLS handshakes each address may start (made with the first TLS
+     * connection), and the connections refused for starting too many */
+    hearth__handshake_rate *handshakes;
+    uint64_t handshakes_refused;
+    _Atomic unsigned handshakes_per_s, handshake_burst; /* test hook's */
     bool closing;
     int open_handles; /* listener + sweep timer + cork flush */
     /* http_cork.c: connections holding frames until the prepare callback

@@ -56,6 +56,14 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
                        (unsigned long long)in, (unsigned long long)sent,
                        (unsigned long long)writes,
                        (unsigned long long)hearth__http_helper_writes(srv->http));
+    hearth__buf_printf(out,
+                       "# HELP hearth_tls_handshakes_refused_total "
+                       "Connections closed unanswered: their address had "
+                       "started too many TLS handshakes.\n"
+                       "# TYPE hearth_tls_handshakes_refused_total counter\n"
+                       "hearth_tls_handshakes_refused_total %llu\n",
+                       (unsigned long long)hearth__http_handshakes_refused(
+                           srv->http));
     hearth__metrics_write_counters(&srv->metrics, out);
     hearth__usage_write_metrics(srv->usage, out);
     if (srv->keeper->ops->metrics)

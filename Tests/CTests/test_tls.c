@@ -4,7 +4,13 @@
  * certificate files that cannot be used, and the reload (SIGHUP). */
 #include "test.h"
 
+#include "server/handshake_rate.h"
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -316,7 +322,73 @@ static void test_reload_takes_new_certificate(void) {
     teardown();
 }
 
+/* ---- handshakes per address ---- */
+
+/* A TCP connection to port from the loopback address source. */
+static int connect_from(int port, const char *source) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    inet_pton(AF_INET, source, &from.sin_addr);
+    CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
+    return fd;
+}
+
+/* Whether the server closed fd (EOF) within ms. */
+static bool closed_within(int fd, int ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, 0) <= 0;
+}
+
+/* One address may start 40 handshakes at once, then 20 a second: past
+ * that its connections are closed unanswered (a full handshake costs the
+ * loop over a millisecond before the peer proves anything). The host's
+ * own 127.0.0.1 is not limited. */
+static void test_handshakes_per_address_bounded(void) {
+    setup();
+    hearth_server_t *s = start_tls();
+    int port = hearth_server_port(s);
+    /* No refill at first: what follows does not depend on the pace. */
+    hearth__http_server *http = ((hearth__server *)s)->http;
+    hearth__http_set_handshake_rate(http, 0, 40);
+    int held[40];
+    for (int i = 0; i < 40; i++)
+        held[i] = connect_from(port, "127.0.0.2");
+    int over = connect_from(port, "127.0.0.2");
+    CHECK(closed_within(over, 5000));
+    close(over);
+    char *refused = curl("--interface 127.0.0.2", "ca.pem", port, "/.json");
+    CHECK(strstr(refused, " 000") != NULL);
+    free(refused);
+    /* Others, and the host itself, are served meanwhile. */
+    CHECK_CURL("--interface 127.0.0.3", "ca.pem", port, "/.json", "null 200");
+    CHECK_CURL("", "ca.pem", port, "/.json", "null 200");
+    char *metrics = curl("-H 'Authorization: Bearer owner'", "ca.pem", port,
+                         "/.metrics");
+    CHECK(strstr(metrics, "hearth_tls_handshakes_refused_total 2\n") != NULL);
+    free(metrics);
+    /* The bucket refills: 20 a second by default. */
+    hearth__http_set_handshake_rate(http, HEARTH__HANDSHAKES_PER_S,
+                                     HEARTH__HANDSHAKE_BURST);
+    bool served = false;
+    for (double t0 = test_seconds(); !served && test_seconds() - t0 < 5;) {
+        char *out = curl("--interface 127.0.0.2", "ca.pem", port, "/.json");
+        served = strstr(out, "null 200") != NULL;
+        free(out);
+    }
+    CHECK(served);
+    for (int i = 0; i < 40; i++)
+        close(held[i]);
+    CHECK_INT(hearth_server_stop(s), 0);
+    teardown();
+}
+
 const test_case tls_tests[] = {
+    {"tls_handshakes_per_address_bounded", test_handshakes_per_address_bounded},
     {"tls_https_with_curl", test_https_with_curl},
     {"tls_own_client_over_wss", test_own_client_over_wss},
     {"tls_large_bodies_over_https", test_large_bodies_over_https},
