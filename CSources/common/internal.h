@@ -116,12 +116,4 @@ bool hearth__utf8_valid(const char *s, size_t len);
  * below 1e-6). Writes at most 32 bytes; returns the length. */
 size_t hearth__format_number(double v, char out[32]);
 
-/* JSON text with every integer literal of 19 digits or more written as a
- * real (".0" appended), everything else as it was (strings untouched). In
- * this data model numbers are doubles, but a parser that keeps integers
- * exactly (jansson) refuses one past int64: this lets it read them as the
- * doubles they are. NULL when out of memory; free with hearth__free. */
-char *hearth__json_widen_integers(const char *text, size_t len,
-                                  size_t *out_len);
-
 #endif

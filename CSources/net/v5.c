@@ -104,6 +104,50 @@ int hearth__v5_join(hearth__v5_joiner *j, const char *frame, size_t len,
     return HEARTH__V5_MESSAGE;
 }
 
+/* JSON text with every integer literal of 19 digits or more written as a
+ * real (".0" appended), everything else as it was (strings untouched). In
+ * this data model numbers are doubles, but jansson keeps integers exactly
+ * and refuses one past int64: this lets it read them as the doubles they
+ * are, while the protocol's own integers (request numbers, tags) stay
+ * integers, which JSON_DECODE_INT_AS_REAL would make reals. NULL when out
+ * of memory; free with hearth__free. */
+char *hearth__json_widen_integers(const char *text, size_t len,
+                                  size_t *out_len) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    bool in_string = false;
+    for (size_t i = 0; i < len;) {
+        char c = text[i];
+        if (in_string) {
+            /* An escape takes the next byte with it (\" does not end). */
+            size_t n = c == '\\' && i + 1 < len ? 2 : 1;
+            in_string = c != '"';
+            hearth__buf_add(&b, text + i, n);
+            i += n;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            /* A number token: sign, digits, then maybe a fraction or an
+             * exponent, which make it a real already. */
+            size_t start = i, digits = 0;
+            if (text[i] == '-')
+                i++;
+            for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
+                digits++;
+            bool real = i < len && (text[i] == '.' || text[i] == 'e' || text[i] == 'E');
+            hearth__buf_add(&b, text + start, i - start);
+            if (!real && digits >= 19)
+                hearth__buf_add(&b, ".0", 2);
+            continue;
+        }
+        hearth__buf_addc(&b, c);
+        i++;
+    }
+    return hearth__buf_detach(&b, out_len);
+}
+
 json_t *hearth__v5_parse(const char *msg, size_t len) {
     json_error_t e;
     json_t *v = json_loadb(msg, len, 0, &e);

@@ -65,5 +65,9 @@ int hearth__v5_join(hearth__v5_joiner *j, const char *frame, size_t len,
 /* A message's JSON object (a new reference), or NULL when it is not one:
  * neither side answers such a message. */
 json_t *hearth__v5_parse(const char *msg, size_t len);
+/* msg with its integer literals past int64 written as reals, which
+ * hearth__v5_parse falls back on (exposed for its tests). */
+char *hearth__json_widen_integers(const char *text, size_t len,
+                                  size_t *out_len);
 
 #endif

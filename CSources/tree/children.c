@@ -6,54 +6,13 @@
  * nothing changed. Applying then edits the pages bottom-up and cannot fail.
  */
 #include "tree/children.h"
+#include "tree/children_pages.h"
 
 #include "tree/node.h"
 #include "tree/pool.h"
 
 #include <string.h>
 
-#define ORDER 32
-
-struct hearth__bt {
-    atomic_uint refs;
-    uint16_t n;   /* entries (leaf) or kids (inner) */
-    uint16_t cap; /* entry capacity of a leaf */
-    bool leaf;
-    size_t count; /* entries in this subtree */
-};
-
-typedef struct leaf_page {
-    hearth__bt h;
-    hearth__entry e[];
-} leaf_page;
-
-typedef struct bt_first {
-    const hearth__key *key;
-    uint64_t sort;
-} bt_first;
-
-/* A kid page and its entry count, side by side: the descent reads the
- * pointer, and an update then changes the count on the same cache line. */
-typedef struct bt_kid {
-    hearth__bt *page;
-    size_t count;
-} bt_kid;
-
-typedef struct inner_page {
-    hearth__bt h;
-    bt_kid kid[ORDER];
-    bt_first first[ORDER]; /* kid[i]'s first key (borrowed) and its sort */
-} inner_page;
-
-static inline leaf_page *as_leaf(const hearth__bt *p) { return (leaf_page *)p; }
-static inline inner_page *as_inner(const hearth__bt *p) {
-    return (inner_page *)p;
-}
-
-static inline bool page_unique(const hearth__bt *p) {
-    return atomic_load_explicit(&((hearth__bt *)p)->refs,
-                                memory_order_acquire) == 1;
-}
 
 /* ---- pages ---- */
 
@@ -79,7 +38,7 @@ static hearth__bt *inner_alloc(void) {
         return NULL;
     atomic_init(&p->h.refs, 1);
     p->h.n = 0;
-    p->h.cap = ORDER;
+    p->h.cap = BT_ORDER;
     p->h.leaf = false;
     p->h.count = 0;
     return &p->h;
@@ -91,12 +50,12 @@ static void page_free(hearth__bt *p) {
         hearth__pool_free(p, p->leaf ? leaf_size(p->cap) : sizeof(inner_page));
 }
 
-/* Smallest power-of-two capacity holding n entries, at most ORDER. */
+/* Smallest power-of-two capacity holding n entries, at most BT_ORDER. */
 static unsigned leaf_cap_for(unsigned n) {
     unsigned cap = 1;
     while (cap < n)
         cap *= 2;
-    return cap < ORDER ? cap : ORDER;
+    return cap < BT_ORDER ? cap : BT_ORDER;
 }
 
 /* Asks for the cache lines of every reference count a page holds before
@@ -143,7 +102,7 @@ static hearth__bt *page_clone(const hearth__bt *p, unsigned leaf_cap) {
  * freeing each as its count dropped went down its subtree one miss at a
  * time, with the siblings' lines (asked for by prefetch_held) waiting. */
 static void leaf_release(hearth__bt *t) {
-    hearth_node_t *dead[ORDER];
+    hearth_node_t *dead[BT_ORDER];
     unsigned ndead = 0;
     for (unsigned i = 0; i < t->n; i++) {
         hearth__key_decref(as_leaf(t)->e[i].key);
@@ -174,18 +133,6 @@ void hearth__bt_decref(hearth__bt *t) {
             hearth__bt_decref(as_inner(t)->kid[i].page);
     }
     page_free(t);
-}
-
-static inline bt_first page_first(const hearth__bt *p) {
-    if (p->leaf) {
-        bt_first f = {as_leaf(p)->e[0].key, as_leaf(p)->e[0].sort};
-        return f;
-    }
-    return as_inner(p)->first[0];
-}
-
-static inline const hearth__key *page_first_key(const hearth__bt *p) {
-    return page_first(p).key;
 }
 
 /* name (with its sort) against a key: the sorts decide unless equal. A
@@ -417,11 +364,11 @@ static hearth__bt *relink_kid(hearth__bt *p, unsigned s, const level *below,
     return kid;
 }
 
-/* How many entries stay left when a full page of ORDER gains one: all of
+/* How many entries stay left when a full page of BT_ORDER gains one: all of
  * them when appending at the tree's end (sequential inserts then fill
  * pages), half otherwise. */
 static unsigned split_keep(bool rightmost) {
-    return rightmost ? ORDER : (ORDER + 1) / 2;
+    return rightmost ? BT_ORDER : (BT_ORDER + 1) / 2;
 }
 
 /* A tree of one entry, for a put into an empty tree. */
@@ -457,11 +404,11 @@ static bool plan_put(path_walk *w, const hearth__name *name, hearth__key *key,
         *new_key = key ? hearth__key_incref(key) : hearth__key_create(name);
         failed = !*new_key;
         unsigned n = lf->page->n;
-        if (!failed && n == ORDER) {
+        if (!failed && n == BT_ORDER) {
             if (!lf->unique)
-                failed = !(lf->copy = page_clone(lf->page, ORDER));
+                failed = !(lf->copy = page_clone(lf->page, BT_ORDER));
             if (!failed)
-                failed = !(lf->sibling = leaf_alloc(ORDER));
+                failed = !(lf->sibling = leaf_alloc(BT_ORDER));
         } else if (!failed && !lf->unique) {
             failed = !(lf->copy = page_clone(lf->page, leaf_cap_for(n + 1)));
         } else if (!failed && n == lf->page->cap) {
@@ -475,7 +422,7 @@ static bool plan_put(path_walk *w, const hearth__name *name, hearth__key *key,
         level *l = &w->lv[d];
         if (!l->unique)
             failed = !(l->copy = page_clone(l->page, 0));
-        if (!failed && w->lv[d + 1].sibling && l->page->n == ORDER)
+        if (!failed && w->lv[d + 1].sibling && l->page->n == BT_ORDER)
             failed = !(l->sibling = inner_alloc());
     }
     if (!failed && w->lv[0].sibling)
@@ -511,18 +458,18 @@ static void apply_leaf(path_walk *w, hearth_node_t *node, hearth__key *new_key,
         else
             hearth_node_decref(old);
     } else if (lf->sibling) {
-        hearth__entry all[ORDER + 1];
+        hearth__entry all[BT_ORDER + 1];
         memcpy(all, e, lf->slot * sizeof *all);
         all[lf->slot] = (hearth__entry){new_key, node, w->sort};
         memcpy(all + lf->slot + 1, e + lf->slot,
-               (ORDER - lf->slot) * sizeof *all);
+               (BT_ORDER - lf->slot) * sizeof *all);
         unsigned keep = split_keep(w->rightmost);
         memcpy(e, all, keep * sizeof *all);
         cur->n = (uint16_t)keep;
         cur->count = keep;
         memcpy(as_leaf(lf->sibling)->e, all + keep,
-               (ORDER + 1 - keep) * sizeof *all);
-        lf->sibling->n = (uint16_t)(ORDER + 1 - keep);
+               (BT_ORDER + 1 - keep) * sizeof *all);
+        lf->sibling->n = (uint16_t)(BT_ORDER + 1 - keep);
         lf->sibling->count = lf->sibling->n;
     } else {
         memmove(e + lf->slot + 1, e + lf->slot,
@@ -537,8 +484,8 @@ static void apply_leaf(path_walk *w, hearth_node_t *node, hearth__key *new_key,
  * after that kid, splitting in turn when it was full. */
 static void take_sibling(hearth__bt *p, level *l, const level *below,
                          bool rightmost) {
-    bt_kid kids[ORDER + 1];
-    bt_first firsts[ORDER + 1];
+    bt_kid kids[BT_ORDER + 1];
+    bt_first firsts[BT_ORDER + 1];
     inner_page *in = as_inner(p);
     unsigned s = l->slot + 1, n = p->n;
     memcpy(kids, in->kid, s * sizeof *kids);
@@ -731,14 +678,14 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
         hearth__name name = hearth__key_name(entries[i].key);
         entries[i].sort = hearth__name_sort(&name);
     }
-    size_t nleaves = (n + ORDER - 1) / ORDER;
+    size_t nleaves = (n + BT_ORDER - 1) / BT_ORDER;
     hearth__bt **level_pages = hearth__calloc(nleaves, sizeof *level_pages);
     if (!level_pages)
         return HEARTH_ENOMEM;
     for (size_t i = 0; i < nleaves; i++) {
-        size_t from = i * ORDER;
-        unsigned take = (unsigned)(n - from < ORDER ? n - from : ORDER);
-        hearth__bt *l = leaf_alloc(nleaves == 1 ? leaf_cap_for(take) : ORDER);
+        size_t from = i * BT_ORDER;
+        unsigned take = (unsigned)(n - from < BT_ORDER ? n - from : BT_ORDER);
+        hearth__bt *l = leaf_alloc(nleaves == 1 ? leaf_cap_for(take) : BT_ORDER);
         if (!l) {
             free_level(level_pages, i);
             return HEARTH_ENOMEM;
@@ -753,7 +700,7 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
     hearth__bt **lower = level_pages;
     size_t nlower = nleaves;
     while (nlower > 1) {
-        size_t nupper = (nlower + ORDER - 1) / ORDER;
+        size_t nupper = (nlower + BT_ORDER - 1) / BT_ORDER;
         hearth__bt **upper = hearth__calloc(nupper, sizeof *upper);
         bool failed = !upper;
         for (size_t i = 0; !failed && i < nupper; i++) {
@@ -763,9 +710,9 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
                 break;
             }
             upper[i] = p;
-            size_t from = i * ORDER;
+            size_t from = i * BT_ORDER;
             unsigned take =
-                (unsigned)(nlower - from < ORDER ? nlower - from : ORDER);
+                (unsigned)(nlower - from < BT_ORDER ? nlower - from : BT_ORDER);
             for (unsigned k = 0; k < take; k++) {
                 hearth__bt *kid = lower[from + k];
                 as_inner(p)->kid[k] = (bt_kid){kid, kid->count};
@@ -789,178 +736,4 @@ int hearth__bt_build(hearth__entry *entries, size_t n, hearth__bt **out) {
     *out = lower[0];
     hearth__free(lower);
     return 0;
-}
-
-/* ---- iteration ---- */
-
-void hearth__bt_iter_init(hearth__bt_iter *it, const hearth__bt *t,
-                          size_t start) {
-    it->depth = -1;
-    if (!t || start >= t->count)
-        return;
-    int d = 0;
-    while (!t->leaf) {
-        const inner_page *in = as_inner(t);
-        unsigned i = 0;
-        while (start >= in->kid[i].count) {
-            start -= in->kid[i].count;
-            i++;
-        }
-        it->page[d] = t;
-        it->slot[d] = i;
-        d++;
-        t = in->kid[i].page;
-    }
-    it->page[d] = t;
-    it->slot[d] = (unsigned)start;
-    it->depth = d;
-}
-
-/* Moves past the rest of page[d]'s subtree: to the next kid of an
- * ancestor, then down to that kid's first leaf (or to the end). */
-static void iter_leave(hearth__bt_iter *it, int d) {
-    while (--d >= 0 && ++it->slot[d] >= it->page[d]->n) {
-    }
-    if (d < 0) {
-        it->depth = -1;
-        return;
-    }
-    const hearth__bt *p = as_inner(it->page[d])->kid[it->slot[d]].page;
-    while (++d, !p->leaf) {
-        it->page[d] = p;
-        it->slot[d] = 0;
-        p = as_inner(p)->kid[0].page;
-    }
-    it->page[d] = p;
-    it->slot[d] = 0;
-    it->depth = d;
-}
-
-const hearth__entry *hearth__bt_iter_next(hearth__bt_iter *it) {
-    if (it->depth < 0)
-        return NULL;
-    int d = it->depth;
-    const hearth__entry *e = &as_leaf(it->page[d])->e[it->slot[d]];
-    if (++it->slot[d] >= it->page[d]->n)
-        iter_leave(it, d);
-    return e;
-}
-
-/* ---- diff ---- */
-
-static const hearth__entry *iter_peek(const hearth__bt_iter *it) {
-    return it->depth < 0 ? NULL
-                         : &as_leaf(it->page[it->depth])->e[it->slot[it->depth]];
-}
-
-/* The page whose subtree starts exactly where the iterator stands, `height`
- * levels above the leaves; NULL when the iterator is inside one. */
-static const hearth__bt *subtree_here(const hearth__bt_iter *it, int height) {
-    int d = it->depth - height;
-    if (d < 0)
-        return NULL;
-    for (int k = d + 1; k <= it->depth; k++)
-        if (it->slot[k] != 0)
-            return NULL;
-    return it->page[d];
-}
-
-int hearth__bt_diff(const hearth__bt *a, const hearth__bt *b,
-                    hearth__bt_diff_cb cb, void *ctx) {
-    hearth__bt_iter ia, ib;
-    hearth__bt_iter_init(&ia, a, 0);
-    hearth__bt_iter_init(&ib, b, 0);
-    for (;;) {
-        const hearth__entry *ea = iter_peek(&ia), *eb = iter_peek(&ib);
-        if (!ea && !eb)
-            return 0;
-        if (ea && eb) {
-            /* A page both trees share holds nothing new: skip it whole,
-             * from the highest level where they meet. */
-            int top = ia.depth < ib.depth ? ia.depth : ib.depth;
-            bool skipped = false;
-            for (int h = top; h >= 0 && !skipped; h--) {
-                const hearth__bt *pa = subtree_here(&ia, h);
-                if (pa && pa == subtree_here(&ib, h)) {
-                    iter_leave(&ia, ia.depth - h);
-                    iter_leave(&ib, ib.depth - h);
-                    skipped = true;
-                }
-            }
-            if (skipped)
-                continue;
-        }
-        int c;
-        if (!ea)
-            c = 1;
-        else if (!eb)
-            c = -1;
-        else if (ea->key == eb->key)
-            c = 0;
-        else {
-            hearth__name na = hearth__key_name(ea->key);
-            hearth__name nb = hearth__key_name(eb->key);
-            c = hearth__name_compare(&na, &nb);
-        }
-        int rc = 0;
-        if (c < 0) {
-            rc = cb(ea->key, ea->node, NULL, ctx);
-            hearth__bt_iter_next(&ia);
-        } else if (c > 0) {
-            rc = cb(eb->key, NULL, eb->node, ctx);
-            hearth__bt_iter_next(&ib);
-        } else {
-            if (ea->node != eb->node)
-                rc = cb(eb->key, ea->node, eb->node, ctx);
-            hearth__bt_iter_next(&ia);
-            hearth__bt_iter_next(&ib);
-        }
-        if (rc)
-            return rc;
-    }
-}
-
-/* ---- invariants, for tests ---- */
-
-static bool check_page(const hearth__bt *p, const hearth__key **prev,
-                       int depth, int *leaf_depth) {
-    if (p->n == 0 || depth >= HEARTH__BT_MAX_DEPTH)
-        return false;
-    if (p->leaf) {
-        if (*leaf_depth < 0)
-            *leaf_depth = depth;
-        if (*leaf_depth != depth || p->count != p->n || p->n > p->cap)
-            return false;
-        for (unsigned i = 0; i < p->n; i++) {
-            const hearth__key *k = as_leaf(p)->e[i].key;
-            if (*prev) {
-                hearth__name a = hearth__key_name(*prev);
-                hearth__name b = hearth__key_name(k);
-                if (hearth__name_compare(&a, &b) >= 0)
-                    return false;
-            }
-            *prev = k;
-        }
-        return true;
-    }
-    size_t count = 0;
-    for (unsigned i = 0; i < p->n; i++) {
-        const hearth__bt *kid = as_inner(p)->kid[i].page;
-        if (as_inner(p)->kid[i].count != kid->count ||
-            as_inner(p)->first[i].key != page_first_key(kid) ||
-            as_inner(p)->first[i].sort != page_first(kid).sort)
-            return false;
-        if (!check_page(kid, prev, depth + 1, leaf_depth))
-            return false;
-        count += kid->count;
-    }
-    return count == p->count;
-}
-
-bool hearth__bt_check(const hearth__bt *t) {
-    if (!t)
-        return true;
-    const hearth__key *prev = NULL;
-    int leaf_depth = -1;
-    return check_page(t, &prev, 0, &leaf_depth);
 }
