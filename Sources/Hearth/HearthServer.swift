@@ -276,6 +276,22 @@ public final class HearthServer: @unchecked Sendable {
         return String(cString: token)
     }
 
+    /// A user token signed with a private key as an OpenID provider
+    /// (Firebase Auth) signs its ID tokens, for a server that verifies
+    /// with public keys: `keyPEM` is an RSA key (RS256) or an EC P-256 key
+    /// (ES256); the header names `kid` unless it is nil.
+    @_spi(CLI)
+    public static func makeToken(
+        uid: String?, claimsJSON claimsText: String?, keyPEM: String, kid: String?, lifetime: Int64
+    ) throws(HearthError) -> String {
+        var token: UnsafeMutablePointer<CChar>?
+        var err = hearth_error_t()
+        let status = hearth_token_create_with_key(uid, claimsText, keyPEM, kid, lifetime, &token, &err)
+        guard status == 0, let token else { throw HearthError(status: status, details: err) }
+        defer { hearth_free(token) }
+        return String(cString: token)
+    }
+
     /// Reads the TLS certificate and key files again (after a renewal):
     /// new connections use them, open ones keep the old. Throws, naming
     /// the file, when one cannot be used; the certificate in force stays.
