@@ -365,7 +365,8 @@ static const char rules[] =
     " \"mine\": {\"$uid\": {\".read\": \"auth.uid == $uid\"}},"
     " \"claims\": {\".read\": \"auth.token.admin == true && auth.token.name == 'Ada Lovelace'"
     " && auth.token.email == 'ada@example.com' && auth.token.sub == auth.uid"
-    " && auth.token.user_id == auth.uid\"}}}";
+    " && auth.token.user_id == auth.uid"
+    " && auth.token.firebase.identities['google.com'][0] == '1234567890'\"}}}";
 
 static void setup(void) {
     strcpy(dir, "/tmp/hearth-authk-data-XXXXXX");
