@@ -694,14 +694,16 @@ HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
 /* Signs this client in: token (a JWT the server's keys verify; NULL signs
  * out) is sent at once when connected, and first on every connection, so
  * listens and writes are judged as its user. A token the server refuses
- * is reported on stderr and the connection goes on unauthenticated; when
- * the server revokes it (it expired), it is dropped and the provider, if
- * any, is asked for a new one. HEARTH_EUNSUPPORTED for an embedded
- * database. */
+ * is reported on stderr and the connection goes on unauthenticated; with
+ * a provider, the token is dropped and the client connects again, asking
+ * the provider for a new one (after 3 refusals in a row, every 30 s).
+ * When the server revokes it (it expired), it is dropped and the
+ * provider, if any, is asked for a new one. HEARTH_EUNSUPPORTED for an
+ * embedded database. */
 HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *HEARTH_NULLABLE token);
 
 /* A token provider: cb(db, ctx) runs on the loop thread when set, on every
- * new connection and when the server revokes the token; it must answer,
+ * new connection and when the server revokes or refuses the token; it must answer,
  * at once or later and from any thread, with hearth_db_set_auth_token.
  * Until it answers, a new connection sends nothing else (listens, writes
  * and gets wait). NULL removes the provider. ctx_free(ctx) runs when the

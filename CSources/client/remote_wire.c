@@ -167,7 +167,7 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
         hearth__remote_get_answered(r, q->item, hearth__remote_status_code(s), json_object_get(b, "d"));
         break;
     case REQ_AUTH:
-        hearth__remote_auth_answered(s, json_object_get(b, "d"));
+        hearth__remote_auth_answered(r, s, json_object_get(b, "d"));
         break;
     case REQ_PLAIN:
         break;
