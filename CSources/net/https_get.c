@@ -160,8 +160,7 @@ static int wait_for(fetch *f, short events) {
 
 static int connect_to(fetch *f, const url_parts *u) {
     struct addrinfo hints = {0}, *list = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
+    hints.ai_socktype = SOCK_STREAM; /* every family: the next on failure */
     int gai = getaddrinfo(u->host, u->port, &hints, &list);
     if (gai)
         return fail(f, "cannot resolve %s: %s", u->host, gai_strerror(gai));
@@ -374,10 +373,11 @@ static int request(fetch *f, const url_parts *u) {
         return rc;
     char head[MAX_URL + 512];
     int n = snprintf(head, sizeof head,
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: hearth/%d.%d\r\n"
+                     "GET %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: hearth/%d.%d\r\n"
                      "Accept: application/json, */*\r\nAccept-Encoding: identity\r\n"
                      "Connection: close\r\n\r\n",
-                     u->path, u->authority, HEARTH_VERSION_MAJOR, HEARTH_VERSION_MINOR);
+                     u->path[0] == '?' ? "/" : "", u->path, u->authority,
+                     HEARTH_VERSION_MAJOR, HEARTH_VERSION_MINOR);
     if (hearth__tls_write(f->tls, head, (size_t)n) || (rc = flush_tls(f)))
         return rc ? rc : fail(f, "TLS: cannot encrypt the request");
     if ((rc = read_answer(f)))
