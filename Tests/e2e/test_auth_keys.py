@@ -3,7 +3,8 @@ ID --auth-keys-url URL` against a local HTTPS key server publishing
 Google's form (kid -> PEM certificate, Cache-Control max-age), its CA made
 here and trusted through SSL_CERT_FILE; tokens minted by `hearth token
 --key --kid --firebase-project`; the start banner's key state; rotation
-seen with no restart; SIGHUP fetching again.
+seen with no restart; SIGHUP fetching again; the same settings from a
+`--config` file.
 Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_auth_keys.py
 """
 import json
@@ -153,6 +154,23 @@ class FirebaseProject(unittest.TestCase):
         while time.time() < deadline and self.keys.requests == before:
             time.sleep(0.05)
         self.assertGreater(self.keys.requests, before)
+
+    def test_5_config_file_keys(self):
+        """The config file's "firebase-project" and "auth-keys-url"."""
+        config = os.path.join(self.dir, "hearth.json")
+        url = f"https://127.0.0.1:{self.keys.port}/robot/v1/certs"
+        with open(config, "w") as f:
+            json.dump({"firebase-project": PROJECT, "auth-keys-url": url}, f)
+        other = Server(os.path.join(self.dir, "data2"))
+        other.extra_args = ["--config", config]
+        other.start()
+        banner = ""
+        for line in other.proc.stdout:
+            banner += line
+            if line.startswith("stop with"):
+                break
+        other.stop()
+        self.assertIn(f"Firebase ID tokens, RS256/ES256 with the keys of {url}:", banner)
 
 
 if __name__ == "__main__":
