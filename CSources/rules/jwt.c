@@ -213,8 +213,11 @@ static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
     return 0;
 }
 
-void hearth__jwt_provider_name(const char *sign_in_provider, char *out,
-                               size_t size) {
+/* auth.provider as the service names it from firebase.sign_in_provider:
+ * "google.com" is "google" (its rules reference's auth.provider ==
+ * 'twitter'); "password", "anonymous", "phone", "custom" stay; a token
+ * without it is "custom". */
+static void provider_name(const char *sign_in_provider, char *out, size_t size) {
     const char *p = sign_in_provider ? sign_in_provider : "custom";
     size_t len = strlen(p);
     if (len > 4 && !strcmp(p + len - 4, ".com"))
@@ -232,10 +235,9 @@ static int make_auth(json_t *claims, bool firebase, hearth_node_t **out,
     if (!uid || !uid[0] || strlen(uid) > 128)
         return bad(err, "no uid (sub) of 1 to 128 characters");
     char provider[64];
-    hearth__jwt_provider_name(
-        json_string_value(json_object_get(json_object_get(claims, "firebase"),
-                                          "sign_in_provider")),
-        provider, sizeof provider);
+    provider_name(json_string_value(json_object_get(json_object_get(claims, "firebase"),
+                                                    "sign_in_provider")),
+                  provider, sizeof provider);
     json_t *auth = json_pack("{s:s,s:s,s:O}", "uid", uid, "provider", provider,
                              "token", claims);
     if (!auth)

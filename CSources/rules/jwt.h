@@ -52,12 +52,6 @@ int hearth__jwt_verify_checked(const char *token, size_t len,
                                const hearth__jwt_keys *keys,
                                hearth__jwt_checks *checks, double now_ms,
                                hearth_node_t **auth, hearth_error_t *err);
-/* auth.provider as the service names it from firebase.sign_in_provider:
- * "google.com" is "google" (the rules reference's auth.provider ==
- * 'twitter'); "password", "anonymous", "phone", "custom" stay; NULL (a
- * token without it) is "custom". Writes at most size bytes. */
-void hearth__jwt_provider_name(const char *sign_in_provider, char *out,
-                               size_t size);
 
 /* Parses public keys from text: a JWKS document ({"keys": [JWK...]}, RSA
  * and EC P-256 keys), a map of kid to PEM certificate (Google's x509 form),
