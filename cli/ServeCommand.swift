@@ -22,6 +22,8 @@ struct ServeCommand: ParsableCommand {
               hearth serve --rules database.rules.json --fsync batch
               hearth serve --rules database.rules.json --auth-secret-file secret.txt
               hearth serve --auth-keys jwks.json --admin-secret-file admin.txt
+              hearth serve --firebase-project my-app --admin-secret-file admin.txt
+              hearth serve --auth-keys-url https://idp.example.com/jwks.json --auth-issuer https://idp.example.com
               hearth serve --tls-cert cert.pem --tls-key key.pem --port 443
               hearth serve --port 9000 --public-host db.example.com   # behind a proxy
               hearth serve --log-format json --metrics-port 9100
@@ -37,6 +39,11 @@ struct ServeCommand: ParsableCommand {
             /.settings/rules.json; a new namespace starts open (read and write for \
             everyone) when no keys are given, as the emulator does, and locked when \
             --auth-secret or --auth-keys is. The rules in force are printed at start.
+
+            Firebase Auth: --firebase-project ID accepts the project's ID tokens as the \
+            service does (issuer, audience, Google's published keys, fetched over HTTPS \
+            and again before they expire; a failed fetch keeps the last good keys). \
+            SIGHUP reads --auth-keys again and fetches the keys again.
             """)
 
     @Option(help: "The IP address to listen on.")
@@ -59,6 +66,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "Public keys for RS256/ES256 tokens: a JWKS file, a key id to PEM certificate map, or PEM.")
     var authKeys: String?
+
+    @Option(help: "An https:// URL of public keys for RS256/ES256 tokens (JWKS, or a key id to PEM certificate map), fetched again before its Cache-Control max-age runs out; a failed fetch keeps the last good keys.")
+    var authKeysUrl: String?
+
+    @Option(help: "Accept this Firebase project's Auth ID tokens: its issuer and audience, Google's published keys (fetched and kept current), RS256 with a kid, sub 1 to 128 characters, auth_time not in the future.")
+    var firebaseProject: String?
 
     @Option(help: "The audience a token must name (\"aud\"; Firebase ID tokens: the project id).")
     var authAudience: String?
@@ -227,6 +240,8 @@ struct ServeCommand: ParsableCommand {
             configuration.logFormat = logFormat
             configuration.metricsPort = metricsPort
             configuration.publicHost = publicHost
+            configuration.authKeysURL = authKeysUrl
+            configuration.firebaseProject = firebaseProject
             configuration.clusterSecretFile = clusterSecretFile
             configuration.clusterInsecure = clusterInsecure
             configuration.natsCredsFile = natsCreds
@@ -243,15 +258,27 @@ struct ServeCommand: ParsableCommand {
         }
         // Before the banner: a reload asked as soon as the server listens
         // must find the handler, not SIGHUP's default (which ends it).
-        let reload = tlsCert == nil ? nil : Interrupt.onHangUp {
+        let keysReload = authKeys != nil || authKeysUrl != nil || firebaseProject != nil
+        let reload = tlsCert == nil && !keysReload ? nil : Interrupt.onHangUp { [authKeys] in
+            if tlsCert != nil {
+                do {
+                    try server.reloadTLS()
+                    Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
+                } catch {
+                    Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
+                }
+            }
+            guard keysReload else { return }
             do {
-                try server.reloadTLS()
-                Output.line("TLS certificate reloaded from \(tlsCert ?? "")")
+                try server.reloadAuthKeys()
+                Output.line("token keys: " + (authKeys.map { "\($0) read again" } ?? "")
+                    + (authKeys != nil && !(authKeysUrl == nil && firebaseProject == nil) ? "; " : "")
+                    + (authKeysUrl == nil && firebaseProject == nil ? "" : "fetching the key URL again"))
             } catch {
-                Output.error("\(Output.errorLabel)TLS reload failed (the certificate in force stays): \(error)")
+                Output.error("\(Output.errorLabel)token keys not reloaded (the keys in force stay): \(error)")
             }
         }
-        let hasKeys = authSecret != nil || authKeys != nil
+        let hasKeys = authSecret != nil || keysReload
         let scheme = tlsCert == nil ? "http" : "https"
         Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
@@ -260,9 +287,10 @@ struct ServeCommand: ParsableCommand {
             "rules are enforced on REST, on streams and on the realtime protocol; tokens: "
                 + (hasKeys
                     ? [authSecret.map { _ in "HS256 with the auth secret" },
-                       authKeys.map { "RS256/ES256 with the keys in \($0)" }]
+                       authKeys.map { "RS256/ES256 with the keys in \($0) (read again when it changes)" },
+                       Self.fetchedKeys(server.authKeysStatus())]
                         .compactMap { $0 }.joined(separator: ", ")
-                    : "unsigned ones are accepted (no --auth-secret or --auth-keys)")
+                    : "unsigned ones are accepted (no --auth-secret, --auth-keys, --auth-keys-url or --firebase-project)")
                 + "; "
                 + (adminSecret != nil
                     ? "the admin is the --admin-secret (\"owner\" is not accepted)"
@@ -273,7 +301,9 @@ struct ServeCommand: ParsableCommand {
             Output.line("cluster: node \(node) on \(Self.maskingCredentials(cluster)); status: GET /.cluster/status.json (admin)")
             Output.line("cluster: " + clusterTrust(urls: cluster))
         }
-        Output.line("stop with Ctrl-C" + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate"))
+        Output.line("stop with Ctrl-C"
+            + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate")
+            + (keysReload ? "; SIGHUP reads the token keys again" : ""))
 
         Interrupt.wait()
         reload?.cancel()
@@ -301,6 +331,28 @@ extension ServeCommand {
 }
 
 extension ServeCommand {
+    /// The banner's words on the keys fetched from a URL, from the server's
+    /// status (hearth_server_auth_keys_status), or nil when there is none.
+    static func fetchedKeys(_ statusJSON: String?) -> String? {
+        guard let data = statusJSON?.data(using: .utf8),
+            let status = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            let url = status["url"] as? [String: Any], let address = url["url"] as? String
+        else { return nil }
+        let firebase = (status["firebase"] as? Bool) == true ? "Firebase ID tokens, " : ""
+        let count = (url["keys"] as? Int) ?? 0
+        let next = ((url["next_fetch_ms"] as? Int) ?? 0) / 1000
+        let state: String
+        if let error = url["error"] as? String {
+            state = count > 0
+                ? "the last fetch failed (\(error)); the \(count) keys in force stay; retrying in \(next) s"
+                : "NO KEYS YET: the fetch failed (\(error)); signed tokens are refused until one succeeds; retrying in \(next) s"
+        } else {
+            let kids = (url["kids"] as? String).map { " (kid \($0))" } ?? ""
+            state = "\(count) keys\(kids), fetched again in \(next) s"
+        }
+        return "\(firebase)RS256/ES256 with the keys of \(address): \(state)"
+    }
+
     /// urls with each one's credentials masked: nats://user:pw@h:4222 is
     /// nats://***@h:4222 (a URL ends at a comma or a space).
     static func maskingCredentials(_ urls: String) -> String {

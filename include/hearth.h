@@ -703,14 +703,16 @@ HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
 /* Signs this client in: token (a JWT the server's keys verify; NULL signs
  * out) is sent at once when connected, and first on every connection, so
  * listens and writes are judged as its user. A token the server refuses
- * is reported on stderr and the connection goes on unauthenticated; when
- * the server revokes it (it expired), it is dropped and the provider, if
- * any, is asked for a new one. HEARTH_EUNSUPPORTED for an embedded
- * database. */
+ * is reported on stderr and the connection goes on unauthenticated; with
+ * a provider, the token is dropped and the client connects again, asking
+ * the provider for a new one (after 3 refusals in a row, every 30 s).
+ * When the server revokes it (it expired), it is dropped and the
+ * provider, if any, is asked for a new one. HEARTH_EUNSUPPORTED for an
+ * embedded database. */
 HEARTH_EXTERN int hearth_db_set_auth_token(hearth_db_t *db, const char *HEARTH_NULLABLE token);
 
 /* A token provider: cb(db, ctx) runs on the loop thread when set, on every
- * new connection and when the server revokes the token; it must answer,
+ * new connection and when the server revokes or refuses the token; it must answer,
  * at once or later and from any thread, with hearth_db_set_auth_token.
  * Until it answers, a new connection sends nothing else (listens, writes
  * and gets wait). NULL removes the provider. ctx_free(ctx) runs when the
@@ -771,6 +773,16 @@ HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
 HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const char *HEARTH_NULLABLE claims,
                                       const char *HEARTH_NULLABLE secret, int64_t ttl_s,
                                       char *HEARTH_NULLABLE *HEARTH_NONNULL out, hearth_error_t *HEARTH_NULLABLE err);
+
+/* The same signed with a private key as an OpenID provider (Firebase Auth)
+ * signs its ID tokens, for servers configured with public keys
+ * (auth_keys_file, auth_keys_url): key_pem is PEM text of an RSA key
+ * (2048 bits or more: RS256) or an EC P-256 key (ES256); the header names
+ * kid unless it is NULL. */
+HEARTH_EXTERN int hearth_token_create_with_key(const char *HEARTH_NULLABLE uid, const char *HEARTH_NULLABLE claims,
+                                               const char *key_pem, const char *HEARTH_NULLABLE kid,
+                                               int64_t ttl_s, char *HEARTH_NULLABLE *HEARTH_NONNULL out,
+                                               hearth_error_t *HEARTH_NULLABLE err);
 
 /* ------------------------------------------------------------------------ */
 /* The server: REST and server-sent events over HTTP/1.1                    */
@@ -895,6 +907,27 @@ typedef struct hearth_server_config_s {
      * it behind a reverse proxy, whose Host header is not the public one.
      * NULL: the request's Host header. */
     const char *HEARTH_NULLABLE public_host;
+    /* Public keys for RS256/ES256 tokens fetched from an https:// URL (a
+     * JWKS document or a key id to PEM certificate map, as Google
+     * publishes), beside auth_keys_file's: on a thread of the server's own
+     * (never its loop), with the system's trust store (SSL_CERT_FILE
+     * honoured), at most 1 MiB within 10 s; again before the answer's
+     * Cache-Control max-age runs out (an hour without one), and at most
+     * every 5 s when a token names an unknown key id. A fetch that fails
+     * keeps the last good keys (said once on stderr or in the log, and
+     * counted in /.metrics). The first fetch is made before
+     * hearth_server_start returns; when it fails the server starts anyway,
+     * refusing signed tokens until a fetch succeeds (see
+     * hearth_server_auth_keys_status). auth_keys_file is also read again
+     * when it changes, with the same rule. */
+    const char *HEARTH_NULLABLE auth_keys_url;
+    /* Firebase Auth's ID tokens of this project, in one setting: issuer
+     * "https://securetoken.google.com/ID", audience ID, keys from Google's
+     * securetoken certificates URL (unless auth_keys_url names another),
+     * RS256 with a kid, "sub" (auth.uid) of 1 to 128 characters, "iat"
+     * and "auth_time" not in the future. An auth_audience or auth_issuer
+     * that differs is an error. NULL: none of that. */
+    const char *HEARTH_NULLABLE firebase_project;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a
@@ -915,6 +948,19 @@ HEARTH_EXTERN int hearth_server_metrics_port(const hearth_server_t *server);
  * without TLS. Any thread. */
 HEARTH_EXTERN int hearth_server_reload_tls(hearth_server_t *server,
                                            hearth_error_t *HEARTH_NULLABLE err);
+/* Reads auth_keys_file again now and fetches auth_keys_url again soon
+ * (`hearth serve` calls it on SIGHUP). A file that cannot be used is an
+ * error naming it, and the keys in force stay; the fetch's outcome shows
+ * in hearth_server_auth_keys_status. 0 when the server has neither. Any
+ * thread. */
+HEARTH_EXTERN int hearth_server_reload_auth_keys(hearth_server_t *server,
+                                                 hearth_error_t *HEARTH_NULLABLE err);
+/* The token keys in force and where they come from, as JSON text (free
+ * with hearth_free): {"firebase": bool, "file": null or {"path", "keys",
+ * "error"}, "url": null or {"url", "keys", "kids", "fetched_ms_ago" (-1:
+ * never), "next_fetch_ms", "error" (the last fetch's, or null), "failures"}}.
+ * NULL when out of memory. Any thread. */
+HEARTH_EXTERN char *HEARTH_NULLABLE hearth_server_auth_keys_status(hearth_server_t *server);
 /* Stops accepting, finishes and acknowledges the writes in flight, closes
  * every namespace (its log synced), joins the thread and frees server. */
 HEARTH_EXTERN int hearth_server_stop(hearth_server_t *HEARTH_NULLABLE server);

@@ -79,13 +79,30 @@ void hearth__remote_wait_for_token(hearth__remote *r, bool wait) {
     }
 }
 
-void hearth__remote_auth_answered(const char *status, json_t *d) {
-    if (!strcmp(status, "ok"))
+void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t *d) {
+    if (!strcmp(status, "ok")) {
+        r->auth_refusals = 0;
         return;
+    }
     /* The server goes on with this connection unauthenticated. */
     fprintf(stderr, "hearth: the server refused the auth token: %s%s%s\n",
             status, json_is_string(d) ? ": " : "",
             json_is_string(d) ? json_string_value(d) : "");
+    /* With a provider, as the SDKs do: the token is dropped and the
+     * connection made again, which asks the provider for a new one (the
+     * server may have fetched a rotated key by then). From the third
+     * refusal in a row, only after the longest backoff. */
+    bool token_refused = !strcmp(status, "invalid_token") || !strcmp(status, "expired_token");
+    if (!token_refused || !r->want_token || !r->hooks.token_wanted)
+        return;
+    if (++r->auth_refusals == AUTH_REFUSALS_SLOW)
+        fprintf(stderr, "hearth: the token provider's tokens were refused %d times "
+                        "in a row; asking it again every %d s\n",
+                AUTH_REFUSALS_SLOW, MAX_DELAY_MS / 1000);
+    hearth__free(r->auth_token);
+    r->auth_token = NULL;
+    r->delay_ms = r->auth_refusals >= AUTH_REFUSALS_SLOW ? MAX_DELAY_MS : FIRST_DELAY_MS;
+    hearth__remote_drop_connection(r);
 }
 
 

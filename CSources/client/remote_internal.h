@@ -19,6 +19,7 @@
 enum {
     FIRST_DELAY_MS = 1000,    /* reconnect backoff: from 1 s */
     MAX_DELAY_MS = 30000,     /* to 30 s */
+    AUTH_REFUSALS_SLOW = 3,   /* a provider's refused tokens, then 30 s */
     MAX_TX_ATTEMPTS = 25,
     GET_CONNECT_MS = 3000,    /* a get waits this long for a connection */
 };
@@ -114,6 +115,7 @@ struct hearth__remote {
     bool ready;            /* and the credential settled: requests may go */
     char *auth_token;      /* sent first on every connection; NULL: none */
     bool want_token;       /* ask the owner for one on every connection */
+    unsigned auth_refusals; /* the provider's tokens refused in a row */
     bool awaiting_token;   /* asked; nothing goes out until it answers */
     bool online;           /* wanted: goOnline / goOffline */
     bool closing;
@@ -255,7 +257,7 @@ void hearth__remote_abort_overridden_transactions(hearth__remote *r,
 /* The hello: the connection is usable once the credential is known. */
 void hearth__remote_on_hello(hearth__remote *r, json_t *d);
 
-void hearth__remote_auth_answered(const char *status, json_t *d);
+void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t *d);
 
 /* Ends the connection from our side; the next one comes after the usual
  * backoff. */

@@ -192,7 +192,7 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
         break;
     }
     case REQ_AUTH:
-        hearth__remote_auth_answered(s, json_object_get(b, "d"));
+        hearth__remote_auth_answered(r, s, json_object_get(b, "d"));
         break;
     case REQ_PLAIN:
         break;

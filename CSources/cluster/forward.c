@@ -388,9 +388,10 @@ int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
                            hearth_free_cb ctx_free, hearth_error_t *err) {
     hearth__db_caller caller = {0};
     hearth_node_t *auth = NULL;
+    /* The auth keeps its claims' keys as the token had them. */
     json_t *a = json_object_get(doc, "a");
     if (a && !json_is_null(a) &&
-        hearth__node_from_jansson_at(a, 0, "/", 0, &auth, err))
+        hearth__node_from_jansson_at(a, HEARTH__JSON_CLAIM_KEYS, "/", 0, &auth, err))
         return err->code;
     caller.auth = auth;
     const hearth__db_caller *who =

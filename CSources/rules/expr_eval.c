@@ -232,6 +232,24 @@ static val eval_member(evalctx *x, const hearth__expr *e) {
     return out;
 }
 
+/* obj[key]: a child of an object value (auth, query) by a string, or by
+ * a whole number for an array's items; anything else is an error. */
+static val eval_index(evalctx *x, const hearth__expr *e) {
+    val obj = eval(x, e->a), key = eval(x, e->b2);
+    val out = verr();
+    char digits[32];
+    const char *name = key.k == V_STR ? key.s : NULL;
+    if (key.k == V_NUM && key.n >= 0 && key.n < 1e15 && key.n == (double)(int64_t)key.n) {
+        snprintf(digits, sizeof digits, "%lld", (long long)key.n);
+        name = digits;
+    }
+    if (obj.k == V_NODE && name)
+        out = from_node(hearth_node_child(obj.node, name), true);
+    vfree(&obj);
+    vfree(&key);
+    return out;
+}
+
 static val eval_var(evalctx *x, const hearth__expr *e) {
     const hearth__expr_env *env = x->env;
     const char *name = e->s;
@@ -356,6 +374,8 @@ static val eval(evalctx *x, const hearth__expr *e) {
         return eval_var(x, e);
     case E_MEMBER:
         return eval_member(x, e);
+    case E_INDEX:
+        return eval_index(x, e);
     case E_CALL:
         return eval_call(x, e);
     case E_UNARY: {

@@ -12,7 +12,8 @@
 
 typedef enum {
     E_NULL, E_BOOL, E_NUM, E_STR, E_ARRAY, E_REGEX,
-    E_VAR, E_MEMBER, E_CALL, E_UNARY, E_BINARY, E_COND
+    E_VAR, E_MEMBER, E_CALL, E_UNARY, E_BINARY, E_COND,
+    E_INDEX /* a[b2]: a child of auth or query by a string or a number */
 } ekind;
 
 struct hearth__expr {

@@ -213,6 +213,24 @@ static hearth__expr *parse_postfix(parser *ps) {
             }
             m->a = e;
             e = m;
+        } else if (accept(ps, "[")) {
+            /* auth.token.firebase.identities['google.com'][0]: keys that
+             * are not names. */
+            hearth__expr *ix = hearth__expr_node(ps, E_INDEX);
+            if (!ix) {
+                hearth__expr_free(e);
+                return NULL;
+            }
+            ix->a = e;
+            e = ix;
+            if (!(ix->b2 = parse_expr(ps))) {
+                hearth__expr_free(e);
+                return NULL;
+            }
+            if (!accept(ps, "]")) {
+                hearth__expr_free(e);
+                return hearth__expr_fail(ps, ps->p, "expected ']'");
+            }
         } else if (accept(ps, "(")) {
             if (e->kind != E_MEMBER) {
                 hearth__expr_free(e);

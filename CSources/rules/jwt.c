@@ -2,6 +2,8 @@
  * and signing test tokens (see jwt.h; public keys are in jwt_keys.c). */
 #include "rules/jwt.h"
 
+#include "tree/json.h"
+
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -89,9 +91,46 @@ static int check_hs256(const char *token, size_t signed_len,
     return ok ? 0 : bad(err, "the signature does not match");
 }
 
+/* An RS256 / ES256 signature: checked with the set that knows the
+ * token's kid, of the configured file's and the fetched ones. */
+static int check_public(const char *token, size_t signed_len,
+                        const unsigned char *sig, size_t sig_len,
+                        const char *alg, const char *kid,
+                        const hearth__jwt_keys *keys,
+                        hearth__jwt_checks *checks, hearth_error_t *err) {
+    const hearth__jwt_keyset *sets[2] = {keys->public_keys,
+                                         checks ? checks->fetched_keys : NULL};
+    bool any_set = false, tried = false;
+    int rc = 0;
+    for (size_t i = 0; i < 2; i++) {
+        if (!sets[i])
+            continue;
+        any_set = true;
+        if (!hearth__jwt_keyset_knows(sets[i], kid))
+            continue;
+        tried = true;
+        rc = hearth__jwt_keyset_verify(sets[i], alg, kid, token, signed_len,
+                                       sig, sig_len, err);
+        if (!rc)
+            return 0;
+    }
+    if (!any_set)
+        return hearth__error(err, HEARTH_EDENIED, NULL,
+                             "invalid token: no %s key is configured%s", alg,
+                             checks && checks->firebase ? " (none fetched yet)"
+                                                        : "");
+    if (!tried) {
+        if (checks)
+            checks->unknown_kid = true;
+        return bad(err, "unknown key id");
+    }
+    return rc;
+}
+
 static int check_signature(const char *token, size_t signed_len,
                            const char *sig, size_t sig_len,
-                           const hearth__jwt_keys *keys, json_t *header,
+                           const hearth__jwt_keys *keys,
+                           hearth__jwt_checks *checks, json_t *header,
                            hearth_error_t *err) {
     const char *alg = json_string_value(json_object_get(header, "alg"));
     /* Extensions the token says must be understood: none are. */
@@ -109,17 +148,18 @@ static int check_signature(const char *token, size_t signed_len,
     json_t *kid = json_object_get(header, "kid");
     if (kid && !json_is_string(kid))
         return bad(err, "kid is not a string");
-    if (!hs256 && !keys->public_keys)
-        return hearth__error(err, HEARTH_EDENIED, NULL,
-                             "invalid token: no %s key is configured", alg);
+    /* Firebase signs its ID tokens with RS256 and names the key. */
+    if (!hs256 && checks && checks->firebase && strcmp(alg, "RS256"))
+        return bad(err, "an ID token must be RS256");
+    if (!hs256 && checks && checks->firebase && !kid)
+        return bad(err, "an ID token must name its key (kid)");
     size_t n;
     unsigned char *given = b64url_decode(sig, sig_len, &n);
     if (!given)
         return bad(err, "the signature is not base64url");
     int rc = hs256 ? check_hs256(token, signed_len, given, n, keys, err)
-                   : hearth__jwt_keyset_verify(keys->public_keys, alg,
-                                               json_string_value(kid), token,
-                                               signed_len, given, n, err);
+                   : check_public(token, signed_len, given, n, alg,
+                                  json_string_value(kid), keys, checks, err);
     hearth__free(given);
     return rc;
 }
@@ -138,21 +178,33 @@ static bool names_audience(json_t *aud, const char *audience) {
     return false;
 }
 
+/* Whether the claim `name` is a number no later than now + CLOCK_SKEW_S
+ * (absent: `absent_ok`). */
+static bool past(json_t *claims, const char *name, double now, bool absent_ok) {
+    json_t *v = json_object_get(claims, name);
+    if (!v)
+        return absent_ok;
+    return json_is_number(v) && json_number_value(v) <= now + CLOCK_SKEW_S;
+}
+
 /* signed_token: a signed token must expire (the service's ID tokens always
  * carry exp); an unsigned emulator token need not. */
 static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
-                        bool signed_token, double now_ms, hearth_error_t *err) {
+                        const hearth__jwt_checks *checks, bool signed_token,
+                        double now_ms, hearth_error_t *err) {
     double now = now_ms / 1000;
+    bool firebase = checks && checks->firebase;
     json_t *exp = json_object_get(claims, "exp"), *nbf = json_object_get(claims, "nbf");
-    json_t *iat = json_object_get(claims, "iat");
     if (!exp && signed_token)
         return bad(err, "no expiry (exp)");
     if (exp && (!json_is_number(exp) || json_number_value(exp) <= now))
         return hearth__error(err, HEARTH_EDENIED, NULL, "the token has expired");
     if (nbf && (!json_is_number(nbf) || json_number_value(nbf) > now))
         return bad(err, "not valid yet (nbf)");
-    if (iat && (!json_is_number(iat) || json_number_value(iat) > now + CLOCK_SKEW_S))
+    if (!past(claims, "iat", now, !firebase))
         return bad(err, "issued in the future (iat)");
+    if (firebase && !past(claims, "auth_time", now, false))
+        return bad(err, "signed in in the future (auth_time)");
     if (keys->audience && !names_audience(json_object_get(claims, "aud"), keys->audience))
         return bad(err, "wrong audience");
     const char *iss = json_string_value(json_object_get(claims, "iss"));
@@ -161,27 +213,44 @@ static int check_claims(json_t *claims, const hearth__jwt_keys *keys,
     return 0;
 }
 
-/* auth = {uid, provider, token: the claims}. */
-static int make_auth(json_t *claims, hearth_node_t **out, hearth_error_t *err) {
-    const char *uid = json_string_value(json_object_get(claims, "uid"));
+/* auth.provider as the service names it from firebase.sign_in_provider:
+ * "google.com" is "google" (its rules reference's auth.provider ==
+ * 'twitter'); "password", "anonymous", "phone", "custom" stay; a token
+ * without it is "custom". */
+static void provider_name(const char *sign_in_provider, char *out, size_t size) {
+    const char *p = sign_in_provider ? sign_in_provider : "custom";
+    size_t len = strlen(p);
+    if (len > 4 && !strcmp(p + len - 4, ".com"))
+        len -= 4; /* google.com, facebook.com, github.com, twitter.com */
+    snprintf(out, size, "%.*s", (int)len, p);
+}
+
+/* auth = {uid, provider, token: the claims}. An ID token's uid is its sub
+ * alone; other tokens may say uid (the legacy tokens' claim) instead. */
+static int make_auth(json_t *claims, bool firebase, hearth_node_t **out,
+                     hearth_error_t *err) {
+    const char *uid = firebase ? NULL : json_string_value(json_object_get(claims, "uid"));
     if (!uid)
         uid = json_string_value(json_object_get(claims, "sub"));
     if (!uid || !uid[0] || strlen(uid) > 128)
         return bad(err, "no uid (sub) of 1 to 128 characters");
-    const char *provider = json_string_value(
-        json_object_get(json_object_get(claims, "firebase"), "sign_in_provider"));
-    json_t *auth = json_pack("{s:s,s:s,s:O}", "uid", uid, "provider",
-                             provider ? provider : "custom", "token", claims);
+    char provider[64];
+    provider_name(json_string_value(json_object_get(json_object_get(claims, "firebase"),
+                                                    "sign_in_provider")),
+                  provider, sizeof provider);
+    json_t *auth = json_pack("{s:s,s:s,s:O}", "uid", uid, "provider", provider,
+                             "token", claims);
     if (!auth)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    int rc = hearth_node_from_jansson(auth, 0, out, NULL);
+    int rc = hearth_node_from_jansson(auth, HEARTH__JSON_CLAIM_KEYS, out, NULL);
     json_decref(auth);
     return rc ? bad(err, "claims that are not storable data") : 0;
 }
 
-int hearth__jwt_verify(const char *token, size_t len,
-                       const hearth__jwt_keys *keys, double now_ms,
-                       hearth_node_t **auth, hearth_error_t *err) {
+int hearth__jwt_verify_checked(const char *token, size_t len,
+                               const hearth__jwt_keys *keys,
+                               hearth__jwt_checks *checks, double now_ms,
+                               hearth_node_t **auth, hearth_error_t *err) {
     const char *dot1 = memchr(token, '.', len);
     const char *dot2 = dot1 ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token)) : NULL;
     if (!dot2 || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)))
@@ -194,14 +263,23 @@ int hearth__jwt_verify(const char *token, size_t len,
         rc = bad(err, "a part is not base64url JSON");
     else
         rc = check_signature(token, (size_t)(dot2 - token), dot2 + 1,
-                             len - (size_t)(dot2 + 1 - token), keys, header, err);
+                             len - (size_t)(dot2 + 1 - token), keys, checks,
+                             header, err);
+    bool firebase = checks && checks->firebase;
     if (!rc)
-        rc = check_claims(claims, keys, strcmp(alg, "none") != 0, now_ms, err);
+        rc = check_claims(claims, keys, checks, strcmp(alg, "none") != 0,
+                          now_ms, err);
     if (!rc)
-        rc = make_auth(claims, auth, err);
+        rc = make_auth(claims, firebase, auth, err);
     json_decref(header);
     json_decref(claims);
     return rc;
+}
+
+int hearth__jwt_verify(const char *token, size_t len,
+                       const hearth__jwt_keys *keys, double now_ms,
+                       hearth_node_t **auth, hearth_error_t *err) {
+    return hearth__jwt_verify_checked(token, len, keys, NULL, now_ms, auth, err);
 }
 
 /* ---- signing ---- */

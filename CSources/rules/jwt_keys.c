@@ -54,6 +54,14 @@ void hearth__jwt_keyset_free(hearth__jwt_keyset *set) {
     hearth__free(set);
 }
 
+size_t hearth__jwt_keyset_count(const hearth__jwt_keyset *set) {
+    return set ? set->count : 0;
+}
+
+const char *hearth__jwt_keyset_kid(const hearth__jwt_keyset *set, size_t i) {
+    return set && i < set->count ? set->keys[i].kid : NULL;
+}
+
 /* ---- adding keys ---- */
 
 /* Which algorithm pkey serves: RSA of a sane size, or EC on P-256. */
@@ -522,6 +530,10 @@ static const jwt_key *find_kid(const hearth__jwt_keyset *set, const char *kid) {
         if (set->keys[i].kid && !strcmp(set->keys[i].kid, kid))
             return &set->keys[i];
     return NULL;
+}
+
+bool hearth__jwt_keyset_knows(const hearth__jwt_keyset *set, const char *kid) {
+    return set && (!kid || !set->has_kids || find_kid(set, kid));
 }
 
 /* With a kid the set knows, that key alone; else each key of the type. */

@@ -17,11 +17,10 @@ static int set_default(json_t *claims, const char *key, json_t *value) {
     return json_object_set_new(claims, key, value) ? HEARTH_ENOMEM : 0;
 }
 
-int hearth_token_create(const char *uid, const char *claims_json,
-                        const char *secret, int64_t ttl_s, char **out,
-                        hearth_error_t *err) {
-    if (!out)
-        return hearth__error(err, HEARTH_EINVAL, NULL, "out is NULL");
+/* The claims of a token: claims_json (NULL: {}) with uid as "sub", and
+ * "iat" and "exp" unless given. */
+static int build_claims(const char *uid, const char *claims_json, int64_t ttl_s,
+                        json_t **out, hearth_error_t *err) {
     *out = NULL;
     if (ttl_s <= 0)
         return hearth__error(err, HEARTH_EINVAL, NULL,
@@ -57,10 +56,43 @@ int hearth_token_create(const char *uid, const char *claims_json,
                    ? hearth__error(err, rc, NULL, "the uid must not be empty")
                    : hearth__error_code(err, rc);
     }
+    *out = claims;
+    return 0;
+}
+
+int hearth_token_create(const char *uid, const char *claims_json,
+                        const char *secret, int64_t ttl_s, char **out,
+                        hearth_error_t *err) {
+    if (!out)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    json_t *claims;
+    int rc = build_claims(uid, claims_json, ttl_s, &claims, err);
+    if (rc)
+        return rc;
     char *token = NULL;
     rc = secret ? hearth__jwt_sign_hs256(secret, strlen(secret), claims, &token,
                                          err)
                 : hearth__jwt_sign_unsigned(claims, &token, err);
+    json_decref(claims);
+    if (!rc)
+        *out = token;
+    return rc;
+}
+
+int hearth_token_create_with_key(const char *uid, const char *claims_json,
+                                 const char *key_pem, const char *kid,
+                                 int64_t ttl_s, char **out, hearth_error_t *err) {
+    if (!out || !key_pem)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             out ? "no private key" : "out is NULL");
+    *out = NULL;
+    json_t *claims;
+    int rc = build_claims(uid, claims_json, ttl_s, &claims, err);
+    if (rc)
+        return rc;
+    char *token = NULL;
+    rc = hearth__jwt_sign_key(key_pem, kid, claims, &token, err);
     json_decref(claims);
     if (!rc)
         *out = token;

@@ -2,6 +2,7 @@
 #include "server/access.h"
 
 #include "rules/jwt.h"
+#include "server/auth_keys.h"
 #include "rules/ruleset.h"
 
 #include <jansson.h>
@@ -34,12 +35,17 @@ bool hearth__principal_of_token(const hearth__server *srv, const char *token,
     hearth__jwt_keys keys = {srv->auth_secret,
                              srv->auth_secret ? strlen(srv->auth_secret) : 0,
                              !hearth__server_has_keys(srv), srv->auth_audience,
-                             srv->auth_issuer, srv->public_keys};
+                             srv->auth_issuer, hearth__auth_keys_file_set(srv->auth_keys)};
+    hearth__jwt_checks checks = {hearth__auth_keys_url_set(srv->auth_keys),
+                                 srv->firebase, false};
     hearth_error_t err = {0};
-    if (hearth__jwt_verify(token, strlen(token), &keys, (double)hearth_now_ms(),
-                           &out->auth, &err)) {
+    if (hearth__jwt_verify_checked(token, strlen(token), &keys, &checks,
+                                   (double)hearth_now_ms(), &out->auth, &err)) {
         snprintf(why, why_size, "%s", err.message);
         *expired = strstr(err.message, "expired") != NULL;
+        /* Keys may have rotated since the last fetch. */
+        if (checks.unknown_kid)
+            hearth__auth_keys_unknown_kid(srv->auth_keys);
         return false;
     }
     /* Held streams and sessions end when the token does. */

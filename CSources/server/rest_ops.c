@@ -4,6 +4,7 @@
  * metrics port, which answers /.metrics to anyone who can reach it. */
 #include "server/rest_internal.h"
 
+#include "server/auth_keys.h"
 #include "server/profile.h"
 #include "server/usage.h"
 
@@ -68,6 +69,7 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
     hearth__usage_write_metrics(srv->usage, out);
     if (srv->keeper->ops->metrics)
         srv->keeper->ops->metrics(srv->keeper, out);
+    hearth__auth_keys_metrics(srv->auth_keys, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
                                     "Time from a REST request's arrival to "
                                     "its answer.",

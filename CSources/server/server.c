@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 #include "server/access.h"
+#include "server/auth_keys.h"
 #include "server/usage.h"
 #include "server/log.h"
 #include "server/observe.h"
@@ -56,7 +57,7 @@ static const char LOCKED_RULES[] =
     "{\"rules\": {\".read\": false, \".write\": false}}";
 
 bool hearth__server_has_keys(const hearth__server *srv) {
-    return srv->auth_secret || srv->public_keys;
+    return srv->auth_secret || srv->auth_keys;
 }
 
 /* ---- rules documents (stored beside each namespace's data) ---- */
@@ -543,6 +544,7 @@ static void on_stop(uv_async_t *a) {
     uv_timer_stop(&srv->expiry);
     if (srv->rules_file)
         uv_fs_poll_stop(&srv->rules_poll);
+    hearth__auth_keys_stop(srv->auth_keys);
     hearth__sse_close_all(srv);
     hearth__realtime_forget_pushes(srv);
     if (srv->metrics_http)
@@ -594,7 +596,7 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->public_host);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
-    hearth__jwt_keyset_free(srv->public_keys);
+    hearth__auth_keys_free(srv->auth_keys);
     hearth__free(srv->namespaces);
     hearth__usage_free(srv->usage);
     hearth__metrics_free(&srv->metrics);
@@ -720,12 +722,9 @@ static int new_server(const hearth_server_config_t *config,
 static int load_keys_and_rules(hearth__server *srv,
                                const hearth_server_config_t *config,
                                hearth_error_t *err) {
-    if (config->auth_keys_file) {
-        int rc = hearth__jwt_keyset_load(config->auth_keys_file,
-                                         &srv->public_keys, err);
-        if (rc)
-            return rc;
-    }
+    int keys_rc = hearth__auth_keys_open(srv, config, err);
+    if (keys_rc)
+        return keys_rc;
     if (!config->rules_file)
         return 0;
     size_t len;
@@ -789,6 +788,7 @@ static void start_handles(hearth__server *srv) {
     uv_timer_init(&srv->loop, &srv->expiry);
     srv->expiry.data = srv;
     uv_timer_start(&srv->expiry, on_expiry, EXPIRY_CHECK_MS, EXPIRY_CHECK_MS);
+    hearth__auth_keys_start(srv->auth_keys);
     if (srv->rules_file) {
         uv_fs_poll_init(&srv->loop, &srv->rules_poll);
         srv->rules_poll.data = srv;
@@ -878,6 +878,18 @@ int hearth_server_reload_tls(hearth_server_t *server, hearth_error_t *err) {
     /* (From the caller's thread: the log line is one write, never torn.) */
     hearth__log_event(srv, "tls_reload", srv->tls_cert_file);
     return 0;
+}
+
+int hearth_server_reload_auth_keys(hearth_server_t *server, hearth_error_t *err) {
+    hearth__server *srv = (hearth__server *)server;
+    if (!srv)
+        return hearth__error(err, HEARTH_EINVAL, NULL, "no server");
+    return srv->auth_keys ? hearth__auth_keys_reload(srv->auth_keys, err) : 0;
+}
+
+char *hearth_server_auth_keys_status(hearth_server_t *server) {
+    return server ? hearth__auth_keys_status(((hearth__server *)server)->auth_keys)
+                  : NULL;
 }
 
 int hearth_server_stop(hearth_server_t *server) {

@@ -72,7 +72,8 @@ typedef struct hearth__server {
     char *rules_file;       /* watched for changes, or NULL */
     uv_fs_poll_t rules_poll;
     char *auth_secret;      /* HS256 for tokens, or NULL */
-    struct hearth__jwt_keyset *public_keys; /* RS256/ES256, or NULL */
+    struct hearth__auth_keys *auth_keys; /* RS256/ES256 (auth_keys.h), or NULL */
+    bool firebase; /* Firebase ID token rules (config firebase_project) */
     char *auth_audience, *auth_issuer; /* a token's aud / iss, or NULL */
     char *admin_secret;     /* NULL: "owner" is the admin */
     char *cluster_urls, *node; /* cluster mode, or NULL */

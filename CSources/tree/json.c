@@ -200,8 +200,11 @@ static int parse_children(const json_t *j, parse_ctx *c, unsigned depth,
             size_t len = json_object_iter_key_len(it);
             if (len == 9 && memcmp(key, ".priority", 9) == 0)
                 continue;
-            /* The location is spelled out only for a key that fails. */
-            if (hearth__key_check(key, len, NULL, NULL)) {
+            /* The location is spelled out only for a key that fails. A
+             * token's claims may have any non-empty key (its issuer chose
+             * them: firebase.identities has "google.com"). */
+            bool claim_key = (c->flags & HEARTH__JSON_CLAIM_KEYS) && len;
+            if (!claim_key && hearth__key_check(key, len, NULL, NULL)) {
                 char loc[256];
                 where(c, depth, loc, sizeof loc);
                 rc = hearth__key_check(key, len, loc, c->err);

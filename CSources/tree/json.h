@@ -42,6 +42,10 @@ int hearth__kids_node(hearth__kids *k, hearth_node_t **out);
  * caller then takes the full path through jansson, which gives the same
  * nodes and names what is wrong. Nothing is left allocated then. */
 #define HEARTH__JSON_UNUSUAL 1
+/* A flag of hearth_node_from_jansson beside the public ones: object keys
+ * need only be non-empty (a verified token's claims as the rules' auth,
+ * which keeps their keys as the issuer wrote them). */
+#define HEARTH__JSON_CLAIM_KEYS 0x100u
 int hearth__json_parse_plain(const char *text, size_t len, unsigned max_depth,
                              hearth_node_t **out);
 

@@ -444,8 +444,9 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Asks `provider` for a token on every connection (and when the server
-    /// revokes an expired one); nothing else is sent on a new connection
-    /// until it answers. Pass `nil` to stop asking. No effect on an
+    /// revokes an expired one, or refuses one: then the client connects
+    /// again and asks again, as the SDKs do, every 30 s after 3 refusals in
+    /// a row); nothing else is sent on a new connection until it answers. Pass `nil` to stop asking. No effect on an
     /// embedded database.
     public func setAuthTokenProvider(_ provider: (@Sendable () async -> String?)?) {
         setCredential(provider.map { .provider($0) } ?? .none)

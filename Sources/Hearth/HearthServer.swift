@@ -116,6 +116,14 @@ public final class HearthServer: @unchecked Sendable {
         /// realtime hello: the official SDKs connect there next time.
         /// Set it behind a reverse proxy; nil: the request's Host header.
         public var publicHost: String?
+        /// Public keys for RS256/ES256 tokens fetched from an https:// URL
+        /// (JWKS, or Google's key id to certificate map), kept current:
+        /// again before the answer's max-age runs out, and when a token
+        /// names an unknown key id; a failed fetch keeps the last good keys.
+        public var authKeysURL: String?
+        /// Firebase Auth ID tokens of this project, in one setting: its
+        /// issuer, audience, Google's published keys and the ID token rules.
+        public var firebaseProject: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -178,7 +186,8 @@ public final class HearthServer: @unchecked Sendable {
             configuration.natsNKeyFile, configuration.natsUserFile,
             configuration.natsTokenFile, configuration.natsCAFile,
             configuration.natsCertFile, configuration.natsKeyFile,
-            configuration.publicHost,
+            configuration.publicHost, configuration.authKeysURL,
+            configuration.firebaseProject,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -206,6 +215,8 @@ public final class HearthServer: @unchecked Sendable {
         config.nats_cert_file = UnsafePointer(strings[19])
         config.nats_key_file = UnsafePointer(strings[20])
         config.public_host = UnsafePointer(strings[21])
+        config.auth_keys_url = UnsafePointer(strings[22])
+        config.firebase_project = UnsafePointer(strings[23])
         config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
         config.log_format = switch configuration.logFormat {
         case .off: HEARTH_LOG_OFF
@@ -265,6 +276,22 @@ public final class HearthServer: @unchecked Sendable {
         return String(cString: token)
     }
 
+    /// A user token signed with a private key as an OpenID provider
+    /// (Firebase Auth) signs its ID tokens, for a server that verifies
+    /// with public keys: `keyPEM` is an RSA key (RS256) or an EC P-256 key
+    /// (ES256); the header names `kid` unless it is nil.
+    @_spi(CLI)
+    public static func makeToken(
+        uid: String?, claimsJSON claimsText: String?, keyPEM: String, kid: String?, lifetime: Int64
+    ) throws(HearthError) -> String {
+        var token: UnsafeMutablePointer<CChar>?
+        var err = hearth_error_t()
+        let status = hearth_token_create_with_key(uid, claimsText, keyPEM, kid, lifetime, &token, &err)
+        guard status == 0, let token else { throw HearthError(status: status, details: err) }
+        defer { hearth_free(token) }
+        return String(cString: token)
+    }
+
     /// Reads the TLS certificate and key files again (after a renewal):
     /// new connections use them, open ones keep the old. Throws, naming
     /// the file, when one cannot be used; the certificate in force stays.
@@ -275,6 +302,28 @@ public final class HearthServer: @unchecked Sendable {
         var err = hearth_error_t()
         let status = hearth_server_reload_tls(handle, &err)
         guard status == 0 else { throw HearthError(status: status, details: err) }
+    }
+
+    /// Reads the token key file again and fetches the key URL again soon
+    /// (`hearth serve` does it on SIGHUP). Throws, naming the file, when it
+    /// cannot be used; the keys in force stay.
+    public func reloadAuthKeys() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle else { return }
+        var err = hearth_error_t()
+        let status = hearth_server_reload_auth_keys(handle, &err)
+        guard status == 0 else { throw HearthError(status: status, details: err) }
+    }
+
+    /// The token keys in force and where they come from, as JSON text
+    /// (`hearth_server_auth_keys_status`), for the start banner.
+    public func authKeysStatus() -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle, let text = hearth_server_auth_keys_status(handle) else { return nil }
+        defer { hearth_free(text) }
+        return String(cString: text)
     }
 
     /// Stops accepting, finishes and acknowledges the writes in flight,

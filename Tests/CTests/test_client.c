@@ -689,6 +689,7 @@ static void test_token_provider(void) {
 typedef struct expiring {
     pthread_mutex_t lock;
     int calls;
+    bool bad_first; /* the first token signed with another key instead */
 } expiring;
 
 static void provide_expiring(hearth_db_t *db, void *ctx) {
@@ -697,8 +698,9 @@ static void provide_expiring(hearth_db_t *db, void *ctx) {
     int call = ++e->calls;
     pthread_mutex_unlock(&e->lock);
     char *token = NULL;
-    CHECK_INT(hearth_token_create("ada", NULL, "s3cret", call == 1 ? 2 : 3600,
-                                  &token, NULL),
+    bool first = call == 1;
+    CHECK_INT(hearth_token_create("ada", NULL, first && e->bad_first ? "other-key" : "s3cret",
+                                  first && !e->bad_first ? 2 : 3600, &token, NULL),
               0);
     CHECK_INT(hearth_db_set_auth_token(db, token), 0);
     hearth_free(token);
@@ -709,7 +711,7 @@ static void test_token_expiry(void) {
     hearth_server_t *s = start_rules_server(rules_path, sizeof rules_path);
     int port = hearth_server_port(s);
     hearth_db_t *a = client(port, "auth");
-    expiring e = {PTHREAD_MUTEX_INITIALIZER, 0};
+    expiring e = {PTHREAD_MUTEX_INITIALIZER, 0, false};
     CHECK_INT(hearth_db_set_auth_provider(a, provide_expiring, &e, NULL), 0);
     watch w;
     watch_init(&w);
@@ -724,6 +726,38 @@ static void test_token_expiry(void) {
     set_json(a, "/private/ada", "\"renewed\"", &d);
     CHECK(wait_count(&d, 1, 5000));
     CHECK_INT(d.last_status, 0);
+    hearth_db_close(a);
+    finish_server(s);
+    unlink(rules_path);
+}
+
+/* A provider whose first token the server refuses (signed with another
+ * key, as before the server has a rotated key): the client drops it,
+ * connects again and asks again, and goes on as the user. */
+static void test_token_refused_asks_again(void) {
+    char rules_path[128];
+    hearth_server_t *s = start_rules_server(rules_path, sizeof rules_path);
+    int port = hearth_server_port(s);
+    hearth_db_t *a = client(port, "auth");
+    expiring e = {PTHREAD_MUTEX_INITIALIZER, 0, false};
+    e.bad_first = true;
+    CHECK_INT(hearth_db_set_auth_provider(a, provide_expiring, &e, NULL), 0);
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    double t0 = test_seconds();
+    int status = HEARTH_EDENIED;
+    /* A write on the refused connection may be refused; one after the
+     * new connection goes through. */
+    for (int i = 0; i < 10 && status; i++) {
+        set_json(a, "/private/ada", "\"ok\"", &d);
+        CHECK(wait_count(&d, i + 1, 5000));
+        status = d.last_status;
+    }
+    CHECK_INT(status, 0);
+    fprintf(stderr, "    accepted %.2f s after the first token was refused\n",
+            test_seconds() - t0);
+    pthread_mutex_lock(&e.lock);
+    CHECK(e.calls >= 2);
+    pthread_mutex_unlock(&e.lock);
     hearth_db_close(a);
     finish_server(s);
     unlink(rules_path);
@@ -1878,6 +1912,7 @@ const test_case client_tests[] = {
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},
+    {"client_token_refused_asks_again", test_token_refused_asks_again},
     {"client_urls", test_urls},
     {"client_listen_hash_spares_unchanged_data", test_listen_hash_spares_unchanged_data},
     {NULL, NULL},

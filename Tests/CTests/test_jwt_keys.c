@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "rules/jwt.h"
+#include "test_keys.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -24,7 +25,7 @@ static const char audience[] = "my-project", issuer[] = "https://issuer.example"
 
 /* ---- keys, made and exported with OpenSSL ---- */
 
-static EVP_PKEY *new_key(const char *type) {
+EVP_PKEY *test_new_key(const char *type) {
     EVP_PKEY *k = !strcmp(type, "RSA") ? EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048)
                   : !strcmp(type, "EC") ? EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")
                                         : EVP_PKEY_Q_keygen(NULL, NULL, type);
@@ -46,14 +47,14 @@ static char *bio_text(BIO *bio) {
 }
 
 /* The public key as PEM (free() it). */
-static char *pem_of(EVP_PKEY *k) {
+char *test_pem_of(EVP_PKEY *k) {
     BIO *bio = BIO_new(BIO_s_mem());
     PEM_write_bio_PUBKEY(bio, k);
     return bio_text(bio);
 }
 
 /* A self-signed certificate of k as PEM (free() it). */
-static char *cert_of(EVP_PKEY *k) {
+char *test_cert_of(EVP_PKEY *k) {
     X509 *x = X509_new();
     X509_set_version(x, 2);
     ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
@@ -83,7 +84,7 @@ static void b64_param(EVP_PKEY *k, const char *param, int pad, char *out) {
 }
 
 /* The public JWK of k, with kid unless NULL. */
-static void jwk_of(EVP_PKEY *k, const char *kid, char *out) {
+void test_jwk_of(EVP_PKEY *k, const char *kid, char *out) {
     char a[512], b[512], kid_member[64] = "";
     if (kid)
         snprintf(kid_member, sizeof kid_member, "\"kid\":\"%s\",", kid);
@@ -102,12 +103,6 @@ static void jwk_of(EVP_PKEY *k, const char *kid, char *out) {
 
 /* ---- tokens, signed with OpenSSL ---- */
 
-enum sig_form {
-    SIG_JWS,   /* RS256 as is, ES256 as r || s */
-    SIG_SHORT, /* ES256 r || s without its first byte (63 bytes) */
-    SIG_LONG,  /* ES256 r || s after a zero byte (65 bytes) */
-    SIG_DER,   /* ES256 left in DER */
-};
 
 /* "header.payload." of alg (and kid unless NULL) into out; returns the
  * length of what is signed. */
@@ -128,7 +123,7 @@ static size_t token_start(const char *alg, const char *kid, const char *payload,
 }
 
 /* A token whose header says alg, signed with k's private key (free()). */
-static char *sign_token(EVP_PKEY *k, const char *alg, const char *kid,
+char *test_sign_token(EVP_PKEY *k, const char *alg, const char *kid,
                         const char *payload, enum sig_form form) {
     char *out = malloc(4096);
     size_t signed_len = token_start(alg, kid, payload, out);
@@ -245,21 +240,21 @@ static hearth__jwt_keyset *parse_ok(const char *text) {
 /* ---- tests ---- */
 
 static void test_rs256_and_es256(void) {
-    EVP_PKEY *rsa = new_key("RSA"), *ec = new_key("EC");
+    EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
     char jwk_rsa[1024], jwk_ec[1024], text[4096];
-    jwk_of(rsa, "r1", jwk_rsa);
-    jwk_of(ec, "e1", jwk_ec);
+    test_jwk_of(rsa, "r1", jwk_rsa);
+    test_jwk_of(ec, "e1", jwk_ec);
     snprintf(text, sizeof text, "{\"keys\": [%s, %s]}", jwk_rsa, jwk_ec);
     hearth__jwt_keyset *jwks = parse_ok(text);
-    char *pem_rsa = pem_of(rsa), *pem_ec = pem_of(ec);
+    char *pem_rsa = test_pem_of(rsa), *pem_ec = test_pem_of(ec);
     snprintf(text, sizeof text, "%s%s", pem_rsa, pem_ec);
     hearth__jwt_keyset *pems = parse_ok(text);
 
     char *tokens[] = {
-        sign_token(rsa, "RS256", "r1", good_claims, SIG_JWS),
-        sign_token(ec, "ES256", "e1", good_claims, SIG_JWS),
-        sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
-        sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
+        test_sign_token(rsa, "RS256", "r1", good_claims, SIG_JWS),
+        test_sign_token(ec, "ES256", "e1", good_claims, SIG_JWS),
+        test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
+        test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
     };
     for (size_t i = 0; i < 4; i++) {
         EXPECT_ACCEPTED(jwks, tokens[i]);
@@ -268,7 +263,7 @@ static void test_rs256_and_es256(void) {
         free(tokens[i]);
     }
     /* The auth value is the claims', as for HS256. */
-    char *token = sign_token(ec, "ES256", "e1", good_claims, SIG_JWS);
+    char *token = test_sign_token(ec, "ES256", "e1", good_claims, SIG_JWS);
     hearth__jwt_keys keys = {NULL, 0, false, NULL, NULL, jwks};
     hearth_node_t *auth = NULL;
     CHECK_INT(hearth__jwt_verify(token, strlen(token), &keys, 1.7e12, &auth, NULL), 0);
@@ -287,28 +282,28 @@ static void test_rs256_and_es256(void) {
 }
 
 static void test_kid_selects_the_key(void) {
-    EVP_PKEY *a = new_key("RSA"), *b = new_key("RSA"), *ec = new_key("EC");
+    EVP_PKEY *a = test_new_key("RSA"), *b = test_new_key("RSA"), *ec = test_new_key("EC");
     char jwk_a[1024], jwk_b[1024], text[4096];
-    jwk_of(a, "a", jwk_a);
-    jwk_of(b, "b", jwk_b);
+    test_jwk_of(a, "a", jwk_a);
+    test_jwk_of(b, "b", jwk_b);
     snprintf(text, sizeof text, "{\"keys\": [%s, %s]}", jwk_a, jwk_b);
     hearth__jwt_keyset *set = parse_ok(text);
     char *t;
-    EXPECT_ACCEPTED(set, t = sign_token(b, "RS256", "b", good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(b, "RS256", "b", good_claims, SIG_JWS));
     free(t);
-    EXPECT_ACCEPTED(set, t = sign_token(a, "RS256", "a", good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(a, "RS256", "a", good_claims, SIG_JWS));
     free(t);
     /* Key a alone is tried, though b would verify it. */
-    EXPECT_REFUSED(set, t = sign_token(b, "RS256", "a", good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(b, "RS256", "a", good_claims, SIG_JWS),
                    "signature does not match");
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(b, "RS256", "c", good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(b, "RS256", "c", good_claims, SIG_JWS),
                    "unknown key id");
     free(t);
-    EXPECT_ACCEPTED(set, t = sign_token(b, "RS256", NULL, good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(b, "RS256", NULL, good_claims, SIG_JWS));
     free(t);
     /* The key a kid names must be of the token's type. */
-    EXPECT_REFUSED(set, t = sign_token(ec, "ES256", "a", good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", "a", good_claims, SIG_JWS),
                    "key \"a\" is not an ES256 key");
     free(t);
     hearth__jwt_keyset_free(set);
@@ -318,16 +313,16 @@ static void test_kid_selects_the_key(void) {
 }
 
 static void test_wrong_key_and_tampering(void) {
-    EVP_PKEY *rsa = new_key("RSA"), *ec = new_key("EC");
-    EVP_PKEY *other_rsa = new_key("RSA"), *other_ec = new_key("EC");
-    char *pem_rsa = pem_of(rsa), *pem_ec = pem_of(ec), text[4096];
+    EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
+    EVP_PKEY *other_rsa = test_new_key("RSA"), *other_ec = test_new_key("EC");
+    char *pem_rsa = test_pem_of(rsa), *pem_ec = test_pem_of(ec), text[4096];
     snprintf(text, sizeof text, "%s%s", pem_rsa, pem_ec);
     hearth__jwt_keyset *set = parse_ok(text);
     char *t, *forged;
-    EXPECT_REFUSED(set, t = sign_token(other_rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(other_rsa, "RS256", NULL, good_claims, SIG_JWS),
                    "signature does not match");
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(other_ec, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(other_ec, "ES256", NULL, good_claims, SIG_JWS),
                    "signature does not match");
     free(t);
     static const char eve[] = "{\"sub\":\"eve\",\"aud\":\"my-project\","
@@ -335,7 +330,7 @@ static void test_wrong_key_and_tampering(void) {
     EVP_PKEY *keys[] = {rsa, ec};
     const char *algs[] = {"RS256", "ES256"};
     for (int i = 0; i < 2; i++) {
-        t = sign_token(keys[i], algs[i], NULL, good_claims, SIG_JWS);
+        t = test_sign_token(keys[i], algs[i], NULL, good_claims, SIG_JWS);
         EXPECT_ACCEPTED(set, t);
         EXPECT_REFUSED(set, forged = tampered(t, eve), "signature does not match");
         free(forged);
@@ -362,22 +357,22 @@ static void test_wrong_key_and_tampering(void) {
 }
 
 static void test_es256_signature_must_be_64_bytes(void) {
-    EVP_PKEY *ec = new_key("EC");
+    EVP_PKEY *ec = test_new_key("EC");
     char jwk[1024], text[2048];
-    jwk_of(ec, NULL, jwk);
+    test_jwk_of(ec, NULL, jwk);
     snprintf(text, sizeof text, "{\"keys\":[%s]}", jwk);
     hearth__jwt_keyset *set = parse_ok(text);
     char *t;
-    EXPECT_ACCEPTED(set, t = sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(ec, "ES256", NULL, good_claims, SIG_SHORT),
+    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_SHORT),
                    "ES256 signature of 63 bytes");
     free(t);
     /* A leading zero does not change r's value, yet is not JWS. */
-    EXPECT_REFUSED(set, t = sign_token(ec, "ES256", NULL, good_claims, SIG_LONG),
+    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_LONG),
                    "ES256 signature of 65 bytes");
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(ec, "ES256", NULL, good_claims, SIG_DER),
+    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_DER),
                    "must be 64");
     free(t);
     hearth__jwt_keyset_free(set);
@@ -387,9 +382,9 @@ static void test_es256_signature_must_be_64_bytes(void) {
 /* The classic attack: an "HS256" token whose HMAC key is the server's
  * public key, which anyone can fetch. */
 static void test_algorithm_confusion(void) {
-    EVP_PKEY *rsa = new_key("RSA");
-    char *pem = pem_of(rsa), jwk[1024], text[2048], why[256];
-    jwk_of(rsa, "k", jwk);
+    EVP_PKEY *rsa = test_new_key("RSA");
+    char *pem = test_pem_of(rsa), jwk[1024], text[2048], why[256];
+    test_jwk_of(rsa, "k", jwk);
     snprintf(text, sizeof text, "{\"keys\":[%s]}", jwk);
     hearth__jwt_keyset *from_pem = parse_ok(pem), *from_jwks = parse_ok(text);
     char *t = hs256_token(pem, good_claims), *t2 = hs256_token(jwk, good_claims);
@@ -403,7 +398,7 @@ static void test_algorithm_confusion(void) {
     free(t2);
     /* ...and public keys alone RS256 ones: the secret is no RSA key. */
     hearth__jwt_keys secret_only = {pem, strlen(pem), false, audience, issuer, NULL};
-    t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS);
+    t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS);
     CHECK(verify_keys(&secret_only, t, why) == HEARTH_EDENIED &&
           strstr(why, "no RS256 key is configured"));
     free(t);
@@ -419,39 +414,39 @@ static void test_algorithm_confusion(void) {
 }
 
 static void test_algorithm_must_match_the_key(void) {
-    EVP_PKEY *rsa = new_key("RSA"), *ec = new_key("EC");
+    EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
     char jwk[1024], text[2048], *t;
-    jwk_of(ec, NULL, jwk);
+    test_jwk_of(ec, NULL, jwk);
     snprintf(text, sizeof text, "{\"keys\":[%s]}", jwk);
     hearth__jwt_keyset *ec_only = parse_ok(text);
-    char *pem = pem_of(rsa);
+    char *pem = test_pem_of(rsa);
     hearth__jwt_keyset *rsa_only = parse_ok(pem);
-    EXPECT_REFUSED(ec_only, t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(ec_only, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
                    "no RS256 key is configured");
     free(t);
-    EXPECT_REFUSED(rsa_only, t = sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(rsa_only, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
                    "no ES256 key is configured");
     free(t);
     /* An RSA signature under an ES256 header. */
-    EXPECT_REFUSED(rsa_only, t = sign_token(rsa, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "ES256", NULL, good_claims, SIG_JWS),
                    "ES256 signature of 256 bytes");
     free(t);
     /* Same key and padding, other hash: not RS256. */
-    EXPECT_REFUSED(rsa_only, t = sign_token(rsa, "RS512", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS512", NULL, good_claims, SIG_JWS),
                    "unsupported algorithm \"RS512\"");
     free(t);
-    EXPECT_REFUSED(NULL, t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_REFUSED(NULL, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
                    "no RS256 key is configured");
     free(t);
     /* Header parameters the token says must be understood. */
-    EXPECT_ACCEPTED(rsa_only, t = sign_token(rsa, "RS256", "k\",\"x\":\"",
+    EXPECT_ACCEPTED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"x\":\"",
                                              good_claims, SIG_JWS));
     free(t);
-    EXPECT_REFUSED(rsa_only, t = sign_token(rsa, "RS256", "k\",\"crit\":[\"b64\"],\"x\":\"",
+    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"crit\":[\"b64\"],\"x\":\"",
                                             good_claims, SIG_JWS),
                    "unsupported critical header parameters (crit)");
     free(t);
-    EXPECT_REFUSED(rsa_only, t = sign_token(rsa, "RS256", "k\",\"kid\":7,\"x\":\"",
+    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"kid\":7,\"x\":\"",
                                             good_claims, SIG_JWS),
                    "kid is not a string");
     free(t);
@@ -463,15 +458,15 @@ static void test_algorithm_must_match_the_key(void) {
 }
 
 static void test_claims_checked_for_rs256(void) {
-    EVP_PKEY *rsa = new_key("RSA");
-    char *pem = pem_of(rsa), *t;
+    EVP_PKEY *rsa = test_new_key("RSA");
+    char *pem = test_pem_of(rsa), *t;
     hearth__jwt_keyset *set = parse_ok(pem);
     for (size_t i = 0; refused_claims[i].payload; i++) {
-        EXPECT_REFUSED(set, t = sign_token(rsa, "RS256", NULL, refused_claims[i].payload, SIG_JWS),
+        EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", NULL, refused_claims[i].payload, SIG_JWS),
                        refused_claims[i].why);
         free(t);
     }
-    EXPECT_ACCEPTED(set, t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
     free(t);
     hearth__jwt_keyset_free(set);
     free(pem);
@@ -524,9 +519,9 @@ static void test_jwks_errors(void) {
                                 "\"e\":\"AQAB\"}]}", n);
     EXPECT_PARSE_ERROR(text, "RSA key 1: not a valid public key");
     /* The failing key is named by its place, after good ones. */
-    EVP_PKEY *rsa = new_key("RSA");
+    EVP_PKEY *rsa = test_new_key("RSA");
     char jwk[1024];
-    jwk_of(rsa, "a", jwk);
+    test_jwk_of(rsa, "a", jwk);
     snprintf(text, sizeof text, "{\"keys\": [%s, {\"kty\":\"oct\"}]}", jwk);
     EXPECT_PARSE_ERROR(text, "key 2: kty \"oct\" is not supported");
     snprintf(text, sizeof text, "{\"keys\": [%s, %s]}", jwk, jwk);
@@ -550,11 +545,11 @@ static void test_pem_errors(void) {
     EXPECT_PARSE_ERROR("-----BEGIN PUBLIC KEY-----\nMIIB\n",
                        "PEM block 1: no -----END PUBLIC KEY----- line");
     EXPECT_PARSE_ERROR("-----BEGIN PUBLIC KEY\nMIIB\n", "PEM block 1: a malformed -----BEGIN line");
-    EVP_PKEY *ec = new_key("EC"), *ed = new_key("ED25519"), *p384, *rsa1024;
+    EVP_PKEY *ec = test_new_key("EC"), *ed = test_new_key("ED25519"), *p384, *rsa1024;
     p384 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
     rsa1024 = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)1024);
-    char *good = pem_of(ec), *priv = private_pem_of(ec), *ed_pem = pem_of(ed);
-    char *p384_pem = pem_of(p384), *rsa1024_pem = pem_of(rsa1024), text[8192];
+    char *good = test_pem_of(ec), *priv = private_pem_of(ec), *ed_pem = test_pem_of(ed);
+    char *p384_pem = test_pem_of(p384), *rsa1024_pem = test_pem_of(rsa1024), text[8192];
     snprintf(text, sizeof text, "%s-----BEGIN CERTIFICATE-----\nAAAA\n"
                                 "-----END CERTIFICATE-----\n", good);
     EXPECT_PARSE_ERROR(text, "PEM block 2: not a valid certificate");
@@ -578,31 +573,31 @@ static void test_pem_errors(void) {
 }
 
 static void test_x509_map(void) {
-    EVP_PKEY *rsa = new_key("RSA"), *ec = new_key("EC");
-    char *cert_rsa = cert_of(rsa), *cert_ec = cert_of(ec), *t;
+    EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
+    char *cert_rsa = test_cert_of(rsa), *cert_ec = test_cert_of(ec), *t;
     json_t *map = json_pack("{s:s,s:s}", "k1", cert_rsa, "k2", cert_ec);
     char *text = json_dumps(map, 0);
     json_decref(map);
     hearth__jwt_keyset *set = parse_ok(text);
-    EXPECT_ACCEPTED(set, t = sign_token(rsa, "RS256", "k1", good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", "k1", good_claims, SIG_JWS));
     free(t);
-    EXPECT_ACCEPTED(set, t = sign_token(ec, "ES256", "k2", good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", "k2", good_claims, SIG_JWS));
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(rsa, "RS256", "k3", good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", "k3", good_claims, SIG_JWS),
                    "unknown key id");
     free(t);
-    EXPECT_REFUSED(set, t = sign_token(rsa, "RS256", "k2", good_claims, SIG_JWS),
+    EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", "k2", good_claims, SIG_JWS),
                    "key \"k2\" is not an RS256 key");
     free(t);
     hearth__jwt_keyset_free(set);
     free(text);
     /* Certificates as PEM blocks too, beside a public key. */
-    char *pem_rsa = pem_of(rsa), both[8192];
+    char *pem_rsa = test_pem_of(rsa), both[8192];
     snprintf(both, sizeof both, "%s%s", cert_ec, pem_rsa);
     set = parse_ok(both);
-    EXPECT_ACCEPTED(set, t = sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
     free(t);
-    EXPECT_ACCEPTED(set, t = sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
+    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
     free(t);
     hearth__jwt_keyset_free(set);
     /* One certificate per kid. */
@@ -619,15 +614,15 @@ static void test_x509_map(void) {
 }
 
 static void test_keyset_load(void) {
-    EVP_PKEY *ec = new_key("EC");
-    char *pem = pem_of(ec), path[] = "/tmp/hearth-jwt-keys-XXXXXX";
+    EVP_PKEY *ec = test_new_key("EC");
+    char *pem = test_pem_of(ec), path[] = "/tmp/hearth-jwt-keys-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0 && write(fd, pem, strlen(pem)) == (ssize_t)strlen(pem));
     close(fd);
     hearth__jwt_keyset *set = NULL;
     hearth_error_t err = {0};
     CHECK_INT(hearth__jwt_keyset_load(path, &set, &err), 0);
-    char *t = sign_token(ec, "ES256", NULL, good_claims, SIG_JWS);
+    char *t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS);
     EXPECT_ACCEPTED(set, t);
     free(t);
     hearth__jwt_keyset_free(set);
@@ -654,10 +649,10 @@ static void test_keyset_load(void) {
 
 /* Each allocation of parsing may fail: the error says so, nothing leaks. */
 static void test_keyset_parse_out_of_memory(void) {
-    EVP_PKEY *rsa = new_key("RSA"), *ec = new_key("EC");
+    EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
     char a[1024], b[1024], text[4096];
-    jwk_of(rsa, "a", a);
-    jwk_of(ec, "b", b);
+    test_jwk_of(rsa, "a", a);
+    test_jwk_of(ec, "b", b);
     snprintf(text, sizeof text, "{\"keys\": [%s, %s]}", a, b);
     int rc = -1;
     long n;

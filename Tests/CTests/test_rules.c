@@ -5,6 +5,9 @@
 #include "test.h"
 
 #include "rules/expr.h"
+#include "tree/json.h"
+
+#include <jansson.h>
 
 static const char *root_json =
     "{\"users\":{\"ada\":{\"name\":\"Ada\",\"age\":36,\"admin\":true,"
@@ -19,7 +22,17 @@ static const char *new_json =
 static const char *auth_json =
     "{\"uid\":\"ada\",\"provider\":\"password\","
     "\"token\":{\"email\":\"ada@example.com\",\"email_verified\":true,"
-    "\"admin\":true}}";
+    "\"admin\":true,\"firebase\":{\"sign_in_provider\":\"google.com\","
+    "\"identities\":{\"google.com\":[\"1234\"],\"email\":[\"ada@example.com\"]}}}}";
+
+/* auth_json as the server makes auth: claims' keys kept ("google.com"). */
+static hearth_node_t *auth_node(void) {
+    json_t *j = json_loads(auth_json, 0, NULL);
+    hearth_node_t *n = NULL;
+    CHECK_INT(hearth_node_from_jansson(j, HEARTH__JSON_CLAIM_KEYS, &n, NULL), 0);
+    json_decref(j);
+    return n;
+}
 
 typedef struct rule_case {
     const char *expr;
@@ -55,6 +68,14 @@ static const rule_case cases[] = {
     {"auth != null && auth.uid == 'ada'", true, true},
     {"auth.token.email_verified == true && auth.token.admin === true", true, true},
     {"auth.token.missing == null", true, true},
+    /* a[b]: keys that are not names, as the service's docs index them */
+    {"auth.token.firebase.identities['google.com'][0] == '1234'", true, true},
+    {"auth.token['email'] == 'ada@example.com' && auth['uid'] == 'ada'", true, true},
+    {"auth.token.firebase['sign_in_' + 'provider'] == 'google.com'", true, true},
+    {"auth.token.firebase.identities['google.com'][1] == null", true, true},
+    {"auth.token.firebase.identities.email[0.5] == null", false, true},
+    {"auth.token[true] == null", false, true},
+    {"data['users'] == null", false, true}, /* snapshots: child() only */
     {"auth.uid == 'ada'", false, false},       /* auth null: an error */
     {"now > 1600000000000", true, false},
     {"$user == 'ada'", true, false},
@@ -107,7 +128,7 @@ static const rule_case cases[] = {
 
 static void test_expressions(void) {
     hearth_node_t *root = node_from(root_json), *now_root = node_from(new_json);
-    hearth_node_t *auth = node_from(auth_json);
+    hearth_node_t *auth = auth_node();
     const char *names[] = {"$user"}, *keys[] = {"ada"};
     size_t passed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -147,7 +168,7 @@ static void test_query_variable(void) {
         "{\"orderByKey\":false,\"orderByPriority\":false,\"orderByValue\":false,"
         "\"orderByChild\":\"owner\",\"equalTo\":\"ada\",\"startAt\":null,"
         "\"endAt\":null,\"limitToFirst\":null,\"limitToLast\":10}");
-    hearth_node_t *auth = node_from(auth_json);
+    hearth_node_t *auth = auth_node();
     hearth__expr *e = NULL;
     CHECK_INT(hearth__expr_parse("query.orderByChild == 'owner' && "
                                  "query.equalTo == auth.uid && "
@@ -183,6 +204,8 @@ static void test_parse_errors_name_the_place(void) {
         {"(1)(2)", 4},
         {"'ends in a backslash\\", 1},   /* found by fuzzing: read past */
         {"'a'.matches(/a\\", 13},        /* the end of the text */
+        {"auth['a'", 9},
+        {"auth[]", 6},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         hearth__expr *e = NULL;
