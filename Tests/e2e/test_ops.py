@@ -526,7 +526,7 @@ class ConfigFile(unittest.TestCase):
             port = free_port()
             with open(path, "w") as f:
                 json.dump({"port": port, "data": "-d"}, f)  # relative to cwd
-            proc = subprocess.Popen([HEARTH, "serve", "--config", path], cwd=tmp,
+            proc = subprocess.Popen([os.path.abspath(HEARTH), "serve", "--config", path], cwd=tmp,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
                 server = Server(os.path.join(tmp, "-d"), port=port)
