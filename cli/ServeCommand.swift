@@ -161,6 +161,12 @@ struct ServeCommand: ParsableCommand {
     var config: String?
 
     func validate() throws {
+        // With a file, the options are checked once merged (run()): the
+        // command line alone may lack what the file gives.
+        guard config == nil else { return }
+        if let (one, other) = givenAlternatives() {
+            throw ValidationError("give --\(one) or --\(other), not both")
+        }
         if let metricsPort, !(1...65535).contains(metricsPort) {
             throw ValidationError("--metrics-port must be between 1 and 65535")
         }
@@ -170,26 +176,11 @@ struct ServeCommand: ParsableCommand {
         if (cluster == nil) != (node == nil) {
             throw ValidationError("--cluster and --node go together")
         }
-        if clusterSecretFile != nil && clusterInsecure {
-            throw ValidationError("give --cluster-secret-file or --cluster-insecure, not both")
-        }
         if (natsCert == nil) != (natsKey == nil) {
             throw ValidationError("give --nats-cert and --nats-key together")
         }
-        if natsCreds != nil && natsNkey != nil {
-            throw ValidationError("give --nats-creds or --nats-nkey, not both")
-        }
-        if natsUserFile != nil && natsTokenFile != nil {
-            throw ValidationError("give --nats-user-file or --nats-token-file, not both")
-        }
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535")
-        }
-        if authSecret != nil && authSecretFile != nil {
-            throw ValidationError("give --auth-secret or --auth-secret-file, not both")
-        }
-        if adminSecret != nil && adminSecretFile != nil {
-            throw ValidationError("give --admin-secret or --admin-secret-file, not both")
         }
         for (name, value) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
                               ("--idle-timeout", idleTimeout)] {
@@ -402,58 +393,6 @@ extension ServeCommand {
         let args = CommandLine.arguments
         guard let i = args.firstIndex(of: "serve") else { return [] }
         return Array(args[(i + 1)...])
-    }
-
-    /// Every option's name, from the command's own properties ("_authSecret"
-    /// is auth-secret), so the file knows each option as soon as it exists.
-    static var optionNames: Set<String> {
-        Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
-            child.label.map(optionName)
-        })
-    }
-
-    /// Those of them that are flags (true or false in the file).
-    static var flagNames: Set<String> {
-        Set(Mirror(reflecting: ServeCommand()).children.compactMap { child in
-            child.value is Flag<Bool> ? child.label.map(optionName) : nil
-        })
-    }
-
-    private static func optionName(_ label: String) -> String {
-        label.dropFirst().map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
-    }
-
-    /// The options of the file, then those of the command line: a later
-    /// occurrence of an option wins, so the command line overrides.
-    static func merging(configFile path: String, arguments: [String]) throws -> ServeCommand {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("--config: cannot read \(path)")
-        }
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            throw ValidationError("--config \(path): not a JSON object of options")
-        }
-        let known = optionNames.subtracting(["config"])
-        let flags = flagNames
-        var fileArguments: [String] = []
-        for key in object.keys.sorted() {
-            guard known.contains(key) else {
-                throw ValidationError(
-                    "--config \(path): unknown key \"\(key)\" (the keys are: \(known.sorted().joined(separator: ", ")))")
-            }
-            if flags.contains(key) {
-                guard let on = object[key] as? Bool else {
-                    throw ValidationError("--config \(path): \"\(key)\" must be true or false")
-                }
-                fileArguments += on ? ["--\(key)"] : []
-                continue
-            }
-            switch object[key] {
-            case let text as String: fileArguments += ["--\(key)", text]
-            case let number as NSNumber: fileArguments += ["--\(key)", number.stringValue]
-            default: throw ValidationError("--config \(path): \"\(key)\" must be a string or a number")
-            }
-        }
-        return try ServeCommand.parse(fileArguments + arguments)
     }
 }
 

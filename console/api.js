@@ -1,5 +1,5 @@
-/* api.js - the console's only door to the server: its REST API and one
- * EventSource, with the admin credential. Also the helpers the other
+/* api.js - the console's only door to the server: its REST API with the
+ * admin credential, and one EventSource opened with a stream ticket. Also the helpers the other
  * files share (paths, JSON, the service's key order). */
 "use strict";
 
@@ -78,35 +78,78 @@ Hearth.remove = (ns, path) => Hearth.request("DELETE", Hearth.url(ns, path));
 Hearth.settings = (name, ns, method, body, raw) =>
   Hearth.request(method || "GET", "/.settings/" + name + ".json" + (ns ? "?ns=" + encodeURIComponent(ns) : ""), body, raw);
 
-/* The one stream of the node in view: EventSource cannot send headers,
- * so the credential goes as auth=. onEvent(kind, path, data). */
+/* The one stream of the node in view. EventSource cannot send headers,
+ * and a credential in a URL lands in every proxy's access log, so each
+ * connection opens with a stream ticket: minted for this namespace and
+ * path with the credential in a header, spent by the stream's request,
+ * worthless after 30 s. On an error the stream is closed and opened
+ * again with a new ticket (EventSource would retry with the spent one).
+ * onEvent(kind, path, data); onError(why), why null while it reconnects.
+ * Returns {close()}. */
+const RECONNECT_MS = 1000;
 Hearth.stream = function (ns, path, params, onEvent, onError) {
-  const q = Object.assign({}, params || {}, { auth: Hearth.credential() || "" });
-  const es = new EventSource(Hearth.url(ns, path, q));
-  for (const kind of ["put", "patch"]) {
-    es.addEventListener(kind, (e) => {
-      const msg = JSON.parse(e.data);
-      onEvent(kind, msg.path, msg.data);
-    });
-  }
-  for (const kind of ["cancel", "auth_revoked"]) {
-    es.addEventListener(kind, () => {
+  let es = null, timer = null, closed = false;
+  const retry = () => {
+    onError(null);
+    timer = setTimeout(open, RECONNECT_MS);
+  };
+  async function open() {
+    let ticket;
+    try {
+      ticket = (await Hearth.settings("stream-ticket", ns, "POST", { path })).ticket;
+    } catch (e) {
+      if (closed) return;
+      if (e.status) onError(e.message); /* refused: the credential */
+      else retry(); /* the server is not reachable now */
+      return;
+    }
+    if (closed) return;
+    const q = new URLSearchParams(params || {});
+    q.set("ticket", ticket);
+    es = new EventSource(Hearth.url(ns, path, q));
+    for (const kind of ["put", "patch"]) {
+      es.addEventListener(kind, (e) => {
+        const msg = JSON.parse(e.data);
+        onEvent(kind, msg.path, msg.data);
+      });
+    }
+    for (const kind of ["cancel", "auth_revoked"]) {
+      es.addEventListener(kind, () => {
+        es.close();
+        onError(kind === "cancel" ? "the server ended the stream (rules)" : "the credential was revoked");
+      });
+    }
+    es.onerror = () => {
       es.close();
-      onError(kind === "cancel" ? "the server ended the stream (rules)" : "the credential was revoked");
-    });
+      if (!closed) retry();
+    };
   }
-  es.onerror = () => onError(null); /* EventSource reconnects by itself */
-  return es;
+  open();
+  return {
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      if (es) es.close();
+    },
+  };
 };
 
 /* ---- values ---- */
 
 Hearth.isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/* Keys are data: "constructor" or "__proto__" is a child like any other,
+ * never an inherited property or the prototype. So a key is looked up
+ * among the own properties only, and objects built here have no
+ * prototype (setting "__proto__" on one makes a property). */
+Hearth.has = (v, k) => v !== null && typeof v === "object" && Object.prototype.hasOwnProperty.call(v, k);
+Hearth.child = (v, k) => (Hearth.has(v, k) ? v[k] : undefined);
+Hearth.object = () => Object.create(null);
+
 /* The child at a relative path of v (undefined when absent). */
 Hearth.at = function (v, path) {
   for (const k of Hearth.segments(path)) {
-    if (v === null || typeof v !== "object" || !(k in v)) return undefined;
+    if (!Hearth.has(v, k)) return undefined;
     v = v[k];
   }
   return v;
@@ -117,10 +160,11 @@ Hearth.at = function (v, path) {
 Hearth.setAt = function (v, path, value) {
   const s = Hearth.segments(path);
   if (!s.length) return value;
-  const copy = Hearth.isObject(v) ? Object.assign({}, v) : Array.isArray(v) ? Object.assign({}, v) : {};
+  const copy = Hearth.object();
+  if (v !== null && typeof v === "object") for (const key of Object.keys(v)) copy[key] = v[key];
   const [k] = s;
   const rest = "/" + s.slice(1).join("/");
-  const child = Hearth.setAt(copy[k] === undefined ? null : copy[k], rest, value);
+  const child = Hearth.setAt(Hearth.has(copy, k) ? copy[k] : null, rest, value);
   if (child === null || (Hearth.isObject(child) && !Object.keys(child).length)) delete copy[k];
   else copy[k] = child;
   return Object.keys(copy).length ? copy : null;

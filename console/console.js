@@ -159,7 +159,7 @@
 
   function shallowOf(v) {
     if (!Hearth.isObject(v)) return v;
-    const out = {};
+    const out = Hearth.object();
     for (const k of Object.keys(v)) out[k] = Hearth.isObject(v[k]) ? true : v[k];
     return out;
   }

@@ -194,7 +194,7 @@
     const claimsText = $("play-claims").value.trim();
     const claims = claimsText ? JSON.parse(claimsText) : {};
     if (!Hearth.isObject(claims)) throw new Error("the claims must be a JSON object");
-    return { uid, provider: "custom", token: Object.assign({ sub: uid }, claims) };
+    return { uid, provider: "custom", token: Object.assign(Hearth.object(), { sub: uid }, claims) };
   }
 
   function toggleAuthFields() {

@@ -275,23 +275,23 @@
       const keys = this.keysOf(path, now);
       const count = Math.min(keys.length, this.shown.get(path) || PAGE);
       const wanted = keys.slice(0, count);
-      const oldObj = Hearth.isObject(old) ? old : {};
+      const oldObj = Hearth.isObject(old) ? old : null;
       const next = [];
       for (const k of wanted) {
         const childPath = Hearth.join(path, k);
         let child = byKey.get(k);
         if (child) {
-          child = this.refresh(child, childPath, oldObj[k], now[k]);
+          child = this.refresh(child, childPath, Hearth.child(oldObj, k), now[k]);
           byKey.delete(k);
         } else {
           child = this.render(childPath, now[k]);
-          if (!(k in oldObj)) flash(child.classList.contains("entry") ? child.firstChild : child, "added");
+          if (!Hearth.has(oldObj, k)) flash(child.classList.contains("entry") ? child.firstChild : child, "added");
         }
         next.push(child);
       }
       /* What is gone stays a moment, struck out, without its data-path. */
       for (const [k, child] of byKey) {
-        if (Hearth.isObject(now) && k in now) {
+        if (Hearth.isObject(now) && Hearth.has(now, k)) {
           child.remove(); /* paged out, not removed */
           continue;
         }

@@ -150,6 +150,9 @@ static bool check_params(rest *r) {
 /* Who is asking, into r->who; false with *why for a token that does not
  * verify. */
 static bool who_is_asking(rest *r, char *why, size_t why_size) {
+    const char *ticket = hearth__rest_param_get(r, "ticket");
+    if (ticket) /* the admin's stream, without the secret in the URL */
+        return hearth__rest_redeem_ticket(r, ticket, why, why_size);
     const char *token = hearth__rest_param_get(r, "auth");
     if (!token)
         token = hearth__rest_param_get(r, "access_token");
@@ -233,9 +236,12 @@ static void settings(rest *r) {
         hearth__rest_namespaces(r);
     else if (!strcmp(name, "usage"))
         hearth__rest_usage(r);
+    else if (!strcmp(name, "stream-ticket"))
+        hearth__rest_stream_ticket(r);
     else
         hearth__rest_reply_error(r->conn, 404, "Not found: the settings are "
-                                 "rules, playground, namespaces and usage");
+                                 "rules, playground, namespaces, usage and "
+                                 "stream-ticket");
 }
 
 int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,

@@ -97,6 +97,12 @@ void hearth__rest_playground(rest *r);
 void hearth__rest_namespaces(rest *r);
 /* GET /.settings/usage: the counters of usage.h (rest_usage.c). */
 void hearth__rest_usage(rest *r);
+/* POST /.settings/stream-ticket: a ticket for one stream (rest_ticket.c). */
+void hearth__rest_stream_ticket(rest *r);
+/* The caller of a stream opened with ?ticket= (into r->who, the admin);
+ * false with *why when the ticket does not open this request. Spends it. */
+bool hearth__rest_redeem_ticket(rest *r, const char *ticket, char *why,
+                                size_t why_size);
 /* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
  * true when r was one (answered). */
 bool hearth__rest_ops(rest *r, const char *ns_name);

@@ -11,6 +11,7 @@
 #include "rules/ruleset.h"
 #include "server/http.h"
 #include "server/metrics.h"
+#include "server/ticket.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -98,6 +99,7 @@ typedef struct hearth__server {
     hearth__push_memo push_memo;
     struct hearth__usage *usage; /* per namespace (usage.h), or NULL */
     hearth__metrics metrics;    /* GET /.metrics */
+    hearth__tickets tickets;    /* the admin's stream tickets (ticket.h) */
     hearth_log_format log_format;
     struct hearth__profiler *profilers; /* GET /.profile streams */
     hearth__http_server *metrics_http;  /* metrics_port's, or NULL */

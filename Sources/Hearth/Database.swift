@@ -59,12 +59,17 @@ public final class Database: @unchecked Sendable {
     private struct Setup {
         var settings = Settings()
         var opened: Opened?
+        /// While one caller opens the database (without the lock): the
+        /// others wait for this group.
+        var opening: DispatchGroup?
         var credential = Credential.none
         /// Counts credential changes: a provider's answer counts only if
         /// no change came after it was asked.
         var credentialGeneration: UInt64 = 0
         /// Tests: told of each provider answer, and whether it was used.
         var onProviderAnswer: (@Sendable (_ used: Bool) -> Void)?
+        /// Tests: runs on the loop thread as it answers the opening call.
+        var whileOpening: (@Sendable () -> Void)?
     }
     private let setup = Locked(Setup())
 
@@ -99,7 +104,7 @@ public final class Database: @unchecked Sendable {
     /// HEARTH_DATABASE_URL, else for `http://127.0.0.1:9000` (a local
     /// `hearth serve`).
     public static func database() -> Database {
-        database(url: FirebaseApp.app()?.options.databaseURL ?? defaultURL)
+        database(url: FirebaseApp.app()?.databaseURL ?? defaultURL)
     }
 
     /// The database for `url`, the same instance for every call with that
@@ -149,7 +154,9 @@ public final class Database: @unchecked Sendable {
     /// (the check and the change are one step under the lock).
     private func configure(_ what: String, _ change: (inout Settings) -> Void) {
         setup.withLock { setup in
-            precondition(setup.opened == nil, "Hearth: \(what) before the database is used")
+            precondition(
+                setup.opened == nil && setup.opening == nil,
+                "Hearth: \(what) before the database is used")
             change(&setup.settings)
         }
     }
@@ -257,26 +264,52 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Opens the C database unless it is open, freezing the settings;
-    /// throws what the C core said when it cannot.
+    /// throws what the C core said when it cannot. The lock is not held
+    /// while the loop thread is asked for its identity: a concurrent
+    /// caller waits for the opener's group instead, holding nothing.
     func opening() throws(HearthError) -> Opened {
-        let result = setup.withLock { setup -> Result<Opened, HearthError> in
-            if let opened = setup.opened { return .success(opened) }
-            let db: OpaquePointer
-            do throws(HearthError) {
-                db = try openC(setup.settings)
-            } catch {
-                return .failure(error)
-            }
-            let made = Opened(
-                handle: db, loopThread: Self.loopThread(of: db),
-                callbacks: Self.serialQueue(targeting: setup.settings.callbackQueue))
-            setup.opened = made
-            // Before any other call can reach the new database: the token
-            // goes out first on the first connection.
-            apply(setup.credential, to: db, generation: setup.credentialGeneration)
-            return .success(made)
+        enum Step {
+            case done(Opened)
+            case wait(DispatchGroup)
+            case open(Settings, DispatchGroup, (@Sendable () -> Void)?)
         }
-        return try result.get()
+        while true {
+            let step = setup.withLock { setup -> Step in
+                if let opened = setup.opened { return .done(opened) }
+                if let group = setup.opening { return .wait(group) }
+                let group = DispatchGroup()
+                group.enter()
+                setup.opening = group  // the settings are frozen from here
+                return .open(setup.settings, group, setup.whileOpening)
+            }
+            switch step {
+            case .done(let opened):
+                return opened
+            case .wait(let group):
+                group.wait()  // then look again: the opener may have failed
+            case .open(let settings, let group, let whileOpening):
+                defer { group.leave() }
+                let made: Opened
+                do throws(HearthError) {
+                    let db = try openC(settings)
+                    made = Opened(
+                        handle: db, loopThread: Self.loopThread(of: db, whileOpening),
+                        callbacks: Self.serialQueue(targeting: settings.callbackQueue))
+                } catch {
+                    setup.withLock { $0.opening = nil }
+                    throw error
+                }
+                setup.withLock { setup in
+                    setup.opening = nil
+                    setup.opened = made
+                    // Before any other call can reach the new database: the
+                    // token goes out first on the first connection (the
+                    // credential in force now, set while opening or before).
+                    apply(setup.credential, to: made.handle, generation: setup.credentialGeneration)
+                }
+                return made
+            }
+        }
     }
 
     /// Opens the C database `settings` describe.
@@ -347,12 +380,15 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Asks the loop for its thread, waiting for the answer.
-    private static func loopThread(of db: OpaquePointer) -> pthread_t {
+    private static func loopThread(
+        of db: OpaquePointer, _ whileOpening: (@Sendable () -> Void)?
+    ) -> pthread_t {
         let thread = Locked<pthread_t?>(nil)
         let answered = DispatchSemaphore(value: 0)
         let status = LoopCall.submit(
             to: db,
             {
+                whileOpening?()
                 thread.withLock { $0 = pthread_self() }
                 answered.signal()
             }, canceled: { answered.signal() })
@@ -493,6 +529,11 @@ public final class Database: @unchecked Sendable {
             return (true, setup.onProviderAnswer)
         }
         observer?(used)
+    }
+
+    /// Tests: `body` runs on the loop thread while the database opens.
+    func whileOpening(_ body: @escaping @Sendable () -> Void) {
+        setup.withLock { $0.whileOpening = body }
     }
 
     /// Tests: `observer` is told of each answer of a token provider, and

@@ -137,7 +137,9 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
     /// `observeSingleEvent(of:with:)`. It does not throw, as in the SDK: if
     /// the observation is canceled (the rules refuse the read) the error is
     /// logged and the call never returns, as the SDK's block is never
-    /// called then. ``firstEvent(_:)`` throws instead.
+    /// called then. Like the SDK's, it waits for the event even when its
+    /// task is cancelled (it cannot throw); ``firstEvent(_:)`` throws
+    /// instead, and honours cancellation.
     nonisolated(nonsending) open func observeSingleEvent(of eventType: DataEventType) async
         -> DataSnapshot
     {
@@ -153,7 +155,9 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
         of eventType: DataEventType
     ) async -> (DataSnapshot, String?) {
         do {
-            let event = try await firstEvent(eventType)
+            let event = try await withCheckedThrowingContinuation { continuation in
+                FirstEvent(continuation).start(self, eventType)
+            }
             return (event.snapshot, event.previousSiblingKey)
         } catch {
             Database.log(
@@ -167,18 +171,23 @@ open class DatabaseQuery: @unchecked Sendable, CustomStringConvertible, Hashable
 
     /// The first event of `eventType` (a Swift extra): throws the error
     /// that cancels the observation (the rules refuse the read, the
-    /// database closes), where the SDK's async forms never return.
+    /// database closes), where the SDK's async forms never return, and
+    /// `CancellationError` when its task is cancelled first (the observer
+    /// is then removed).
     nonisolated(nonsending) open func firstEvent(_ eventType: DataEventType) async throws -> DataEvent {
-        let answer = UncheckedSendable(Locked<CheckedContinuation<DataEvent, any Error>?>(nil))
-        return try await withCheckedThrowingContinuation { continuation in
-            answer.value.withLock { $0 = continuation }
-            addDirectObserver(
-                eventType, once: true,
-                cancel: { error in answer.value.withLock { $0.take() }?.resume(throwing: error) }
-            ) { snapshot, previous in
-                answer.value.withLock { $0.take() }?.resume(
-                    returning: DataEvent(type: eventType, snapshot: snapshot, previousSiblingKey: previous))
+        let first = Locked<FirstEvent?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let waiting = FirstEvent(continuation)
+                first.withLock { $0 = waiting }
+                waiting.start(self, eventType)
+                // A cancellation before `first` was set found nothing to
+                // cancel; one after it finds `waiting` (the flag is set
+                // before the handler runs), so none is missed.
+                if Task.isCancelled { waiting.cancel() }
             }
+        } onCancel: {
+            first.withLock { $0 }?.cancel()
         }
     }
 

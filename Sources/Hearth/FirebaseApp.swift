@@ -9,25 +9,78 @@ import Foundation
 /// The settings of a `FirebaseApp`, as `FirebaseOptions` in FirebaseCore.
 /// Only ``databaseURL`` matters to Hearth; the other fields are kept for
 /// code that reads or sets them.
-public final class FirebaseOptions: @unchecked Sendable {
-    // @unchecked Sendable: as the SDK's, a plain settings object; set it up
-    // before `FirebaseApp.configure(options:)`, which keeps its own copy.
+///
+/// Safe to share between threads: every property is read and written
+/// under a lock. `FirebaseApp.configure(options:)` keeps a copy, and an
+/// app's ``FirebaseApp/options`` is a new copy on every read (as the SDK's
+/// getter copies), so changing one never changes an app.
+public final class FirebaseOptions: Sendable {
+    /// The values, copied whole between instances.
+    struct Fields: Sendable {
+        var googleAppID: String
+        var gcmSenderID: String
+        var apiKey: String?
+        var projectID: String?
+        var bundleID: String
+        var clientID: String?
+        var storageBucket: String?
+        var appGroupID: String?
+        var databaseURL: String?
+    }
+    private let fields: Locked<Fields>
 
-    public var googleAppID: String
-    public var gcmSenderID: String
-    public var apiKey: String?
-    public var projectID: String?
-    public var bundleID: String
-    public var clientID: String?
-    public var storageBucket: String?
-    public var appGroupID: String?
+    public var googleAppID: String {
+        get { self[\.googleAppID] }
+        set { self[\.googleAppID] = newValue }
+    }
+    public var gcmSenderID: String {
+        get { self[\.gcmSenderID] }
+        set { self[\.gcmSenderID] = newValue }
+    }
+    public var apiKey: String? {
+        get { self[\.apiKey] }
+        set { self[\.apiKey] = newValue }
+    }
+    public var projectID: String? {
+        get { self[\.projectID] }
+        set { self[\.projectID] = newValue }
+    }
+    public var bundleID: String {
+        get { self[\.bundleID] }
+        set { self[\.bundleID] = newValue }
+    }
+    public var clientID: String? {
+        get { self[\.clientID] }
+        set { self[\.clientID] = newValue }
+    }
+    public var storageBucket: String? {
+        get { self[\.storageBucket] }
+        set { self[\.storageBucket] = newValue }
+    }
+    public var appGroupID: String? {
+        get { self[\.appGroupID] }
+        set { self[\.appGroupID] = newValue }
+    }
     /// The database the app's `Database.database()` opens.
-    public var databaseURL: String?
+    public var databaseURL: String? {
+        get { self[\.databaseURL] }
+        set { self[\.databaseURL] = newValue }
+    }
 
-    public init(googleAppID: String, gcmSenderID: String) {
-        self.googleAppID = googleAppID
-        self.gcmSenderID = gcmSenderID
-        bundleID = Bundle.main.bundleIdentifier ?? ""
+    private subscript<Value>(field: WritableKeyPath<Fields, Value>) -> Value {
+        get { fields.withLock { $0[keyPath: field] } }
+        set { fields.withLock { $0[keyPath: field] = newValue } }
+    }
+
+    public convenience init(googleAppID: String, gcmSenderID: String) {
+        self.init(
+            Fields(
+                googleAppID: googleAppID, gcmSenderID: gcmSenderID,
+                bundleID: Bundle.main.bundleIdentifier ?? ""))
+    }
+
+    init(_ fields: Fields) {
+        self.fields = Locked(fields)
     }
 
     /// The options in a `GoogleService-Info.plist` file; nil when the file
@@ -57,34 +110,23 @@ public final class FirebaseOptions: @unchecked Sendable {
         self.init(
             googleAppID: plist["GOOGLE_APP_ID"] as? String ?? "",
             gcmSenderID: plist["GCM_SENDER_ID"] as? String ?? "")
-        apiKey = plist["API_KEY"] as? String
-        projectID = plist["PROJECT_ID"] as? String
-        bundleID = plist["BUNDLE_ID"] as? String ?? bundleID
-        clientID = plist["CLIENT_ID"] as? String
-        storageBucket = plist["STORAGE_BUCKET"] as? String
-        databaseURL = plist["DATABASE_URL"] as? String
+        fields.withLock { fields in
+            fields.apiKey = plist["API_KEY"] as? String
+            fields.projectID = plist["PROJECT_ID"] as? String
+            fields.bundleID = plist["BUNDLE_ID"] as? String ?? fields.bundleID
+            fields.clientID = plist["CLIENT_ID"] as? String
+            fields.storageBucket = plist["STORAGE_BUCKET"] as? String
+            fields.databaseURL = plist["DATABASE_URL"] as? String
+        }
     }
 
-    /// A copy, so that changes after `configure` do not reach the app.
-    func copy() -> FirebaseOptions {
-        let copy = FirebaseOptions(googleAppID: googleAppID, gcmSenderID: gcmSenderID)
-        copy.apiKey = apiKey
-        copy.projectID = projectID
-        copy.bundleID = bundleID
-        copy.clientID = clientID
-        copy.storageBucket = storageBucket
-        copy.appGroupID = appGroupID
-        copy.databaseURL = databaseURL
-        return copy
-    }
+    /// The values now, as one consistent copy.
+    var snapshot: Fields { fields.withLock { $0 } }
 }
 
 /// A configured app, as `FirebaseApp` in FirebaseCore: a name and its
 /// options. `Database.database(app:)` opens the app's database.
-public final class FirebaseApp: @unchecked Sendable {
-    // @unchecked Sendable: immutable after creation (the options are a
-    // private copy, not changed afterwards).
-
+public final class FirebaseApp: Sendable {
     /// The name of the default app, as the SDK names it.
     static let defaultName = "__FIRAPP_DEFAULT"
 
@@ -92,12 +134,20 @@ public final class FirebaseApp: @unchecked Sendable {
 
     /// The app's name (`__FIRAPP_DEFAULT` for the default app).
     public let name: String
-    /// The app's options (a copy of those it was configured with).
-    public let options: FirebaseOptions
+    /// The options it was configured with, as they were then.
+    private let configured: FirebaseOptions.Fields
+
+    /// The app's options: a new copy of those it was configured with on
+    /// every read, as the SDK's getter copies, so a change to it stays in
+    /// that copy.
+    public var options: FirebaseOptions { FirebaseOptions(configured) }
+
+    /// The database URL of its options.
+    var databaseURL: String? { configured.databaseURL }
 
     private init(name: String, options: FirebaseOptions) {
         self.name = name
-        self.options = options.copy()
+        configured = options.snapshot
     }
 
     /// Configures the default app from the main bundle's
@@ -158,7 +208,7 @@ extension Database {
     /// The database of `app`: the one at its options' `databaseURL`, or,
     /// when it has none, at HEARTH_DATABASE_URL, else a local `hearth serve`.
     public static func database(app: FirebaseApp) -> Database {
-        instance(url: app.options.databaseURL ?? defaultURL, appName: app.name)
+        instance(url: app.databaseURL ?? defaultURL, appName: app.name)
     }
 
     /// The database at `url` for `app`: one instance per app and URL.

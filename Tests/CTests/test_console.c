@@ -1,27 +1,35 @@
 /* test_console.c - the data console's server side, over real sockets to a
  * real server: its embedded files (ETags, Content-Security-Policy, the
  * same bytes as console/), and the admin endpoints it uses: the rules
- * playground, the list of namespaces and the usage counters. */
+ * playground, the list of namespaces, the usage counters and the stream
+ * tickets that stand for the admin's credential on its event stream. */
 #include "test.h"
 
 #include "server/console.h"
+#include "server/ticket.h"
 
 #include <jansson.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define OWNER "Authorization: Bearer owner\r\n"
 
 static char dir[64];
 
-static hearth_server_t *start(void) {
+static hearth_server_t *start_with(hearth_server_config_t config) {
     strcpy(dir, "/tmp/hearth-console-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
-    return start_test_server((hearth_server_config_t){0}, dir);
+    return start_test_server(config, dir);
+}
+
+static hearth_server_t *start(void) {
+    return start_with((hearth_server_config_t){0});
 }
 
 static void stop(hearth_server_t *s) {
@@ -323,7 +331,164 @@ static void test_usage_counts_per_namespace(void) {
     stop(s);
 }
 
+/* ---- stream tickets ---- */
+
+#define ADMIN_SECRET "the-admins-secret-0123456789"
+#define ADMIN "Authorization: Bearer " ADMIN_SECRET "\r\n"
+
+/* GET target as an event stream, read until its first event (a 200) or
+ * its head (any other status); the stream is then closed. */
+static answer ask_stream(int port, const char *target) {
+    int fd = test_connect(port);
+    struct timeval limit = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    char *req = NULL;
+    int n = asprintf(&req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Accept: text/event-stream\r\n\r\n", target);
+    CHECK_INT(write(fd, req, (size_t)n), n);
+    free(req);
+    char buf[8192];
+    size_t len = 0;
+    answer r = {0};
+    for (ssize_t got; len < sizeof buf - 1 &&
+                      (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0;) {
+        len += (size_t)got;
+        buf[len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        if (end && (sscanf(buf, "HTTP/1.1 %d", &r.status) != 1 ||
+                    r.status != 200 || strstr(end + 4, "\n\n")))
+            break;
+    }
+    buf[len] = '\0';
+    close(fd);
+    char *end = strstr(buf, "\r\n\r\n");
+    r.body = strdup(end ? end + 4 : "");
+    if (end)
+        *end = '\0';
+    r.head = strdup(buf);
+    return r;
+}
+
+/* A ticket minted by the admin for path in namespace ns (asserting 200). */
+static void mint(int port, const char *ns, const char *path,
+                 char ticket[HEARTH__TICKET_TEXT]) {
+    char target[128], body[160];
+    snprintf(target, sizeof target, "/.settings/stream-ticket.json?ns=%s", ns);
+    snprintf(body, sizeof body, "{\"path\": \"%s\"}", path);
+    answer r = ask(port, "POST", target, ADMIN, body);
+    CHECK_INT(r.status, 200);
+    json_t *doc = json_loads(r.body, 0, NULL);
+    const char *t = json_string_value(json_object_get(doc, "ticket"));
+    CHECK(t && strlen(t) == HEARTH__TICKET_TEXT - 1);
+    CHECK_INT(json_integer_value(json_object_get(doc, "expires_in_ms")),
+              HEARTH__TICKET_TTL_MS);
+    snprintf(ticket, HEARTH__TICKET_TEXT, "%s", t ? t : "");
+    json_decref(doc);
+    answer_free(&r);
+}
+
+/* The status of the stream at path?ns=ns&ticket=ticket. */
+static int stream_status(int port, const char *path, const char *ns,
+                         const char *ticket) {
+    char target[160];
+    snprintf(target, sizeof target, "%s.json?ns=%s&ticket=%s", path, ns, ticket);
+    answer r = ask_stream(port, target);
+    int status = r.status;
+    answer_free(&r);
+    return status;
+}
+
+/* With keys, the data is the admin's only: a ticket the admin minted opens
+ * its one stream, once; not another path, namespace or kind of request,
+ * and not without the admin's credential. */
+static void test_stream_ticket_opens_one_stream_once(void) {
+    hearth_server_t *s = start_with((hearth_server_config_t){
+        .auth_secret = "a-signing-secret", .admin_secret = ADMIN_SECRET});
+    int port = hearth_server_port(s);
+    answer r = ask(port, "PUT", "/a/b.json?ns=t", ADMIN, "1");
+    CHECK_INT(r.status, 200);
+    answer_free(&r);
+    r = ask_stream(port, "/a.json?ns=t");
+    CHECK_INT(r.status, 401); /* locked without a credential */
+    answer_free(&r);
+
+    char ticket[HEARTH__TICKET_TEXT];
+    mint(port, "t", "/a", ticket);
+    char target[160];
+    snprintf(target, sizeof target, "/a.json?ns=t&ticket=%s", ticket);
+    r = ask_stream(port, target);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "event: put\ndata: {\"path\":\"/\",\"data\":{\"b\":1}}") != NULL);
+    answer_free(&r);
+    CHECK_INT(stream_status(port, "/a", "t", ticket), 401); /* used */
+
+    mint(port, "t", "/a", ticket);
+    CHECK_INT(stream_status(port, "/a/b", "t", ticket), 401); /* another path */
+    CHECK_INT(stream_status(port, "/a", "t", ticket), 401);   /* and spent */
+    mint(port, "t", "/a", ticket);
+    CHECK_INT(stream_status(port, "/a", "u", ticket), 401); /* another namespace */
+    mint(port, "t", "/a", ticket);
+    snprintf(target, sizeof target, "/a.json?ns=t&ticket=%s", ticket);
+    /* Neither a plain read nor a write, and neither spends it. */
+    const struct {
+        const char *method, *target, *headers, *body;
+        int status;
+    } asks[] = {
+        {"GET", target, NULL, NULL, 401},
+        {"PUT", target, NULL, "2", 401},
+        /* Minting is the admin's, with POST, and names a valid path. */
+        {"POST", "/.settings/stream-ticket.json?ns=t", NULL, "{\"path\": \"/a\"}", 401},
+        {"POST", "/.settings/stream-ticket.json?ns=t", ADMIN, "{\"path\": \"/a.b\"}", 400},
+        {"POST", "/.settings/stream-ticket.json?ns=t", ADMIN, "[]", 400},
+        {"GET", "/.settings/stream-ticket.json?ns=t", ADMIN, NULL, 405},
+    };
+    for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
+        r = ask(port, asks[i].method, asks[i].target, asks[i].headers, asks[i].body);
+        CHECK_INT(r.status, asks[i].status);
+        answer_free(&r);
+    }
+    CHECK_INT(stream_status(port, "/a", "t", ticket), 200); /* still unspent */
+    CHECK_INT(stream_status(port, "/a", "t", "00112233445566778899aabbccddeeff"), 401);
+    stop(s);
+}
+
+/* The table itself, on a clock of the test's: a ticket lives
+ * HEARTH__TICKET_TTL_MS, is spent by any use that names it, and minting
+ * past the table's size forgets the oldest. */
+static void test_stream_tickets_expire_and_are_spent(void) {
+    static hearth__tickets t; /* zeroed: every slot free */
+    char a[HEARTH__TICKET_TEXT], b[HEARTH__TICKET_TEXT];
+    uint64_t now = 1000000;
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/p", now, a), 0);
+    CHECK(!hearth__ticket_redeem(&t, a, "ns", "/p", now + HEARTH__TICKET_TTL_MS));
+    CHECK(!hearth__ticket_redeem(&t, a, "ns", "/p", now)); /* spent by the late use */
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/p", now, a), 0);
+    CHECK(hearth__ticket_redeem(&t, a, "ns", "/p", now + HEARTH__TICKET_TTL_MS - 1));
+    CHECK(!hearth__ticket_redeem(&t, a, "ns", "/p", now));
+    /* Upper-case hex is the same ticket; anything else is none. */
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/p", now, a), 0);
+    for (char *c = a; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    CHECK(hearth__ticket_redeem(&t, a, "ns", "/p", now));
+    CHECK(!hearth__ticket_redeem(&t, "", "ns", "/p", now));
+    CHECK(!hearth__ticket_redeem(&t, "zz", "ns", "/p", now));
+    /* Bound to both names: "n" + "s/p" is not "ns" + "/p". */
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/p", now, a), 0);
+    CHECK(!hearth__ticket_redeem(&t, a, "n", "s/p", now));
+    /* A full table forgets the ticket closest to expiry. */
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/first", now, a), 0);
+    for (int i = 1; i < HEARTH__TICKETS; i++)
+        CHECK_INT(hearth__ticket_mint(&t, "ns", "/other", now + (uint64_t)i, b), 0);
+    CHECK_INT(hearth__ticket_mint(&t, "ns", "/last", now + 100, b), 0);
+    CHECK(!hearth__ticket_redeem(&t, a, "ns", "/first", now + 100));
+    CHECK(hearth__ticket_redeem(&t, b, "ns", "/last", now + 100));
+}
+
 const test_case console_tests[] = {
+    {"console_stream_ticket_opens_one_stream_once",
+     test_stream_ticket_opens_one_stream_once},
+    {"console_stream_tickets_expire_and_are_spent",
+     test_stream_tickets_expire_and_are_spent},
     {"console_files", test_console_files},
     {"console_assets_match_sources", test_console_assets_match_sources},
     {"console_playground_allow_deny_and_rule",

@@ -29,10 +29,15 @@ struct CLITests {
     }()
 
     func hearth(_ arguments: String..., input: String? = nil) throws -> Run {
+        try hearth(arguments, input: input)
+    }
+
+    func hearth(_ arguments: [String], input: String? = nil, in directory: URL? = nil) throws -> Run {
         let binary = try #require(Self.binary, "the hearth executable was not built next to the tests")
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -132,6 +137,87 @@ struct CLITests {
         let help = try hearth("--help")
         #expect(help.status == 0)
         #expect(help.stdout.contains("Examples:"))
+    }
+
+    /// `serve --config FILE` with `extra` after it; `--host 256.0.0.1`
+    /// ends every run as the server starts, after the file was read and
+    /// merged, so no server runs: what stderr says shows how the file was
+    /// read.
+    func serveConfig(_ json: String, _ extra: String..., in directory: URL? = nil) throws -> Run {
+        let file = try temporaryFile(json)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let arguments = ["serve", "--config", file] + extra + ["--host", "256.0.0.1"]
+        return try hearth(arguments, in: directory)
+    }
+
+    static let mergedAndStarted = #"invalid host "256.0.0.1""#
+
+    @Test func configValuesMustHaveTheOptionsType() throws {
+        for (json, message) in [
+            (#"{"port": true}"#, #""port" must be an integer, not true"#),
+            (#"{"port": "9000"}"#, #""port" must be an integer, not a string"#),
+            (#"{"port": 80.5}"#, #""port" must be an integer, not 80.5"#),
+            (#"{"header-timeout": false}"#, #""header-timeout" must be a number, not false"#),
+            (#"{"data": 5}"#, #""data" must be a string, not 5"#),
+            (#"{"data": null}"#, #""data" must be a string, not null"#),
+            (#"{"cluster-insecure": 1}"#, #""cluster-insecure" must be true or false, not 1"#),
+            (#"{"host": ["a"]}"#, #""host" must be a string, not an object or an array"#),
+        ] {
+            let run = try serveConfig(json)
+            #expect(run.status == 64, "\(json)")
+            #expect(run.stderr.contains(message), "\(json): \(run.stderr)")
+        }
+        let run = try serveConfig(#"{"port": 9000, "header-timeout": 5, "fsync": "off"}"#)
+        #expect(run.stderr.contains(Self.mergedAndStarted), "\(run.stderr)")
+    }
+
+    @Test func configValuesStartingWithADashAreValues() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("hearth-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let run = try serveConfig(#"{"data": "-v", "namespace": "--port"}"#, in: directory)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains(Self.mergedAndStarted), "\(run.stderr)")
+        // The data directory made as the server started: "-v" was a value.
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/-v"))
+    }
+
+    @Test func configSyntaxErrorsSayWhere() throws {
+        let run = try serveConfig("{\"port\": 9000,\n  \"data\": \"d\",\n  oops}")
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("invalid JSON at line 3, column"), "\(run.stderr)")
+        let array = try serveConfig("[1, 2]")
+        #expect(array.stderr.contains("must hold one JSON object of options"), "\(array.stderr)")
+    }
+
+    /// Each pair of options that exclude each other: one in the file and
+    /// the other on the command line is the command line's choice (it
+    /// overrides the file); both on the command line are still refused.
+    @Test func theCommandLineOverridesTheFilesAlternative() throws {
+        // A secret's file that holds a secret, and a value for the others
+        // (file names that are not read before the server starts).
+        let value = try temporaryFile("an-admin-secret-of-32-characters")
+        defer { try? FileManager.default.removeItem(atPath: value) }
+        for (one, other) in [
+            ("auth-secret", "auth-secret-file"), ("admin-secret", "admin-secret-file"),
+            ("cluster-secret-file", "cluster-insecure"), ("nats-creds", "nats-nkey"),
+            ("nats-user-file", "nats-token-file"),
+        ] {
+            for (inFile, onCommandLine) in [(one, other), (other, one)] {
+                let json = inFile == "cluster-insecure" ? #"{"\#(inFile)": true}"# : #"{"\#(inFile)": "\#(value)"}"#
+                let given = onCommandLine == "cluster-insecure" ? ["--\(onCommandLine)"] : ["--\(onCommandLine)", value]
+                let file = try temporaryFile(json)
+                defer { try? FileManager.default.removeItem(atPath: file) }
+                let run = try hearth(["serve", "--config", file] + given + ["--host", "256.0.0.1"])
+                #expect(run.stderr.contains(Self.mergedAndStarted), "\(inFile) in the file, --\(onCommandLine): \(run.stderr)")
+            }
+            let both = try hearth(
+                ["serve"] + (one == "cluster-insecure" ? ["--\(one)"] : ["--\(one)", value])
+                    + (other == "cluster-insecure" ? ["--\(other)"] : ["--\(other)", value]))
+            #expect(both.status == 64)
+            #expect(both.stderr.contains("give --\(one) or --\(other), not both"), "\(both.stderr)")
+        }
     }
 
     /// `hearth serve | logger` where the logger is gone: the banner, which

@@ -51,6 +51,27 @@ struct LifecycleTests {
         #expect(database.observerCount == 0)
     }
 
+    /// Opening waits for the loop thread to answer; it must not hold the
+    /// settings' lock meanwhile, or a loop thread (here: one that reads a
+    /// setting while it answers) and every caller of a setting wait on
+    /// each other for good.
+    @Test func openingDoesNotHoldTheSettingsLockWhileTheLoopAnswers() async throws {
+        let database = Database(url: "memory:opening-\(UUID().uuidString)")
+        database.callbackQueue = DispatchQueue(label: "hearth.tests.opening")
+        let answered = Recorder<Bool>()
+        database.whileOpening { [weak database] in
+            answered.append(database?.isPersistenceEnabled == false)
+        }
+        let opened = Recorder<Bool>()
+        Thread.detachNewThread {
+            _ = database.handle
+            opened.append(true)
+        }
+        #expect(try await answered.wait(for: 1) == [true])
+        try await opened.wait(for: 1)
+        try await database.reference().child("x").setValue(1)
+    }
+
     @Test func invalidPathsTrapAsTheSDKRaises() async {
         await #expect(processExitsWith: .failure) {
             _ = Database.database(url: "memory:exit-test").reference().child("a.b")

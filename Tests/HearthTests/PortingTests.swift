@@ -123,6 +123,43 @@ struct PortingTests {
         #expect(deleted && FirebaseApp.app(name: name) == nil && database.app == nil)
     }
 
+    /// `app.options` is a copy on every read, as the SDK's getter returns:
+    /// a change to what it returned does not reach the app, so no caller
+    /// shares mutable state with another thread through the app.
+    @Test func anAppsOptionsCannotBeChangedThroughIt() throws {
+        let name = "options-\(UUID().uuidString.prefix(8))"
+        let options = FirebaseOptions(googleAppID: "1:2:ios:3", gcmSenderID: "2")
+        options.databaseURL = "memory:\(name)"
+        FirebaseApp.configure(name: name, options: options)
+        let app = try #require(FirebaseApp.app(name: name))
+        defer { app.delete { _ in } }
+        let read = app.options
+        read.databaseURL = "memory:changed"
+        read.projectID = "changed"
+        #expect(app.options.databaseURL == "memory:\(name)" && app.options.projectID == nil)
+        #expect(app.options !== app.options)
+        #expect(Database.database(app: app).url == "memory:\(name)")
+    }
+
+    /// One FirebaseOptions changed and read from many threads at once
+    /// stays whole (each property is read and written under a lock).
+    @Test func optionsSharedBetweenThreadsStayWhole() async {
+        let options = FirebaseOptions(googleAppID: "id", gcmSenderID: "sender")
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for i in 0..<2_000 {
+                        options.databaseURL = "memory:worker-\(worker)-\(i)"
+                        options.projectID = String(repeating: "p", count: i % 64)
+                        _ = options.databaseURL?.count
+                        _ = options.projectID?.count
+                    }
+                }
+            }
+        }
+        #expect(options.databaseURL?.hasPrefix("memory:worker-") == true)
+    }
+
     /// FirebaseApp.configure() with no GoogleService-Info.plist takes
     /// HEARTH_DATABASE_URL, so Database.database() stays the database it
     /// was (other tests use it at the same time).

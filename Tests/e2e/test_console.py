@@ -5,10 +5,12 @@ DevTools protocol (cdp.py), against a real server on a free loopback port
 examples/serve.c for it).
 
 Each step is what a user does: open a deep link, see the seeded data, see
-another client's REST write appear live and highlighted, edit a value with
+another client's REST write appear live and highlighted (keys named like
+object properties too), edit a value with
 the keyboard and read it back over REST, page through children, import and
 export, publish rules (and see the server's line/column error), ask the
-playground, look at usage. No uncaught exception and no console error
+playground, look at usage; no request carries the admin credential in
+its URL (the stream opens with a ticket). No uncaught exception and no console error
 (CSP violations are logged as errors) may happen on the way. Screenshots
 go to build/console-screens/.
 
@@ -90,7 +92,7 @@ class ConsoleTest(unittest.TestCase):
         cls.addClassCleanup(cls.browser.__exit__, None, None, None)
         cls.page = cls.browser.page()
         cls.addClassCleanup(cls.page.close)
-        for domain in ("Runtime", "Page", "Log"):
+        for domain in ("Runtime", "Page", "Log", "Network"):
             cls.page.call(domain + ".enable")
         # Deep link with the credential; the console keeps it and drops it
         # from the address bar.
@@ -175,6 +177,35 @@ class ConsoleTest(unittest.TestCase):
         p.wait_for(f"!{self.q('/users/ada/city')} && "
                    "!document.querySelector('[data-removed-path=\"/users/ada/city\"]')",
                    timeout=4, what="the removed child gone")
+
+    def test_2b_keys_named_like_object_properties_are_shown(self):
+        """A key is data whatever its name: "constructor" (which `k in {}`
+        finds on every object) is shown as added, and "__proto__" (which
+        an assignment takes as the prototype) is shown at all, so no user
+        can hide a key from the admin's view by its name."""
+        p = self.page
+        self.server.rest("PUT", "/odd", {"plain": 1})
+        self.go("/odd", "/odd/plain")
+        p.wait_for("Hearth.view.tree.value && Hearth.view.tree.value.plain === 1",
+                   what="the live node's first value")
+        self.server.rest("PUT", "/odd/constructor", "c")
+        p.wait_for(f"{self.q('/odd/constructor')} && "
+                   f"{self.q('/odd/constructor')}.classList.contains('added')",
+                   timeout=2, what="constructor shown as added")
+        self.server.rest("PUT", "/odd/__proto__", {"x": 1})
+        p.wait_for(self.q("/odd/__proto__"), timeout=2, what="__proto__ shown")
+        self.server.rest("PUT", "/odd/toString", "t")
+        p.wait_for(self.q("/odd/toString"), timeout=2, what="toString shown")
+        # Each later change kept the others: nothing struck out.
+        for key in ("plain", "constructor", "__proto__"):
+            self.assertTrue(p.evaluate(f"!!{self.q('/odd/' + key)}"), key)
+        self.assertEqual(p.evaluate("document.querySelectorAll('[data-removed-path]').length"), 0)
+        self.assertEqual(p.evaluate("JSON.stringify(Hearth.view.tree.value)"),
+                         json.dumps({"plain": 1, "constructor": "c", "__proto__": {"x": 1},
+                                     "toString": "t"}, separators=(",", ":")))
+        self.shot("2b-odd-keys")
+        self.go("/users/ada", "/users/ada/name")  # where the next steps start
+        self.server.rest("DELETE", "/odd")
 
     def test_3_keyboard_edit_saves_and_escape_cancels(self):
         p = self.page
@@ -334,6 +365,22 @@ class ConsoleTest(unittest.TestCase):
         self.assertGreater(int(row[4]), 0)  # writes
         self.shot("7-usage")
         self.click('#tabs button[data-tab="data"]')
+
+    def test_7b_no_credential_in_any_url(self):
+        """The console never puts the admin's credential in a URL (reverse
+        proxies log URLs): its stream opens with a stream ticket. Only the
+        deep link the user typed holds it, and the console drops it from
+        the address bar."""
+        self.page.evaluate("1")  # collects the events sent so far
+        urls = [e["params"]["request"]["url"] for e in self.page.events
+                if e["method"] == "Network.requestWillBeSent"]
+        typed = [u for u in urls if u.startswith(f"{self.server.base}/.console/?auth=owner")]
+        self.assertEqual(len(typed), 1)
+        asked = [u for u in urls if u not in typed]
+        self.assertTrue(any("ticket=" in u for u in asked), "no stream opened with a ticket")
+        for u in asked:
+            self.assertNotIn("auth=", u)
+            self.assertNotIn("owner", u)
 
     def test_8_no_uncaught_exceptions_or_console_errors(self):
         self.page.evaluate("1")  # collects the events sent so far

@@ -505,6 +505,86 @@ class ConfigFile(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_file_values_are_read_as_the_options_types(self):
+        """A value of the wrong JSON type is refused naming the key and the
+        type (it used to start {"port": true} on port 1); a value starting
+        with "-" is a value; bad JSON names its line and column."""
+        from test_python_clients import free_port
+        tmp = tempfile.mkdtemp(prefix="hearth-e2e-config-")
+        try:
+            path = os.path.join(tmp, "hearth.json")
+            with open(path, "w") as f:
+                json.dump({"port": True, "data": os.path.join(tmp, "d")}, f)
+            code, _, err = hearth("serve", "--config", path)
+            self.assertEqual(code, 64, err)
+            self.assertIn('"port" must be an integer, not true', err)
+            with open(path, "w") as f:
+                f.write('{"port": 9000,\n "data": "d"\n "fsync": "off"}')
+            code, _, err = hearth("serve", "--config", path)
+            self.assertEqual(code, 64, err)
+            self.assertIn("invalid JSON at line 3, column", err)
+            port = free_port()
+            with open(path, "w") as f:
+                json.dump({"port": port, "data": "-d"}, f)  # relative to cwd
+            proc = subprocess.Popen([os.path.abspath(HEARTH), "serve", "--config", path], cwd=tmp,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                server = Server(os.path.join(tmp, "-d"), port=port)
+                status = wait_for_put(server)
+                self.assertEqual(status, 200)
+                self.assertTrue(os.path.isdir(os.path.join(tmp, "-d", "default")))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=20)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_command_line_secret_file_overrides_the_files_secret(self):
+        """admin-secret in the file and --admin-secret-file on the command
+        line: the command line's secret is the admin's (it used to be
+        refused as "not both")."""
+        from test_python_clients import free_port
+        tmp = tempfile.mkdtemp(prefix="hearth-e2e-config-")
+        try:
+            path = os.path.join(tmp, "hearth.json")
+            port = free_port()
+            with open(path, "w") as f:
+                json.dump({"port": port, "data": os.path.join(tmp, "d"),
+                           "admin-secret": "the-files-admin-secret-0123"}, f)
+            secret_file = os.path.join(tmp, "admin.txt")
+            with open(secret_file, "w") as f:
+                f.write("the-command-lines-secret-0123\n")
+            proc = subprocess.Popen(
+                [HEARTH, "serve", "--config", path, "--admin-secret-file", secret_file],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                server = Server(os.path.join(tmp, "d"), port=port)
+                wait_for_put(server)
+                usage = server.url("/.settings/usage")
+                status, _ = http("GET", usage, headers={
+                    "Authorization": "Bearer the-command-lines-secret-0123"})
+                self.assertEqual(status, 200)
+                status, _ = http("GET", usage, headers={
+                    "Authorization": "Bearer the-files-admin-secret-0123"})
+                self.assertEqual(status, 401)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate(timeout=20)
+            self.assertIn("the admin is the --admin-secret", out, err)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_for_put(server):
+    """The status of a PUT once the server listens (it may be starting)."""
+    for _ in range(200):
+        try:
+            status, _ = http("PUT", server.url("/x"), 1)
+            return status
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("the server never listened")
+
 
 if __name__ == "__main__":
     run_tests(__name__)
