@@ -175,7 +175,7 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_python_clients.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
-	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_ops.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_operator.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_auth_keys.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_sdk_wire.py
 

@@ -287,7 +287,7 @@ static bool route_special(rest *r) {
      * worked out only for them: not twice for every request). */
     return hearth__console_serve(conn, r->req, r->path) ||
            (strncmp(r->path, "/.", 2) == 0 &&
-            hearth__rest_ops(r, namespace_name(r, nsbuf, sizeof nsbuf)));
+            hearth__rest_operator(r, namespace_name(r, nsbuf, sizeof nsbuf)));
 }
 
 /* src into dst (size bytes), cut when longer: without snprintf, whose

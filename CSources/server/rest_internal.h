@@ -103,9 +103,9 @@ void hearth__rest_stream_ticket(rest *r);
  * false with *why when the ticket does not open this request. Spends it. */
 bool hearth__rest_redeem_ticket(rest *r, const char *ticket, char *why,
                                 size_t why_size);
-/* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
+/* /.metrics, /.profile and /.backup of namespace ns_name (rest_operator.c):
  * true when r was one (answered). */
-bool hearth__rest_ops(rest *r, const char *ns_name);
+bool hearth__rest_operator(rest *r, const char *ns_name);
 /* GET /.backup (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
 

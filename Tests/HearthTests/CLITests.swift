@@ -223,7 +223,7 @@ struct CLITests {
     /// `hearth serve | logger` where the logger is gone: the banner, which
     /// fails on stdout, comes on stderr, the server still answers after it,
     /// and SIGINT stops it with status 0 (it used to die of SIGILL, a
-    /// `try!` on EPIPE). Tests/e2e/test_ops.py ClosedStdout also prints on
+    /// `try!` on EPIPE). Tests/e2e/test_operator.py ClosedStdout also prints on
     /// SIGHUP once the server runs, and checks `watch`.
     @Test func serveOutlivesClosedStdout() throws {
         let binary = try #require(Self.binary, "the hearth executable was not built next to the tests")

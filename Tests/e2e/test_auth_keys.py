@@ -21,7 +21,7 @@ import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_ops import make_ca, make_cert, openssl  # noqa: E402
+from test_operator import make_ca, make_cert, openssl  # noqa: E402
 from test_python_clients import HEARTH, Server, http, run_tests  # noqa: E402
 
 PROJECT = "demo-e2e"

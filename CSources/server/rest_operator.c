@@ -1,4 +1,4 @@
-/* rest_ops.c - the operator's endpoints, all the admin's: GET /.metrics
+/* rest_operator.c - the operator's endpoints, all the admin's: GET /.metrics
  * (Prometheus text), GET /.profile (the operations stream) and GET
  * /.backup (rest_backup.c); and the
  * metrics port, which answers /.metrics to anyone who can reach it. */
@@ -104,7 +104,7 @@ void hearth__metrics_handle(hearth__http_conn *conn,
         hearth__rest_reply_error(conn, 404, "Not found: only GET /.metrics here");
 }
 
-bool hearth__rest_ops(rest *r, const char *ns_name) {
+bool hearth__rest_operator(rest *r, const char *ns_name) {
     static const char *const paths[] = {"/.metrics", "/.profile", "/.backup"};
     size_t which = 0;
     while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))

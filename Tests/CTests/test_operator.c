@@ -1,4 +1,4 @@
-/* test_ops.c - what an operator watches, on a real server over real
+/* test_operator.c - what an operator watches, on a real server over real
  * sockets: GET /.metrics parsed by a strict Prometheus text parser with
  * counters that move with a known workload, the metrics port, and the
  * profiler's operations stream. */
@@ -533,11 +533,11 @@ static void test_json_logs(void) {
     remove_tree(dir);
 }
 
-const test_case ops_tests[] = {
-    {"ops_json_logs", test_json_logs},
-    {"ops_realtime_operations_observed", test_realtime_operations_observed},
-    {"ops_metrics_move_with_the_workload", test_metrics_move_with_the_workload},
-    {"ops_namespace_counters_are_bounded", test_namespace_counters_are_bounded},
-    {"ops_profiler_streams_operations", test_profiler_streams_operations},
+const test_case operator_tests[] = {
+    {"operator_json_logs", test_json_logs},
+    {"operator_realtime_operations_observed", test_realtime_operations_observed},
+    {"operator_metrics_move_with_the_workload", test_metrics_move_with_the_workload},
+    {"operator_namespace_counters_are_bounded", test_namespace_counters_are_bounded},
+    {"operator_profiler_streams_operations", test_profiler_streams_operations},
     {NULL, NULL},
 };

@@ -7,7 +7,7 @@ restore` into a fresh directory that is then served; `hearth serve
 --config` with options on the command line overriding the file; a
 server whose stdout reader dies keeps serving (and a watch's ends).
 
-Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_ops.py
+Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_operator.py
 """
 
 import json
