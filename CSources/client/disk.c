@@ -391,12 +391,9 @@ char **hearth__disk_views(hearth__disk *d, const char *prefix, size_t *n) {
         const char *view = (const char *)sqlite3_column_text(s, 0);
         if (!view)
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **grown = hearth__realloc(out, cap * sizeof *grown);
-            ok = grown != NULL;
-            out = grown ? grown : out;
-        }
+        char **grown = hearth__grow(out, &cap, *n + 1, sizeof *grown);
+        ok = grown != NULL;
+        out = grown ? grown : out;
         if (ok && (out[*n] = hearth__strndup(view, strlen(view))))
             ++*n;
     }

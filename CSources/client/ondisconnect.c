@@ -54,16 +54,11 @@ static char *joined(const char *base, const char *rel) {
  * entries are made. */
 static int stage(hearth__od_list *l, size_t n, const char *op_path,
                  const char *rel, const json_t *value) {
-    if (l->n + n >= l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        while (cap <= l->n + n)
-            cap *= 2;
-        hearth__od_entry *e = hearth__realloc(l->e, cap * sizeof *e);
-        if (!e)
-            return HEARTH_ENOMEM;
-        l->e = e;
-        l->cap = cap;
-    }
+    hearth__od_entry *grown =
+        hearth__grow(l->e, &l->cap, l->n + n + 1, sizeof *grown);
+    if (!grown)
+        return HEARTH_ENOMEM;
+    l->e = grown;
     hearth__od_entry *e = &l->e[l->n + n];
     memset(e, 0, sizeof *e);
     e->op_path = hearth__strndup(op_path, strlen(op_path));

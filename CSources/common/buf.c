@@ -24,10 +24,10 @@ bool hearth__buf_reserve(hearth__buf *b, size_t extra) {
         return false;
     if (b->len + extra + 1 <= b->cap)
         return true;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *data = hearth__realloc(b->data, cap);
+    size_t cap = b->cap ? b->cap : 64; /* a first block: most are short */
+    char *data = extra < SIZE_MAX - b->len - 1
+                     ? hearth__grow(b->data, &cap, b->len + extra + 1, 1)
+                     : NULL;
     if (!data) {
         b->failed = true;
         return false;

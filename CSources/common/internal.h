@@ -33,6 +33,12 @@
 void *hearth__malloc(size_t size);
 void *hearth__calloc(size_t count, size_t size);
 void *hearth__realloc(void *ptr, size_t size);
+/* The array items (capacity *cap elements of size bytes) with room for at
+ * least need elements: the same block when it has it, else one whose
+ * capacity doubled (from 8) until it does, *cap updated. NULL, with items
+ * and *cap untouched, when out of memory or when the bytes would not fit
+ * a size_t. The one way arrays grow here. */
+void *hearth__grow(void *items, size_t *cap, size_t need, size_t size);
 void hearth__free(void *ptr);
 char *hearth__strndup(const char *s, size_t len);
 

@@ -36,14 +36,11 @@ void hearth__db_remove_reg(hearth_db_t *db, hearth__reg *reg) {
         db->backend->unlink(db, reg);
         return;
     }
-    if (db->ndoomed == db->doomed_cap) {
-        size_t cap = db->doomed_cap ? db->doomed_cap * 2 : 8;
-        hearth__reg **d = hearth__realloc(db->doomed, cap * sizeof *d);
-        if (!d) /* cannot defer: it is marked removed, free it at close */
-            return;
-        db->doomed = d;
-        db->doomed_cap = cap;
-    }
+    hearth__reg **d = hearth__grow(db->doomed, &db->doomed_cap,
+                                   db->ndoomed + 1, sizeof *d);
+    if (!d) /* cannot defer: it is marked removed, free it at close */
+        return;
+    db->doomed = d;
     db->doomed[db->ndoomed++] = reg;
 }
 

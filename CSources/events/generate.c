@@ -36,14 +36,11 @@ void hearth__events_clear(hearth__event_queue *q) {
 static int push(hearth__event_queue *q, hearth__reg *reg, hearth_event_type type,
                 const hearth__key *key, const hearth__key *prev,
                 const hearth_node_t *node) {
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 16;
-        hearth__event_rec *recs = hearth__realloc(q->recs, cap * sizeof *recs);
-        if (!recs)
-            return HEARTH_ENOMEM;
-        q->recs = recs;
-        q->cap = cap;
-    }
+    hearth__event_rec *recs = hearth__grow(q->recs, &q->cap, q->n + 1,
+                                           sizeof *recs);
+    if (!recs)
+        return HEARTH_ENOMEM;
+    q->recs = recs;
     q->recs[q->n++] = (hearth__event_rec){
         reg, type, key ? hearth__key_incref((hearth__key *)key) : NULL,
         prev ? hearth__key_incref((hearth__key *)prev) : NULL,
@@ -100,16 +97,12 @@ typedef struct changes {
 static void add_change(changes *cs, hearth_event_type type,
                        const hearth__key *key, const hearth__key *prev,
                        const hearth_node_t *node, size_t order) {
-    if (cs->n == cs->cap) {
-        size_t cap = cs->cap ? cs->cap * 2 : 8;
-        change *c = hearth__realloc(cs->c, cap * sizeof *c);
-        if (!c) {
-            cs->failed = true;
-            return;
-        }
-        cs->c = c;
-        cs->cap = cap;
+    change *c = hearth__grow(cs->c, &cs->cap, cs->n + 1, sizeof *c);
+    if (!c) {
+        cs->failed = true;
+        return;
     }
+    cs->c = c;
     cs->c[cs->n++] = (change){type, key, prev, node, order};
 }
 

@@ -224,14 +224,11 @@ static hearth__tnode *add_kid(hearth__tnode *t, const hearth__name *name) {
     size_t i = kid_index(t, name, &found);
     if (found)
         return t->kids[i];
-    if (t->nkids == t->kids_cap) {
-        size_t cap = t->kids_cap ? t->kids_cap * 2 : 4;
-        hearth__tnode **kids = hearth__realloc(t->kids, cap * sizeof *kids);
-        if (!kids)
-            return NULL;
-        t->kids = kids;
-        t->kids_cap = cap;
-    }
+    hearth__tnode **kids = hearth__grow(t->kids, &t->kids_cap, t->nkids + 1,
+                                        sizeof *kids);
+    if (!kids)
+        return NULL;
+    t->kids = kids;
     hearth__tnode *k = hearth__calloc(1, sizeof *k);
     if (!k)
         return NULL;
@@ -398,16 +395,13 @@ typedef struct collector {
 static void collect_view(collector *c, hearth__view *v, bool full,
                          const hearth__name *hint) {
     if (v->stamp != c->l->stamp) {
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 16;
-            hearth__view **views = hearth__realloc(c->views, cap * sizeof *views);
-            if (!views) {
-                c->rc = HEARTH_ENOMEM;
-                return;
-            }
-            c->views = views;
-            c->cap = cap;
+        hearth__view **views = hearth__grow(c->views, &c->cap, c->n + 1,
+                                            sizeof *views);
+        if (!views) {
+            c->rc = HEARTH_ENOMEM;
+            return;
         }
+        c->views = views;
         c->views[c->n++] = v;
         v->stamp = c->l->stamp;
         v->full = false;
@@ -420,16 +414,13 @@ static void collect_view(collector *c, hearth__view *v, bool full,
     for (size_t i = 0; i < v->nhints; i++)
         if (hearth__name_compare(&v->hints[i], hint) == 0)
             return;
-    if (v->nhints == v->hints_cap) {
-        size_t cap = v->hints_cap ? v->hints_cap * 2 : 4;
-        hearth__name *hints = hearth__realloc(v->hints, cap * sizeof *hints);
-        if (!hints) {
-            c->rc = HEARTH_ENOMEM;
-            return;
-        }
-        v->hints = hints;
-        v->hints_cap = cap;
+    hearth__name *hints = hearth__grow(v->hints, &v->hints_cap, v->nhints + 1,
+                                       sizeof *hints);
+    if (!hints) {
+        c->rc = HEARTH_ENOMEM;
+        return;
     }
+    v->hints = hints;
     v->hints[v->nhints++] = *hint;
 }
 

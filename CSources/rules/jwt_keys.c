@@ -124,15 +124,13 @@ static int add_key(hearth__jwt_keyset *set, EVP_PKEY *pkey, const char *kid,
     char *kid_copy = NULL;
     if (!rc && kid && !(kid_copy = hearth__strndup(kid, strlen(kid))))
         rc = hearth__error_code(err, HEARTH_ENOMEM);
-    if (!rc && set->count == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 4;
-        jwt_key *keys = hearth__realloc(set->keys, cap * sizeof *keys);
-        if (keys) {
+    if (!rc) {
+        jwt_key *keys = hearth__grow(set->keys, &set->cap, set->count + 1,
+                                     sizeof *keys);
+        if (keys)
             set->keys = keys;
-            set->cap = cap;
-        } else {
+        else
             rc = hearth__error_code(err, HEARTH_ENOMEM);
-        }
     }
     if (rc) {
         hearth__free(kid_copy);

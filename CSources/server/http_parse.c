@@ -282,15 +282,12 @@ static bool keep_input(hearth__http_conn *c, const char *data, size_t len) {
         c->in_len -= c->in_off;
         c->in_off = 0;
     }
-    if (c->in_cap - c->in_len < len) {
-        size_t cap = c->in_cap * 2 > c->in_len + len ? c->in_cap * 2
-                                                     : c->in_len + len;
-        char *in = hearth__realloc(c->in, cap);
-        if (!in)
-            return false;
-        c->in = in;
-        c->in_cap = cap;
-    }
+    char *in = len <= SIZE_MAX - c->in_len
+                   ? hearth__grow(c->in, &c->in_cap, c->in_len + len, 1)
+                   : NULL;
+    if (!in)
+        return false;
+    c->in = in;
     memcpy(c->in + c->in_len, data, len);
     c->in_len += len;
     return true;

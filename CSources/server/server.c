@@ -373,15 +373,11 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
                              "Too many namespaces in use: this server holds "
                              "at most %d",
                              MAX_NAMESPACES);
-    if (srv->nnamespaces == srv->namespaces_cap) {
-        size_t cap = srv->namespaces_cap ? srv->namespaces_cap * 2 : 4;
-        hearth__namespace **n =
-            hearth__realloc(srv->namespaces, cap * sizeof *n);
-        if (!n)
-            return hearth__error_code(err, HEARTH_ENOMEM);
-        srv->namespaces = n;
-        srv->namespaces_cap = cap;
-    }
+    hearth__namespace **n = hearth__grow(srv->namespaces, &srv->namespaces_cap,
+                                         srv->nnamespaces + 1, sizeof *n);
+    if (!n)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    srv->namespaces = n;
     hearth__namespace *ns = NULL;
     int rc = ns_open(srv, name, &ns, err);
     if (rc)

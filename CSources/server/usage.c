@@ -29,14 +29,11 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
     if (u->n == HEARTH__USAGE_MAX_ROWS)
         return u->other ? u->other
                         : (u->other = row_create(HEARTH__USAGE_OTHER));
-    if (u->n == u->cap) {
-        size_t cap = u->cap ? u->cap * 2 : 8;
-        hearth__usage_row **rows = hearth__realloc(u->rows, cap * sizeof *rows);
-        if (!rows)
-            return NULL;
-        u->rows = rows;
-        u->cap = cap;
-    }
+    hearth__usage_row **rows = hearth__grow(u->rows, &u->cap, u->n + 1,
+                                            sizeof *rows);
+    if (!rows)
+        return NULL;
+    u->rows = rows;
     hearth__usage_row *row = row_create(name);
     if (row)
         u->rows[u->n++] = row;

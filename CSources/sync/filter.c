@@ -128,16 +128,13 @@ void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
         }
         return;
     }
-    if (cs->n == cs->cap) {
-        size_t cap = cs->cap ? cs->cap * 2 : 8;
-        hearth__change *grown = hearth__realloc(cs->c, cap * sizeof *grown);
-        if (!grown) {
-            cs->failed = true;
-            return;
-        }
-        cs->c = grown;
-        cs->cap = cap;
+    hearth__change *grown = hearth__grow(cs->c, &cs->cap, cs->n + 1,
+                                         sizeof *grown);
+    if (!grown) {
+        cs->failed = true;
+        return;
     }
+    cs->c = grown;
     cs->c[cs->n++] = (hearth__change){
         type, hearth__key_incref((hearth__key *)key), hearth_node_incref(node),
         old ? hearth_node_incref(old) : NULL};

@@ -153,14 +153,11 @@ static hearth_node_t *start_server(hearth__sync *s, const hearth__path *path,
 }
 
 static int add_tag(hearth__sync *s, hearth__view *v, int64_t tag) {
-    if (s->ntags == s->tags_cap) {
-        size_t cap = s->tags_cap ? s->tags_cap * 2 : 8;
-        hearth__tagged *t = hearth__realloc(s->tags, cap * sizeof *t);
-        if (!t)
-            return HEARTH_ENOMEM;
-        s->tags = t;
-        s->tags_cap = cap;
-    }
+    hearth__tagged *t = hearth__grow(s->tags, &s->tags_cap, s->ntags + 1,
+                                     sizeof *t);
+    if (!t)
+        return HEARTH_ENOMEM;
+    s->tags = t;
     s->tags[s->ntags++] = (hearth__tagged){tag, v};
     return 0;
 }

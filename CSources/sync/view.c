@@ -557,14 +557,13 @@ static int queue_events(hearth__view *v, const hearth__filter *f,
         if (c->type == HEARTH_EVENT_CHILD_CHANGED &&
             hearth__query_index_changed(f->order, c->old, c->node)) {
             if (cs->n == cs->cap) {
-                size_t cap = cs->cap * 2;
-                hearth__change *g = hearth__realloc(cs->c, cap * sizeof *g);
+                hearth__change *g =
+                    hearth__grow(cs->c, &cs->cap, cs->n + 1, sizeof *g);
                 if (!g) {
                     cs->failed = true;
                     break;
                 }
                 cs->c = g;
-                cs->cap = cap;
                 c = &cs->c[i];
             }
             cs->c[cs->n++] = (hearth__change){

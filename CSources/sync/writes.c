@@ -73,15 +73,13 @@ int hearth__writes_add(hearth__writes *ws, int64_t id, const hearth__path *path,
                        bool visible) {
     hearth__pending p = {id, {0}, NULL, value, merge, visible};
     int rc = own_path(&p, path);
-    if (!rc && ws->n == ws->cap) {
-        size_t cap = ws->cap ? ws->cap * 2 : 8;
-        hearth__pending *w = hearth__realloc(ws->w, cap * sizeof *w);
-        if (w) {
+    if (!rc) {
+        hearth__pending *w = hearth__grow(ws->w, &ws->cap, ws->n + 1,
+                                          sizeof *w);
+        if (w)
             ws->w = w;
-            ws->cap = cap;
-        } else {
+        else
             rc = HEARTH_ENOMEM;
-        }
     }
     if (!rc && visible)
         rc = layer(ws->visible, &p);

@@ -127,16 +127,12 @@ int hearth__kids_add(hearth__kids *k, const char *key, size_t len,
         hearth_node_decref(child);
         return 0;
     }
-    if (k->n == k->cap) {
-        size_t ncap = k->cap ? k->cap * 2 : 8;
-        hearth__entry *e = hearth__realloc(k->e, ncap * sizeof *e);
-        if (!e) {
-            hearth_node_decref(child);
-            return HEARTH_ENOMEM;
-        }
-        k->e = e;
-        k->cap = ncap;
+    hearth__entry *e = hearth__grow(k->e, &k->cap, k->n + 1, sizeof *e);
+    if (!e) {
+        hearth_node_decref(child);
+        return HEARTH_ENOMEM;
     }
+    k->e = e;
     hearth__name name;
     hearth__name_init(&name, key, len);
     hearth__key *kk = hearth__key_create(&name);
