@@ -4,6 +4,7 @@
 #define HEARTH_CLUSTER_INTERNAL_H
 
 #include "cluster/cluster.h"
+#include "cluster/tick.h"
 #include "db/check.h"
 #include "db/embedded.h"
 
@@ -84,7 +85,7 @@ struct hearth__cluster {
     hearth__cluster_msg *head, *tail;
     bool stopping; /* under lock: NATS threads drop what they get */
     uv_async_t wake;
-    uv_timer_t tick;
+    hearth__cluster_periodic tick; /* tick.h */
     int closing; /* handles still to close at stop */
     /* Namespaces whose databases are not yet freed: a commit of theirs
      * may still be appending on a worker thread, so the link outlives
@@ -95,7 +96,6 @@ struct hearth__cluster {
     int rebuilds; /* diverged namespaces' rebuilds on workers */
     uint64_t divergences; /* found since start (antientropy.c) */
     hearth__lease_release *releases;
-    uint64_t ticks;
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
     unsigned append_delay_ms; /* test hook (backend.c) */
     hearth__cluster_ns *spaces; /* open namespaces */
@@ -260,7 +260,9 @@ void hearth__cluster_trust_stream(const hearth__cluster_ns *n,
                                   const char *dir);
 
 /* ---- lease.c ---- */
-void hearth__cluster_on_tick(uv_timer_t *t);
+/* The tick's part (tick.c): a leases' round unless one runs, renewing
+ * every second (and a leader's purge round when retain.c says so). */
+void hearth__cluster_lease_tick(hearth__cluster *c, uint64_t ticks);
 /* Stops leading n at once; its lease is deleted by the next round. */
 void hearth__cluster_step_down(hearth__cluster_ns *n);
 /* Deletes the leases given up now (at stop: no round follows). */
@@ -275,7 +277,7 @@ void hearth__cluster_round_ended(hearth__cluster *c);
 /* The leaders' sweep (one listing for all the namespaces this node
  * leads, on the lane's worker): runs the onDisconnect writes of sessions
  * whose node's run is no longer alive, then forgets them. */
-void hearth__cluster_orphans_run(hearth__cluster *c);
+void hearth__cluster_orphans_tick(hearth__cluster *c, uint64_t ticks);
 /* The sweep, on the lane (lane.c): begin (loop) says whether one is due
  * and notes the namespaces led; work (the lane's worker, after its
  * queued calls) finds the dead runs' lists; end (loop) runs them and

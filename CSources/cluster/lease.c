@@ -262,9 +262,9 @@ static char *liveness(hearth__cluster *c) {
 /* A leader's purge every retain_ticks (renewal rounds only): as far as
  * the log reached at the previous one, at most. */
 static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
-                       lease_job *j, bool renew) {
+                       lease_job *j, bool renew, uint64_t ticks) {
     if (!n->leader || !renew ||
-        c->ticks % c->retain_ticks != 1)
+        ticks % c->retain_ticks != 1)
         return;
     j->retain = true;
     j->purge = (hearth__retain_job){.name = j->name, .stream = j->stream,
@@ -276,7 +276,7 @@ static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
     n->retain_cap = n->applied_seq;
 }
 
-static void start_round(hearth__cluster *c, bool renew) {
+static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     size_t count = 0;
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         count++;
@@ -295,7 +295,7 @@ static void start_round(hearth__cluster *c, bool renew) {
         jobs[i].leader = n->leader;
         jobs[i].rev = n->lease_rev;
         jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */
-        plan_purge(c, n, &jobs[i], renew);
+        plan_purge(c, n, &jobs[i], renew, ticks);
     }
     r->c = c;
     r->renew = renew;
@@ -312,17 +312,8 @@ static void start_round(hearth__cluster *c, bool renew) {
     }
 }
 
-void hearth__cluster_on_tick(uv_timer_t *t) {
-    hearth__cluster *c = t->data;
-    bool second = c->ticks++ % 2 == 0;
+void hearth__cluster_lease_tick(hearth__cluster *c, uint64_t ticks) {
+    bool second = (ticks - 1) % 2 == 0; /* the first tick renews */
     if (!c->round_running && !c->stop_asked)
-        start_round(c, second);
-    if (c->ticks % 4 == 1)
-        hearth__cluster_orphans_run(c);
-    hearth__cluster_forward_tick(c);
-    hearth__cluster_rules_follow_bucket(c); /* if not yet */
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        hearth__cluster_tail_drain(n);
-        hearth__cluster_rebuild_maybe(n);
-    }
+        start_round(c, second, ticks);
 }

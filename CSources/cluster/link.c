@@ -396,10 +396,7 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
     }
     uv_async_init(loop, &c->wake, on_wake);
     c->wake.data = c;
-    uv_timer_init(loop, &c->tick);
-    c->tick.data = c;
-    uv_timer_start(&c->tick, hearth__cluster_on_tick, 0,
-                   HEARTH__CLUSTER_TICK_MS);
+    hearth__cluster_tick_start(c);
     hearth__cluster_rules_follow_bucket(c); /* posts need c->wake */
     *out = c;
     return 0;
@@ -428,7 +425,7 @@ static void finish_stop(hearth__cluster *c) {
     c->replies = NULL;
     c->closing = 2;
     uv_close((uv_handle_t *)&c->wake, on_handle_closed);
-    uv_close((uv_handle_t *)&c->tick, on_handle_closed);
+    hearth__cluster_tick_close(c, on_handle_closed);
 }
 
 /* The link goes once stopping was asked, every namespace's database is
@@ -454,7 +451,7 @@ static void maybe_finish_stop(hearth__cluster *c) {
 
 void hearth__cluster_stop(hearth__cluster *c) {
     c->stop_asked = true;
-    uv_timer_stop(&c->tick);
+    hearth__cluster_tick_stop(c);
     maybe_finish_stop(c);
 }
 

@@ -222,7 +222,9 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
         done(ctx, HEARTH_ENOMEM);
 }
 
-void hearth__cluster_orphans_run(hearth__cluster *c) {
+void hearth__cluster_orphans_tick(hearth__cluster *c, uint64_t ticks) {
+    if (ticks % 4 != 1)
+        return; /* every 2 s */
     c->sweep->due = true;
     hearth__cluster_lane_kick(c);
 }
