@@ -14,8 +14,7 @@
  * follower alike; and, when a peer published a sequence this node has not
  * reached, its tree as the tail passes that sequence (followers lag, so
  * they would rarely commit at the leader's very sequences). */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>

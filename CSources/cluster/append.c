@@ -15,7 +15,7 @@
  * anywhere else in the log, or a part moved within a chain, does not
  * open where it lands (tail.c skips it). A whole record is sealed where
  * it lies in the commit's buffer, the only copy being the message's own. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 

@@ -4,8 +4,7 @@
  * acknowledged once its group's record is in the log and in the local
  * log; elsewhere it is forwarded (cluster/forward.c). Records that came
  * from the log are committed locally but never appended again. */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "store/logfile.h"
 
@@ -16,6 +15,13 @@
 hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     return e->replica_ctx;
+}
+
+hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        if (strcmp(n->name, name) == 0)
+            return n;
+    return NULL;
 }
 
 #define EMBEDDED hearth__db_embedded
@@ -343,7 +349,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     hearth__buf_init(&n->chain);
     snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
              config->data_dir);
-    int rc = hearth__cluster_stream(c, n, err);
+    int rc = hearth__cluster_stream(c, n->name, n->stream, n->subject, err);
     if (!rc)
         rc = jetstream(n, err);
     if (!rc)

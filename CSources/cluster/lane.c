@@ -6,7 +6,7 @@
  * (rules.c), and a sweep after the deletes of the orphans the last sweep
  * ran, so none runs twice. At most one batch is on the worker; a stop
  * waits for the lane to be empty. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>

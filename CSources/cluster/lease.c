@@ -11,8 +11,7 @@
  * server never pauses the loop): the loop hands it each open namespace's
  * name and lease, and applies its findings (won, kept, lost, who holds
  * it) when it ends; at most one round runs at a time. */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "tree/json.h"
 
@@ -43,12 +42,6 @@ typedef struct lease_round {
     size_t njobs;
     hearth__lease_release *releases; /* leases given up, to delete */
 } lease_round;
-
-static void on_forward_msg(natsConnection *nc, natsSubscription *sub,
-                           natsMsg *m, void *closure) {
-    (void)nc, (void)sub;
-    hearth__cluster_post(closure, MSG_FORWARD, m, 0);
-}
 
 /* Deletes the leases given up, if still as they were (any thread): a
  * delete appended on the condition that the key's last revision is the
@@ -82,11 +75,7 @@ void hearth__cluster_step_down(hearth__cluster_ns *n) {
     if (!n->leader)
         return;
     n->leader = false;
-    if (n->serving) {
-        natsSubscription_Unsubscribe(n->serving);
-        natsSubscription_Destroy(n->serving);
-        n->serving = NULL;
-    }
+    hearth__cluster_serve_stop(n);
     /* The lease goes with the next round, if still ours, for a quicker
      * successor (else it expires). */
     hearth__lease_release *r = hearth__calloc(1, sizeof *r);
@@ -186,10 +175,7 @@ static void round_work(uv_work_t *w) {
 
 static void lead(hearth__cluster_ns *n, const lease_job *j) {
     hearth__cluster *c = n->c;
-    char subj[128];
-    snprintf(subj, sizeof subj, "hearth.fwd.%s", n->name);
-    if (natsConnection_Subscribe(&n->serving, c->nc, subj, on_forward_msg, c) !=
-        NATS_OK)
+    if (hearth__cluster_serve_start(n))
         return; /* the lease expires; someone else leads */
     n->leader = true;
     n->lease_rev = j->new_rev;
@@ -229,8 +215,7 @@ static void round_done(uv_work_t *w, int status) {
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->leader)
             snprintf(n->leader_name, sizeof n->leader_name, "%s", j->holder);
-        if (j->purge.purged_to > n->purged)
-            n->purged = j->purge.purged_to;
+        hearth__cluster_retain_done(n, &j->purge);
     }
     if (r->live) { /* the operator's view, as of this round */
         json_decref(c->live);
@@ -243,37 +228,15 @@ static void round_done(uv_work_t *w, int status) {
     hearth__cluster_round_ended(c);
 }
 
-/* This node's liveness value: {"ns": {"<name>": applied sequence},
- * "sums": {"<name>": its checkpoints (antientropy.c)}, "run": its run}. */
-static char *liveness(hearth__cluster *c) {
-    json_t *ns = json_object(), *sums = json_object();
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
-        hearth__cluster_checks_note(n);
-        if (!n->diverged) /* a diverged tree is nobody's reference */
-            json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));
-    }
-    json_t *doc = json_pack("{sososs}", "ns", ns, "sums", sums, "run", c->run);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    return text;
-}
-
 /* A leader's purge every retain_ticks (renewal rounds only): as far as
  * the log reached at the previous one, at most. */
-static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
-                       lease_job *j, bool renew, uint64_t ticks) {
-    if (!n->leader || !renew ||
-        ticks % c->retain_ticks != 1)
+static void plan_purge(hearth__cluster_ns *n, lease_job *j, bool renew,
+                       uint64_t ticks) {
+    if (!n->leader || !renew)
         return;
-    j->retain = true;
     j->purge = (hearth__retain_job){.name = j->name, .stream = j->stream,
-                                    .subject = j->subject,
-                                    .kept = n->applied_seq,
-                                    .last = n->applied_seq,
-                                    .cap = n->retain_cap,
-                                    .purged = n->purged};
-    n->retain_cap = n->applied_seq;
+                                    .subject = j->subject};
+    j->retain = hearth__cluster_retain_plan(n, ticks, &j->purge);
 }
 
 static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
@@ -295,11 +258,11 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
         jobs[i].leader = n->leader;
         jobs[i].rev = n->lease_rev;
         jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */
-        plan_purge(c, n, &jobs[i], renew, ticks);
+        plan_purge(n, &jobs[i], renew, ticks);
     }
     r->c = c;
     r->renew = renew;
-    r->alive = renew ? liveness(c) : NULL;
+    r->alive = renew ? hearth__cluster_liveness(c) : NULL;
     r->jobs = jobs;
     r->njobs = count;
     r->releases = c->releases;

@@ -1,9 +1,7 @@
 /* link.c - this node's link to NATS: the connection, JetStream, the lease
  * and liveness buckets, the streams, and the one way from NATS's threads
  * to the loop (a locked list and a coalesced uv_async_send). */
-#include "cluster/internal.h"
-#include "cluster/seal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -47,13 +45,6 @@ void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
         hearth__free(q);
         natsMsg_Destroy(m);
     }
-}
-
-hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
-        if (strcmp(n->name, name) == 0)
-            return n;
-    return NULL;
 }
 
 /* The namespace a subject ends with (hearth.ns.<p>.<name>,
@@ -201,13 +192,14 @@ static natsStatus bucket(hearth__cluster *c, jsCtx *js, const char *name,
     return s;
 }
 
-int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
+int hearth__cluster_stream(hearth__cluster *c, const char *name,
+                           char stream[32], char subject[96],
                            hearth_error_t *err) {
-    unsigned p = (unsigned)(crc32(0, (const unsigned char *)n->name,
-                                  (unsigned)strlen(n->name)) %
+    unsigned p = (unsigned)(crc32(0, (const unsigned char *)name,
+                                  (unsigned)strlen(name)) %
                             HEARTH__CLUSTER_PARTITIONS);
-    snprintf(n->stream, sizeof n->stream, "HEARTH_P%u", p);
-    snprintf(n->subject, sizeof n->subject, "hearth.ns.%u.%s", p, n->name);
+    snprintf(stream, 32, "HEARTH_P%u", p);
+    snprintf(subject, 96, "hearth.ns.%u.%s", p, name);
     if (c->made_stream[p])
         return 0;
     char subjects[32];
@@ -215,7 +207,7 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
     const char *list[] = {subjects};
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
-    cfg.Name = n->stream;
+    cfg.Name = stream;
     cfg.Subjects = list;
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
@@ -226,7 +218,7 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
     jsStreamInfo_Destroy(si);
     if (s != NATS_OK && jerr != JSStreamNameExistErr) {
         /* Made by another node with other settings: use it as it is. */
-        s = js_GetStreamInfo(&si, c->js, n->stream, NULL, &jerr);
+        s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
         jsStreamInfo_Destroy(si);
         if (s != NATS_OK)
             return nats_fail(err, s, "cannot make the log's stream");

@@ -10,7 +10,7 @@
  * worker (lane.c), never on the loop. Each list is sealed for its key
  * (cluster/sealing.h): one put there by an outsider, or moved from
  * another session's key, does not open and is deleted unrun. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "tree/json.h"
 

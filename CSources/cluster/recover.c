@@ -5,7 +5,7 @@
  * one the leader wrote and synced while its append was in flight and
  * then died, so the stream may never have got it; it is cut off, and the
  * tail reads whatever the stream holds past cluster.seq instead. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include "store/files.h"
 #include "store/logfile.h"

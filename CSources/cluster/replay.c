@@ -18,7 +18,7 @@
  * its that could be replayed is refused as too old. A replay to another
  * leader, or to a later run of this one, is refused by the term the
  * request is sealed for (forward.c). Loop thread. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * (cluster/sealing.h); one that does not open is not known, and a node
  * joining then takes a peer's snapshot rather than trust its own place in
  * a log that may be purged past it. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -62,6 +62,24 @@ void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     jo.Stream.Purge.Sequence = floor;
     if (js_PurgeStream(c->js, j->stream, &jo, NULL) == NATS_OK)
         j->purged_to = floor - 1;
+}
+
+bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
+                                 hearth__retain_job *j) {
+    if (ticks % n->c->retain_ticks != 1)
+        return false;
+    j->kept = n->applied_seq;
+    j->last = n->applied_seq;
+    j->cap = n->retain_cap;
+    j->purged = n->purged;
+    n->retain_cap = n->applied_seq;
+    return true;
+}
+
+void hearth__cluster_retain_done(hearth__cluster_ns *n,
+                                 const hearth__retain_job *j) {
+    if (j->purged_to > n->purged)
+        n->purged = j->purged_to;
 }
 
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {

@@ -22,7 +22,7 @@
  * adopted. A node that refuses one puts its own copy back, so a node
  * starting later reads the newest document rather than what an outsider
  * left in the bucket. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>

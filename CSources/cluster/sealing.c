@@ -1,7 +1,7 @@
 /* sealing.c - the cluster's seal, as its messages use it (sealing.h):
  * contexts, the pass-through of a node without a secret, and the count
  * and log of what is dropped. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>

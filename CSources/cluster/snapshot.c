@@ -17,7 +17,7 @@
  * the answering node (its headers, cleartext, are bound), so an old
  * snapshot cannot be passed off to a joining node, nor a forged "nothing
  * here" make it read a purged log from its start. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "store/store.h"
 #include "tree/json.h"

@@ -5,46 +5,10 @@
  * node holds it unavailable while rebuilding it. The live nodes are
  * read by the leases' round on its worker (each second), never on the
  * loop: the answer shows them as of the last round. */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <string.h>
-
-json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
-                                    bool *forged) {
-    kvEntry *e = NULL;
-    json_t *v = NULL;
-    hearth__buf text;
-    hearth__buf_init(&text);
-    bool found = kvStore_Get(&e, c->nodes, node) == NATS_OK;
-    if (found &&
-        !hearth__cluster_open_value(c, "hearth_nodes", node, kvEntry_Value(e),
-                                    (size_t)kvEntry_ValueLen(e), &text))
-        v = json_loadb(text.data, text.len, 0, NULL);
-    if (forged)
-        *forged = found && !v;
-    hearth__buf_free(&text);
-    kvEntry_Destroy(e);
-    return json_is_object(v) ? v : (json_decref(v), NULL);
-}
-
-/* Every live node's liveness value, {"<node>": {"ns": {...}}}: keys whose
- * value does not open (not a node's: written without the secret) are no
- * live node. */
-json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
-    json_t *all = json_object();
-    kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
-        return all;
-    for (int i = 0; i < keys.Count; i++) {
-        json_t *v = hearth__cluster_liveness_of(c, keys.Keys[i], NULL);
-        if (v)
-            json_object_set_new(all, keys.Keys[i], v);
-    }
-    kvKeysList_Destroy(&keys);
-    return all;
-}
 
 static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
     json_t *lag = json_object();

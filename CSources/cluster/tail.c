@@ -13,7 +13,7 @@
  * copied elsewhere, garbage) is a no-op record: applied_seq still passes
  * it, as every node sees it at the same sequence and skips it alike, and
  * the leader's next append is fenced on it. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "store/files.h"
 #include "store/logfile.h"

@@ -2,16 +2,18 @@
  * periodic work behind its own function and decides what is due from the
  * tick's number; the order below is the order they have always run in:
  * the leases' round first (it is what every other job's view of who
- * leads comes from), then the sweep, forwarded writes' retries and
- * timeouts, the rules' consumer if not yet made, and each namespace's
+ * leads comes from), then the sweep, forwarded writes (the joins and
+ * replay windows a leader keeps, then the sender's retries and
+ * timeouts), the rules' consumer if not yet made, and each namespace's
  * tail (records held back by a commit) and rebuild. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 static void on_tick(uv_timer_t *t) {
     hearth__cluster *c = t->data;
     uint64_t ticks = ++c->tick.ticks;
     hearth__cluster_lease_tick(c, ticks);
     hearth__cluster_orphans_tick(c, ticks);
+    hearth__cluster_serve_tick(c);
     hearth__cluster_forward_tick(c);
     hearth__cluster_rules_follow_bucket(c); /* if not yet */
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {

@@ -5,7 +5,7 @@
 #include "test.h"
 
 #include "cluster/cluster.h"
-#include "cluster/internal.h"
+#include "cluster/node.h"
 #include "cluster/sealing.h"
 #include "common/histogram.h"
 #include "db/check.h"

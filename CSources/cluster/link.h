@@ -1,0 +1,38 @@
+/* link.h - this node's link to NATS (cluster/link.c, cluster/natsopts.c):
+ * the connection and its JetStream contexts, the streams, the one way
+ * from NATS's threads to the loop, and the stop that waits for every
+ * user of the link. Internal to cluster/. */
+#ifndef HEARTH_CLUSTER_LINK_H
+#define HEARTH_CLUSTER_LINK_H
+
+#include "cluster/internal.h"
+
+/* ---- link.c ---- */
+/* Any thread: queues m for the loop (or drops it when stopping). */
+void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                          natsMsg *m, uint64_t seq);
+/* A NATS status as a Hearth error (EIO unless it says more). */
+int hearth__cluster_error(natsStatus s);
+/* A namespace's database is freed: the last lets a stop finish. */
+void hearth__cluster_space_freed(hearth__cluster *c);
+/* Makes the stream of namespace name if this node has not yet; its
+ * stream's and subject's names into stream and subject. */
+int hearth__cluster_stream(hearth__cluster *c, const char *name,
+                           char stream[32], char subject[96],
+                           hearth_error_t *err);
+/* Ends *sub (NULL after). A JetStream consumer it made is deleted while
+ * NATS is connected; otherwise the server drops it once nobody listens,
+ * and nothing waits for a NATS that cannot answer. */
+void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub);
+/* A worker using the link ended (a leases' round, the
+ * KV lane): a stop waiting for it may finish. */
+void hearth__cluster_round_ended(hearth__cluster *c);
+
+/* ---- natsopts.c ---- */
+/* The NATS credentials and TLS of o into opts (tls:// URLs and a CA make
+ * the connection secure); an error names the file at fault. */
+int hearth__cluster_nats_auth(natsOptions *opts,
+                              const hearth__cluster_options *o,
+                              hearth_error_t *err);
+
+#endif

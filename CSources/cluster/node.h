@@ -1,0 +1,155 @@
+/* node.h - the state of this node (hearth__cluster) and of each open
+ * namespace (hearth__cluster_ns), each made of the parts of the jobs that
+ * own them: a part is declared in its job's header and written by that
+ * job's files alone; other jobs call the job's functions. Internal to
+ * cluster/. */
+#ifndef HEARTH_CLUSTER_NODE_H
+#define HEARTH_CLUSTER_NODE_H
+
+#include "cluster/internal.h"
+
+#include "cluster/antientropy.h"
+#include "cluster/backend.h"
+#include "cluster/forward.h"
+#include "cluster/lease.h"
+#include "cluster/link.h"
+#include "cluster/log.h"
+#include "cluster/ondisconnect.h"
+#include "cluster/rules.h"
+#include "cluster/sealing.h"
+#include "cluster/snapshot.h"
+#include "cluster/tick.h"
+
+/* A lease given up, deleted by the next round if still as it was. */
+typedef struct hearth__lease_release {
+    struct hearth__lease_release *next;
+    char name[130];
+    uint64_t rev;
+} hearth__lease_release;
+typedef struct hearth__forward hearth__forward;
+
+struct hearth__cluster {
+    uv_loop_t *loop;
+    char *node;
+    /* made from the cluster secret at start, freed with the link; NULL
+     * when the node runs --cluster-insecure (cluster/seal.h) */
+    struct hearth__seal *seal;
+    /* what was taken from NATS and dropped, by kind, and which kinds'
+     * first was logged (sealing.h) */
+    _Atomic uint64_t rejected[HEARTH__CLUSTER_REJECT_KINDS];
+    atomic_uint rejected_logged;
+    struct hearth__replay *replay; /* forwarded writes served (replay.c) */
+    int replicas;
+    natsConnection *nc;
+    jsCtx *js;
+    jsCtx *round_js; /* the leases' round's calls (ROUND_WAIT_MS) */
+    kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
+    kvStore *retained; /* each namespace's purge floor (retain.c) */
+    kvStore *rules_kv; /* each namespace's rules (rules.c) */
+    natsSubscription *rules_sub;
+    struct hearth__rules_copy *rules; /* this node's copy of the bucket */
+    hearth__cluster_rules_cb on_rules;
+    void *on_rules_ctx;
+    char run[24]; /* this process's run of the node, in liveness and keys */
+    bool made_stream[HEARTH__CLUSTER_PARTITIONS];
+    /* NATS threads -> loop */
+    uv_mutex_t lock;
+    hearth__cluster_msg *head, *tail;
+    bool stopping; /* under lock: NATS threads drop what they get */
+    uv_async_t wake;
+    hearth__cluster_periodic tick; /* tick.h */
+    int closing; /* handles still to close at stop */
+    /* Namespaces whose databases are not yet freed: a commit of theirs
+     * may still be appending on a worker thread, so the link outlives
+     * them (a stop asked meanwhile finishes with the last). */
+    int open_spaces;
+    bool stop_asked;
+    bool round_running; /* the leases' round on a worker (lease.c) */
+    int rebuilds; /* diverged namespaces' rebuilds on workers */
+    uint64_t divergences; /* found since start (antientropy.c) */
+    hearth__lease_release *releases;
+    unsigned retain_ticks; /* a purge round every so many (retain.c) */
+    unsigned append_delay_ms; /* test hook (backend.c) */
+    hearth__cluster_ns *spaces; /* open namespaces */
+    /* forwarded writes awaiting the leader's answer */
+    natsSubscription *replies;
+    char inbox[96];
+    uint64_t next_id;
+    hearth__forward *forwards;
+    struct hearth__joining *joining; /* forwarded writes arriving in parts */
+    struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
+    struct hearth__sweep *sweep; /* the onDisconnect sweep (ondisconnect.c) */
+    struct json_t *live; /* every live node's liveness, as of the last
+                            renewal round (status.c shows it) */
+};
+
+/* One open namespace (hearth__embedded.replica_ctx of its database). */
+struct hearth__cluster_ns {
+    hearth__cluster *c;
+    hearth__cluster_ns *next;
+    hearth_db_t *db;
+    char *name;
+    char subject[96]; /* its log: hearth.ns.<partition>.<name> */
+    char stream[32];
+    /* its own JetStream context: appends in flight are this namespace's
+     * alone (hearth__cluster_append_wait waits for them) */
+    jsCtx *js;
+    char seq_file[4096]; /* the local store's place in the log */
+    /* The tree is exactly the log's records up to here (tail.c keeps it
+     * so: hearth__cluster_tree_exact): the fence of the next append. */
+    uint64_t applied_seq;
+    /* ... and the tree of the last good commit (durable_root) up to here:
+     * a failed commit puts applied_seq back to it. */
+    uint64_t committed_seq;
+    uint64_t durable_seq; /* ... and in the local store up to here */
+    uint64_t stored_seq;  /* what seq_file says */
+    int seq_fd;           /* seq_file, open once written (0: not yet) */
+    /* leadership */
+    bool leader;
+    uint64_t lease_rev;
+    uint64_t lead_from; /* the log's end when the lease was won: writes
+                           wait until the tree has caught up to it */
+    char leader_name[64]; /* who holds the lease, as last seen */
+    natsSubscription *serving; /* forwarded writes, while leader */
+    /* what the store buffers since the last commit began */
+    size_t log_writes, own_writes;
+    bool batch_published; /* the commit in flight goes to the log */
+    uint64_t batch_seq;   /* its sequence once appended (worker thread) */
+    uint64_t batch_applied; /* applied_seq when it began */
+    int batch_jerr;       /* the log's refusal, if any */
+    int batch_rc;         /* the append's outcome (set by its answer) */
+    /* the tail */
+    natsSubscription *tail_sub;
+    uint64_t tail_last; /* the sequence of the last message it received */
+    hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    /* applied, kept until a good commit holds them: a failed one undoes
+     * them, and they apply again (with the parts of an unfinished chain,
+     * which a commit never holds) */
+    hearth__cluster_msg *unsettled, *unsettled_tail;
+    hearth__buf chain;   /* the parts of a chain received so far */
+    size_t chain_parts;  /* how many */
+    uint64_t chain_first; /* the sequence of its first part (0: none) */
+    /* client writes waiting: for leadership settled, or for the tail */
+    hearth__db_op *held, *held_tail;
+    /* the last whole tree, answered to joining peers (snapshot.c) */
+    hearth__snap_box *snap;
+    natsSubscription *snap_sub;
+    /* retention, while leader: the log's end at the last purge round
+     * (the next purges no further), and what is purged */
+    uint64_t retain_cap, purged;
+    /* anti-entropy (antientropy.c): this node's recent checkpoints (a
+     * ring), sequences peers published that the tail has not reached, and
+     * whether the tree was found to differ (not served, rebuilding) */
+    hearth__checkpoint checks[HEARTH__CLUSTER_CHECKS];
+    unsigned check_next, check_count;
+    uint64_t wanted[HEARTH__CLUSTER_CHECKS];
+    unsigned nwanted;
+    bool diverged, rebuilding;
+    /* the leader's run, as it last told this node: forwarded writes are
+     * sealed for it alone (forward.c) */
+    char leader_term[96];
+    hearth__forward *waiting; /* answered, acknowledged at their seq */
+    int forwarding;           /* sent, not yet answered */
+};
+
+#endif
