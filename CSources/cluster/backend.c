@@ -3,10 +3,11 @@
  * applied at once (its events raised before the ok, as on one node) and
  * acknowledged once its group's record is in the log and in the local
  * log; elsewhere it is forwarded (cluster/forward.c). Records that came
- * from the log are committed locally but never appended again. */
+ * from the log are committed locally but never appended again (the
+ * commits' hooks: cluster/commit.c). This file routes each write (ordered
+ * here, held while leadership settles, or forwarded), and opens and
+ * closes namespaces. */
 #include "cluster/node.h"
-
-#include "store/logfile.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,107 +26,6 @@ hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
 }
 
 #define EMBEDDED hearth__db_embedded
-
-/* ---- the replica hooks (db/commit.c) ---- */
-
-static bool replica_begin(void *ctx) {
-    hearth__cluster_ns *n = ctx;
-    /* Records from the log and this node's own writes never share a
-     * commit (writes wait while the log's are uncommitted). */
-    n->batch_published = n->own_writes > 0;
-    n->batch_seq = 0;
-    n->batch_jerr = 0;
-    n->batch_applied = n->applied_seq;
-    n->log_writes = n->own_writes = 0;
-    return n->batch_published;
-}
-
-/* Worker thread: the records in the local log's bytes, sent to the log
- * fenced by the sequence of the subject's last record this node's tree
- * holds; the local log writes them while the stream answers. */
-static int replica_publish(void *ctx, const hearth__records *records) {
-    hearth__cluster_ns *n = ctx;
-    if (!n->batch_published)
-        return 0;
-    hearth__buf bytes;
-    hearth__buf_init(&bytes);
-    /* room for the seal's header: the group is sealed where it lies */
-    static const char room[HEARTH__SEAL_HEADER];
-    hearth__buf_add(&bytes, room, hearth__cluster_seal_room(n->c));
-    hearth__buf_add(&bytes, HEARTH__LOG_HEADER, HEARTH__LOG_HEADER_LEN);
-    int rc = hearth__records_write(records, &bytes);
-    if (!rc && bytes.failed)
-        rc = HEARTH_ENOMEM;
-    if (!rc)
-        rc = hearth__cluster_append_start(n, &bytes, n->batch_applied);
-    hearth__buf_free(&bytes);
-    return rc;
-}
-
-/* Worker thread: the stream's answer to what replica_publish sent. */
-static int replica_published(void *ctx) {
-    hearth__cluster_ns *n = ctx;
-    if (n->batch_published && n->c->append_delay_ms)
-        uv_sleep(n->c->append_delay_ms);
-    return n->batch_published ? hearth__cluster_append_wait(n) : 0;
-}
-
-static void replica_end(void *ctx, int rc, bool synced) {
-    hearth__cluster_ns *n = ctx;
-    if (!rc && n->batch_published) {
-        /* Nothing of the log applied while this commit was in flight
-         * (hearth__cluster_tree_exact): the tree is the log up to the
-         * fence, and now up to this record. */
-        if (n->applied_seq != n->batch_applied)
-            fprintf(stderr, "hearth: cluster: %s: records applied during "
-                    "an append (%llu, fence %llu)\n", n->name,
-                    (unsigned long long)n->applied_seq,
-                    (unsigned long long)n->batch_applied);
-        n->applied_seq = n->committed_seq = n->batch_seq;
-        n->durable_seq = n->batch_seq;
-    } else if (!rc) {
-        n->committed_seq = n->batch_applied;
-        /* Records from the log count once synced (seq_file never runs
-         * ahead of the disk: a restart replays from there). */
-        if (synced)
-            n->durable_seq = n->batch_applied;
-    }
-    if (!rc) {
-        hearth__cluster_tail_settled(n);
-        hearth__cluster_seq_write(n);
-    }
-    if (n->records) /* waiting for this commit: apply them now */
-        uv_async_send(&n->c->wake);
-    if (rc && n->batch_published) {
-        fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
-                "catching up from the log\n", n->name, hearth_strerror(rc),
-                n->batch_jerr == 10071 ? ", a newer record is there" : "");
-        if (n->batch_seq == 0)
-            hearth__cluster_step_down(n);
-    }
-}
-
-/* Loop: a failed commit undid every write since the last good one, the
- * records of the log among them: they apply again from there. */
-static void replica_reverted(void *ctx) {
-    hearth__cluster_ns *n = ctx;
-    n->own_writes = n->log_writes = 0; /* all undone */
-    hearth__cluster_tail_rewind(n);
-    if (n->records)
-        uv_async_send(&n->c->wake);
-}
-
-static const hearth__db_replica replica = {
-    .begin = replica_begin,
-    .publish = replica_publish,
-    .published = replica_published,
-    .end = replica_end,
-    .reverted = replica_reverted,
-};
-
-void hearth__cluster_set_append_delay(hearth__cluster *c, unsigned ms) {
-    c->append_delay_ms = ms;
-}
 
 /* ---- writes ---- */
 
@@ -368,7 +268,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
         return rc;
     }
     hearth__embedded *e = n->db->impl;
-    e->replica = &replica;
+    e->replica = &hearth__cluster_replica;
     e->replica_ctx = n;
     c->open_spaces++;
     n->applied_seq = n->durable_seq = n->stored_seq =

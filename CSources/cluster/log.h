@@ -9,6 +9,11 @@
 
 #include "cluster/internal.h"
 
+/* ---- commit.c ---- */
+/* The hooks of each namespace's commits (its embedded engine's replica,
+ * set at open by backend.c). */
+extern const hearth__db_replica hearth__cluster_replica;
+
 /* ---- append.c ---- */
 /* Appends a group commit's bytes after sequence `after` (0: none), as one
  * message or a chain of parts; *seq: the last one's. Worker thread. */
