@@ -218,7 +218,7 @@ static void rebuild_done(uv_work_t *w, int status) {
 /* Starts a rebuild of diverged n unless one runs, once nothing of its own
  * is in flight (the tick calls it again until then). */
 void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
-    if (!n->diverged || n->rebuilding || n->c->stop_asked ||
+    if (!n->diverged || n->rebuilding || hearth__cluster_stop_asked(n->c) ||
         !hearth__cluster_tree_exact(n))
         return;
     rebuild_job *j = hearth__calloc(1, sizeof *j);

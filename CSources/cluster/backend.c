@@ -270,7 +270,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     hearth__embedded *e = n->db->impl;
     e->replica = &hearth__cluster_replica;
     e->replica_ctx = n;
-    c->open_spaces++;
+    hearth__cluster_space_opened(c);
     n->applied_seq = n->durable_seq = n->stored_seq =
         hearth__cluster_seq_read(n);
     if (joined) {

@@ -79,7 +79,7 @@ static void replica_end(void *ctx, int rc, bool synced) {
         hearth__cluster_seq_write(n);
     }
     if (n->records) /* waiting for this commit: apply them now */
-        uv_async_send(&n->c->wake);
+        hearth__cluster_wake(n->c);
     if (rc && n->batch_published) {
         fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
                 "catching up from the log\n", n->name, hearth_strerror(rc),
@@ -96,7 +96,7 @@ static void replica_reverted(void *ctx) {
     n->own_writes = n->log_writes = 0; /* all undone */
     hearth__cluster_tail_rewind(n);
     if (n->records)
-        uv_async_send(&n->c->wake);
+        hearth__cluster_wake(n->c);
 }
 
 const hearth__db_replica hearth__cluster_replica = {

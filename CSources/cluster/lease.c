@@ -277,6 +277,6 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
 
 void hearth__cluster_lease_tick(hearth__cluster *c, uint64_t ticks) {
     bool second = (ticks - 1) % 2 == 0; /* the first tick renews */
-    if (!c->round_running && !c->stop_asked)
+    if (!c->round_running && !hearth__cluster_stop_asked(c))
         start_round(c, second, ticks);
 }

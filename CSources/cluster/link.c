@@ -27,20 +27,20 @@ int hearth__cluster_error(natsStatus s) {
 void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
                           natsMsg *m, uint64_t seq) {
     hearth__cluster_msg *q = hearth__calloc(1, sizeof *q);
-    uv_mutex_lock(&c->lock);
-    bool keep = q && !c->stopping;
+    uv_mutex_lock(&c->link.lock);
+    bool keep = q && !c->link.stopping;
     if (keep) {
         q->kind = kind;
         q->msg = m;
         q->seq = seq;
-        if (c->tail)
-            c->tail->next = q;
+        if (c->link.tail)
+            c->link.tail->next = q;
         else
-            c->head = q;
-        c->tail = q;
-        uv_async_send(&c->wake);
+            c->link.head = q;
+        c->link.tail = q;
+        uv_async_send(&c->link.wake);
     }
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_unlock(&c->link.lock);
     if (!keep) { /* no memory: a lost record is caught up by the fence */
         hearth__free(q);
         natsMsg_Destroy(m);
@@ -75,10 +75,10 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
 
 static void on_wake(uv_async_t *a) {
     hearth__cluster *c = a->data;
-    uv_mutex_lock(&c->lock);
-    hearth__cluster_msg *q = c->head;
-    c->head = c->tail = NULL;
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_lock(&c->link.lock);
+    hearth__cluster_msg *q = c->link.head;
+    c->link.head = c->link.tail = NULL;
+    uv_mutex_unlock(&c->link.lock);
     while (q) {
         hearth__cluster_msg *next = q->next;
         q->next = NULL;
@@ -200,7 +200,7 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
                             HEARTH__CLUSTER_PARTITIONS);
     snprintf(stream, 32, "HEARTH_P%u", p);
     snprintf(subject, 96, "hearth.ns.%u.%s", p, name);
-    if (c->made_stream[p])
+    if (c->link.made_stream[p])
         return 0;
     char subjects[32];
     snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
@@ -223,7 +223,7 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
         if (s != NATS_OK)
             return nats_fail(err, s, "cannot make the log's stream");
     }
-    c->made_stream[p] = true;
+    c->link.made_stream[p] = true;
     return 0;
 }
 
@@ -324,14 +324,14 @@ static void cluster_free(hearth__cluster *c) {
     hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
     json_decref(c->live);
-    hearth__cluster_msg *q = c->head;
+    hearth__cluster_msg *q = c->link.head;
     while (q) {
         hearth__cluster_msg *next = q->next;
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         q = next;
     }
-    uv_mutex_destroy(&c->lock);
+    uv_mutex_destroy(&c->link.lock);
     hearth__seal_free(c->seal);
     hearth__free(c->node);
     hearth__free(c);
@@ -362,7 +362,7 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
         c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
         hearth__cluster_lane_create(c) || hearth__cluster_sweep_create(c) ||
-        uv_mutex_init(&c->lock)) {
+        uv_mutex_init(&c->link.lock)) {
         if (c) {
             hearth__cluster_lane_free(c);
             hearth__cluster_sweep_free(c);
@@ -386,24 +386,24 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
         cluster_free(c);
         return rc;
     }
-    uv_async_init(loop, &c->wake, on_wake);
-    c->wake.data = c;
+    uv_async_init(loop, &c->link.wake, on_wake);
+    c->link.wake.data = c;
     hearth__cluster_tick_start(c);
-    hearth__cluster_rules_follow_bucket(c); /* posts need c->wake */
+    hearth__cluster_rules_follow_bucket(c); /* posts need c->link.wake */
     *out = c;
     return 0;
 }
 
 static void on_handle_closed(uv_handle_t *h) {
     hearth__cluster *c = h->data;
-    if (--c->closing == 0)
+    if (--c->link.closing == 0)
         cluster_free(c);
 }
 
 static void finish_stop(hearth__cluster *c) {
-    uv_mutex_lock(&c->lock);
-    c->stopping = true;
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_lock(&c->link.lock);
+    c->link.stopping = true;
+    uv_mutex_unlock(&c->link.lock);
     /* Our liveness key goes at once, and the leases we gave up: the others
      * take over at their next round. */
     kvStore_Delete(c->nodes, c->node);
@@ -415,8 +415,8 @@ static void finish_stop(hearth__cluster *c) {
     }
     drop_link(c);
     c->replies = NULL;
-    c->closing = 2;
-    uv_close((uv_handle_t *)&c->wake, on_handle_closed);
+    c->link.closing = 2;
+    uv_close((uv_handle_t *)&c->link.wake, on_handle_closed);
     hearth__cluster_tick_close(c, on_handle_closed);
 }
 
@@ -433,7 +433,7 @@ static void finish_stop(hearth__cluster *c) {
  * its commit would wait for ever. That wait is bounded by the append's
  * own (HEARTH__CLUSTER_WAIT_MS). */
 static void maybe_finish_stop(hearth__cluster *c) {
-    if (!c->stop_asked || c->open_spaces > 0)
+    if (!c->link.stop_asked || c->link.open_spaces > 0)
         return;
     if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
         natsConnection_Close(c->nc);
@@ -442,13 +442,25 @@ static void maybe_finish_stop(hearth__cluster *c) {
 }
 
 void hearth__cluster_stop(hearth__cluster *c) {
-    c->stop_asked = true;
+    c->link.stop_asked = true;
     hearth__cluster_tick_stop(c);
     maybe_finish_stop(c);
 }
 
+void hearth__cluster_wake(hearth__cluster *c) {
+    uv_async_send(&c->link.wake);
+}
+
+bool hearth__cluster_stop_asked(const hearth__cluster *c) {
+    return c->link.stop_asked;
+}
+
+void hearth__cluster_space_opened(hearth__cluster *c) {
+    c->link.open_spaces++;
+}
+
 void hearth__cluster_space_freed(hearth__cluster *c) {
-    c->open_spaces--;
+    c->link.open_spaces--;
     maybe_finish_stop(c);
 }
 

@@ -51,19 +51,8 @@ struct hearth__cluster {
     hearth__cluster_rules_cb on_rules;
     void *on_rules_ctx;
     char run[24]; /* this process's run of the node, in liveness and keys */
-    bool made_stream[HEARTH__CLUSTER_PARTITIONS];
-    /* NATS threads -> loop */
-    uv_mutex_t lock;
-    hearth__cluster_msg *head, *tail;
-    bool stopping; /* under lock: NATS threads drop what they get */
-    uv_async_t wake;
-    hearth__cluster_periodic tick; /* tick.h */
-    int closing; /* handles still to close at stop */
-    /* Namespaces whose databases are not yet freed: a commit of theirs
-     * may still be appending on a worker thread, so the link outlives
-     * them (a stop asked meanwhile finishes with the last). */
-    int open_spaces;
-    bool stop_asked;
+    hearth__cluster_link link;     /* link.h: link.c */
+    hearth__cluster_periodic tick; /* tick.h: tick.c */
     bool round_running; /* the leases' round on a worker (lease.c) */
     int rebuilds; /* diverged namespaces' rebuilds on workers */
     uint64_t divergences; /* found since start (antientropy.c) */

@@ -152,7 +152,7 @@ void hearth__cluster_sweep_end(hearth__cluster *c) {
     l->leads = NULL;
     while (o) {
         orphan *next = o->next;
-        if (!c->stop_asked)
+        if (!hearth__cluster_stop_asked(c))
             run_orphan(c, o);
         hearth__free(o->writes);
         hearth__free(o);
@@ -177,7 +177,7 @@ static size_t led(hearth__cluster *c, char (**names)[130]) {
 
 bool hearth__cluster_sweep_begin(hearth__cluster *c) {
     struct hearth__sweep *l = c->sweep;
-    bool sweeping = l->due && !c->stop_asked &&
+    bool sweeping = l->due && !hearth__cluster_stop_asked(c) &&
                     (l->nleads = led(c, &l->leads)) > 0;
     l->due = false;
     return sweeping;

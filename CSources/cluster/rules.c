@@ -170,7 +170,7 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
 }
 
 void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
-    if (c->rules_sub || c->stop_asked)
+    if (c->rules_sub || hearth__cluster_stop_asked(c))
         return;
     jsSubOptions so;
     jsSubOptions_Init(&so);
