@@ -332,7 +332,7 @@ static void cluster_free(hearth__cluster *c) {
         q = next;
     }
     uv_mutex_destroy(&c->link.lock);
-    hearth__seal_free(c->seal);
+    hearth__cluster_sealing_free(c);
     hearth__free(c->node);
     hearth__free(c);
 }
@@ -374,7 +374,7 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
     c->loop = loop;
     int rc = 0;
     if (o->secret_file &&
-        (rc = hearth__seal_load_file(o->secret_file, &c->seal, err)))
+        (rc = hearth__cluster_sealing_load(c, o->secret_file, err)))
         cluster_prefix(err);
     if (!rc)
         rc = link_up(c, o, err);

@@ -31,14 +31,6 @@ typedef struct hearth__forward hearth__forward;
 struct hearth__cluster {
     uv_loop_t *loop;
     char *node;
-    /* made from the cluster secret at start, freed with the link; NULL
-     * when the node runs --cluster-insecure (cluster/seal.h) */
-    struct hearth__seal *seal;
-    /* what was taken from NATS and dropped, by kind, and which kinds'
-     * first was logged (sealing.h) */
-    _Atomic uint64_t rejected[HEARTH__CLUSTER_REJECT_KINDS];
-    atomic_uint rejected_logged;
-    struct hearth__replay *replay; /* forwarded writes served (replay.c) */
     int replicas;
     natsConnection *nc;
     jsCtx *js;
@@ -53,6 +45,7 @@ struct hearth__cluster {
     char run[24]; /* this process's run of the node, in liveness and keys */
     hearth__cluster_link link;     /* link.h: link.c */
     hearth__cluster_periodic tick; /* tick.h: tick.c */
+    hearth__cluster_sealing sealing; /* sealing.h: sealing.c, replay.c */
     bool round_running; /* the leases' round on a worker (lease.c) */
     int rebuilds; /* diverged namespaces' rebuilds on workers */
     uint64_t divergences; /* found since start (antientropy.c) */
