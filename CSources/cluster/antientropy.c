@@ -124,7 +124,7 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
             int verdict = compare(n, theirs);
             agree += verdict > 0;
             disagree += verdict < 0;
-            if (verdict < 0 && strcmp(node, n->leader_name) == 0)
+            if (verdict < 0 && strcmp(node, hearth__cluster_leader_name(n)) == 0)
                 leader_disagrees = true;
         }
         /* A verdict needs two peers to compare with where there are two:
@@ -132,7 +132,7 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
          * peer, the follower yields to the leader. */
         if (!disagree || agree + disagree < (peers < 2 ? peers : 2))
             continue;
-        if (peers == 1 ? leader_disagrees && !n->leader : disagree > agree)
+        if (peers == 1 ? leader_disagrees && !hearth__cluster_leads(n) : disagree > agree)
             diverge(n, agree, disagree);
     }
 }

@@ -32,7 +32,7 @@ hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
 /* Whether this node may order a write now: it leads, and no record of
  * the log waits in the store to be committed without being appended. */
 static bool may_order(hearth_db_t *db, hearth__cluster_ns *n) {
-    if (!n->leader || n->applied_seq < n->lead_from)
+    if (!hearth__cluster_lead_settled(n))
         return false;
     hearth__embedded *e = db->impl;
     if (n->log_writes && !e->committing)
@@ -51,7 +51,7 @@ static void hold(hearth__cluster_ns *n, hearth__db_op *o) {
 
 static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    if (!n->leader) {
+    if (!hearth__cluster_leads(n)) {
         hearth__cluster_forward(n, o);
         return true;
     }
@@ -69,7 +69,7 @@ static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
  * the leader as a compare-and-set (cluster/transaction.c). */
 static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    if (!n->leader)
+    if (!hearth__cluster_leads(n))
         return hearth__cluster_transaction_forward(n, o);
     if (!may_order(db, n)) {
         hold(n, o);

@@ -172,8 +172,8 @@ static natsStatus connect_nats(hearth__cluster *c,
 
 /* Bucket name, made if missing (on c->js: making one waits for
  * JetStream to place it), opened for calls on js. */
-static natsStatus bucket(hearth__cluster *c, jsCtx *js, const char *name,
-                         bool ttl, kvStore **out) {
+natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
+                                  const char *name, bool ttl, kvStore **out) {
     kvConfig kc;
     kvConfig_Init(&kc);
     kc.Bucket = name;
@@ -257,15 +257,13 @@ static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
     if (s == NATS_OK)
         s = natsConnection_JetStream(&c->round_js, c->nc, &jo);
     if (s == NATS_OK)
-        s = bucket(c, c->round_js, "hearth_leases", true, &c->leases);
+        s = hearth__cluster_lease_open(c);
     if (s == NATS_OK)
-        s = bucket(c, c->round_js, "hearth_nodes", true, &c->nodes);
+        s = hearth__cluster_bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
     if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
+        s = hearth__cluster_bucket(c, c->js, "hearth_retained", false, &c->retained);
     if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_retained", false, &c->retained);
-    if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
+        s = hearth__cluster_bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
@@ -294,8 +292,7 @@ static void drop_link(hearth__cluster *c) {
         natsSubscription_Unsubscribe(c->replies);
         natsSubscription_Destroy(c->replies);
     }
-    kvStore_Destroy(c->leases);
-    kvStore_Destroy(c->nodes);
+    hearth__cluster_lease_close(c);
     kvStore_Destroy(c->orphans);
     kvStore_Destroy(c->retained);
     kvStore_Destroy(c->rules_kv);
@@ -323,7 +320,7 @@ static void cluster_free(hearth__cluster *c) {
     hearth__cluster_lane_free(c);
     hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
-    json_decref(c->live);
+    hearth__cluster_lease_free(c);
     hearth__cluster_msg *q = c->link.head;
     while (q) {
         hearth__cluster_msg *next = q->next;
@@ -406,7 +403,7 @@ static void finish_stop(hearth__cluster *c) {
     uv_mutex_unlock(&c->link.lock);
     /* Our liveness key goes at once, and the leases we gave up: the others
      * take over at their next round. */
-    kvStore_Delete(c->nodes, c->node);
+    hearth__cluster_liveness_delete(c);
     hearth__cluster_releases_flush(c);
     hearth__cluster_rules_stop(c);
     if (c->replies) {
@@ -437,7 +434,8 @@ static void maybe_finish_stop(hearth__cluster *c) {
         return;
     if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
         natsConnection_Close(c->nc);
-    if (!c->round_running && !c->rebuilds && !hearth__cluster_lane_busy(c))
+    if (!hearth__cluster_lease_running(c) && !c->rebuilds &&
+        !hearth__cluster_lane_busy(c))
         finish_stop(c);
 }
 

@@ -44,6 +44,11 @@ void hearth__cluster_space_freed(hearth__cluster *c);
 int hearth__cluster_stream(hearth__cluster *c, const char *name,
                            char stream[32], char subject[96],
                            hearth_error_t *err);
+/* Bucket name, made if missing (on c->js: making one waits for
+ * JetStream to place it; ttl: HEARTH__CLUSTER_LEASE_MS), opened for calls
+ * on js (each job opens its own at start). */
+natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
+                                  const char *name, bool ttl, kvStore **out);
 /* Ends *sub (NULL after). A JetStream consumer it made is deleted while
  * NATS is connected; otherwise the server drops it once nobody listens,
  * and nothing waits for a NATS that cannot answer. */

@@ -32,7 +32,7 @@ json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
     json_t *v = NULL;
     hearth__buf text;
     hearth__buf_init(&text);
-    bool found = kvStore_Get(&e, c->nodes, node) == NATS_OK;
+    bool found = kvStore_Get(&e, c->lease.nodes, node) == NATS_OK;
     if (found &&
         !hearth__cluster_open_value(c, "hearth_nodes", node, kvEntry_Value(e),
                                     (size_t)kvEntry_ValueLen(e), &text))
@@ -50,7 +50,7 @@ json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
 json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
     json_t *all = json_object();
     kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
+    if (kvStore_Keys(&keys, c->lease.nodes, NULL) != NATS_OK)
         return all;
     for (int i = 0; i < keys.Count; i++) {
         json_t *v = hearth__cluster_liveness_of(c, keys.Keys[i], NULL);
@@ -59,4 +59,8 @@ json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
     }
     kvKeysList_Destroy(&keys);
     return all;
+}
+
+void hearth__cluster_liveness_delete(hearth__cluster *c) {
+    kvStore_Delete(c->lease.nodes, c->node);
 }

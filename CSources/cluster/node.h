@@ -20,12 +20,6 @@
 #include "cluster/snapshot.h"
 #include "cluster/tick.h"
 
-/* A lease given up, deleted by the next round if still as it was. */
-typedef struct hearth__lease_release {
-    struct hearth__lease_release *next;
-    char name[130];
-    uint64_t rev;
-} hearth__lease_release;
 typedef struct hearth__forward hearth__forward;
 
 struct hearth__cluster {
@@ -35,7 +29,6 @@ struct hearth__cluster {
     natsConnection *nc;
     jsCtx *js;
     jsCtx *round_js; /* the leases' round's calls (ROUND_WAIT_MS) */
-    kvStore *leases, *nodes, *orphans; /* orphans: onDisconnect writes */
     kvStore *retained; /* each namespace's purge floor (retain.c) */
     kvStore *rules_kv; /* each namespace's rules (rules.c) */
     natsSubscription *rules_sub;
@@ -46,10 +39,10 @@ struct hearth__cluster {
     hearth__cluster_link link;     /* link.h: link.c */
     hearth__cluster_periodic tick; /* tick.h: tick.c */
     hearth__cluster_sealing sealing; /* sealing.h: sealing.c, replay.c */
-    bool round_running; /* the leases' round on a worker (lease.c) */
+    hearth__cluster_leases lease;    /* lease.h: lease.c, liveness.c */
+    kvStore *orphans; /* onDisconnect writes */
     int rebuilds; /* diverged namespaces' rebuilds on workers */
     uint64_t divergences; /* found since start (antientropy.c) */
-    hearth__lease_release *releases;
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
     unsigned append_delay_ms; /* test hook (backend.c) */
     hearth__cluster_ns *spaces; /* open namespaces */
@@ -61,8 +54,6 @@ struct hearth__cluster {
     struct hearth__joining *joining; /* forwarded writes arriving in parts */
     struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
     struct hearth__sweep *sweep; /* the onDisconnect sweep (ondisconnect.c) */
-    struct json_t *live; /* every live node's liveness, as of the last
-                            renewal round (status.c shows it) */
 };
 
 /* One open namespace (hearth__embedded.replica_ctx of its database). */
@@ -86,12 +77,7 @@ struct hearth__cluster_ns {
     uint64_t durable_seq; /* ... and in the local store up to here */
     uint64_t stored_seq;  /* what seq_file says */
     int seq_fd;           /* seq_file, open once written (0: not yet) */
-    /* leadership */
-    bool leader;
-    uint64_t lease_rev;
-    uint64_t lead_from; /* the log's end when the lease was won: writes
-                           wait until the tree has caught up to it */
-    char leader_name[64]; /* who holds the lease, as last seen */
+    hearth__cluster_lead lead; /* lease.h: lease.c */
     natsSubscription *serving; /* forwarded writes, while leader */
     /* what the store buffers since the last commit began */
     size_t log_writes, own_writes;

@@ -127,7 +127,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
 /* Runs a dead run's writes here (this node leads ns), then forgets them. */
 static void run_orphan(hearth__cluster *c, const orphan *o) {
     hearth__cluster_ns *n = hearth__cluster_find(c, o->ns);
-    if (!n || !n->leader)
+    if (!n || !hearth__cluster_leads(n))
         return; /* led elsewhere now: its leader's sweep runs them */
     json_t *writes = NULL;
     hearth__json_load(o->writes, strlen(o->writes), &writes, NULL);
@@ -164,13 +164,13 @@ void hearth__cluster_sweep_end(hearth__cluster *c) {
 static size_t led(hearth__cluster *c, char (**names)[130]) {
     size_t n = 0;
     for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
-        n += s->leader;
+        n += hearth__cluster_leads(s);
     *names = n ? hearth__calloc(n, sizeof **names) : NULL;
     if (!*names)
         return 0;
     size_t i = 0;
     for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
-        if (s->leader)
+        if (hearth__cluster_leads(s))
             snprintf((*names)[i++], sizeof **names, "%s", s->name);
     return i;
 }

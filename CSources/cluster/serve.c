@@ -238,7 +238,7 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
     }
     if (!opened) {
         /* dropped unanswered */
-    } else if (!reply || !n || !n->leader) {
+    } else if (!reply || !n || !hearth__cluster_leads(n)) {
         /* No longer leading (the request was on its way): the sender asks
          * again on its next tick, whoever leads by then. */
         if (reply && (!part || i == k))

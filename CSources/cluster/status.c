@@ -24,7 +24,7 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
         }
     }
     return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
-                     n->stream, "role", n->leader ? "leader" : "follower",
+                     n->stream, "role", hearth__cluster_leads(n) ? "leader" : "follower",
                      "diverged", n->diverged,
                      "seq", (json_int_t)n->applied_seq, "durable_seq",
                      (json_int_t)n->durable_seq, "snapshot_seq",
@@ -35,15 +35,16 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {
-    json_t *live = c->live ? json_incref(c->live) : json_object();
+    json_t *live = hearth__cluster_live(c);
     json_t *nodes = json_array(), *leaders = json_object(),
            *spaces = json_object();
     const char *node;
     json_t *v;
     json_object_foreach(live, node, v) json_array_append_new(nodes, json_string(node));
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        if (n->leader_name[0])
-            json_object_set_new(leaders, n->name, json_string(n->leader_name));
+        if (hearth__cluster_leader_name(n)[0])
+            json_object_set_new(leaders, n->name,
+                                json_string(hearth__cluster_leader_name(n)));
         json_object_set_new(spaces, n->name, namespace_status(n, live));
     }
     /* Which NATS server this node talks to now (credentials cut out). */
