@@ -125,8 +125,8 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    return EMBEDDED.quiet(db) && !n->held && !n->waiting &&
-           !n->forwarding && !n->log_writes;
+    return EMBEDDED.quiet(db) && !n->held && hearth__cluster_forward_idle(n) &&
+           !n->log_writes;
 }
 
 /* The namespace leaves the cluster: no more forwarded writes served, no

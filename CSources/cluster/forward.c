@@ -140,9 +140,9 @@ static natsStatus send_parts(hearth__cluster *c, const char *subj,
 }
 
 static void send_one(hearth__cluster *c, hearth__forward *f) {
-    char subj[128], reply[sizeof c->inbox + 24];
+    char subj[128], reply[sizeof c->fwd.inbox + 24];
     snprintf(subj, sizeof subj, "hearth.fwd.%s", f->n->name);
-    snprintf(reply, sizeof reply, "%s.%llu", c->inbox,
+    snprintf(reply, sizeof reply, "%s.%llu", c->fwd.inbox,
              (unsigned long long)f->id);
     f->sent_at = uv_now(c->loop);
     const char *data = f->body;
@@ -150,7 +150,7 @@ static void send_one(hearth__cluster *c, hearth__forward *f) {
     if (f->slot) { /* the first line, just before the body's JSON */
         char line[SLOT + 1];
         int n = snprintf(line, sizeof line, "%lld %s\n",
-                         (long long)hearth_now_ms(), f->n->leader_term);
+                         (long long)hearth_now_ms(), f->n->fwd.leader_term);
         if (n < 0 || n > SLOT) {
             f->sent_at = 0;
             return;
@@ -161,6 +161,44 @@ static void send_one(hearth__cluster *c, hearth__forward *f) {
     }
     if (send_parts(c, subj, reply, data, len) != NATS_OK)
         f->sent_at = 0; /* disconnected: again next tick */
+}
+
+static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
+                         natsMsg *m, void *closure) {
+    (void)nc, (void)sub;
+    hearth__cluster_post(closure, MSG_REPLY, m, 0);
+}
+
+natsStatus hearth__cluster_replies_start(hearth__cluster *c) {
+    snprintf(c->fwd.inbox, sizeof c->fwd.inbox, "_INBOX.hearth.%s.%s",
+             c->node, c->run);
+    char wild[sizeof c->fwd.inbox + 2];
+    snprintf(wild, sizeof wild, "%s.*", c->fwd.inbox);
+    return natsConnection_Subscribe(&c->fwd.replies, c->nc, wild,
+                                    on_reply_msg, c);
+}
+
+void hearth__cluster_replies_drain(hearth__cluster *c) {
+    if (c->fwd.replies) {
+        natsSubscription_Drain(c->fwd.replies);
+        natsSubscription_WaitForDrainCompletion(c->fwd.replies, 2000);
+    }
+}
+
+void hearth__cluster_replies_close(hearth__cluster *c) {
+    if (c->fwd.replies) {
+        natsSubscription_Unsubscribe(c->fwd.replies);
+        natsSubscription_Destroy(c->fwd.replies);
+    }
+    c->fwd.replies = NULL;
+}
+
+bool hearth__cluster_forward_idle(const hearth__cluster_ns *n) {
+    return !n->fwd.waiting && !n->fwd.forwarding;
+}
+
+bool hearth__cluster_forward_waiting(const hearth__cluster_ns *n) {
+    return n->fwd.waiting != NULL;
 }
 
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
@@ -179,22 +217,22 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
     }
     f->n = n;
     f->o = o;
-    f->id = ++c->next_id;
+    f->id = ++c->fwd.next_id;
     f->deadline = uv_now(c->loop) + HEARTH__CLUSTER_FORWARD_MS;
-    f->next = c->forwards;
-    c->forwards = f;
-    n->forwarding++;
+    f->next = c->fwd.forwards;
+    c->fwd.forwards = f;
+    n->fwd.forwarding++;
     send_one(c, f);
 }
 
 /* Takes the forward with id out of c's list. */
 static hearth__forward *take(hearth__cluster *c, uint64_t id) {
-    for (hearth__forward **p = &c->forwards; *p; p = &(*p)->next)
+    for (hearth__forward **p = &c->fwd.forwards; *p; p = &(*p)->next)
         if ((*p)->id == id) {
             hearth__forward *f = *p;
             *p = f->next;
             f->next = NULL;
-            f->n->forwarding--;
+            f->n->fwd.forwarding--;
             return f;
         }
     return NULL;
@@ -205,7 +243,7 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     const char *dot = strrchr(subj, '.');
     uint64_t id = dot ? strtoull(dot + 1, NULL, 10) : 0;
     hearth__forward *f = NULL;
-    for (hearth__forward *g = c->forwards; g; g = g->next)
+    for (hearth__forward *g = c->fwd.forwards; g; g = g->next)
         if (g->id == id)
             f = g;
     json_t *doc = NULL;
@@ -231,7 +269,7 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     const char *term = json_string_value(json_object_get(doc, "to"));
     if (f && term && hearth__cluster_sealed(c)) {
         /* sealed for another leader: again at once, for this one */
-        snprintf(f->n->leader_term, sizeof f->n->leader_term, "%s", term);
+        snprintf(f->n->fwd.leader_term, sizeof f->n->fwd.leader_term, "%s", term);
         json_decref(doc);
         send_one(c, f);
         return;
@@ -253,13 +291,13 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
         finish(f, f->status);
         return;
     }
-    f->next = f->n->waiting;
-    f->n->waiting = f;
+    f->next = f->n->fwd.waiting;
+    f->n->fwd.waiting = f;
     hearth__cluster_forward_applied(f->n);
 }
 
 void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
-    for (hearth__forward **p = &n->waiting; *p;) {
+    for (hearth__forward **p = &n->fwd.waiting; *p;) {
         hearth__forward *f = *p;
         if (f->seq <= n->applied_seq) {
             *p = f->next;
@@ -274,7 +312,7 @@ void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
  * (its consumer being made again): they are in the log, but their ok
  * would come before this node's listeners saw them. */
 static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
-    for (hearth__forward **p = &n->waiting; *p;) {
+    for (hearth__forward **p = &n->fwd.waiting; *p;) {
         hearth__forward *f = *p;
         if (now > f->deadline) {
             *p = f->next;
@@ -289,12 +327,12 @@ void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         tail_deadlines(n, now);
-    for (hearth__forward **p = &c->forwards; *p;) {
+    for (hearth__forward **p = &c->fwd.forwards; *p;) {
         hearth__forward *f = *p;
         bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
         if (now > f->deadline || unanswered) {
             *p = f->next;
-            f->n->forwarding--;
+            f->n->fwd.forwarding--;
             finish(f, HEARTH_EDISCONNECTED);
             continue;
         }
@@ -306,19 +344,19 @@ void hearth__cluster_forward_tick(hearth__cluster *c) {
 
 void hearth__cluster_forward_cancel(hearth__cluster_ns *n, int rc) {
     hearth__cluster *c = n->c;
-    for (hearth__forward **p = &c->forwards; *p;) {
+    for (hearth__forward **p = &c->fwd.forwards; *p;) {
         hearth__forward *f = *p;
         if (f->n == n) {
             *p = f->next;
-            n->forwarding--;
+            n->fwd.forwarding--;
             finish(f, rc);
         } else {
             p = &f->next;
         }
     }
-    while (n->waiting) {
-        hearth__forward *f = n->waiting;
-        n->waiting = f->next;
+    while (n->fwd.waiting) {
+        hearth__forward *f = n->fwd.waiting;
+        n->fwd.waiting = f->next;
         finish(f, rc);
     }
 }

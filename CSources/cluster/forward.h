@@ -10,8 +10,38 @@
 
 struct hearth__aad;
 struct json_t;
+typedef struct hearth__forward hearth__forward;
+
+/* The node's part: forward.c's and serve.c's. */
+typedef struct hearth__cluster_forwards {
+    /* forwarded writes awaiting the leader's answer (forward.c) */
+    natsSubscription *replies;
+    char inbox[96];
+    uint64_t next_id;
+    hearth__forward *forwards;
+    struct hearth__joining *joining; /* arriving in parts (serve.c) */
+} hearth__cluster_forwards;
+
+/* A namespace's part. */
+typedef struct hearth__cluster_ns_forwards {
+    natsSubscription *serving; /* forwarded writes, while leader (serve.c) */
+    /* the leader's run, as it last told this node: forwarded writes are
+     * sealed for it alone (forward.c) */
+    char leader_term[96];
+    hearth__forward *waiting; /* answered, acknowledged at their seq */
+    int forwarding;           /* sent, not yet answered */
+} hearth__cluster_ns_forwards;
 
 /* ---- forward.c: the sender's side ---- */
+/* The answers' subscription, on this node's inbox for this run (at
+ * start, c->run made); drained (at stop, before the link goes); ended. */
+natsStatus hearth__cluster_replies_start(hearth__cluster *c);
+void hearth__cluster_replies_drain(hearth__cluster *c);
+void hearth__cluster_replies_close(hearth__cluster *c);
+/* Whether n has no forwarded write in flight (none sent unanswered, none
+ * answered and waiting for the tail); ... one answered and waiting. */
+bool hearth__cluster_forward_idle(const hearth__cluster_ns *n);
+bool hearth__cluster_forward_waiting(const hearth__cluster_ns *n);
 /* A write on a node that does not lead: sent to the leader; o is kept. */
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o);
 /* Loop: the leader's answer to a forwarded write (its reply subject). */

@@ -89,12 +89,6 @@ static void on_wake(uv_async_t *a) {
         hearth__cluster_tail_drain(n);
 }
 
-static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
-                         natsMsg *m, void *closure) {
-    (void)nc, (void)sub;
-    hearth__cluster_post(closure, MSG_REPLY, m, 0);
-}
-
 /* ---- setup ---- */
 
 static int nats_fail(hearth_error_t *err, natsStatus s, const char *what) {
@@ -267,10 +261,7 @@ static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
-    snprintf(c->inbox, sizeof c->inbox, "_INBOX.hearth.%s.%s", c->node, c->run);
-    char wild[sizeof c->inbox + 2];
-    snprintf(wild, sizeof wild, "%s.*", c->inbox);
-    s = natsConnection_Subscribe(&c->replies, c->nc, wild, on_reply_msg, c);
+    s = hearth__cluster_replies_start(c);
     return s == NATS_OK ? 0 : nats_fail(err, s, "cannot subscribe");
 }
 
@@ -288,10 +279,7 @@ static bool valid_node(const char *node) {
 }
 
 static void drop_link(hearth__cluster *c) {
-    if (c->replies) {
-        natsSubscription_Unsubscribe(c->replies);
-        natsSubscription_Destroy(c->replies);
-    }
+    hearth__cluster_replies_close(c);
     hearth__cluster_lease_close(c);
     kvStore_Destroy(c->orphans);
     kvStore_Destroy(c->retained);
@@ -406,12 +394,8 @@ static void finish_stop(hearth__cluster *c) {
     hearth__cluster_liveness_delete(c);
     hearth__cluster_releases_flush(c);
     hearth__cluster_rules_stop(c);
-    if (c->replies) {
-        natsSubscription_Drain(c->replies);
-        natsSubscription_WaitForDrainCompletion(c->replies, 2000);
-    }
+    hearth__cluster_replies_drain(c);
     drop_link(c);
-    c->replies = NULL;
     c->link.closing = 2;
     uv_close((uv_handle_t *)&c->link.wake, on_handle_closed);
     hearth__cluster_tick_close(c, on_handle_closed);

@@ -20,7 +20,6 @@
 #include "cluster/snapshot.h"
 #include "cluster/tick.h"
 
-typedef struct hearth__forward hearth__forward;
 
 struct hearth__cluster {
     uv_loop_t *loop;
@@ -40,18 +39,13 @@ struct hearth__cluster {
     hearth__cluster_periodic tick; /* tick.h: tick.c */
     hearth__cluster_sealing sealing; /* sealing.h: sealing.c, replay.c */
     hearth__cluster_leases lease;    /* lease.h: lease.c, liveness.c */
+    hearth__cluster_forwards fwd;    /* forward.h: forward.c, serve.c */
     kvStore *orphans; /* onDisconnect writes */
     int rebuilds; /* diverged namespaces' rebuilds on workers */
     uint64_t divergences; /* found since start (antientropy.c) */
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
     unsigned append_delay_ms; /* test hook (backend.c) */
     hearth__cluster_ns *spaces; /* open namespaces */
-    /* forwarded writes awaiting the leader's answer */
-    natsSubscription *replies;
-    char inbox[96];
-    uint64_t next_id;
-    hearth__forward *forwards;
-    struct hearth__joining *joining; /* forwarded writes arriving in parts */
     struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
     struct hearth__sweep *sweep; /* the onDisconnect sweep (ondisconnect.c) */
 };
@@ -78,7 +72,7 @@ struct hearth__cluster_ns {
     uint64_t stored_seq;  /* what seq_file says */
     int seq_fd;           /* seq_file, open once written (0: not yet) */
     hearth__cluster_lead lead; /* lease.h: lease.c */
-    natsSubscription *serving; /* forwarded writes, while leader */
+    hearth__cluster_ns_forwards fwd; /* forward.h: forward.c, serve.c */
     /* what the store buffers since the last commit began */
     size_t log_writes, own_writes;
     bool batch_published; /* the commit in flight goes to the log */
@@ -113,11 +107,6 @@ struct hearth__cluster_ns {
     uint64_t wanted[HEARTH__CLUSTER_CHECKS];
     unsigned nwanted;
     bool diverged, rebuilding;
-    /* the leader's run, as it last told this node: forwarded writes are
-     * sealed for it alone (forward.c) */
-    char leader_term[96];
-    hearth__forward *waiting; /* answered, acknowledged at their seq */
-    int forwarding;           /* sent, not yet answered */
 };
 
 #endif

@@ -23,17 +23,17 @@ int hearth__cluster_serve_start(hearth__cluster_ns *n) {
     hearth__cluster *c = n->c;
     char subj[128];
     snprintf(subj, sizeof subj, "hearth.fwd.%s", n->name);
-    return natsConnection_Subscribe(&n->serving, c->nc, subj, on_forward_msg,
+    return natsConnection_Subscribe(&n->fwd.serving, c->nc, subj, on_forward_msg,
                                     c) == NATS_OK
                ? 0
                : HEARTH_EIO;
 }
 
 void hearth__cluster_serve_stop(hearth__cluster_ns *n) {
-    if (n->serving) {
-        natsSubscription_Unsubscribe(n->serving);
-        natsSubscription_Destroy(n->serving);
-        n->serving = NULL;
+    if (n->fwd.serving) {
+        natsSubscription_Unsubscribe(n->fwd.serving);
+        natsSubscription_Destroy(n->fwd.serving);
+        n->fwd.serving = NULL;
     }
 }
 
@@ -168,7 +168,7 @@ static void joining_free(joining *j) {
  * its last part is in (to free), else NULL. */
 static joining *join_part(hearth__cluster *c, const char *data, size_t len,
                           const char *reply, size_t i, size_t k) {
-    joining **p = &c->joining;
+    joining **p = &c->fwd.joining;
     while (*p && strcmp((*p)->reply, reply) != 0)
         p = &(*p)->next;
     joining *j = *p;
@@ -181,8 +181,8 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
         j->reply = hearth__strndup(reply, strlen(reply));
         hearth__buf_init(&j->body);
         j->started = uv_now(c->loop);
-        j->next = c->joining;
-        c->joining = j;
+        j->next = c->fwd.joining;
+        c->fwd.joining = j;
     }
     if (!j)
         return NULL;
@@ -190,7 +190,7 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
     j->parts++;
     if (i < k && j->reply && !j->body.failed)
         return NULL;
-    for (p = &c->joining; *p != j; p = &(*p)->next)
+    for (p = &c->fwd.joining; *p != j; p = &(*p)->next)
         ;
     *p = j->next;
     return j;
@@ -200,7 +200,7 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
  * up), or all of them (stop: old 0). */
 void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old) {
     uint64_t now = uv_now(c->loop);
-    for (joining **p = &c->joining; *p;) {
+    for (joining **p = &c->fwd.joining; *p;) {
         joining *j = *p;
         if (!old || now - j->started > old) {
             *p = j->next;
@@ -276,7 +276,7 @@ static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,
         hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
         return;
     }
-    char mine[sizeof n->leader_term];
+    char mine[sizeof n->fwd.leader_term];
     snprintf(mine, sizeof mine, "%s.%s", c->node, c->run);
     const char *term = end + 1;
     if ((size_t)(nl - term) != strlen(mine) ||

@@ -31,7 +31,7 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
                      (json_int_t)hearth__cluster_snapshot_seq(n),
                      "purged_through", (json_int_t)n->purged, "lag", lag,
                      "pending",
-                     (int)(n->waiting != NULL) + (int)(n->held != NULL));
+                     (int)hearth__cluster_forward_waiting(n) + (int)(n->held != NULL));
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {
