@@ -46,16 +46,16 @@ static void keep(hearth__cluster_ns *n, uint64_t seq, const hearth_node_t *root)
 void hearth__cluster_checks_note(hearth__cluster_ns *n) {
     hearth__embedded *e = n->db->impl;
     if (!n->rebuilding && e->durable_root)
-        keep(n, n->committed_seq, e->durable_root);
+        keep(n, hearth__cluster_committed_seq(n), e->durable_root);
 }
 
 void hearth__cluster_checks_applied(hearth__cluster_ns *n) {
     for (unsigned i = 0; i < n->nwanted; i++) {
-        if (n->wanted[i] > n->applied_seq)
+        if (n->wanted[i] > hearth__cluster_applied_seq(n))
             continue;
-        if (n->wanted[i] == n->applied_seq) {
+        if (n->wanted[i] == hearth__cluster_applied_seq(n)) {
             hearth__embedded *e = n->db->impl;
-            keep(n, n->applied_seq, e->root);
+            keep(n, hearth__cluster_applied_seq(n), e->root);
         }
         n->wanted[i--] = n->wanted[--n->nwanted]; /* reached or passed */
     }
@@ -98,7 +98,7 @@ static int compare(hearth__cluster_ns *n, json_t *theirs) {
             return -1;
         if (mine)
             verdict = 1;
-        else if ((uint64_t)seq > n->applied_seq)
+        else if ((uint64_t)seq > hearth__cluster_applied_seq(n))
             want(n, (uint64_t)seq);
     }
     return verdict;
@@ -171,11 +171,7 @@ static int replace_tree(hearth__cluster_ns *n, hearth_node_t *root,
         return rc;
     }
     w->value = hearth_node_incref(root);
-    hearth__cluster_tail_settle_all(n); /* all at or below seq now */
-    n->log_writes++;
-    if (!hearth__db_embedded.write(n->db, o))
-        hearth__db_op_done(o);
-    n->applied_seq = seq;
+    hearth__cluster_tail_replace(n, o, seq);
     n->check_count = n->check_next = n->nwanted = 0;
     n->db->backend->settle(n->db, true);
     return 0;
@@ -188,11 +184,11 @@ static void rebuild_done(uv_work_t *w, int status) {
     if (n && n->rebuilding && !j->root)
         fprintf(stderr, "hearth: cluster: %s: no peer answered with a "
                 "snapshot; asking again\n", n->name);
-    else if (n && n->rebuilding && j->seq < n->applied_seq)
+    else if (n && n->rebuilding && j->seq < hearth__cluster_applied_seq(n))
         fprintf(stderr, "hearth: cluster: %s: a peer's snapshot at %llu is "
                 "behind this node's tail (%llu); asking again\n", n->name,
                 (unsigned long long)j->seq,
-                (unsigned long long)n->applied_seq);
+                (unsigned long long)hearth__cluster_applied_seq(n));
     else if (n && n->rebuilding) {
         hearth_error_t err = {0};
         if (replace_tree(n, j->root, j->seq, &err))
@@ -201,7 +197,7 @@ static void rebuild_done(uv_work_t *w, int status) {
         else {
             fprintf(stderr, "hearth: cluster: %s: rebuilt from a peer's "
                     "snapshot at sequence %llu; serving it again\n",
-                    n->name, (unsigned long long)n->applied_seq);
+                    n->name, (unsigned long long)hearth__cluster_applied_seq(n));
             n->diverged = false;
             hearth__cluster_snapshot_serve(n);
         }

@@ -11,7 +11,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
@@ -35,9 +34,9 @@ static bool may_order(hearth_db_t *db, hearth__cluster_ns *n) {
     if (!hearth__cluster_lead_settled(n))
         return false;
     hearth__embedded *e = db->impl;
-    if (n->log_writes && !e->committing)
+    if (hearth__cluster_log_buffered(n) && !e->committing)
         hearth__commit_flush(db);
-    return n->log_writes == 0;
+    return !hearth__cluster_log_buffered(n);
 }
 
 static void hold(hearth__cluster_ns *n, hearth__db_op *o) {
@@ -60,7 +59,7 @@ static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
         return true;
     }
     bool kept = EMBEDDED.write(db, o);
-    n->own_writes += kept; /* applied ahead of the log */
+    hearth__cluster_own_written(n, kept); /* applied ahead of the log */
     return kept;
 }
 
@@ -76,7 +75,7 @@ static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
         return true;
     }
     bool kept = EMBEDDED.transaction(db, o);
-    n->own_writes += kept;
+    hearth__cluster_own_written(n, kept);
     return kept;
 }
 
@@ -126,7 +125,7 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
     return EMBEDDED.quiet(db) && !n->held && hearth__cluster_forward_idle(n) &&
-           !n->log_writes;
+           !hearth__cluster_log_buffered(n);
 }
 
 /* The namespace leaves the cluster: no more forwarded writes served, no
@@ -140,7 +139,7 @@ static void leave(hearth__cluster_ns *n) {
         }
     hearth__cluster_step_down(n);
     hearth__cluster_snapshot_stop(n);
-    hearth__cluster_unsubscribe(c, &n->tail_sub);
+    hearth__cluster_tail_stop(n);
     hearth__cluster_forward_cancel(n, HEARTH_ECANCELED);
     hearth__db_op *o = n->held;
     n->held = n->held_tail = NULL;
@@ -170,9 +169,7 @@ static void cluster_free(hearth_db_t *db) {
     EMBEDDED.free(db);
     if (n) {
         hearth__cluster *c = n->c;
-        if (n->seq_fd > 0)
-            close(n->seq_fd);
-        jsCtx_Destroy(n->js);
+        hearth__cluster_log_free(n);
         hearth__free(n->name);
         hearth__free(n);
         hearth__cluster_space_freed(c);
@@ -221,18 +218,6 @@ static uint64_t join(hearth__cluster_ns *n, const char *dir) {
     return joined;
 }
 
-/* n's own JetStream context, whose ack handler ends its appends. */
-static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
-    jo.PublishAsync.AckHandler = hearth__cluster_on_ack;
-    jo.PublishAsync.AckHandlerClosure = n;
-    natsStatus s = natsConnection_JetStream(&n->js, n->c->nc, &jo);
-    return s == NATS_OK ? 0 : hearth__error(err, hearth__cluster_error(s), NULL,
-                                            "cluster: cannot open JetStream");
-}
-
 int hearth__cluster_open(hearth__cluster *c, const char *name,
                          const hearth_db_config_t *config, hearth_db_t **out,
                          hearth_error_t *err) {
@@ -246,14 +231,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     n->c = c;
-    hearth__buf_init(&n->chain);
-    snprintf(n->seq_file, sizeof n->seq_file, "%s/cluster.seq",
-             config->data_dir);
-    int rc = hearth__cluster_stream(c, n->name, n->stream, n->subject, err);
-    if (!rc)
-        rc = jetstream(n, err);
-    if (!rc)
-        hearth__cluster_trust_stream(n, config->data_dir);
+    int rc = hearth__cluster_log_open(n, config->data_dir, err);
     uint64_t joined = !rc ? join(n, config->data_dir) : 0;
     /* The local log is fsynced before every ok (see the durability note
      * in README's Cluster section). */
@@ -262,7 +240,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     if (!rc)
         rc = hearth__db_open_backend(&hearth__db_cluster, &local, &n->db, err);
     if (rc) {
-        jsCtx_Destroy(n->js);
+        hearth__cluster_log_free(n);
         hearth__free(n->name);
         hearth__free(n);
         return rc;
@@ -271,13 +249,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     e->replica = &hearth__cluster_replica;
     e->replica_ctx = n;
     hearth__cluster_space_opened(c);
-    n->applied_seq = n->durable_seq = n->stored_seq =
-        hearth__cluster_seq_read(n);
-    if (joined) {
-        n->applied_seq = n->durable_seq = joined;
-        hearth__cluster_seq_write(n);
-    }
-    n->committed_seq = n->applied_seq;
+    hearth__cluster_log_begin(n, joined);
     n->next = c->spaces;
     c->spaces = n;
     rc = hearth__cluster_tail_start(n, err);

@@ -5,23 +5,25 @@
  * never appended again. Records from the log and this node's own writes
  * never share a commit. What each commit leaves is where the tree is in
  * the log: applied_seq, committed_seq (the last good commit's tree) and
- * durable_seq (the local store's, written to seq_file). */
+ * durable_seq (the local store's, written to seq_file). The namespace's
+ * part of the log is opened and freed here with its database. */
 #include "cluster/node.h"
 
 #include "store/logfile.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 static bool replica_begin(void *ctx) {
     hearth__cluster_ns *n = ctx;
     /* Records from the log and this node's own writes never share a
      * commit (writes wait while the log's are uncommitted). */
-    n->batch_published = n->own_writes > 0;
-    n->batch_seq = 0;
-    n->batch_jerr = 0;
-    n->batch_applied = n->applied_seq;
-    n->log_writes = n->own_writes = 0;
-    return n->batch_published;
+    n->log.batch_published = n->log.own_writes > 0;
+    n->log.batch_seq = 0;
+    n->log.batch_jerr = 0;
+    n->log.batch_applied = n->log.applied_seq;
+    n->log.log_writes = n->log.own_writes = 0;
+    return n->log.batch_published;
 }
 
 /* Worker thread: the records in the local log's bytes, sent to the log
@@ -29,7 +31,7 @@ static bool replica_begin(void *ctx) {
  * holds; the local log writes them while the stream answers. */
 static int replica_publish(void *ctx, const hearth__records *records) {
     hearth__cluster_ns *n = ctx;
-    if (!n->batch_published)
+    if (!n->log.batch_published)
         return 0;
     hearth__buf bytes;
     hearth__buf_init(&bytes);
@@ -41,7 +43,7 @@ static int replica_publish(void *ctx, const hearth__records *records) {
     if (!rc && bytes.failed)
         rc = HEARTH_ENOMEM;
     if (!rc)
-        rc = hearth__cluster_append_start(n, &bytes, n->batch_applied);
+        rc = hearth__cluster_append_start(n, &bytes, n->log.batch_applied);
     hearth__buf_free(&bytes);
     return rc;
 }
@@ -49,42 +51,42 @@ static int replica_publish(void *ctx, const hearth__records *records) {
 /* Worker thread: the stream's answer to what replica_publish sent. */
 static int replica_published(void *ctx) {
     hearth__cluster_ns *n = ctx;
-    if (n->batch_published && n->c->append_delay_ms)
-        uv_sleep(n->c->append_delay_ms);
-    return n->batch_published ? hearth__cluster_append_wait(n) : 0;
+    if (n->log.batch_published && n->c->log.append_delay_ms)
+        uv_sleep(n->c->log.append_delay_ms);
+    return n->log.batch_published ? hearth__cluster_append_wait(n) : 0;
 }
 
 static void replica_end(void *ctx, int rc, bool synced) {
     hearth__cluster_ns *n = ctx;
-    if (!rc && n->batch_published) {
+    if (!rc && n->log.batch_published) {
         /* Nothing of the log applied while this commit was in flight
          * (hearth__cluster_tree_exact): the tree is the log up to the
          * fence, and now up to this record. */
-        if (n->applied_seq != n->batch_applied)
+        if (n->log.applied_seq != n->log.batch_applied)
             fprintf(stderr, "hearth: cluster: %s: records applied during "
                     "an append (%llu, fence %llu)\n", n->name,
-                    (unsigned long long)n->applied_seq,
-                    (unsigned long long)n->batch_applied);
-        n->applied_seq = n->committed_seq = n->batch_seq;
-        n->durable_seq = n->batch_seq;
+                    (unsigned long long)n->log.applied_seq,
+                    (unsigned long long)n->log.batch_applied);
+        n->log.applied_seq = n->log.committed_seq = n->log.batch_seq;
+        n->log.durable_seq = n->log.batch_seq;
     } else if (!rc) {
-        n->committed_seq = n->batch_applied;
+        n->log.committed_seq = n->log.batch_applied;
         /* Records from the log count once synced (seq_file never runs
          * ahead of the disk: a restart replays from there). */
         if (synced)
-            n->durable_seq = n->batch_applied;
+            n->log.durable_seq = n->log.batch_applied;
     }
     if (!rc) {
         hearth__cluster_tail_settled(n);
         hearth__cluster_seq_write(n);
     }
-    if (n->records) /* waiting for this commit: apply them now */
+    if (n->tail.records) /* waiting for this commit: apply them now */
         hearth__cluster_wake(n->c);
-    if (rc && n->batch_published) {
+    if (rc && n->log.batch_published) {
         fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
                 "catching up from the log\n", n->name, hearth_strerror(rc),
-                n->batch_jerr == 10071 ? ", a newer record is there" : "");
-        if (n->batch_seq == 0)
+                n->log.batch_jerr == 10071 ? ", a newer record is there" : "");
+        if (n->log.batch_seq == 0)
             hearth__cluster_step_down(n);
     }
 }
@@ -93,9 +95,9 @@ static void replica_end(void *ctx, int rc, bool synced) {
  * records of the log among them: they apply again from there. */
 static void replica_reverted(void *ctx) {
     hearth__cluster_ns *n = ctx;
-    n->own_writes = n->log_writes = 0; /* all undone */
+    n->log.own_writes = n->log.log_writes = 0; /* all undone */
     hearth__cluster_tail_rewind(n);
-    if (n->records)
+    if (n->tail.records)
         hearth__cluster_wake(n->c);
 }
 
@@ -108,6 +110,74 @@ const hearth__db_replica hearth__cluster_replica = {
 };
 
 void hearth__cluster_set_append_delay(hearth__cluster *c, unsigned ms) {
-    c->append_delay_ms = ms;
+    c->log.append_delay_ms = ms;
 }
 
+/* n's own JetStream context, whose ack handler ends its appends. */
+static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    jo.PublishAsync.AckHandler = hearth__cluster_on_ack;
+    jo.PublishAsync.AckHandlerClosure = n;
+    natsStatus s = natsConnection_JetStream(&n->log.js, n->c->nc, &jo);
+    return s == NATS_OK ? 0 : hearth__error(err, hearth__cluster_error(s), NULL,
+                                            "cluster: cannot open JetStream");
+}
+
+int hearth__cluster_log_open(hearth__cluster_ns *n, const char *dir,
+                             hearth_error_t *err) {
+    hearth__buf_init(&n->tail.chain);
+    snprintf(n->log.seq_file, sizeof n->log.seq_file, "%s/cluster.seq", dir);
+    int rc = hearth__cluster_stream(n->c, n->name, n->log.stream,
+                                    n->log.subject, err);
+    if (!rc)
+        rc = jetstream(n, err);
+    if (!rc)
+        hearth__cluster_trust_stream(n, dir);
+    return rc;
+}
+
+void hearth__cluster_log_begin(hearth__cluster_ns *n, uint64_t joined) {
+    n->log.applied_seq = n->log.durable_seq = n->log.stored_seq =
+        hearth__cluster_seq_read(n);
+    if (joined) {
+        n->log.applied_seq = n->log.durable_seq = joined;
+        hearth__cluster_seq_write(n);
+    }
+    n->log.committed_seq = n->log.applied_seq;
+}
+
+void hearth__cluster_log_free(hearth__cluster_ns *n) {
+    if (n->log.seq_fd > 0)
+        close(n->log.seq_fd);
+    jsCtx_Destroy(n->log.js);
+}
+
+bool hearth__cluster_log_buffered(const hearth__cluster_ns *n) {
+    return n->log.log_writes != 0;
+}
+
+void hearth__cluster_own_written(hearth__cluster_ns *n, bool kept) {
+    n->log.own_writes += kept;
+}
+
+uint64_t hearth__cluster_applied_seq(const hearth__cluster_ns *n) {
+    return n->log.applied_seq;
+}
+
+uint64_t hearth__cluster_committed_seq(const hearth__cluster_ns *n) {
+    return n->log.committed_seq;
+}
+
+uint64_t hearth__cluster_durable_seq(const hearth__cluster_ns *n) {
+    return n->log.durable_seq;
+}
+
+const char *hearth__cluster_log_stream(const hearth__cluster_ns *n) {
+    return n->log.stream;
+}
+
+const char *hearth__cluster_log_subject(const hearth__cluster_ns *n) {
+    return n->log.subject;
+}

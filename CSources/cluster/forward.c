@@ -299,7 +299,7 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
 void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
     for (hearth__forward **p = &n->fwd.waiting; *p;) {
         hearth__forward *f = *p;
-        if (f->seq <= n->applied_seq) {
+        if (f->seq <= hearth__cluster_applied_seq(n)) {
             *p = f->next;
             finish(f, f->status);
         } else {

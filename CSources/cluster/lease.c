@@ -70,7 +70,7 @@ bool hearth__cluster_leads(const hearth__cluster_ns *n) {
 }
 
 bool hearth__cluster_lead_settled(const hearth__cluster_ns *n) {
-    return n->lead.leader && n->applied_seq >= n->lead.lead_from;
+    return n->lead.leader && hearth__cluster_applied_seq(n) >= n->lead.lead_from;
 }
 
 const char *hearth__cluster_leader_name(const hearth__cluster_ns *n) {
@@ -291,8 +291,8 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     size_t i = 0;
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next, i++) {
         snprintf(jobs[i].name, sizeof jobs[i].name, "%s", n->name);
-        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s", n->stream);
-        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", n->subject);
+        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s", hearth__cluster_log_stream(n));
+        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", hearth__cluster_log_subject(n));
         jobs[i].leader = n->lead.leader;
         jobs[i].rev = n->lead.lease_rev;
         jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */

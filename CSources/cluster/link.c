@@ -255,7 +255,7 @@ static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
     if (s == NATS_OK)
         s = hearth__cluster_bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
     if (s == NATS_OK)
-        s = hearth__cluster_bucket(c, c->js, "hearth_retained", false, &c->retained);
+        s = hearth__cluster_retain_open(c);
     if (s == NATS_OK)
         s = hearth__cluster_bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
     if (s != NATS_OK)
@@ -282,7 +282,7 @@ static void drop_link(hearth__cluster *c) {
     hearth__cluster_replies_close(c);
     hearth__cluster_lease_close(c);
     kvStore_Destroy(c->orphans);
-    kvStore_Destroy(c->retained);
+    hearth__cluster_retain_close(c);
     kvStore_Destroy(c->rules_kv);
     jsCtx_Destroy(c->round_js);
     jsCtx_Destroy(c->js);
@@ -343,8 +343,6 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
                              "48 letters, digits, '-' and '_'",
                              node ? node : "");
     hearth__cluster *c = hearth__calloc(1, sizeof *c);
-    if (c)
-        c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
         hearth__cluster_lane_create(c) || hearth__cluster_sweep_create(c) ||
         uv_mutex_init(&c->link.lock)) {

@@ -15,7 +15,7 @@
 char *hearth__cluster_liveness(hearth__cluster *c) {
     json_t *ns = json_object(), *sums = json_object();
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
+        json_object_set_new(ns, n->name, json_integer((json_int_t)hearth__cluster_applied_seq(n)));
         hearth__cluster_checks_note(n);
         if (!n->diverged) /* a diverged tree is nobody's reference */
             json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));

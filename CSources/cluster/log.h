@@ -9,7 +9,85 @@
 
 #include "cluster/internal.h"
 
+/* The node's part. */
+typedef struct hearth__cluster_logs {
+    kvStore *retained; /* each namespace's purge floor (retain.c) */
+    unsigned retain_ticks; /* a purge round every so many (retain.c) */
+    unsigned append_delay_ms; /* test hook (commit.c) */
+} hearth__cluster_logs;
+
+/* A namespace's place in its log, and its commit in flight (commit.c,
+ * append.c and tail.c write it). */
+typedef struct hearth__cluster_log {
+    char subject[96]; /* its log: hearth.ns.<partition>.<name> */
+    char stream[32];
+    /* its own JetStream context: appends in flight are this namespace's
+     * alone (hearth__cluster_append_wait waits for them) */
+    jsCtx *js;
+    char seq_file[4096]; /* the local store's place in the log */
+    /* The tree is exactly the log's records up to here (tail.c keeps it
+     * so: hearth__cluster_tree_exact): the fence of the next append. */
+    uint64_t applied_seq;
+    /* ... and the tree of the last good commit (durable_root) up to here:
+     * a failed commit puts applied_seq back to it. */
+    uint64_t committed_seq;
+    uint64_t durable_seq; /* ... and in the local store up to here */
+    uint64_t stored_seq;  /* what seq_file says */
+    int seq_fd;           /* seq_file, open once written (0: not yet) */
+    /* what the store buffers since the last commit began */
+    size_t log_writes, own_writes;
+    bool batch_published; /* the commit in flight goes to the log */
+    uint64_t batch_seq;   /* its sequence once appended (worker thread) */
+    uint64_t batch_applied; /* applied_seq when it began */
+    int batch_jerr;       /* the log's refusal, if any */
+    int batch_rc;         /* the append's outcome (set by its answer) */
+} hearth__cluster_log;
+
+/* A namespace's tail (tail.c writes it). */
+typedef struct hearth__cluster_tail {
+    natsSubscription *tail_sub;
+    uint64_t tail_last; /* the sequence of the last message it received */
+    hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    /* applied, kept until a good commit holds them: a failed one undoes
+     * them, and they apply again (with the parts of an unfinished chain,
+     * which a commit never holds) */
+    hearth__cluster_msg *unsettled, *unsettled_tail;
+    hearth__buf chain;   /* the parts of a chain received so far */
+    size_t chain_parts;  /* how many */
+    uint64_t chain_first; /* the sequence of its first part (0: none) */
+} hearth__cluster_tail;
+
+/* A namespace's retention, while leader (retain.c writes it): the log's
+ * end at the last purge round (the next purges no further), and what is
+ * purged. */
+typedef struct hearth__cluster_retention {
+    uint64_t retain_cap, purged;
+} hearth__cluster_retention;
+
 /* ---- commit.c ---- */
+/* Opens n's part of the log (at open, before its database: the stream,
+ * n's own JetStream context, the local log cut back to seq_file's place,
+ * recover.c); where the tree is once the database is open (joined: the
+ * sequence of a peer's snapshot loaded, 0: none); frees it (with the
+ * database). */
+int hearth__cluster_log_open(hearth__cluster_ns *n, const char *dir,
+                             hearth_error_t *err);
+void hearth__cluster_log_begin(hearth__cluster_ns *n, uint64_t joined);
+void hearth__cluster_log_free(hearth__cluster_ns *n);
+/* Whether the store buffers records of the log since the last commit
+ * began (this node's own writes may not join them); counts one own write
+ * the engine kept (applied ahead of the log). */
+bool hearth__cluster_log_buffered(const hearth__cluster_ns *n);
+void hearth__cluster_own_written(hearth__cluster_ns *n, bool kept);
+/* Where the tree is in the log: applied_seq (the tree is exactly the log
+ * up to it), committed_seq (the last good commit's tree), durable_seq
+ * (the local store's). */
+uint64_t hearth__cluster_applied_seq(const hearth__cluster_ns *n);
+uint64_t hearth__cluster_committed_seq(const hearth__cluster_ns *n);
+uint64_t hearth__cluster_durable_seq(const hearth__cluster_ns *n);
+/* n's stream and subject. */
+const char *hearth__cluster_log_stream(const hearth__cluster_ns *n);
+const char *hearth__cluster_log_subject(const hearth__cluster_ns *n);
 /* The hooks of each namespace's commits (its embedded engine's replica,
  * set at open by backend.c). */
 extern const hearth__db_replica hearth__cluster_replica;
@@ -36,7 +114,9 @@ natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);
 size_t hearth__cluster_room(hearth__cluster *c);
 
 /* ---- tail.c ---- */
+/* Starts n's consumer after applied_seq (at open); ends it (leaving). */
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err);
+void hearth__cluster_tail_stop(hearth__cluster_ns *n);
 void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *m);
 /* Applies the records received, unless this node's own writes wait for
  * the log (they come first: the log refuses them, or they are its next). */
@@ -53,6 +133,15 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n);
 /* Forgets the records kept and a chain in progress: the tree was
  * replaced by a peer's, past them (antientropy.c); the queue stays. */
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n);
+/* Applies o as a record of the log (not a write of this node's own),
+ * through the embedded engine. */
+void hearth__cluster_apply_record(hearth__cluster_ns *n, hearth__db_op *o);
+/* The tree replaced by o, a peer's tree at seq (antientropy.c): the
+ * records kept are forgotten, o applied as a record, applied_seq = seq. */
+void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
+                                  uint64_t seq);
+/* Whether a chain is half received (no tree of its is whole). */
+bool hearth__cluster_chain_open(const hearth__cluster_ns *n);
 /* Drops every record received or kept (the namespace leaves). */
 void hearth__cluster_tail_clear(hearth__cluster_ns *n);
 /* The local store's place in the log (seq_file), read and written. */
@@ -66,6 +155,11 @@ void hearth__cluster_trust_stream(const hearth__cluster_ns *n,
                                   const char *dir);
 
 /* ---- retain.c ---- */
+/* Opens the purge floors' bucket (at start); closes it (with the link). */
+natsStatus hearth__cluster_retain_open(hearth__cluster *c);
+void hearth__cluster_retain_close(hearth__cluster *c);
+/* What n's leader purged, as far as this node knows (status). */
+uint64_t hearth__cluster_purged(const hearth__cluster_ns *n);
 /* A purge round every minute: a purge stalls the stream's appends for a
  * moment (measured: a round every 4 s took the leader's writes/s from
  * 32,628 to 14,760 with 64 in flight). */

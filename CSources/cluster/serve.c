@@ -87,7 +87,7 @@ static void answer_retry(hearth__cluster *c, const char *reply,
 static void on_served(int status, void *ctx) {
     served *s = ctx;
     hearth__cluster_ns *n = hearth__cluster_find(s->c, s->ns);
-    answer(s->c, s->reply, status, n ? n->applied_seq : 0);
+    answer(s->c, s->reply, status, n ? hearth__cluster_applied_seq(n) : 0);
 }
 
 static void served_free(void *ctx) {

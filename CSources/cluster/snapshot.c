@@ -210,7 +210,7 @@ int hearth__cluster_snapshot_serve(hearth__cluster_ns *n) {
     b->nc = n->c->nc;
     b->room = hearth__cluster_room(n->c);
     snprintf(b->node, sizeof b->node, "%s", n->c->node);
-    b->nothing = n->applied_seq == 0;
+    b->nothing = hearth__cluster_applied_seq(n) == 0;
     n->snap = b;
     snprintf(b->subject, sizeof b->subject, "hearth.snap.%s", n->name);
     if (natsConnection_Subscribe(&n->snap_sub, n->c->nc, b->subject, on_ask,
@@ -224,21 +224,21 @@ int hearth__cluster_snapshot_serve(hearth__cluster_ns *n) {
 void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
     hearth__snap_box *b = n->snap;
     hearth__embedded *e = n->db->impl;
-    if (!b || !n->applied_seq)
+    if (!b || !hearth__cluster_applied_seq(n))
         return;
     if (b->nothing) {
         uv_mutex_lock(&b->lock);
         b->nothing = false;
         uv_mutex_unlock(&b->lock);
     }
-    if (n->applied_seq == b->seq || n->chain_parts ||
+    if (hearth__cluster_applied_seq(n) == b->seq || hearth__cluster_chain_open(n) ||
         !hearth__cluster_tree_exact(n))
         return;
     hearth_node_t *root = hearth_node_incref(e->root);
     uv_mutex_lock(&b->lock);
     hearth_node_t *old = b->root;
     b->root = root;
-    b->seq = n->applied_seq;
+    b->seq = hearth__cluster_applied_seq(n);
     uv_mutex_unlock(&b->lock);
     hearth_node_decref(old);
 }
