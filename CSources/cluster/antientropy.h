@@ -14,6 +14,34 @@ typedef struct hearth__checkpoint {
     char hash[HEARTH_HASH_SIZE];
 } hearth__checkpoint;
 
+/* The node's part (antientropy.c writes it). */
+typedef struct hearth__cluster_checks {
+    int rebuilds; /* diverged namespaces' rebuilds on workers */
+    uint64_t divergences; /* found since start */
+} hearth__cluster_checks;
+
+/* A namespace's part (antientropy.c writes it): this node's recent
+ * checkpoints (a ring), sequences peers published that the tail has not
+ * reached, and whether the tree was found to differ (not served,
+ * rebuilding). */
+typedef struct hearth__cluster_ns_checks {
+    hearth__checkpoint checks[HEARTH__CLUSTER_CHECKS];
+    unsigned check_next, check_count;
+    uint64_t wanted[HEARTH__CLUSTER_CHECKS];
+    unsigned nwanted;
+    bool diverged, rebuilding;
+} hearth__cluster_ns_checks;
+
+/* Whether n's tree was found to differ (not served, rebuilding, never
+ * leading); whether a peer published a checkpoint the tail has not
+ * reached (hearth__cluster_checks_applied has work). */
+bool hearth__cluster_diverged(const hearth__cluster_ns *n);
+bool hearth__cluster_checks_wanted(const hearth__cluster_ns *n);
+/* Rebuilds on workers (a stop waits for them); divergences found since
+ * start. */
+int hearth__cluster_rebuilds(const hearth__cluster *c);
+uint64_t hearth__cluster_divergences(const hearth__cluster *c);
+
 /* Loop, each renewal: a checkpoint of the last good commit's tree. */
 void hearth__cluster_checks_note(hearth__cluster_ns *n);
 /* Loop, the tail having applied up to applied_seq: a checkpoint there if

@@ -245,7 +245,7 @@ static void round_done(uv_work_t *w, int status) {
             release_renewed(c, j); /* stepped down or closed meanwhile */
         if (!n)
             continue; /* closed meanwhile: a lease won expires */
-        if (j->outcome == WON && !n->lead.leader && !n->diverged)
+        if (j->outcome == WON && !n->lead.leader && !hearth__cluster_diverged(n))
             lead(n, j);
         else if (j->outcome == KEPT && n->lead.leader)
             n->lead.lease_rev = j->new_rev;
@@ -295,7 +295,7 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
         snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", hearth__cluster_log_subject(n));
         jobs[i].leader = n->lead.leader;
         jobs[i].rev = n->lead.lease_rev;
-        jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */
+        jobs[i].stand_aside = hearth__cluster_diverged(n); /* never leads a wrong tree */
         plan_purge(n, &jobs[i], renew, ticks);
     }
     r->c = c;

@@ -416,7 +416,7 @@ static void maybe_finish_stop(hearth__cluster *c) {
         return;
     if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
         natsConnection_Close(c->nc);
-    if (!hearth__cluster_lease_running(c) && !c->rebuilds &&
+    if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
         !hearth__cluster_lane_busy(c))
         finish_stop(c);
 }

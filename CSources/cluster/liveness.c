@@ -17,7 +17,7 @@ char *hearth__cluster_liveness(hearth__cluster *c) {
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
         json_object_set_new(ns, n->name, json_integer((json_int_t)hearth__cluster_applied_seq(n)));
         hearth__cluster_checks_note(n);
-        if (!n->diverged) /* a diverged tree is nobody's reference */
+        if (!hearth__cluster_diverged(n)) /* a diverged tree is nobody's reference */
             json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));
     }
     json_t *doc = json_pack("{sososs}", "ns", ns, "sums", sums, "run", c->run);

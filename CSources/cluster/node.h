@@ -40,9 +40,8 @@ struct hearth__cluster {
     hearth__cluster_leases lease;    /* lease.h: lease.c, liveness.c */
     hearth__cluster_forwards fwd;    /* forward.h: forward.c, serve.c */
     hearth__cluster_logs log;        /* log.h: commit.c, retain.c */
+    hearth__cluster_checks ae;       /* antientropy.h: antientropy.c */
     kvStore *orphans; /* onDisconnect writes */
-    int rebuilds; /* diverged namespaces' rebuilds on workers */
-    uint64_t divergences; /* found since start (antientropy.c) */
     hearth__cluster_ns *spaces; /* open namespaces */
     struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
     struct hearth__sweep *sweep; /* the onDisconnect sweep (ondisconnect.c) */
@@ -59,19 +58,12 @@ struct hearth__cluster_ns {
     hearth__cluster_retention retain; /* log.h: retain.c */
     hearth__cluster_lead lead; /* lease.h: lease.c */
     hearth__cluster_ns_forwards fwd; /* forward.h: forward.c, serve.c */
+    hearth__cluster_ns_checks ae; /* antientropy.h: antientropy.c */
     /* client writes waiting: for leadership settled, or for the tail */
     hearth__db_op *held, *held_tail;
     /* the last whole tree, answered to joining peers (snapshot.c) */
     hearth__snap_box *snap;
     natsSubscription *snap_sub;
-    /* anti-entropy (antientropy.c): this node's recent checkpoints (a
-     * ring), sequences peers published that the tail has not reached, and
-     * whether the tree was found to differ (not served, rebuilding) */
-    hearth__checkpoint checks[HEARTH__CLUSTER_CHECKS];
-    unsigned check_next, check_count;
-    uint64_t wanted[HEARTH__CLUSTER_CHECKS];
-    unsigned nwanted;
-    bool diverged, rebuilding;
 };
 
 #endif

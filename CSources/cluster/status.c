@@ -1,4 +1,5 @@
-/* status.c - GET /.cluster/status.json: this node, the live nodes (their
+/* status.c - what the operator sees: /.metrics' cluster lines, and
+ * GET /.cluster/status.json: this node, the live nodes (their
  * liveness keys), who leads each namespace open here, how far the log of
  * each has reached here and how far behind it each other node that tails
  * it was at its last liveness report (each second), and whether this
@@ -25,7 +26,7 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
     }
     return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
                      hearth__cluster_log_stream(n), "role", hearth__cluster_leads(n) ? "leader" : "follower",
-                     "diverged", n->diverged,
+                     "diverged", hearth__cluster_diverged(n),
                      "seq", (json_int_t)hearth__cluster_applied_seq(n), "durable_seq",
                      (json_int_t)hearth__cluster_durable_seq(n), "snapshot_seq",
                      (json_int_t)hearth__cluster_snapshot_seq(n),
@@ -57,9 +58,27 @@ char *hearth__cluster_status(hearth__cluster *c) {
                             c->node, "nats", url, "nodes", nodes, "leaders",
                             leaders, "namespaces", spaces, "replicas",
                             c->replicas, "divergences",
-                            (json_int_t)c->divergences);
+                            (json_int_t)hearth__cluster_divergences(c));
     json_decref(live);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     return text;
+}
+
+void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out) {
+    hearth__buf_printf(out,
+                       "# HELP hearth_cluster_divergences_total Namespaces "
+                       "this node found its tree differing from its peers' "
+                       "and rebuilt.\n"
+                       "# TYPE hearth_cluster_divergences_total counter\n"
+                       "hearth_cluster_divergences_total %llu\n"
+                       "# HELP hearth_cluster_diverged Whether this node "
+                       "holds the namespace unavailable while it rebuilds "
+                       "it.\n"
+                       "# TYPE hearth_cluster_diverged gauge\n",
+                       (unsigned long long)hearth__cluster_divergences(c));
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        hearth__buf_printf(out, "hearth_cluster_diverged{namespace=\"%s\"} %d\n",
+                           n->name, hearth__cluster_diverged(n) ? 1 : 0);
+    hearth__cluster_rejected_metrics(c, out); /* cluster/sealing.c */
 }

@@ -318,7 +318,7 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
         n->log.applied_seq = q->seq;
         enqueue(&n->tail.unsettled, &n->tail.unsettled_tail, q);
         applied = true;
-        if (n->nwanted)
+        if (hearth__cluster_checks_wanted(n))
             hearth__cluster_checks_applied(n);
     }
     hearth__cluster_snapshot_note(n);
