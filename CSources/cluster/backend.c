@@ -41,11 +41,11 @@ static bool may_order(hearth_db_t *db, hearth__cluster_ns *n) {
 
 static void hold(hearth__cluster_ns *n, hearth__db_op *o) {
     o->next = NULL;
-    if (n->held_tail)
-        n->held_tail->next = o;
+    if (n->hold.held_tail)
+        n->hold.held_tail->next = o;
     else
-        n->held = o;
-    n->held_tail = o;
+        n->hold.held = o;
+    n->hold.held_tail = o;
 }
 
 static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
@@ -79,9 +79,13 @@ static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
     return kept;
 }
 
+bool hearth__cluster_holding(const hearth__cluster_ns *n) {
+    return n->hold.held != NULL;
+}
+
 void hearth__cluster_release_held(hearth__cluster_ns *n) {
-    hearth__db_op *o = n->held;
-    n->held = n->held_tail = NULL;
+    hearth__db_op *o = n->hold.held;
+    n->hold.held = n->hold.held_tail = NULL;
     while (o) {
         hearth__db_op *next = o->next;
         o->next = NULL;
@@ -124,7 +128,7 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    return EMBEDDED.quiet(db) && !n->held && hearth__cluster_forward_idle(n) &&
+    return EMBEDDED.quiet(db) && !n->hold.held && hearth__cluster_forward_idle(n) &&
            !hearth__cluster_log_buffered(n);
 }
 
@@ -141,8 +145,8 @@ static void leave(hearth__cluster_ns *n) {
     hearth__cluster_snapshot_stop(n);
     hearth__cluster_tail_stop(n);
     hearth__cluster_forward_cancel(n, HEARTH_ECANCELED);
-    hearth__db_op *o = n->held;
-    n->held = n->held_tail = NULL;
+    hearth__db_op *o = n->hold.held;
+    n->hold.held = n->hold.held_tail = NULL;
     while (o) {
         hearth__db_op *next = o->next;
         hearth__db_op_cancel(o);

@@ -253,11 +253,11 @@ static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
     if (s == NATS_OK)
         s = hearth__cluster_lease_open(c);
     if (s == NATS_OK)
-        s = hearth__cluster_bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
+        s = hearth__cluster_orphans_open(c);
     if (s == NATS_OK)
         s = hearth__cluster_retain_open(c);
     if (s == NATS_OK)
-        s = hearth__cluster_bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
+        s = hearth__cluster_rules_open(c);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
@@ -281,9 +281,9 @@ static bool valid_node(const char *node) {
 static void drop_link(hearth__cluster *c) {
     hearth__cluster_replies_close(c);
     hearth__cluster_lease_close(c);
-    kvStore_Destroy(c->orphans);
+    hearth__cluster_orphans_close(c);
     hearth__cluster_retain_close(c);
-    kvStore_Destroy(c->rules_kv);
+    hearth__cluster_rules_close(c);
     jsCtx_Destroy(c->round_js);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);

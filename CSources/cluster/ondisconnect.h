@@ -7,7 +7,18 @@
 
 #include "cluster/internal.h"
 
+/* The node's part (ondisconnect.c and lane.c write it). */
+typedef struct hearth__cluster_orphans {
+    kvStore *orphans; /* the onDisconnect writes' bucket */
+    struct hearth__lane *lane;   /* KV calls off the loop (lane.c) */
+    struct hearth__sweep *sweep; /* the onDisconnect sweep */
+} hearth__cluster_orphans;
+
 /* ---- ondisconnect.c ---- */
+/* Opens the onDisconnect writes' bucket (at start); closes it (with the
+ * link). */
+natsStatus hearth__cluster_orphans_open(hearth__cluster *c);
+void hearth__cluster_orphans_close(hearth__cluster *c);
 /* The tick's part, every 2 s: the leaders' sweep (one listing for all
  * the namespaces this node leads, on the lane's worker) runs the
  * onDisconnect writes of sessions whose node's run is no longer alive,

@@ -6,6 +6,18 @@
 
 #include "cluster/internal.h"
 
+/* The node's part (rules.c writes it). */
+typedef struct hearth__cluster_rules {
+    kvStore *rules_kv; /* each namespace's rules */
+    natsSubscription *rules_sub;
+    struct hearth__rules_copy *rules; /* this node's copy of the bucket */
+    hearth__cluster_rules_cb on_rules;
+    void *on_rules_ctx;
+} hearth__cluster_rules;
+
+/* Opens the rules bucket (at start); closes it (with the link). */
+natsStatus hearth__cluster_rules_open(hearth__cluster *c);
+void hearth__cluster_rules_close(hearth__cluster *c);
 /* Reads the rules bucket whole (at start, before serving); follows its
  * changes (once the link's wake-up exists; again each tick until it
  * does); stops following (at stop); frees this node's copy. */

@@ -211,18 +211,18 @@ int hearth__cluster_snapshot_serve(hearth__cluster_ns *n) {
     b->room = hearth__cluster_room(n->c);
     snprintf(b->node, sizeof b->node, "%s", n->c->node);
     b->nothing = hearth__cluster_applied_seq(n) == 0;
-    n->snap = b;
+    n->snap.snap = b;
     snprintf(b->subject, sizeof b->subject, "hearth.snap.%s", n->name);
-    if (natsConnection_Subscribe(&n->snap_sub, n->c->nc, b->subject, on_ask,
+    if (natsConnection_Subscribe(&n->snap.snap_sub, n->c->nc, b->subject, on_ask,
                                  b) != NATS_OK)
         return HEARTH_EIO;
     atomic_fetch_add(&b->refs, 1); /* the subscription's, until complete */
-    natsSubscription_SetOnCompleteCB(n->snap_sub, box_release, b);
+    natsSubscription_SetOnCompleteCB(n->snap.snap_sub, box_release, b);
     return 0;
 }
 
 void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
-    hearth__snap_box *b = n->snap;
+    hearth__snap_box *b = n->snap.snap;
     hearth__embedded *e = n->db->impl;
     if (!b || !hearth__cluster_applied_seq(n))
         return;
@@ -244,24 +244,24 @@ void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
 }
 
 uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n) {
-    return n->snap ? n->snap->seq : 0; /* the loop is its only writer */
+    return n->snap.snap ? n->snap.snap->seq : 0; /* the loop is its only writer */
 }
 
 void hearth__cluster_snapshot_stop(hearth__cluster_ns *n) {
-    if (n->snap_sub) {
-        natsSubscription_Unsubscribe(n->snap_sub);
-        natsSubscription_Destroy(n->snap_sub);
-        n->snap_sub = NULL;
+    if (n->snap.snap_sub) {
+        natsSubscription_Unsubscribe(n->snap.snap_sub);
+        natsSubscription_Destroy(n->snap.snap_sub);
+        n->snap.snap_sub = NULL;
     }
-    if (n->snap) {
+    if (n->snap.snap) {
         /* an answer still running on a NATS thread ends first: the link
          * may go once the namespace has */
-        uv_rwlock_wrlock(&n->snap->use);
-        n->snap->c = NULL;
-        uv_rwlock_wrunlock(&n->snap->use);
-        box_release(n->snap);
+        uv_rwlock_wrlock(&n->snap.snap->use);
+        n->snap.snap->c = NULL;
+        uv_rwlock_wrunlock(&n->snap.snap->use);
+        box_release(n->snap.snap);
     }
-    n->snap = NULL;
+    n->snap.snap = NULL;
 }
 
 /* ---- the joining side (the loop, while the namespace opens) ---- */

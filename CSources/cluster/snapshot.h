@@ -9,6 +9,13 @@
 
 typedef struct hearth__snap_box hearth__snap_box;
 
+/* A namespace's part (snapshot.c writes it): the last whole tree,
+ * answered to joining peers, and the subscription answering them. */
+typedef struct hearth__cluster_snap {
+    hearth__snap_box *snap;
+    natsSubscription *snap_sub;
+} hearth__cluster_snap;
+
 /* Serves n's snapshots to joining peers (at open); stops (at leave). */
 int hearth__cluster_snapshot_serve(hearth__cluster_ns *n);
 void hearth__cluster_snapshot_stop(hearth__cluster_ns *n);

@@ -32,7 +32,7 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
                      (json_int_t)hearth__cluster_snapshot_seq(n),
                      "purged_through", (json_int_t)hearth__cluster_purged(n), "lag", lag,
                      "pending",
-                     (int)hearth__cluster_forward_waiting(n) + (int)(n->held != NULL));
+                     (int)hearth__cluster_forward_waiting(n) + (int)hearth__cluster_holding(n));
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {

@@ -325,7 +325,7 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     if (applied)
         n->db->backend->settle(n->db, true);
     hearth__cluster_forward_applied(n);
-    if (n->held)
+    if (hearth__cluster_holding(n))
         hearth__cluster_release_held(n);
 }
 
