@@ -57,7 +57,8 @@ void hearth__cluster_checks_applied(hearth__cluster_ns *n) {
             hearth__embedded *e = n->db->impl;
             keep(n, hearth__cluster_applied_seq(n), e->root);
         }
-        n->ae.wanted[i--] = n->ae.wanted[--n->ae.nwanted]; /* reached or passed */
+        /* reached or passed */
+        n->ae.wanted[i--] = n->ae.wanted[--n->ae.nwanted];
     }
 }
 
@@ -124,7 +125,8 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
             int verdict = compare(n, theirs);
             agree += verdict > 0;
             disagree += verdict < 0;
-            if (verdict < 0 && strcmp(node, hearth__cluster_leader_name(n)) == 0)
+            if (verdict < 0 &&
+                strcmp(node, hearth__cluster_leader_name(n)) == 0)
                 leader_disagrees = true;
         }
         /* A verdict needs two peers to compare with where there are two:
@@ -132,7 +134,8 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
          * peer, the follower yields to the leader. */
         if (!disagree || agree + disagree < (peers < 2 ? peers : 2))
             continue;
-        if (peers == 1 ? leader_disagrees && !hearth__cluster_leads(n) : disagree > agree)
+        if (peers == 1 ? leader_disagrees && !hearth__cluster_leads(n)
+                       : disagree > agree)
             diverge(n, agree, disagree);
     }
 }
@@ -197,7 +200,8 @@ static void rebuild_done(uv_work_t *w, int status) {
         else {
             fprintf(stderr, "hearth: cluster: %s: rebuilt from a peer's "
                     "snapshot at sequence %llu; serving it again\n",
-                    n->name, (unsigned long long)hearth__cluster_applied_seq(n));
+                    n->name,
+                    (unsigned long long)hearth__cluster_applied_seq(n));
             n->ae.diverged = false;
             hearth__cluster_snapshot_serve(n);
         }
@@ -214,8 +218,8 @@ static void rebuild_done(uv_work_t *w, int status) {
 /* Starts a rebuild of diverged n unless one runs, once nothing of its own
  * is in flight (the tick calls it again until then). */
 void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
-    if (!n->ae.diverged || n->ae.rebuilding || hearth__cluster_stop_asked(n->c) ||
-        !hearth__cluster_tree_exact(n))
+    if (!n->ae.diverged || n->ae.rebuilding ||
+        hearth__cluster_stop_asked(n->c) || !hearth__cluster_tree_exact(n))
         return;
     rebuild_job *j = hearth__calloc(1, sizeof *j);
     if (!j)

@@ -128,8 +128,8 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    return EMBEDDED.quiet(db) && !n->hold.held && hearth__cluster_forward_idle(n) &&
-           !hearth__cluster_log_buffered(n);
+    return EMBEDDED.quiet(db) && !n->hold.held &&
+           hearth__cluster_forward_idle(n) && !hearth__cluster_log_buffered(n);
 }
 
 /* The namespace leaves the cluster: no more forwarded writes served, no

@@ -269,7 +269,8 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     const char *term = json_string_value(json_object_get(doc, "to"));
     if (f && term && hearth__cluster_sealed(c)) {
         /* sealed for another leader: again at once, for this one */
-        snprintf(f->n->fwd.leader_term, sizeof f->n->fwd.leader_term, "%s", term);
+        snprintf(f->n->fwd.leader_term, sizeof f->n->fwd.leader_term, "%s",
+                 term);
         json_decref(doc);
         send_one(c, f);
         return;

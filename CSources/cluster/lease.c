@@ -70,7 +70,8 @@ bool hearth__cluster_leads(const hearth__cluster_ns *n) {
 }
 
 bool hearth__cluster_lead_settled(const hearth__cluster_ns *n) {
-    return n->lead.leader && hearth__cluster_applied_seq(n) >= n->lead.lead_from;
+    return n->lead.leader &&
+           hearth__cluster_applied_seq(n) >= n->lead.lead_from;
 }
 
 const char *hearth__cluster_leader_name(const hearth__cluster_ns *n) {
@@ -167,8 +168,8 @@ static void lease_job_run(hearth__cluster *c, lease_job *j, bool renew) {
         return;
     }
     if (j->leader) {
-        bool kept = kvStore_Update(&j->new_rev, c->lease.leases, j->name, me.data,
-                                   (int)me.len, j->rev) == NATS_OK;
+        bool kept = kvStore_Update(&j->new_rev, c->lease.leases, j->name,
+                                   me.data, (int)me.len, j->rev) == NATS_OK;
         j->outcome = kept ? KEPT : LOST;
         hearth__buf_free(&me);
         return;
@@ -197,7 +198,8 @@ static void round_work(uv_work_t *w) {
         uint64_t rev;
         if (!hearth__cluster_seal_value(c, "hearth_nodes", c->node, r->alive,
                                         strlen(r->alive), &alive))
-            kvStore_Put(&rev, c->lease.nodes, c->node, alive.data, (int)alive.len);
+            kvStore_Put(&rev, c->lease.nodes, c->node, alive.data,
+                        (int)alive.len);
         hearth__buf_free(&alive);
     }
     release_all(c, r->releases);
@@ -245,14 +247,16 @@ static void round_done(uv_work_t *w, int status) {
             release_renewed(c, j); /* stepped down or closed meanwhile */
         if (!n)
             continue; /* closed meanwhile: a lease won expires */
-        if (j->outcome == WON && !n->lead.leader && !hearth__cluster_diverged(n))
+        if (j->outcome == WON && !n->lead.leader &&
+            !hearth__cluster_diverged(n))
             lead(n, j);
         else if (j->outcome == KEPT && n->lead.leader)
             n->lead.lease_rev = j->new_rev;
         else if (j->outcome == LOST && n->lead.leader)
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->lead.leader)
-            snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s", j->holder);
+            snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s",
+                     j->holder);
         hearth__cluster_retain_done(n, &j->purge);
     }
     if (r->live) { /* the operator's view, as of this round */
@@ -291,11 +295,14 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     size_t i = 0;
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next, i++) {
         snprintf(jobs[i].name, sizeof jobs[i].name, "%s", n->name);
-        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s", hearth__cluster_log_stream(n));
-        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", hearth__cluster_log_subject(n));
+        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s",
+                 hearth__cluster_log_stream(n));
+        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s",
+                 hearth__cluster_log_subject(n));
         jobs[i].leader = n->lead.leader;
         jobs[i].rev = n->lead.lease_rev;
-        jobs[i].stand_aside = hearth__cluster_diverged(n); /* never leads a wrong tree */
+        /* never leads a wrong tree */
+        jobs[i].stand_aside = hearth__cluster_diverged(n);
         plan_purge(n, &jobs[i], renew, ticks);
     }
     r->c = c;

@@ -1,6 +1,8 @@
-/* link.c - this node's link to NATS: the connection, JetStream, the lease
- * and liveness buckets, the streams, and the one way from NATS's threads
- * to the loop (a locked list and a coalesced uv_async_send). */
+/* link.c - this node's link to NATS: the connection, JetStream, the KV
+ * buckets (each job opens its own through hearth__cluster_bucket, in the
+ * order link_up calls them), the streams, the one way from NATS's threads
+ * to the loop (a locked list and a coalesced uv_async_send), and the stop,
+ * which waits for every user of the link. */
 #include "cluster/node.h"
 
 #include <jansson.h>

@@ -15,9 +15,12 @@
 char *hearth__cluster_liveness(hearth__cluster *c) {
     json_t *ns = json_object(), *sums = json_object();
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        json_object_set_new(ns, n->name, json_integer((json_int_t)hearth__cluster_applied_seq(n)));
+        json_object_set_new(
+            ns, n->name,
+            json_integer((json_int_t)hearth__cluster_applied_seq(n)));
         hearth__cluster_checks_note(n);
-        if (!hearth__cluster_diverged(n)) /* a diverged tree is nobody's reference */
+        /* a diverged tree is nobody's reference */
+        if (!hearth__cluster_diverged(n))
             json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));
     }
     json_t *doc = json_pack("{sososs}", "ns", ns, "sums", sums, "run", c->run);

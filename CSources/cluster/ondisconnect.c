@@ -139,7 +139,8 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
                     "dead node's session: %s\n", n->name, err.message);
     }
     json_decref(writes);
-    if (!hearth__cluster_lane_put(c, c->odc.orphans, o->key, NULL, 0, NULL, NULL))
+    if (!hearth__cluster_lane_put(c, c->odc.orphans, o->key, NULL, 0, NULL,
+                                  NULL))
         fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
                 o->key);
 }

@@ -88,7 +88,8 @@ int hearth__cluster_replay_check(hearth__cluster *c, const char *reply,
     if (!dot || end == dot + 1 || *end ||
         (size_t)(dot - reply) >= sizeof(((sender *)0)->inbox))
         return HEARTH_EDENIED; /* not a name this cluster's nodes give */
-    if (!c->sealing.replay && !(c->sealing.replay = hearth__calloc(1, sizeof *c->sealing.replay)))
+    if (!c->sealing.replay &&
+        !(c->sealing.replay = hearth__calloc(1, sizeof *c->sealing.replay)))
         return HEARTH_ENOMEM;
     sender *s = sender_of(c->sealing.replay, reply, (size_t)(dot - reply), now);
     if (!s)

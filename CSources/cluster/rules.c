@@ -229,8 +229,8 @@ static void restore(hearth__cluster *c, const char *ns) {
         hearth__buf_adds(&head, r->text);
     if (!head.failed &&
         !hearth__cluster_seal_value(c, BUCKET, ns, head.data, head.len, &value))
-        hearth__cluster_lane_put(c, c->rules.rules_kv, ns, value.data, value.len,
-                                 NULL, NULL);
+        hearth__cluster_lane_put(c, c->rules.rules_kv, ns, value.data,
+                                 value.len, NULL, NULL);
     hearth__buf_free(&head);
     hearth__buf_free(&value);
 }

@@ -73,8 +73,8 @@ int hearth__cluster_seal(hearth__cluster *c, const char *purpose,
     }
     if (ctx->over)
         return HEARTH_EINVAL;
-    return hearth__seal_close(c->sealing.seal, purpose, ctx->text, ctx->len, plain,
-                              len, out);
+    return hearth__seal_close(c->sealing.seal, purpose, ctx->text, ctx->len,
+                              plain, len, out);
 }
 
 int hearth__cluster_seal_in_place(hearth__cluster *c, const char *purpose,
@@ -84,8 +84,8 @@ int hearth__cluster_seal_in_place(hearth__cluster *c, const char *purpose,
         return 0;
     if (ctx->over)
         return HEARTH_EINVAL;
-    return hearth__seal_close_in_place(c->sealing.seal, purpose, ctx->text, ctx->len,
-                                       msg, len);
+    return hearth__seal_close_in_place(c->sealing.seal, purpose, ctx->text,
+                                       ctx->len, msg, len);
 }
 
 int hearth__cluster_unseal(hearth__cluster *c, hearth__reject_kind kind,
@@ -180,5 +180,6 @@ void hearth__cluster_rejected_metrics(hearth__cluster *c, hearth__buf *out) {
         hearth__buf_printf(out, "hearth_cluster_rejected_total{kind=\"%s\"} "
                                 "%llu\n",
                            kind_names[k],
-                           (unsigned long long)atomic_load(&c->sealing.rejected[k]));
+                           (unsigned long long)atomic_load(
+                               &c->sealing.rejected[k]));
 }

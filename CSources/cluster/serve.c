@@ -227,8 +227,8 @@ void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
     bool opened = true;
     if (hearth__cluster_sealed(c)) { /* each part opened before anything */
         hearth__aad a;
-        hearth__cluster_request_context(&a, subject, reply ? reply : "", part ? i : 0,
-                        part ? k : 0);
+        hearth__cluster_request_context(&a, subject, reply ? reply : "",
+                                        part ? i : 0, part ? k : 0);
         if (!reply)
             hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
         opened = reply && !hearth__cluster_unseal(c, HEARTH__REJECT_FWD, "fwd",

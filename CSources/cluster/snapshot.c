@@ -231,7 +231,8 @@ void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
         b->nothing = false;
         uv_mutex_unlock(&b->lock);
     }
-    if (hearth__cluster_applied_seq(n) == b->seq || hearth__cluster_chain_open(n) ||
+    if (hearth__cluster_applied_seq(n) == b->seq ||
+        hearth__cluster_chain_open(n) ||
         !hearth__cluster_tree_exact(n))
         return;
     hearth_node_t *root = hearth_node_incref(e->root);

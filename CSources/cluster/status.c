@@ -20,19 +20,22 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
         if (strcmp(node, n->c->node) == 0) /* this node: as it is now */
             json_object_set_new(lag, node, json_integer(0));
         else if (json_is_integer(seq)) {
-            json_int_t behind = (json_int_t)hearth__cluster_applied_seq(n) - json_integer_value(seq);
+            json_int_t behind = (json_int_t)hearth__cluster_applied_seq(n) -
+                                json_integer_value(seq);
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
     }
-    return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
-                     hearth__cluster_log_stream(n), "role", hearth__cluster_leads(n) ? "leader" : "follower",
-                     "diverged", hearth__cluster_diverged(n),
-                     "seq", (json_int_t)hearth__cluster_applied_seq(n), "durable_seq",
-                     (json_int_t)hearth__cluster_durable_seq(n), "snapshot_seq",
-                     (json_int_t)hearth__cluster_snapshot_seq(n),
-                     "purged_through", (json_int_t)hearth__cluster_purged(n), "lag", lag,
-                     "pending",
-                     (int)hearth__cluster_forward_waiting(n) + (int)hearth__cluster_holding(n));
+    return json_pack(
+        "{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
+        hearth__cluster_log_stream(n), "role",
+        hearth__cluster_leads(n) ? "leader" : "follower", "diverged",
+        hearth__cluster_diverged(n), "seq",
+        (json_int_t)hearth__cluster_applied_seq(n), "durable_seq",
+        (json_int_t)hearth__cluster_durable_seq(n), "snapshot_seq",
+        (json_int_t)hearth__cluster_snapshot_seq(n), "purged_through",
+        (json_int_t)hearth__cluster_purged(n), "lag", lag, "pending",
+        (int)hearth__cluster_forward_waiting(n) +
+            (int)hearth__cluster_holding(n));
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {

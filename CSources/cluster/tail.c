@@ -102,7 +102,8 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     /* The queue only grows: a record at or below its end (or below what
      * the tree holds) is one delivered again, or this node's own, whose
      * commit put it in the tree. */
-    uint64_t last = n->tail.records_tail ? n->tail.records_tail->seq : n->log.applied_seq;
+    uint64_t last = n->tail.records_tail ? n->tail.records_tail->seq
+                                         : n->log.applied_seq;
     if (q->seq <= last) {
         natsMsg_Destroy(q->msg);
         hearth__free(q);
@@ -119,8 +120,10 @@ bool hearth__cluster_tree_exact(const hearth__cluster_ns *n) {
 void hearth__cluster_tail_settled(hearth__cluster_ns *n) {
     /* The parts of a chain not yet applied stay: the tree holds none of
      * them, and a rewind must find the chain whole. */
-    while (n->tail.unsettled && n->tail.unsettled->seq <= n->log.committed_seq &&
-           !(n->tail.chain_first && n->tail.unsettled->seq >= n->tail.chain_first)) {
+    while (n->tail.unsettled &&
+           n->tail.unsettled->seq <= n->log.committed_seq &&
+           !(n->tail.chain_first &&
+             n->tail.unsettled->seq >= n->tail.chain_first)) {
         hearth__cluster_msg *q = n->tail.unsettled;
         n->tail.unsettled = q->next;
         if (!n->tail.unsettled)
@@ -349,7 +352,8 @@ void hearth__cluster_seq_write(hearth__cluster_ns *n) {
      * With it, where the local log ended then: past there, a restart
      * trusts the stream, not the local log (cluster/recover.c). */
     if (n->log.seq_fd <= 0)
-        n->log.seq_fd = open(n->log.seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        n->log.seq_fd =
+            open(n->log.seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     hearth__embedded *e = n->db->impl;
     uint64_t gen = 0, bytes = 0;
     hearth__store_position(e->store, &gen, &bytes);
