@@ -80,7 +80,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
         hearth__cluster_tail_settled(n);
         hearth__cluster_seq_write(n);
     }
-    if (n->tail.records) /* waiting for this commit: apply them now */
+    /* records waiting for this commit: apply them now */
+    if (hearth__cluster_tail_queued(n))
         hearth__cluster_wake(n->c);
     if (rc && n->log.batch_published) {
         fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
@@ -97,7 +98,7 @@ static void replica_reverted(void *ctx) {
     hearth__cluster_ns *n = ctx;
     n->log.own_writes = n->log.log_writes = 0; /* all undone */
     hearth__cluster_tail_rewind(n);
-    if (n->tail.records)
+    if (hearth__cluster_tail_queued(n))
         hearth__cluster_wake(n->c);
 }
 
@@ -127,7 +128,7 @@ static int jetstream(hearth__cluster_ns *n, hearth_error_t *err) {
 
 int hearth__cluster_log_open(hearth__cluster_ns *n, const char *dir,
                              hearth_error_t *err) {
-    hearth__buf_init(&n->tail.chain);
+    hearth__cluster_tail_init(n);
     snprintf(n->log.seq_file, sizeof n->log.seq_file, "%s/cluster.seq", dir);
     int rc = hearth__cluster_stream(n->c, n->name, n->log.stream,
                                     n->log.subject, err);

@@ -114,6 +114,10 @@ natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);
 size_t hearth__cluster_room(hearth__cluster *c);
 
 /* ---- tail.c ---- */
+/* Makes n's tail empty (at open, first). */
+void hearth__cluster_tail_init(hearth__cluster_ns *n);
+/* Whether records wait in n's queue (a commit in flight held them). */
+bool hearth__cluster_tail_queued(const hearth__cluster_ns *n);
 /* Starts n's consumer after applied_seq (at open); ends it (leaving). */
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err);
 void hearth__cluster_tail_stop(hearth__cluster_ns *n);

@@ -163,6 +163,14 @@ void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
     hearth__cluster_tail_settle_all(n);
 }
 
+void hearth__cluster_tail_init(hearth__cluster_ns *n) {
+    hearth__buf_init(&n->tail.chain);
+}
+
+bool hearth__cluster_tail_queued(const hearth__cluster_ns *n) {
+    return n->tail.records != NULL;
+}
+
 void hearth__cluster_tail_stop(hearth__cluster_ns *n) {
     hearth__cluster_unsubscribe(n->c, &n->tail.tail_sub);
 }
