@@ -5,7 +5,8 @@
  * once. The lease only decides who appends: the fence on every append
  * keeps the log right even when two nodes believe they lead. Liveness:
  * each node keeps a key in hearth_nodes (same TTL) whose value tells how
- * far it has applied each of its namespaces.
+ * far it has applied each of its namespaces (its value, and the reading
+ * of every node's: liveness.c; the round writes it).
  *
  * The KV calls of a tick run as one round on a worker thread (a slow NATS
  * server never pauses the loop): the loop hands it each open namespace's
