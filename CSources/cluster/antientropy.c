@@ -14,8 +14,7 @@
  * follower alike; and, when a peer published a sequence this node has not
  * reached, its tree as the tail passes that sequence (followers lag, so
  * they would rarely commit at the leader's very sequences). */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -25,9 +24,9 @@
 
 static const hearth__checkpoint *find(const hearth__cluster_ns *n,
                                       uint64_t seq) {
-    for (unsigned i = 0; i < n->check_count; i++)
-        if (n->checks[i].seq == seq)
-            return &n->checks[i];
+    for (unsigned i = 0; i < n->ae.check_count; i++)
+        if (n->ae.checks[i].seq == seq)
+            return &n->ae.checks[i];
     return NULL;
 }
 
@@ -35,47 +34,48 @@ static const hearth__checkpoint *find(const hearth__cluster_ns *n,
 static void keep(hearth__cluster_ns *n, uint64_t seq, const hearth_node_t *root) {
     if (!seq || find(n, seq))
         return;
-    hearth__checkpoint *slot = &n->checks[n->check_next];
+    hearth__checkpoint *slot = &n->ae.checks[n->ae.check_next];
     if (hearth_node_hash(root, slot->hash))
         return; /* out of memory: no checkpoint this time */
     slot->seq = seq;
-    n->check_next = (n->check_next + 1) % HEARTH__CLUSTER_CHECKS;
-    if (n->check_count < HEARTH__CLUSTER_CHECKS)
-        n->check_count++;
+    n->ae.check_next = (n->ae.check_next + 1) % HEARTH__CLUSTER_CHECKS;
+    if (n->ae.check_count < HEARTH__CLUSTER_CHECKS)
+        n->ae.check_count++;
 }
 
 void hearth__cluster_checks_note(hearth__cluster_ns *n) {
     hearth__embedded *e = n->db->impl;
-    if (!n->rebuilding && e->durable_root)
-        keep(n, n->committed_seq, e->durable_root);
+    if (!n->ae.rebuilding && e->durable_root)
+        keep(n, hearth__cluster_committed_seq(n), e->durable_root);
 }
 
 void hearth__cluster_checks_applied(hearth__cluster_ns *n) {
-    for (unsigned i = 0; i < n->nwanted; i++) {
-        if (n->wanted[i] > n->applied_seq)
+    for (unsigned i = 0; i < n->ae.nwanted; i++) {
+        if (n->ae.wanted[i] > hearth__cluster_applied_seq(n))
             continue;
-        if (n->wanted[i] == n->applied_seq) {
+        if (n->ae.wanted[i] == hearth__cluster_applied_seq(n)) {
             hearth__embedded *e = n->db->impl;
-            keep(n, n->applied_seq, e->root);
+            keep(n, hearth__cluster_applied_seq(n), e->root);
         }
-        n->wanted[i--] = n->wanted[--n->nwanted]; /* reached or passed */
+        /* reached or passed */
+        n->ae.wanted[i--] = n->ae.wanted[--n->ae.nwanted];
     }
 }
 
 static void want(hearth__cluster_ns *n, uint64_t seq) {
-    for (unsigned i = 0; i < n->nwanted; i++)
-        if (n->wanted[i] == seq)
+    for (unsigned i = 0; i < n->ae.nwanted; i++)
+        if (n->ae.wanted[i] == seq)
             return;
-    if (n->nwanted < HEARTH__CLUSTER_CHECKS)
-        n->wanted[n->nwanted++] = seq;
+    if (n->ae.nwanted < HEARTH__CLUSTER_CHECKS)
+        n->ae.wanted[n->ae.nwanted++] = seq;
 }
 
 json_t *hearth__cluster_checks_json(const hearth__cluster_ns *n) {
     json_t *list = json_array();
-    for (unsigned i = 0; list && i < n->check_count; i++)
+    for (unsigned i = 0; list && i < n->ae.check_count; i++)
         json_array_append_new(list, json_pack("[Is]",
-                                              (json_int_t)n->checks[i].seq,
-                                              n->checks[i].hash));
+                                              (json_int_t)n->ae.checks[i].seq,
+                                              n->ae.checks[i].hash));
     return list;
 }
 
@@ -99,7 +99,7 @@ static int compare(hearth__cluster_ns *n, json_t *theirs) {
             return -1;
         if (mine)
             verdict = 1;
-        else if ((uint64_t)seq > n->applied_seq)
+        else if ((uint64_t)seq > hearth__cluster_applied_seq(n))
             want(n, (uint64_t)seq);
     }
     return verdict;
@@ -109,7 +109,7 @@ static void diverge(hearth__cluster_ns *n, int agree, int disagree);
 
 void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        if (n->diverged)
+        if (n->ae.diverged)
             continue;
         int peers = 0, agree = 0, disagree = 0;
         bool leader_disagrees = false;
@@ -125,7 +125,8 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
             int verdict = compare(n, theirs);
             agree += verdict > 0;
             disagree += verdict < 0;
-            if (verdict < 0 && strcmp(node, n->leader_name) == 0)
+            if (verdict < 0 &&
+                strcmp(node, hearth__cluster_leader_name(n)) == 0)
                 leader_disagrees = true;
         }
         /* A verdict needs two peers to compare with where there are two:
@@ -133,7 +134,8 @@ void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
          * peer, the follower yields to the leader. */
         if (!disagree || agree + disagree < (peers < 2 ? peers : 2))
             continue;
-        if (peers == 1 ? leader_disagrees && !n->leader : disagree > agree)
+        if (peers == 1 ? leader_disagrees && !hearth__cluster_leads(n)
+                       : disagree > agree)
             diverge(n, agree, disagree);
     }
 }
@@ -172,12 +174,8 @@ static int replace_tree(hearth__cluster_ns *n, hearth_node_t *root,
         return rc;
     }
     w->value = hearth_node_incref(root);
-    hearth__cluster_tail_settle_all(n); /* all at or below seq now */
-    n->log_writes++;
-    if (!hearth__db_embedded.write(n->db, o))
-        hearth__db_op_done(o);
-    n->applied_seq = seq;
-    n->check_count = n->check_next = n->nwanted = 0;
+    hearth__cluster_tail_replace(n, o, seq);
+    n->ae.check_count = n->ae.check_next = n->ae.nwanted = 0;
     n->db->backend->settle(n->db, true);
     return 0;
 }
@@ -186,15 +184,15 @@ static void rebuild_done(uv_work_t *w, int status) {
     (void)status;
     rebuild_job *j = w->data;
     hearth__cluster_ns *n = hearth__cluster_find(j->c, j->name);
-    if (n && n->rebuilding && !j->root)
+    if (n && n->ae.rebuilding && !j->root)
         fprintf(stderr, "hearth: cluster: %s: no peer answered with a "
                 "snapshot; asking again\n", n->name);
-    else if (n && n->rebuilding && j->seq < n->applied_seq)
+    else if (n && n->ae.rebuilding && j->seq < hearth__cluster_applied_seq(n))
         fprintf(stderr, "hearth: cluster: %s: a peer's snapshot at %llu is "
                 "behind this node's tail (%llu); asking again\n", n->name,
                 (unsigned long long)j->seq,
-                (unsigned long long)n->applied_seq);
-    else if (n && n->rebuilding) {
+                (unsigned long long)hearth__cluster_applied_seq(n));
+    else if (n && n->ae.rebuilding) {
         hearth_error_t err = {0};
         if (replace_tree(n, j->root, j->seq, &err))
             fprintf(stderr, "hearth: cluster: %s: rebuild failed (%s); "
@@ -202,25 +200,26 @@ static void rebuild_done(uv_work_t *w, int status) {
         else {
             fprintf(stderr, "hearth: cluster: %s: rebuilt from a peer's "
                     "snapshot at sequence %llu; serving it again\n",
-                    n->name, (unsigned long long)n->applied_seq);
-            n->diverged = false;
+                    n->name,
+                    (unsigned long long)hearth__cluster_applied_seq(n));
+            n->ae.diverged = false;
             hearth__cluster_snapshot_serve(n);
         }
     }
     if (n)
-        n->rebuilding = false;
+        n->ae.rebuilding = false;
     hearth__cluster *c = j->c;
     hearth_node_decref(j->root);
     hearth__free(j);
-    c->rebuilds--;
+    c->ae.rebuilds--;
     hearth__cluster_round_ended(c);
 }
 
 /* Starts a rebuild of diverged n unless one runs, once nothing of its own
  * is in flight (the tick calls it again until then). */
 void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
-    if (!n->diverged || n->rebuilding || n->c->stop_asked ||
-        !hearth__cluster_tree_exact(n))
+    if (!n->ae.diverged || n->ae.rebuilding ||
+        hearth__cluster_stop_asked(n->c) || !hearth__cluster_tree_exact(n))
         return;
     rebuild_job *j = hearth__calloc(1, sizeof *j);
     if (!j)
@@ -228,8 +227,8 @@ void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
     j->c = n->c;
     snprintf(j->name, sizeof j->name, "%s", n->name);
     j->work.data = j;
-    n->rebuilding = true;
-    n->c->rebuilds++;
+    n->ae.rebuilding = true;
+    n->c->ae.rebuilds++;
     if (uv_queue_work(n->c->loop, &j->work, rebuild_work, rebuild_done)) {
         rebuild_work(&j->work);
         rebuild_done(&j->work, 0);
@@ -237,8 +236,8 @@ void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
 }
 
 static void diverge(hearth__cluster_ns *n, int agree, int disagree) {
-    n->diverged = true;
-    n->c->divergences++;
+    n->ae.diverged = true;
+    n->c->ae.divergences++;
     fprintf(stderr, "hearth: cluster: %s: this node's tree differs from "
             "its peers' at the same log sequence (%d of %d disagree); not "
             "serving it until it is rebuilt from a peer's snapshot and the "
@@ -251,23 +250,21 @@ static void diverge(hearth__cluster_ns *n, int agree, int disagree) {
 /* ---- what the server sees ---- */
 
 bool hearth__cluster_db_unavailable(hearth_db_t *db) {
-    return hearth__cluster_ns_of(db)->diverged;
+    return hearth__cluster_ns_of(db)->ae.diverged;
 }
 
-void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out) {
-    hearth__buf_printf(out,
-                       "# HELP hearth_cluster_divergences_total Namespaces "
-                       "this node found its tree differing from its peers' "
-                       "and rebuilt.\n"
-                       "# TYPE hearth_cluster_divergences_total counter\n"
-                       "hearth_cluster_divergences_total %llu\n"
-                       "# HELP hearth_cluster_diverged Whether this node "
-                       "holds the namespace unavailable while it rebuilds "
-                       "it.\n"
-                       "# TYPE hearth_cluster_diverged gauge\n",
-                       (unsigned long long)c->divergences);
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
-        hearth__buf_printf(out, "hearth_cluster_diverged{namespace=\"%s\"} %d\n",
-                           n->name, n->diverged ? 1 : 0);
-    hearth__cluster_rejected_metrics(c, out); /* cluster/sealing.c */
+bool hearth__cluster_diverged(const hearth__cluster_ns *n) {
+    return n->ae.diverged;
+}
+
+bool hearth__cluster_checks_wanted(const hearth__cluster_ns *n) {
+    return n->ae.nwanted != 0;
+}
+
+int hearth__cluster_rebuilds(const hearth__cluster *c) {
+    return c->ae.rebuilds;
+}
+
+uint64_t hearth__cluster_divergences(const hearth__cluster *c) {
+    return c->ae.divergences;
 }

@@ -15,7 +15,7 @@
  * anywhere else in the log, or a part moved within a chain, does not
  * open where it lands (tail.c skips it). A whole record is sealed where
  * it lies in the commit's buffer, the only copy being the message's own. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 
@@ -44,7 +44,7 @@ static int refusal(natsStatus s, jsErrCode jerr) {
 static void log_context(hearth__aad *a, const hearth__cluster_ns *n,
                         uint64_t after, size_t i, size_t k) {
     hearth__aad_init(a);
-    hearth__aad_str(a, n->subject);
+    hearth__aad_str(a, n->log.subject);
     hearth__aad_u64(a, after);
     hearth__aad_part(a, i, k);
 }
@@ -54,7 +54,7 @@ static void log_context(hearth__aad *a, const hearth__cluster_ns *n,
 static int message(hearth__cluster_ns *n, const char *data, size_t len,
                    size_t i, size_t k, natsMsg **out) {
     natsMsg *m = NULL;
-    natsStatus s = natsMsg_Create(&m, n->subject, NULL, data, (int)len);
+    natsStatus s = natsMsg_Create(&m, n->log.subject, NULL, data, (int)len);
     if (s == NATS_OK && k)
         s = hearth__cluster_part_mark(m, i, k);
     if (s != NATS_OK) {
@@ -93,7 +93,7 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
     if (s == NATS_OK)
         *seq = ack->Sequence;
     jsPubAck_Destroy(ack);
-    n->batch_jerr = (int)jerr;
+    n->log.batch_jerr = (int)jerr;
     return refusal(s, jerr);
 }
 
@@ -132,22 +132,22 @@ void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
     (void)js;
     hearth__cluster_ns *n = closure;
     if (pa) {
-        n->batch_seq = pa->Sequence;
-        n->batch_rc = 0;
+        n->log.batch_seq = pa->Sequence;
+        n->log.batch_rc = 0;
     } else {
-        n->batch_jerr = (int)pae->ErrCode;
-        n->batch_rc = refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
+        n->log.batch_jerr = (int)pae->ErrCode;
+        n->log.batch_rc = refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
     }
     natsMsg_Destroy(m);
 }
 
 int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
                                  uint64_t after) {
-    n->batch_rc = 0;
+    n->log.batch_rc = 0;
     size_t at = hearth__cluster_seal_room(n->c), len = bytes->len - at;
     if (len > hearth__cluster_room(n->c)) /* a chain: part after part */
         return hearth__cluster_append(n, bytes->data + at, len, after,
-                                      &n->batch_seq);
+                                      &n->log.batch_seq);
     int rc = 0;
     if (hearth__cluster_sealed(n->c)) {
         hearth__aad a;
@@ -165,15 +165,15 @@ int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
         return rc;
     jsPubOptions po;
     fence(&po, after);
-    natsStatus s = js_PublishMsgAsync(n->js, &m, &po);
+    natsStatus s = js_PublishMsgAsync(n->log.js, &m, &po);
     natsMsg_Destroy(m); /* NULL once the library took it */
     return hearth__cluster_error(s);
 }
 
 int hearth__cluster_append_wait(hearth__cluster_ns *n) {
     /* Bounded: the append's MaxWait answers it with a timeout. */
-    natsStatus s = js_PublishAsyncComplete(n->js, NULL);
-    return s == NATS_OK ? n->batch_rc : hearth__cluster_error(s);
+    natsStatus s = js_PublishAsyncComplete(n->log.js, NULL);
+    return s == NATS_OK ? n->log.batch_rc : hearth__cluster_error(s);
 }
 
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k) {

@@ -17,7 +17,7 @@
  * it; a node learns its leader's term so, once per leader. Answers are
  * sealed for their reply subject. What does not open is dropped
  * unanswered: an outsider learns nothing, not even who leads. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "tree/json.h"
 
@@ -87,9 +87,8 @@ static char *body_of(const hearth__db_op *o, size_t slot, size_t *len) {
     return b.data;
 }
 
-/* What a forwarded write's part i of k (k 0: the whole) is sealed for. */
-static void request_context(hearth__aad *a, const char *subj,
-                            const char *reply, size_t i, size_t k) {
+void hearth__cluster_request_context(hearth__aad *a, const char *subj,
+                                     const char *reply, size_t i, size_t k) {
     hearth__aad_init(a);
     hearth__aad_str(a, subj);
     hearth__aad_str(a, reply);
@@ -105,7 +104,7 @@ static natsStatus send_part(hearth__cluster *c, const char *subj,
     hearth__buf_init(&sealed);
     if (hearth__cluster_sealed(c)) {
         hearth__aad a;
-        request_context(&a, subj, reply, i, k);
+        hearth__cluster_request_context(&a, subj, reply, i, k);
         if (hearth__cluster_seal(c, "fwd", &a, data, len, &sealed)) {
             hearth__buf_free(&sealed);
             return NATS_NO_MEMORY;
@@ -141,9 +140,9 @@ static natsStatus send_parts(hearth__cluster *c, const char *subj,
 }
 
 static void send_one(hearth__cluster *c, hearth__forward *f) {
-    char subj[128], reply[sizeof c->inbox + 24];
+    char subj[128], reply[sizeof c->fwd.inbox + 24];
     snprintf(subj, sizeof subj, "hearth.fwd.%s", f->n->name);
-    snprintf(reply, sizeof reply, "%s.%llu", c->inbox,
+    snprintf(reply, sizeof reply, "%s.%llu", c->fwd.inbox,
              (unsigned long long)f->id);
     f->sent_at = uv_now(c->loop);
     const char *data = f->body;
@@ -151,7 +150,7 @@ static void send_one(hearth__cluster *c, hearth__forward *f) {
     if (f->slot) { /* the first line, just before the body's JSON */
         char line[SLOT + 1];
         int n = snprintf(line, sizeof line, "%lld %s\n",
-                         (long long)hearth_now_ms(), f->n->leader_term);
+                         (long long)hearth_now_ms(), f->n->fwd.leader_term);
         if (n < 0 || n > SLOT) {
             f->sent_at = 0;
             return;
@@ -162,6 +161,44 @@ static void send_one(hearth__cluster *c, hearth__forward *f) {
     }
     if (send_parts(c, subj, reply, data, len) != NATS_OK)
         f->sent_at = 0; /* disconnected: again next tick */
+}
+
+static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
+                         natsMsg *m, void *closure) {
+    (void)nc, (void)sub;
+    hearth__cluster_post(closure, MSG_REPLY, m, 0);
+}
+
+natsStatus hearth__cluster_replies_start(hearth__cluster *c) {
+    snprintf(c->fwd.inbox, sizeof c->fwd.inbox, "_INBOX.hearth.%s.%s",
+             c->node, c->run);
+    char wild[sizeof c->fwd.inbox + 2];
+    snprintf(wild, sizeof wild, "%s.*", c->fwd.inbox);
+    return natsConnection_Subscribe(&c->fwd.replies, c->nc, wild,
+                                    on_reply_msg, c);
+}
+
+void hearth__cluster_replies_drain(hearth__cluster *c) {
+    if (c->fwd.replies) {
+        natsSubscription_Drain(c->fwd.replies);
+        natsSubscription_WaitForDrainCompletion(c->fwd.replies, 2000);
+    }
+}
+
+void hearth__cluster_replies_close(hearth__cluster *c) {
+    if (c->fwd.replies) {
+        natsSubscription_Unsubscribe(c->fwd.replies);
+        natsSubscription_Destroy(c->fwd.replies);
+    }
+    c->fwd.replies = NULL;
+}
+
+bool hearth__cluster_forward_idle(const hearth__cluster_ns *n) {
+    return !n->fwd.waiting && !n->fwd.forwarding;
+}
+
+bool hearth__cluster_forward_waiting(const hearth__cluster_ns *n) {
+    return n->fwd.waiting != NULL;
 }
 
 void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
@@ -180,22 +217,22 @@ void hearth__cluster_forward(hearth__cluster_ns *n, hearth__db_op *o) {
     }
     f->n = n;
     f->o = o;
-    f->id = ++c->next_id;
+    f->id = ++c->fwd.next_id;
     f->deadline = uv_now(c->loop) + HEARTH__CLUSTER_FORWARD_MS;
-    f->next = c->forwards;
-    c->forwards = f;
-    n->forwarding++;
+    f->next = c->fwd.forwards;
+    c->fwd.forwards = f;
+    n->fwd.forwarding++;
     send_one(c, f);
 }
 
 /* Takes the forward with id out of c's list. */
 static hearth__forward *take(hearth__cluster *c, uint64_t id) {
-    for (hearth__forward **p = &c->forwards; *p; p = &(*p)->next)
+    for (hearth__forward **p = &c->fwd.forwards; *p; p = &(*p)->next)
         if ((*p)->id == id) {
             hearth__forward *f = *p;
             *p = f->next;
             f->next = NULL;
-            f->n->forwarding--;
+            f->n->fwd.forwarding--;
             return f;
         }
     return NULL;
@@ -206,7 +243,7 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     const char *dot = strrchr(subj, '.');
     uint64_t id = dot ? strtoull(dot + 1, NULL, 10) : 0;
     hearth__forward *f = NULL;
-    for (hearth__forward *g = c->forwards; g; g = g->next)
+    for (hearth__forward *g = c->fwd.forwards; g; g = g->next)
         if (g->id == id)
             f = g;
     json_t *doc = NULL;
@@ -232,7 +269,8 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     const char *term = json_string_value(json_object_get(doc, "to"));
     if (f && term && hearth__cluster_sealed(c)) {
         /* sealed for another leader: again at once, for this one */
-        snprintf(f->n->leader_term, sizeof f->n->leader_term, "%s", term);
+        snprintf(f->n->fwd.leader_term, sizeof f->n->fwd.leader_term, "%s",
+                 term);
         json_decref(doc);
         send_one(c, f);
         return;
@@ -254,15 +292,15 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
         finish(f, f->status);
         return;
     }
-    f->next = f->n->waiting;
-    f->n->waiting = f;
+    f->next = f->n->fwd.waiting;
+    f->n->fwd.waiting = f;
     hearth__cluster_forward_applied(f->n);
 }
 
 void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
-    for (hearth__forward **p = &n->waiting; *p;) {
+    for (hearth__forward **p = &n->fwd.waiting; *p;) {
         hearth__forward *f = *p;
-        if (f->seq <= n->applied_seq) {
+        if (f->seq <= hearth__cluster_applied_seq(n)) {
             *p = f->next;
             finish(f, f->status);
         } else {
@@ -275,7 +313,7 @@ void hearth__cluster_forward_applied(hearth__cluster_ns *n) {
  * (its consumer being made again): they are in the log, but their ok
  * would come before this node's listeners saw them. */
 static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
-    for (hearth__forward **p = &n->waiting; *p;) {
+    for (hearth__forward **p = &n->fwd.waiting; *p;) {
         hearth__forward *f = *p;
         if (now > f->deadline) {
             *p = f->next;
@@ -288,16 +326,14 @@ static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
 
 void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
-    hearth__cluster_joins_expire(c, HEARTH__CLUSTER_FORWARD_MS);
-    hearth__cluster_replay_expire(c);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         tail_deadlines(n, now);
-    for (hearth__forward **p = &c->forwards; *p;) {
+    for (hearth__forward **p = &c->fwd.forwards; *p;) {
         hearth__forward *f = *p;
         bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
         if (now > f->deadline || unanswered) {
             *p = f->next;
-            f->n->forwarding--;
+            f->n->fwd.forwarding--;
             finish(f, HEARTH_EDISCONNECTED);
             continue;
         }
@@ -309,298 +345,19 @@ void hearth__cluster_forward_tick(hearth__cluster *c) {
 
 void hearth__cluster_forward_cancel(hearth__cluster_ns *n, int rc) {
     hearth__cluster *c = n->c;
-    for (hearth__forward **p = &c->forwards; *p;) {
+    for (hearth__forward **p = &c->fwd.forwards; *p;) {
         hearth__forward *f = *p;
         if (f->n == n) {
             *p = f->next;
-            n->forwarding--;
+            n->fwd.forwarding--;
             finish(f, rc);
         } else {
             p = &f->next;
         }
     }
-    while (n->waiting) {
-        hearth__forward *f = n->waiting;
-        n->waiting = f->next;
+    while (n->fwd.waiting) {
+        hearth__forward *f = n->fwd.waiting;
+        n->fwd.waiting = f->next;
         finish(f, rc);
     }
-}
-
-/* ---- the leader's side ---- */
-
-typedef struct served {
-    hearth__cluster *c;
-    char *ns;
-    char *reply;
-} served;
-
-/* text on reply, sealed for it. */
-static void answer_text(hearth__cluster *c, const char *reply,
-                        const char *text) {
-    if (!hearth__cluster_sealed(c)) {
-        natsConnection_PublishString(c->nc, reply, text);
-        return;
-    }
-    hearth__aad a;
-    hearth__aad_init(&a);
-    hearth__aad_str(&a, reply);
-    hearth__buf sealed;
-    hearth__buf_init(&sealed);
-    if (!hearth__cluster_seal(c, "reply", &a, text, strlen(text), &sealed))
-        natsConnection_Publish(c->nc, reply, sealed.data, (int)sealed.len);
-    hearth__buf_free(&sealed);
-}
-
-static void answer(hearth__cluster *c, const char *reply, int rc, uint64_t seq) {
-    char text[64];
-    snprintf(text, sizeof text, "{\"rc\":%d,\"seq\":%llu}", rc,
-             (unsigned long long)seq);
-    answer_text(c, reply, text);
-}
-
-/* Not served here: sent again, to whoever leads by the sender's next
- * tick, or at once sealed for term (this leader's). */
-static void answer_retry(hearth__cluster *c, const char *reply,
-                         const char *term) {
-    char text[160];
-    if (term) /* a node name and a hex run: nothing to escape */
-        snprintf(text, sizeof text, "{\"retry\":true,\"to\":\"%s\"}", term);
-    else
-        snprintf(text, sizeof text, "{\"retry\":true}");
-    answer_text(c, reply, text);
-}
-
-static void on_served(int status, void *ctx) {
-    served *s = ctx;
-    hearth__cluster_ns *n = hearth__cluster_find(s->c, s->ns);
-    answer(s->c, s->reply, status, n ? n->applied_seq : 0);
-}
-
-static void served_free(void *ctx) {
-    served *s = ctx;
-    hearth__free(s->ns);
-    hearth__free(s->reply);
-    hearth__free(s);
-}
-
-int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
-                           hearth_completion_cb cb, void *ctx,
-                           hearth_free_cb ctx_free, hearth_error_t *err) {
-    hearth__db_caller caller = {0};
-    hearth_node_t *auth = NULL;
-    /* The auth keeps its claims' keys as the token had them. */
-    json_t *a = json_object_get(doc, "a");
-    if (a && !json_is_null(a) &&
-        hearth__node_from_jansson_at(a, HEARTH__JSON_CLAIM_KEYS, "/", 0, &auth, err))
-        return err->code;
-    caller.auth = auth;
-    const hearth__db_caller *who =
-        json_is_true(json_object_get(doc, "j")) ? &caller : NULL;
-    const char *hash = json_string_value(json_object_get(doc, "h"));
-    json_t *w = json_object_get(doc, "w");
-    int rc = 0;
-    if (json_array_size(w) == 1) {
-        json_t *pair = json_array_get(w, 0);
-        const char *path = json_string_value(json_array_get(pair, 0));
-        hearth_node_t *value = NULL;
-        rc = path ? hearth__node_from_jansson_at(
-                        json_array_get(pair, 1), HEARTH_JSON_ALLOW_SERVER_VALUES,
-                        path, 0, &value, err)
-                  : hearth__error(err, HEARTH_EINVAL, NULL, "no path");
-        if (!rc)
-            rc = hearth__db_set_if_as(n->db, who, hash,
-                                      path, value, cb, ctx, ctx_free, err);
-        hearth_node_decref(value);
-    } else {
-        json_t *obj = json_object();
-        for (size_t i = 0; obj && i < json_array_size(w); i++) {
-            json_t *pair = json_array_get(w, i);
-            const char *path = json_string_value(json_array_get(pair, 0));
-            while (path && *path == '/')
-                path++;
-            if (path)
-                json_object_set(obj, path, json_array_get(pair, 1));
-        }
-        hearth__update_parts u;
-        rc = obj ? hearth__update_parts_from_json("/", obj, &u, err)
-                 : hearth__error_code(err, HEARTH_ENOMEM);
-        if (!rc)
-            rc = hearth__db_update_parts_as(n->db, who, "/", &u, cb, ctx,
-                                            ctx_free, err);
-        if (obj)
-            hearth__update_parts_free(&u);
-        json_decref(obj);
-    }
-    hearth_node_decref(auth);
-    return rc;
-}
-
-/* A forwarded write arriving in parts, joined by its reply subject (one
- * sender's parts arrive in order); dropped when cut short. */
-typedef struct hearth__joining {
-    struct hearth__joining *next;
-    char *reply;
-    hearth__buf body;
-    size_t parts;
-    uint64_t started;
-} joining;
-
-static void joining_free(joining *j) {
-    hearth__free(j->reply);
-    hearth__buf_free(&j->body);
-    hearth__free(j);
-}
-
-/* Takes a part (data, opened) into its write's join; the whole body once
- * its last part is in (to free), else NULL. */
-static joining *join_part(hearth__cluster *c, const char *data, size_t len,
-                          const char *reply, size_t i, size_t k) {
-    joining **p = &c->joining;
-    while (*p && strcmp((*p)->reply, reply) != 0)
-        p = &(*p)->next;
-    joining *j = *p;
-    if (j && (i == 1 || j->parts + 1 != i)) { /* a new start, or a gap */
-        *p = j->next;
-        joining_free(j);
-        j = NULL;
-    }
-    if (!j && i == 1 && (j = hearth__calloc(1, sizeof *j))) {
-        j->reply = hearth__strndup(reply, strlen(reply));
-        hearth__buf_init(&j->body);
-        j->started = uv_now(c->loop);
-        j->next = c->joining;
-        c->joining = j;
-    }
-    if (!j)
-        return NULL;
-    hearth__buf_add(&j->body, data, len);
-    j->parts++;
-    if (i < k && j->reply && !j->body.failed)
-        return NULL;
-    for (p = &c->joining; *p != j; p = &(*p)->next)
-        ;
-    *p = j->next;
-    return j;
-}
-
-/* Forgets joins older than a forwarded write's bound (their sender gave
- * up), or all of them (stop: old 0). */
-void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old) {
-    uint64_t now = uv_now(c->loop);
-    for (joining **p = &c->joining; *p;) {
-        joining *j = *p;
-        if (!old || now - j->started > old) {
-            *p = j->next;
-            joining_free(j);
-        } else {
-            p = &j->next;
-        }
-    }
-}
-
-static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,
-                          const char *reply, const char *data, size_t len);
-
-void hearth__cluster_serve(hearth__cluster *c, natsMsg *m) {
-    const char *subject = natsMsg_GetSubject(m);
-    hearth__cluster_ns *n = hearth__cluster_find(c, strrchr(subject, '.') + 1);
-    const char *reply = natsMsg_GetReply(m);
-    size_t i = 0, k = 0;
-    bool part = hearth__cluster_part(m, &i, &k);
-    const char *data = natsMsg_GetData(m);
-    size_t len = (size_t)natsMsg_GetDataLength(m);
-    hearth__buf plain;
-    hearth__buf_init(&plain);
-    bool opened = true;
-    if (hearth__cluster_sealed(c)) { /* each part opened before anything */
-        hearth__aad a;
-        request_context(&a, subject, reply ? reply : "", part ? i : 0,
-                        part ? k : 0);
-        if (!reply)
-            hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
-        opened = reply && !hearth__cluster_unseal(c, HEARTH__REJECT_FWD, "fwd",
-                                                &a, data, len, &plain);
-        data = plain.data;
-        len = plain.len;
-    }
-    if (!opened) {
-        /* dropped unanswered */
-    } else if (!reply || !n || !n->leader) {
-        /* No longer leading (the request was on its way): the sender asks
-         * again on its next tick, whoever leads by then. */
-        if (reply && (!part || i == k))
-            answer_retry(c, reply, NULL);
-    } else if (!part) {
-        serve_request(c, n, reply, data, len);
-    } else {
-        joining *j = join_part(c, data, len, reply, i, k);
-        if (j && j->reply && !j->body.failed)
-            serve_request(c, n, reply, j->body.data, j->body.len);
-        else if (j)
-            answer(c, reply, HEARTH_ENOMEM, 0);
-        if (j)
-            joining_free(j);
-    }
-    hearth__buf_free(&plain);
-    natsMsg_Destroy(m);
-}
-
-static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
-                       const char *reply, const char *data, size_t len);
-
-/* A whole request: sealed, its first line says when and for whom. */
-static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,
-                          const char *reply, const char *data, size_t len) {
-    if (!hearth__cluster_sealed(c)) {
-        serve_body(c, n, reply, data, len);
-        return;
-    }
-    /* data is a buffer's: NUL-terminated */
-    const char *nl = memchr(data, '\n', len);
-    char *end = NULL;
-    long long at = strtoll(data, &end, 10);
-    if (!nl || end == data || *end != ' ' || end > nl) {
-        hearth__cluster_rejected(c, HEARTH__REJECT_FWD, false);
-        return;
-    }
-    char mine[sizeof n->leader_term];
-    snprintf(mine, sizeof mine, "%s.%s", c->node, c->run);
-    const char *term = end + 1;
-    if ((size_t)(nl - term) != strlen(mine) ||
-        memcmp(term, mine, (size_t)(nl - term)) != 0) {
-        answer_retry(c, reply, mine);
-        return;
-    }
-    int rc = hearth__cluster_replay_check(c, reply, (uint64_t)at);
-    if (rc == HEARTH_EDENIED)
-        hearth__cluster_rejected(c, HEARTH__REJECT_FWD, true);
-    else if (rc)
-        answer(c, reply, rc, 0);
-    else
-        serve_body(c, n, reply, nl + 1, len - (size_t)(nl + 1 - data));
-}
-
-/* One forwarded write's body, judged and queued as its caller. */
-static void serve_body(hearth__cluster *c, hearth__cluster_ns *n,
-                       const char *reply, const char *data, size_t len) {
-    json_t *doc = NULL;
-    hearth_error_t err = {0};
-    served *s = hearth__calloc(1, sizeof *s);
-    int rc = s ? 0 : HEARTH_ENOMEM;
-    if (s) {
-        s->c = c;
-        s->ns = hearth__strndup(n->name, strlen(n->name));
-        s->reply = hearth__strndup(reply, strlen(reply));
-        if (!s->ns || !s->reply)
-            rc = HEARTH_ENOMEM;
-    }
-    if (!rc && hearth__json_load(data, len, &doc, &err))
-        rc = HEARTH_EJSON;
-    if (!rc)
-        rc = hearth__cluster_submit(n, doc, on_served, s, served_free, &err);
-    if (rc) /* refused before it was queued: its callbacks never run */
-        answer(c, reply, rc, 0);
-    if (rc && s)
-        served_free(s);
-    json_decref(doc);
 }

@@ -6,7 +6,7 @@
  * (rules.c), and a sweep after the deletes of the orphans the last sweep
  * ran, so none runs twice. At most one batch is on the worker; a stop
  * waits for the lane to be empty. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,28 +33,28 @@ struct hearth__lane {
 
 static void lane_work(uv_work_t *w) {
     hearth__cluster *c = w->data;
-    for (lane_job *j = c->lane->batch; j; j = j->next) {
+    for (lane_job *j = c->odc.lane->batch; j; j = j->next) {
         uint64_t rev;
         natsStatus s = j->value ? kvStore_Put(&rev, j->kv, j->key, j->value,
                                               (int)j->len)
                                 : kvStore_Delete(j->kv, j->key);
         j->rc = s == NATS_OK ? 0 : hearth__cluster_error(s);
     }
-    if (c->lane->sweeping)
+    if (c->odc.lane->sweeping)
         hearth__cluster_sweep_work(c);
 }
 
 static void lane_done(uv_work_t *w, int status) {
     (void)status; /* never canceled */
     hearth__cluster *c = w->data;
-    hearth__lane *l = c->lane;
+    hearth__lane *l = c->odc.lane;
     lane_job *j = l->batch;
     bool swept = l->sweeping;
     l->batch = NULL;
     l->running = l->sweeping = false;
     while (j) {
         lane_job *next = j->next;
-        if (j->rc && j->kv == c->orphans)
+        if (j->rc && j->kv == c->odc.orphans)
             fprintf(stderr, "hearth: cluster: onDisconnect writes of %s not "
                     "kept: %s\n", j->key, hearth_strerror(j->rc));
         if (j->done)
@@ -70,7 +70,7 @@ static void lane_done(uv_work_t *w, int status) {
 }
 
 void hearth__cluster_lane_kick(hearth__cluster *c) {
-    hearth__lane *l = c->lane;
+    hearth__lane *l = c->odc.lane;
     if (l->running)
         return;
     l->sweeping = hearth__cluster_sweep_begin(c);
@@ -89,7 +89,7 @@ void hearth__cluster_lane_kick(hearth__cluster *c) {
 bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
                               const char *key, const void *value, size_t len,
                               hearth__cluster_kept_cb done, void *ctx) {
-    hearth__lane *l = c->lane;
+    hearth__lane *l = c->odc.lane;
     lane_job *j = hearth__calloc(1, sizeof *j);
     if (!j || (value && !(j->value = hearth__malloc(len ? len : 1)))) {
         hearth__free(j);
@@ -112,15 +112,15 @@ bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
 }
 
 int hearth__cluster_lane_create(hearth__cluster *c) {
-    c->lane = hearth__calloc(1, sizeof *c->lane);
-    return c->lane ? 0 : HEARTH_ENOMEM;
+    c->odc.lane = hearth__calloc(1, sizeof *c->odc.lane);
+    return c->odc.lane ? 0 : HEARTH_ENOMEM;
 }
 
 bool hearth__cluster_lane_busy(const hearth__cluster *c) {
-    return c->lane && (c->lane->running || c->lane->queued);
+    return c->odc.lane && (c->odc.lane->running || c->odc.lane->queued);
 }
 
 void hearth__cluster_lane_free(hearth__cluster *c) {
-    hearth__free(c->lane);
-    c->lane = NULL;
+    hearth__free(c->odc.lane);
+    c->odc.lane = NULL;
 }

@@ -5,14 +5,14 @@
  * once. The lease only decides who appends: the fence on every append
  * keeps the log right even when two nodes believe they lead. Liveness:
  * each node keeps a key in hearth_nodes (same TTL) whose value tells how
- * far it has applied each of its namespaces.
+ * far it has applied each of its namespaces (its value, and the reading
+ * of every node's: liveness.c; the round writes it).
  *
  * The KV calls of a tick run as one round on a worker thread (a slow NATS
  * server never pauses the loop): the loop hands it each open namespace's
  * name and lease, and applies its findings (won, kept, lost, who holds
  * it) when it ends; at most one round runs at a time. */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "tree/json.h"
 
@@ -44,10 +44,43 @@ typedef struct lease_round {
     hearth__lease_release *releases; /* leases given up, to delete */
 } lease_round;
 
-static void on_forward_msg(natsConnection *nc, natsSubscription *sub,
-                           natsMsg *m, void *closure) {
-    (void)nc, (void)sub;
-    hearth__cluster_post(closure, MSG_FORWARD, m, 0);
+natsStatus hearth__cluster_lease_open(hearth__cluster *c) {
+    natsStatus s = hearth__cluster_bucket(c, c->round_js, "hearth_leases",
+                                          true, &c->lease.leases);
+    if (s == NATS_OK)
+        s = hearth__cluster_bucket(c, c->round_js, "hearth_nodes", true,
+                                   &c->lease.nodes);
+    return s;
+}
+
+void hearth__cluster_lease_close(hearth__cluster *c) {
+    kvStore_Destroy(c->lease.leases);
+    kvStore_Destroy(c->lease.nodes);
+}
+
+void hearth__cluster_lease_free(hearth__cluster *c) {
+    json_decref(c->lease.live);
+}
+
+bool hearth__cluster_lease_running(const hearth__cluster *c) {
+    return c->lease.round_running;
+}
+
+bool hearth__cluster_leads(const hearth__cluster_ns *n) {
+    return n->lead.leader;
+}
+
+bool hearth__cluster_lead_settled(const hearth__cluster_ns *n) {
+    return n->lead.leader &&
+           hearth__cluster_applied_seq(n) >= n->lead.lead_from;
+}
+
+const char *hearth__cluster_leader_name(const hearth__cluster_ns *n) {
+    return n->lead.leader_name;
+}
+
+json_t *hearth__cluster_live(hearth__cluster *c) {
+    return c->lease.live ? json_incref(c->lease.live) : json_object();
 }
 
 /* Deletes the leases given up, if still as they were (any thread): a
@@ -74,29 +107,25 @@ static void release_all(hearth__cluster *c, hearth__lease_release *r) {
 }
 
 void hearth__cluster_releases_flush(hearth__cluster *c) {
-    release_all(c, c->releases);
-    c->releases = NULL;
+    release_all(c, c->lease.releases);
+    c->lease.releases = NULL;
 }
 
 void hearth__cluster_step_down(hearth__cluster_ns *n) {
-    if (!n->leader)
+    if (!n->lead.leader)
         return;
-    n->leader = false;
-    if (n->serving) {
-        natsSubscription_Unsubscribe(n->serving);
-        natsSubscription_Destroy(n->serving);
-        n->serving = NULL;
-    }
+    n->lead.leader = false;
+    hearth__cluster_serve_stop(n);
     /* The lease goes with the next round, if still ours, for a quicker
      * successor (else it expires). */
     hearth__lease_release *r = hearth__calloc(1, sizeof *r);
     if (r) {
         snprintf(r->name, sizeof r->name, "%s", n->name);
-        r->rev = n->lease_rev;
-        r->next = n->c->releases;
-        n->c->releases = r;
+        r->rev = n->lead.lease_rev;
+        r->next = n->c->lease.releases;
+        n->c->lease.releases = r;
     }
-    n->leader_name[0] = '\0';
+    n->lead.leader_name[0] = '\0';
 }
 
 /* The subject's last sequence in the log (0: none): where a new leader's
@@ -140,19 +169,19 @@ static void lease_job_run(hearth__cluster *c, lease_job *j, bool renew) {
         return;
     }
     if (j->leader) {
-        bool kept = kvStore_Update(&j->new_rev, c->leases, j->name, me.data,
-                                   (int)me.len, j->rev) == NATS_OK;
+        bool kept = kvStore_Update(&j->new_rev, c->lease.leases, j->name,
+                                   me.data, (int)me.len, j->rev) == NATS_OK;
         j->outcome = kept ? KEPT : LOST;
         hearth__buf_free(&me);
         return;
     }
     kvEntry *e = NULL;
-    natsStatus s = kvStore_Get(&e, c->leases, j->name);
+    natsStatus s = kvStore_Get(&e, c->lease.leases, j->name);
     if (s == NATS_OK) {
         j->outcome = HELD_BY;
         holder_of(c, j, e, j->holder, sizeof j->holder);
     } else if (s == NATS_NOT_FOUND && !j->stand_aside &&
-               kvStore_Create(&j->new_rev, c->leases, j->name, me.data,
+               kvStore_Create(&j->new_rev, c->lease.leases, j->name, me.data,
                               (int)me.len) == NATS_OK) {
         j->outcome = WON;
         j->log_end = log_end(c, j);
@@ -170,7 +199,8 @@ static void round_work(uv_work_t *w) {
         uint64_t rev;
         if (!hearth__cluster_seal_value(c, "hearth_nodes", c->node, r->alive,
                                         strlen(r->alive), &alive))
-            kvStore_Put(&rev, c->nodes, c->node, alive.data, (int)alive.len);
+            kvStore_Put(&rev, c->lease.nodes, c->node, alive.data,
+                        (int)alive.len);
         hearth__buf_free(&alive);
     }
     release_all(c, r->releases);
@@ -186,15 +216,12 @@ static void round_work(uv_work_t *w) {
 
 static void lead(hearth__cluster_ns *n, const lease_job *j) {
     hearth__cluster *c = n->c;
-    char subj[128];
-    snprintf(subj, sizeof subj, "hearth.fwd.%s", n->name);
-    if (natsConnection_Subscribe(&n->serving, c->nc, subj, on_forward_msg, c) !=
-        NATS_OK)
+    if (hearth__cluster_serve_start(n))
         return; /* the lease expires; someone else leads */
-    n->leader = true;
-    n->lease_rev = j->new_rev;
-    n->lead_from = j->log_end;
-    snprintf(n->leader_name, sizeof n->leader_name, "%s", c->node);
+    n->lead.leader = true;
+    n->lead.lease_rev = j->new_rev;
+    n->lead.lead_from = j->log_end;
+    snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s", c->node);
     hearth__cluster_tail_drain(n);
 }
 
@@ -203,7 +230,7 @@ static void lead(hearth__cluster_ns *n, const lease_job *j) {
  * miss the lease, left to expire (a successor waits 4 s more); it names
  * the renewed one. */
 static void release_renewed(hearth__cluster *c, const lease_job *j) {
-    for (hearth__lease_release *r = c->releases; r; r = r->next)
+    for (hearth__lease_release *r = c->lease.releases; r; r = r->next)
         if (strcmp(r->name, j->name) == 0 && r->rev == j->rev)
             r->rev = j->new_rev;
 }
@@ -213,29 +240,30 @@ static void round_done(uv_work_t *w, int status) {
     (void)status;
     lease_round *r = w->data;
     hearth__cluster *c = r->c;
-    c->round_running = false;
+    c->lease.round_running = false;
     for (size_t i = 0; i < r->njobs; i++) {
         lease_job *j = &r->jobs[i];
         hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
-        if (j->outcome == KEPT && !(n && n->leader))
+        if (j->outcome == KEPT && !(n && n->lead.leader))
             release_renewed(c, j); /* stepped down or closed meanwhile */
         if (!n)
             continue; /* closed meanwhile: a lease won expires */
-        if (j->outcome == WON && !n->leader && !n->diverged)
+        if (j->outcome == WON && !n->lead.leader &&
+            !hearth__cluster_diverged(n))
             lead(n, j);
-        else if (j->outcome == KEPT && n->leader)
-            n->lease_rev = j->new_rev;
-        else if (j->outcome == LOST && n->leader)
+        else if (j->outcome == KEPT && n->lead.leader)
+            n->lead.lease_rev = j->new_rev;
+        else if (j->outcome == LOST && n->lead.leader)
             hearth__cluster_step_down(n); /* someone else may lead */
-        else if (j->outcome == HELD_BY && !n->leader)
-            snprintf(n->leader_name, sizeof n->leader_name, "%s", j->holder);
-        if (j->purge.purged_to > n->purged)
-            n->purged = j->purge.purged_to;
+        else if (j->outcome == HELD_BY && !n->lead.leader)
+            snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s",
+                     j->holder);
+        hearth__cluster_retain_done(n, &j->purge);
     }
     if (r->live) { /* the operator's view, as of this round */
-        json_decref(c->live);
-        c->live = r->live;
-        hearth__cluster_checks_compare(c, c->live);
+        json_decref(c->lease.live);
+        c->lease.live = r->live;
+        hearth__cluster_checks_compare(c, c->lease.live);
     }
     free(r->alive);
     hearth__free(r->jobs);
@@ -243,40 +271,18 @@ static void round_done(uv_work_t *w, int status) {
     hearth__cluster_round_ended(c);
 }
 
-/* This node's liveness value: {"ns": {"<name>": applied sequence},
- * "sums": {"<name>": its checkpoints (antientropy.c)}, "run": its run}. */
-static char *liveness(hearth__cluster *c) {
-    json_t *ns = json_object(), *sums = json_object();
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        json_object_set_new(ns, n->name, json_integer((json_int_t)n->applied_seq));
-        hearth__cluster_checks_note(n);
-        if (!n->diverged) /* a diverged tree is nobody's reference */
-            json_object_set_new(sums, n->name, hearth__cluster_checks_json(n));
-    }
-    json_t *doc = json_pack("{sososs}", "ns", ns, "sums", sums, "run", c->run);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    return text;
-}
-
 /* A leader's purge every retain_ticks (renewal rounds only): as far as
  * the log reached at the previous one, at most. */
-static void plan_purge(hearth__cluster *c, hearth__cluster_ns *n,
-                       lease_job *j, bool renew) {
-    if (!n->leader || !renew ||
-        c->ticks % c->retain_ticks != 1)
+static void plan_purge(hearth__cluster_ns *n, lease_job *j, bool renew,
+                       uint64_t ticks) {
+    if (!n->lead.leader || !renew)
         return;
-    j->retain = true;
     j->purge = (hearth__retain_job){.name = j->name, .stream = j->stream,
-                                    .subject = j->subject,
-                                    .kept = n->applied_seq,
-                                    .last = n->applied_seq,
-                                    .cap = n->retain_cap,
-                                    .purged = n->purged};
-    n->retain_cap = n->applied_seq;
+                                    .subject = j->subject};
+    j->retain = hearth__cluster_retain_plan(n, ticks, &j->purge);
 }
 
-static void start_round(hearth__cluster *c, bool renew) {
+static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     size_t count = 0;
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         count++;
@@ -290,39 +296,33 @@ static void start_round(hearth__cluster *c, bool renew) {
     size_t i = 0;
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next, i++) {
         snprintf(jobs[i].name, sizeof jobs[i].name, "%s", n->name);
-        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s", n->stream);
-        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s", n->subject);
-        jobs[i].leader = n->leader;
-        jobs[i].rev = n->lease_rev;
-        jobs[i].stand_aside = n->diverged; /* never leads a wrong tree */
-        plan_purge(c, n, &jobs[i], renew);
+        snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s",
+                 hearth__cluster_log_stream(n));
+        snprintf(jobs[i].subject, sizeof jobs[i].subject, "%s",
+                 hearth__cluster_log_subject(n));
+        jobs[i].leader = n->lead.leader;
+        jobs[i].rev = n->lead.lease_rev;
+        /* never leads a wrong tree */
+        jobs[i].stand_aside = hearth__cluster_diverged(n);
+        plan_purge(n, &jobs[i], renew, ticks);
     }
     r->c = c;
     r->renew = renew;
-    r->alive = renew ? liveness(c) : NULL;
+    r->alive = renew ? hearth__cluster_liveness(c) : NULL;
     r->jobs = jobs;
     r->njobs = count;
-    r->releases = c->releases;
-    c->releases = NULL;
+    r->releases = c->lease.releases;
+    c->lease.releases = NULL;
     r->work.data = r;
-    c->round_running = true;
+    c->lease.round_running = true;
     if (uv_queue_work(c->loop, &r->work, round_work, round_done)) {
         round_work(&r->work); /* no worker: here */
         round_done(&r->work, 0);
     }
 }
 
-void hearth__cluster_on_tick(uv_timer_t *t) {
-    hearth__cluster *c = t->data;
-    bool second = c->ticks++ % 2 == 0;
-    if (!c->round_running && !c->stop_asked)
-        start_round(c, second);
-    if (c->ticks % 4 == 1)
-        hearth__cluster_orphans_run(c);
-    hearth__cluster_forward_tick(c);
-    hearth__cluster_rules_follow_bucket(c); /* if not yet */
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        hearth__cluster_tail_drain(n);
-        hearth__cluster_rebuild_maybe(n);
-    }
+void hearth__cluster_lease_tick(hearth__cluster *c, uint64_t ticks) {
+    bool second = (ticks - 1) % 2 == 0; /* the first tick renews */
+    if (!c->lease.round_running && !hearth__cluster_stop_asked(c))
+        start_round(c, second, ticks);
 }

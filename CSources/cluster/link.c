@@ -1,9 +1,9 @@
-/* link.c - this node's link to NATS: the connection, JetStream, the lease
- * and liveness buckets, the streams, and the one way from NATS's threads
- * to the loop (a locked list and a coalesced uv_async_send). */
-#include "cluster/internal.h"
-#include "cluster/seal.h"
-#include "cluster/sealing.h"
+/* link.c - this node's link to NATS: the connection, JetStream, the KV
+ * buckets (each job opens its own through hearth__cluster_bucket, in the
+ * order link_up calls them), the streams, the one way from NATS's threads
+ * to the loop (a locked list and a coalesced uv_async_send), and the stop,
+ * which waits for every user of the link. */
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,31 +29,24 @@ int hearth__cluster_error(natsStatus s) {
 void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
                           natsMsg *m, uint64_t seq) {
     hearth__cluster_msg *q = hearth__calloc(1, sizeof *q);
-    uv_mutex_lock(&c->lock);
-    bool keep = q && !c->stopping;
+    uv_mutex_lock(&c->link.lock);
+    bool keep = q && !c->link.stopping;
     if (keep) {
         q->kind = kind;
         q->msg = m;
         q->seq = seq;
-        if (c->tail)
-            c->tail->next = q;
+        if (c->link.tail)
+            c->link.tail->next = q;
         else
-            c->head = q;
-        c->tail = q;
-        uv_async_send(&c->wake);
+            c->link.head = q;
+        c->link.tail = q;
+        uv_async_send(&c->link.wake);
     }
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_unlock(&c->link.lock);
     if (!keep) { /* no memory: a lost record is caught up by the fence */
         hearth__free(q);
         natsMsg_Destroy(m);
     }
-}
-
-hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
-        if (strcmp(n->name, name) == 0)
-            return n;
-    return NULL;
 }
 
 /* The namespace a subject ends with (hearth.ns.<p>.<name>,
@@ -84,10 +77,10 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
 
 static void on_wake(uv_async_t *a) {
     hearth__cluster *c = a->data;
-    uv_mutex_lock(&c->lock);
-    hearth__cluster_msg *q = c->head;
-    c->head = c->tail = NULL;
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_lock(&c->link.lock);
+    hearth__cluster_msg *q = c->link.head;
+    c->link.head = c->link.tail = NULL;
+    uv_mutex_unlock(&c->link.lock);
     while (q) {
         hearth__cluster_msg *next = q->next;
         q->next = NULL;
@@ -96,12 +89,6 @@ static void on_wake(uv_async_t *a) {
     }
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         hearth__cluster_tail_drain(n);
-}
-
-static void on_reply_msg(natsConnection *nc, natsSubscription *sub,
-                         natsMsg *m, void *closure) {
-    (void)nc, (void)sub;
-    hearth__cluster_post(closure, MSG_REPLY, m, 0);
 }
 
 /* ---- setup ---- */
@@ -181,8 +168,8 @@ static natsStatus connect_nats(hearth__cluster *c,
 
 /* Bucket name, made if missing (on c->js: making one waits for
  * JetStream to place it), opened for calls on js. */
-static natsStatus bucket(hearth__cluster *c, jsCtx *js, const char *name,
-                         bool ttl, kvStore **out) {
+natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
+                                  const char *name, bool ttl, kvStore **out) {
     kvConfig kc;
     kvConfig_Init(&kc);
     kc.Bucket = name;
@@ -201,21 +188,22 @@ static natsStatus bucket(hearth__cluster *c, jsCtx *js, const char *name,
     return s;
 }
 
-int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
+int hearth__cluster_stream(hearth__cluster *c, const char *name,
+                           char stream[32], char subject[96],
                            hearth_error_t *err) {
-    unsigned p = (unsigned)(crc32(0, (const unsigned char *)n->name,
-                                  (unsigned)strlen(n->name)) %
+    unsigned p = (unsigned)(crc32(0, (const unsigned char *)name,
+                                  (unsigned)strlen(name)) %
                             HEARTH__CLUSTER_PARTITIONS);
-    snprintf(n->stream, sizeof n->stream, "HEARTH_P%u", p);
-    snprintf(n->subject, sizeof n->subject, "hearth.ns.%u.%s", p, n->name);
-    if (c->made_stream[p])
+    snprintf(stream, 32, "HEARTH_P%u", p);
+    snprintf(subject, 96, "hearth.ns.%u.%s", p, name);
+    if (c->link.made_stream[p])
         return 0;
     char subjects[32];
     snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
     const char *list[] = {subjects};
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
-    cfg.Name = n->stream;
+    cfg.Name = stream;
     cfg.Subjects = list;
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
@@ -226,12 +214,12 @@ int hearth__cluster_stream(hearth__cluster *c, hearth__cluster_ns *n,
     jsStreamInfo_Destroy(si);
     if (s != NATS_OK && jerr != JSStreamNameExistErr) {
         /* Made by another node with other settings: use it as it is. */
-        s = js_GetStreamInfo(&si, c->js, n->stream, NULL, &jerr);
+        s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
         jsStreamInfo_Destroy(si);
         if (s != NATS_OK)
             return nats_fail(err, s, "cannot make the log's stream");
     }
-    c->made_stream[p] = true;
+    c->link.made_stream[p] = true;
     return 0;
 }
 
@@ -265,22 +253,17 @@ static int link_up(hearth__cluster *c, const hearth__cluster_options *o,
     if (s == NATS_OK)
         s = natsConnection_JetStream(&c->round_js, c->nc, &jo);
     if (s == NATS_OK)
-        s = bucket(c, c->round_js, "hearth_leases", true, &c->leases);
+        s = hearth__cluster_lease_open(c);
     if (s == NATS_OK)
-        s = bucket(c, c->round_js, "hearth_nodes", true, &c->nodes);
+        s = hearth__cluster_orphans_open(c);
     if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_ondisconnect", false, &c->orphans);
+        s = hearth__cluster_retain_open(c);
     if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_retained", false, &c->retained);
-    if (s == NATS_OK)
-        s = bucket(c, c->js, "hearth_rules", false, &c->rules_kv);
+        s = hearth__cluster_rules_open(c);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot open JetStream's lease buckets");
     snprintf(c->run, sizeof c->run, "%llx", (unsigned long long)hearth_now_ms());
-    snprintf(c->inbox, sizeof c->inbox, "_INBOX.hearth.%s.%s", c->node, c->run);
-    char wild[sizeof c->inbox + 2];
-    snprintf(wild, sizeof wild, "%s.*", c->inbox);
-    s = natsConnection_Subscribe(&c->replies, c->nc, wild, on_reply_msg, c);
+    s = hearth__cluster_replies_start(c);
     return s == NATS_OK ? 0 : nats_fail(err, s, "cannot subscribe");
 }
 
@@ -298,15 +281,11 @@ static bool valid_node(const char *node) {
 }
 
 static void drop_link(hearth__cluster *c) {
-    if (c->replies) {
-        natsSubscription_Unsubscribe(c->replies);
-        natsSubscription_Destroy(c->replies);
-    }
-    kvStore_Destroy(c->leases);
-    kvStore_Destroy(c->nodes);
-    kvStore_Destroy(c->orphans);
-    kvStore_Destroy(c->retained);
-    kvStore_Destroy(c->rules_kv);
+    hearth__cluster_replies_close(c);
+    hearth__cluster_lease_close(c);
+    hearth__cluster_orphans_close(c);
+    hearth__cluster_retain_close(c);
+    hearth__cluster_rules_close(c);
     jsCtx_Destroy(c->round_js);
     jsCtx_Destroy(c->js);
     natsConnection_Destroy(c->nc);
@@ -331,16 +310,16 @@ static void cluster_free(hearth__cluster *c) {
     hearth__cluster_lane_free(c);
     hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
-    json_decref(c->live);
-    hearth__cluster_msg *q = c->head;
+    hearth__cluster_lease_free(c);
+    hearth__cluster_msg *q = c->link.head;
     while (q) {
         hearth__cluster_msg *next = q->next;
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         q = next;
     }
-    uv_mutex_destroy(&c->lock);
-    hearth__seal_free(c->seal);
+    uv_mutex_destroy(&c->link.lock);
+    hearth__cluster_sealing_free(c);
     hearth__free(c->node);
     hearth__free(c);
 }
@@ -366,11 +345,9 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
                              "48 letters, digits, '-' and '_'",
                              node ? node : "");
     hearth__cluster *c = hearth__calloc(1, sizeof *c);
-    if (c)
-        c->retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
     if (!c || !(c->node = hearth__strndup(node, strlen(node))) ||
         hearth__cluster_lane_create(c) || hearth__cluster_sweep_create(c) ||
-        uv_mutex_init(&c->lock)) {
+        uv_mutex_init(&c->link.lock)) {
         if (c) {
             hearth__cluster_lane_free(c);
             hearth__cluster_sweep_free(c);
@@ -382,7 +359,7 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
     c->loop = loop;
     int rc = 0;
     if (o->secret_file &&
-        (rc = hearth__seal_load_file(o->secret_file, &c->seal, err)))
+        (rc = hearth__cluster_sealing_load(c, o->secret_file, err)))
         cluster_prefix(err);
     if (!rc)
         rc = link_up(c, o, err);
@@ -394,41 +371,34 @@ int hearth__cluster_start(uv_loop_t *loop, const hearth__cluster_options *o,
         cluster_free(c);
         return rc;
     }
-    uv_async_init(loop, &c->wake, on_wake);
-    c->wake.data = c;
-    uv_timer_init(loop, &c->tick);
-    c->tick.data = c;
-    uv_timer_start(&c->tick, hearth__cluster_on_tick, 0,
-                   HEARTH__CLUSTER_TICK_MS);
-    hearth__cluster_rules_follow_bucket(c); /* posts need c->wake */
+    uv_async_init(loop, &c->link.wake, on_wake);
+    c->link.wake.data = c;
+    hearth__cluster_tick_start(c);
+    hearth__cluster_rules_follow_bucket(c); /* posts need c->link.wake */
     *out = c;
     return 0;
 }
 
 static void on_handle_closed(uv_handle_t *h) {
     hearth__cluster *c = h->data;
-    if (--c->closing == 0)
+    if (--c->link.closing == 0)
         cluster_free(c);
 }
 
 static void finish_stop(hearth__cluster *c) {
-    uv_mutex_lock(&c->lock);
-    c->stopping = true;
-    uv_mutex_unlock(&c->lock);
+    uv_mutex_lock(&c->link.lock);
+    c->link.stopping = true;
+    uv_mutex_unlock(&c->link.lock);
     /* Our liveness key goes at once, and the leases we gave up: the others
      * take over at their next round. */
-    kvStore_Delete(c->nodes, c->node);
+    hearth__cluster_liveness_delete(c);
     hearth__cluster_releases_flush(c);
     hearth__cluster_rules_stop(c);
-    if (c->replies) {
-        natsSubscription_Drain(c->replies);
-        natsSubscription_WaitForDrainCompletion(c->replies, 2000);
-    }
+    hearth__cluster_replies_drain(c);
     drop_link(c);
-    c->replies = NULL;
-    c->closing = 2;
-    uv_close((uv_handle_t *)&c->wake, on_handle_closed);
-    uv_close((uv_handle_t *)&c->tick, on_handle_closed);
+    c->link.closing = 2;
+    uv_close((uv_handle_t *)&c->link.wake, on_handle_closed);
+    hearth__cluster_tick_close(c, on_handle_closed);
 }
 
 /* The link goes once stopping was asked, every namespace's database is
@@ -444,22 +414,35 @@ static void finish_stop(hearth__cluster *c) {
  * its commit would wait for ever. That wait is bounded by the append's
  * own (HEARTH__CLUSTER_WAIT_MS). */
 static void maybe_finish_stop(hearth__cluster *c) {
-    if (!c->stop_asked || c->open_spaces > 0)
+    if (!c->link.stop_asked || c->link.open_spaces > 0)
         return;
     if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
         natsConnection_Close(c->nc);
-    if (!c->round_running && !c->rebuilds && !hearth__cluster_lane_busy(c))
+    if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
+        !hearth__cluster_lane_busy(c))
         finish_stop(c);
 }
 
 void hearth__cluster_stop(hearth__cluster *c) {
-    c->stop_asked = true;
-    uv_timer_stop(&c->tick);
+    c->link.stop_asked = true;
+    hearth__cluster_tick_stop(c);
     maybe_finish_stop(c);
 }
 
+void hearth__cluster_wake(hearth__cluster *c) {
+    uv_async_send(&c->link.wake);
+}
+
+bool hearth__cluster_stop_asked(const hearth__cluster *c) {
+    return c->link.stop_asked;
+}
+
+void hearth__cluster_space_opened(hearth__cluster *c) {
+    c->link.open_spaces++;
+}
+
 void hearth__cluster_space_freed(hearth__cluster *c) {
-    c->open_spaces--;
+    c->link.open_spaces--;
     maybe_finish_stop(c);
 }
 

@@ -3,7 +3,7 @@
  * and TLS (a CA to trust, a client certificate), each from a file, never
  * from a command line (where `ps` shows them); and URLs' credentials
  * masked wherever a URL is shown. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include <ctype.h>
 #include <errno.h>

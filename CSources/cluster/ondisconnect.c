@@ -10,7 +10,7 @@
  * worker (lane.c), never on the loop. Each list is sealed for its key
  * (cluster/sealing.h): one put there by an outsider, or moved from
  * another session's key, does not open and is deleted unrun. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "tree/json.h"
 
@@ -83,9 +83,9 @@ static bool leads(const struct hearth__sweep *l, const char *ns) {
 
 /* Finds the onDisconnect lists of dead runs in the namespaces led. */
 void hearth__cluster_sweep_work(hearth__cluster *c) {
-    struct hearth__sweep *l = c->sweep;
+    struct hearth__sweep *l = c->odc.sweep;
     kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->orphans, NULL) != NATS_OK)
+    if (kvStore_Keys(&keys, c->odc.orphans, NULL) != NATS_OK)
         return; /* no key, or no answer: the next sweep */
     node_run *runs = NULL;
     size_t nruns = 0;
@@ -97,7 +97,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
         const char *live = live_run(c, &runs, &nruns, node);
         kvEntry *e = NULL;
         if (!live || strcmp(live, run) == 0 ||
-            kvStore_Get(&e, c->orphans, keys.Keys[i]) != NATS_OK)
+            kvStore_Get(&e, c->odc.orphans, keys.Keys[i]) != NATS_OK)
             continue;
         hearth__buf value;
         hearth__buf_init(&value);
@@ -105,7 +105,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
                                             kvEntry_Value(e),
                                             (size_t)kvEntry_ValueLen(e), &value);
         if (rc == HEARTH_EDENIED) /* counted; never run */
-            kvStore_Delete(c->orphans, keys.Keys[i]);
+            kvStore_Delete(c->odc.orphans, keys.Keys[i]);
         orphan *o = rc ? NULL : hearth__calloc(1, sizeof *o);
         if (o && (o->writes = hearth__buf_detach(&value, NULL))) {
             snprintf(o->key, sizeof o->key, "%s", keys.Keys[i]);
@@ -127,7 +127,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
 /* Runs a dead run's writes here (this node leads ns), then forgets them. */
 static void run_orphan(hearth__cluster *c, const orphan *o) {
     hearth__cluster_ns *n = hearth__cluster_find(c, o->ns);
-    if (!n || !n->leader)
+    if (!n || !hearth__cluster_leads(n))
         return; /* led elsewhere now: its leader's sweep runs them */
     json_t *writes = NULL;
     hearth__json_load(o->writes, strlen(o->writes), &writes, NULL);
@@ -139,20 +139,21 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
                     "dead node's session: %s\n", n->name, err.message);
     }
     json_decref(writes);
-    if (!hearth__cluster_lane_put(c, c->orphans, o->key, NULL, 0, NULL, NULL))
+    if (!hearth__cluster_lane_put(c, c->odc.orphans, o->key, NULL, 0, NULL,
+                                  NULL))
         fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
                 o->key);
 }
 
 void hearth__cluster_sweep_end(hearth__cluster *c) {
-    struct hearth__sweep *l = c->sweep;
+    struct hearth__sweep *l = c->odc.sweep;
     orphan *o = l->found;
     l->found = NULL;
     hearth__free(l->leads);
     l->leads = NULL;
     while (o) {
         orphan *next = o->next;
-        if (!c->stop_asked)
+        if (!hearth__cluster_stop_asked(c))
             run_orphan(c, o);
         hearth__free(o->writes);
         hearth__free(o);
@@ -164,20 +165,20 @@ void hearth__cluster_sweep_end(hearth__cluster *c) {
 static size_t led(hearth__cluster *c, char (**names)[130]) {
     size_t n = 0;
     for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
-        n += s->leader;
+        n += hearth__cluster_leads(s);
     *names = n ? hearth__calloc(n, sizeof **names) : NULL;
     if (!*names)
         return 0;
     size_t i = 0;
     for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
-        if (s->leader)
+        if (hearth__cluster_leads(s))
             snprintf((*names)[i++], sizeof **names, "%s", s->name);
     return i;
 }
 
 bool hearth__cluster_sweep_begin(hearth__cluster *c) {
-    struct hearth__sweep *l = c->sweep;
-    bool sweeping = l->due && !c->stop_asked &&
+    struct hearth__sweep *l = c->odc.sweep;
+    bool sweeping = l->due && !hearth__cluster_stop_asked(c) &&
                     (l->nleads = led(c, &l->leads)) > 0;
     l->due = false;
     return sweeping;
@@ -185,14 +186,22 @@ bool hearth__cluster_sweep_begin(hearth__cluster *c) {
 
 /* ---- what the rest of the node asks ---- */
 
+natsStatus hearth__cluster_orphans_open(hearth__cluster *c) {
+    return hearth__cluster_bucket(c, c->js, BUCKET, false, &c->odc.orphans);
+}
+
+void hearth__cluster_orphans_close(hearth__cluster *c) {
+    kvStore_Destroy(c->odc.orphans);
+}
+
 int hearth__cluster_sweep_create(hearth__cluster *c) {
-    c->sweep = hearth__calloc(1, sizeof *c->sweep);
-    return c->sweep ? 0 : HEARTH_ENOMEM;
+    c->odc.sweep = hearth__calloc(1, sizeof *c->odc.sweep);
+    return c->odc.sweep ? 0 : HEARTH_ENOMEM;
 }
 
 void hearth__cluster_sweep_free(hearth__cluster *c) {
-    hearth__free(c->sweep);
-    c->sweep = NULL;
+    hearth__free(c->odc.sweep);
+    c->odc.sweep = NULL;
 }
 
 bool hearth__cluster_keeps_ondisconnect(const hearth_db_t *db) {
@@ -214,7 +223,7 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
     bool queued =
         (!writes || !hearth__cluster_seal_value(n->c, BUCKET, key, writes,
                                                 strlen(writes), &sealed)) &&
-        hearth__cluster_lane_put(n->c, n->c->orphans, key,
+        hearth__cluster_lane_put(n->c, n->c->odc.orphans, key,
                                  writes ? sealed.data : NULL, sealed.len,
                                  done, ctx);
     hearth__buf_free(&sealed);
@@ -222,7 +231,9 @@ void hearth__cluster_ondisconnect_keep(hearth_db_t *db, uint64_t session,
         done(ctx, HEARTH_ENOMEM);
 }
 
-void hearth__cluster_orphans_run(hearth__cluster *c) {
-    c->sweep->due = true;
+void hearth__cluster_orphans_tick(hearth__cluster *c, uint64_t ticks) {
+    if (ticks % 4 != 1)
+        return; /* every 2 s */
+    c->odc.sweep->due = true;
     hearth__cluster_lane_kick(c);
 }

@@ -5,7 +5,7 @@
  * one the leader wrote and synced while its append was in flight and
  * then died, so the stream may never have got it; it is cut off, and the
  * tail reads whatever the stream holds past cluster.seq instead. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include "store/files.h"
 #include "store/logfile.h"
@@ -85,7 +85,7 @@ static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
 
 void hearth__cluster_trust_stream(const hearth__cluster_ns *n,
                                   const char *dir) {
-    FILE *f = fopen(n->seq_file, "r");
+    FILE *f = fopen(n->log.seq_file, "r");
     unsigned long long seq = 0, gen = 0, bytes = 0;
     int got = f ? fscanf(f, "%llu %llu %llu", &seq, &gen, &bytes) : 0;
     if (f)

@@ -18,7 +18,7 @@
  * its that could be replayed is refused as too old. A replay to another
  * leader, or to a later run of this one, is refused by the term the
  * request is sealed for (forward.c). Loop thread. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +88,10 @@ int hearth__cluster_replay_check(hearth__cluster *c, const char *reply,
     if (!dot || end == dot + 1 || *end ||
         (size_t)(dot - reply) >= sizeof(((sender *)0)->inbox))
         return HEARTH_EDENIED; /* not a name this cluster's nodes give */
-    if (!c->replay && !(c->replay = hearth__calloc(1, sizeof *c->replay)))
+    if (!c->sealing.replay &&
+        !(c->sealing.replay = hearth__calloc(1, sizeof *c->sealing.replay)))
         return HEARTH_ENOMEM;
-    sender *s = sender_of(c->replay, reply, (size_t)(dot - reply), now);
+    sender *s = sender_of(c->sealing.replay, reply, (size_t)(dot - reply), now);
     if (!s)
         return HEARTH_ENOMEM;
     if (s->last > now) /* this node's clock went back */
@@ -111,7 +112,7 @@ int hearth__cluster_replay_check(hearth__cluster *c, const char *reply,
 }
 
 void hearth__cluster_replay_expire(hearth__cluster *c) {
-    struct hearth__replay *r = c->replay;
+    struct hearth__replay *r = c->sealing.replay;
     uint64_t now = (uint64_t)hearth_now_ms();
     for (size_t i = 0; r && i < r->count;) {
         if (r->senders[i].last + 2 * HEARTH__CLUSTER_FRESH_MS < now)
@@ -122,8 +123,8 @@ void hearth__cluster_replay_expire(hearth__cluster *c) {
 }
 
 void hearth__cluster_replay_free(hearth__cluster *c) {
-    if (c->replay)
-        hearth__free(c->replay->senders);
-    hearth__free(c->replay);
-    c->replay = NULL;
+    if (c->sealing.replay)
+        hearth__free(c->sealing.replay->senders);
+    hearth__free(c->sealing.replay);
+    c->sealing.replay = NULL;
 }

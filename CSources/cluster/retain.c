@@ -12,7 +12,7 @@
  * (cluster/sealing.h); one that does not open is not known, and a node
  * joining then takes a peer's snapshot rather than trust its own place in
  * a log that may be purged past it. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     uint64_t rev;
     bool kept = !hearth__cluster_seal_value(c, BUCKET, j->name, text,
                                             (size_t)len, &value) &&
-                kvStore_Put(&rev, c->retained, j->name, value.data,
+                kvStore_Put(&rev, c->log.retained, j->name, value.data,
                             (int)value.len) == NATS_OK;
     hearth__buf_free(&value);
     if (!kept)
@@ -64,14 +64,45 @@ void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
         j->purged_to = floor - 1;
 }
 
+natsStatus hearth__cluster_retain_open(hearth__cluster *c) {
+    c->log.retain_ticks = HEARTH__CLUSTER_RETAIN_TICKS;
+    return hearth__cluster_bucket(c, c->js, BUCKET, false, &c->log.retained);
+}
+
+void hearth__cluster_retain_close(hearth__cluster *c) {
+    kvStore_Destroy(c->log.retained);
+}
+
+uint64_t hearth__cluster_purged(const hearth__cluster_ns *n) {
+    return n->retain.purged;
+}
+
+bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
+                                 hearth__retain_job *j) {
+    if (ticks % n->c->log.retain_ticks != 1)
+        return false;
+    j->kept = n->log.applied_seq;
+    j->last = n->log.applied_seq;
+    j->cap = n->retain.retain_cap;
+    j->purged = n->retain.purged;
+    n->retain.retain_cap = n->log.applied_seq;
+    return true;
+}
+
+void hearth__cluster_retain_done(hearth__cluster_ns *n,
+                                 const hearth__retain_job *j) {
+    if (j->purged_to > n->retain.purged)
+        n->retain.purged = j->purged_to;
+}
+
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
-    c->retain_ticks = ticks ? ticks : 1;
+    c->log.retain_ticks = ticks ? ticks : 1;
 }
 
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {
     kvEntry *e = NULL;
     uint64_t floor = 0;
-    if (kvStore_Get(&e, c->retained, name) == NATS_OK) {
+    if (kvStore_Get(&e, c->log.retained, name) == NATS_OK) {
         hearth__buf text;
         hearth__buf_init(&text);
         floor = hearth__cluster_open_value(c, BUCKET, name, kvEntry_Value(e),

@@ -22,7 +22,7 @@
  * adopted. A node that refuses one puts its own copy back, so a node
  * starting later reads the newest document rather than what an outsider
  * left in the bucket. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +49,7 @@ typedef struct rules_value {
 } rules_value;
 
 static rules_copy *copy_of(hearth__cluster *c, const char *ns) {
-    for (rules_copy *r = c->rules; r; r = r->next)
+    for (rules_copy *r = c->rules.rules; r; r = r->next)
         if (strcmp(r->ns, ns) == 0)
             return r;
     return NULL;
@@ -78,8 +78,8 @@ static bool remember(hearth__cluster *c, const char *ns, const char *text,
             hearth__free(copy);
             return false;
         }
-        r->next = c->rules;
-        c->rules = r;
+        r->next = c->rules.rules;
+        c->rules.rules = r;
     }
     hearth__free(r->text);
     r->text = copy;
@@ -140,9 +140,17 @@ static void on_rules_msg(natsConnection *nc, natsSubscription *sub,
     hearth__cluster_post(closure, MSG_RULES, m, 0);
 }
 
+natsStatus hearth__cluster_rules_open(hearth__cluster *c) {
+    return hearth__cluster_bucket(c, c->js, BUCKET, false, &c->rules.rules_kv);
+}
+
+void hearth__cluster_rules_close(hearth__cluster *c) {
+    kvStore_Destroy(c->rules.rules_kv);
+}
+
 int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
     kvKeysList keys = {0};
-    natsStatus s = kvStore_Keys(&keys, c->rules_kv, NULL);
+    natsStatus s = kvStore_Keys(&keys, c->rules.rules_kv, NULL);
     if (s == NATS_NOT_FOUND) /* no key yet */
         s = NATS_OK;
     for (int i = 0; s == NATS_OK && i < keys.Count; i++) {
@@ -150,7 +158,7 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
         hearth__buf plain;
         hearth__buf_init(&plain);
         rules_value v;
-        s = kvStore_Get(&e, c->rules_kv, keys.Keys[i]);
+        s = kvStore_Get(&e, c->rules.rules_kv, keys.Keys[i]);
         if (s == NATS_OK &&
             !open_value(c, keys.Keys[i], kvEntry_Value(e),
                         (size_t)kvEntry_ValueLen(e), &plain, &v) &&
@@ -170,7 +178,7 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
 }
 
 void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
-    if (c->rules_sub || c->stop_asked)
+    if (c->rules.rules_sub || hearth__cluster_stop_asked(c))
         return;
     jsSubOptions so;
     jsSubOptions_Init(&so);
@@ -179,27 +187,27 @@ void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
     so.Config.DeliverPolicy = js_DeliverLastPerSubject;
     so.Config.Heartbeat = (int64_t)HEARTH__CLUSTER_HEARTBEAT_MS * 1000000;
     jsErrCode jerr = 0;
-    natsStatus s = js_Subscribe(&c->rules_sub, c->js, SUBJECTS, on_rules_msg,
+    natsStatus s = js_Subscribe(&c->rules.rules_sub, c->js, SUBJECTS, on_rules_msg,
                                 c, NULL, &so, &jerr);
     if (s != NATS_OK) {
-        c->rules_sub = NULL;
+        c->rules.rules_sub = NULL;
         fprintf(stderr, "hearth: cluster: cannot follow the rules bucket "
                 "(%s); trying again\n", natsStatus_GetText(s));
     }
 }
 
 void hearth__cluster_rules_stop(hearth__cluster *c) {
-    if (c->rules_sub) {
-        natsSubscription_Unsubscribe(c->rules_sub);
-        natsSubscription_Destroy(c->rules_sub);
-        c->rules_sub = NULL;
+    if (c->rules.rules_sub) {
+        natsSubscription_Unsubscribe(c->rules.rules_sub);
+        natsSubscription_Destroy(c->rules.rules_sub);
+        c->rules.rules_sub = NULL;
     }
 }
 
 void hearth__cluster_rules_free(hearth__cluster *c) {
-    while (c->rules) {
-        rules_copy *r = c->rules;
-        c->rules = r->next;
+    while (c->rules.rules) {
+        rules_copy *r = c->rules.rules;
+        c->rules.rules = r->next;
         hearth__free(r->ns);
         hearth__free(r->text);
         hearth__free(r);
@@ -221,8 +229,8 @@ static void restore(hearth__cluster *c, const char *ns) {
         hearth__buf_adds(&head, r->text);
     if (!head.failed &&
         !hearth__cluster_seal_value(c, BUCKET, ns, head.data, head.len, &value))
-        hearth__cluster_lane_put(c, c->rules_kv, ns, value.data, value.len,
-                                 NULL, NULL);
+        hearth__cluster_lane_put(c, c->rules.rules_kv, ns, value.data,
+                                 value.len, NULL, NULL);
     hearth__buf_free(&head);
     hearth__buf_free(&value);
 }
@@ -271,8 +279,8 @@ void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
                 "%s\n", ns);
         return;
     }
-    if (c->on_rules)
-        c->on_rules(c->on_rules_ctx, ns);
+    if (c->rules.on_rules)
+        c->rules.on_rules(c->rules.on_rules_ctx, ns);
 }
 
 const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns) {
@@ -282,8 +290,8 @@ const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns) {
 
 void hearth__cluster_rules_follow(hearth__cluster *c,
                                   hearth__cluster_rules_cb cb, void *ctx) {
-    c->on_rules = cb;
-    c->on_rules_ctx = ctx;
+    c->rules.on_rules = cb;
+    c->rules.on_rules_ctx = ctx;
 }
 
 /* A put on its way: once the cluster holds it, this node adopts it at
@@ -306,8 +314,8 @@ static void on_put(void *ctx, int rc) {
     if (!rc && newer &&
         remember(c, p->ns, p->text, p->text ? strlen(p->text) : 0,
                  p->version, c->node) &&
-        c->on_rules)
-        c->on_rules(c->on_rules_ctx, p->ns);
+        c->rules.on_rules)
+        c->rules.on_rules(c->rules.on_rules_ctx, p->ns);
     p->done(p->ctx, rc);
     hearth__free(p->ns);
     hearth__free(p->text);
@@ -349,7 +357,7 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
     /* sealed, a removal is a put too (of no document) */
     bool removal = !text && !hearth__cluster_sealed(c);
     if (made)
-        made = hearth__cluster_lane_put(c, c->rules_kv, ns,
+        made = hearth__cluster_lane_put(c, c->rules.rules_kv, ns,
                                         removal ? NULL : value.data,
                                         value.len, on_put, p);
     hearth__buf_free(&value);

@@ -1,7 +1,7 @@
 /* sealing.c - the cluster's seal, as its messages use it (sealing.h):
  * contexts, the pass-through of a node without a secret, and the count
  * and log of what is dropped. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,49 +42,61 @@ void hearth__aad_part(hearth__aad *a, size_t i, size_t k) {
     hearth__aad_bytes(a, text, (size_t)len);
 }
 
+/* ---- the seal ---- */
+
+int hearth__cluster_sealing_load(hearth__cluster *c, const char *file,
+                                 hearth_error_t *err) {
+    return hearth__seal_load_file(file, &c->sealing.seal, err);
+}
+
+void hearth__cluster_sealing_free(hearth__cluster *c) {
+    hearth__seal_free(c->sealing.seal);
+    c->sealing.seal = NULL;
+}
+
 /* ---- sealing and opening ---- */
 
 bool hearth__cluster_sealed(const hearth__cluster *c) {
-    return c->seal != NULL;
+    return c->sealing.seal != NULL;
 }
 
 size_t hearth__cluster_seal_room(const hearth__cluster *c) {
-    return c->seal ? HEARTH__SEAL_HEADER : 0;
+    return c->sealing.seal ? HEARTH__SEAL_HEADER : 0;
 }
 
 int hearth__cluster_seal(hearth__cluster *c, const char *purpose,
                          const hearth__aad *ctx, const void *plain,
                          size_t len, hearth__buf *out) {
-    if (!c->seal) {
+    if (!c->sealing.seal) {
         hearth__buf_add(out, plain, len);
         return out->failed ? HEARTH_ENOMEM : 0;
     }
     if (ctx->over)
         return HEARTH_EINVAL;
-    return hearth__seal_close(c->seal, purpose, ctx->text, ctx->len, plain,
-                              len, out);
+    return hearth__seal_close(c->sealing.seal, purpose, ctx->text, ctx->len,
+                              plain, len, out);
 }
 
 int hearth__cluster_seal_in_place(hearth__cluster *c, const char *purpose,
                                   const hearth__aad *ctx, void *msg,
                                   size_t len) {
-    if (!c->seal)
+    if (!c->sealing.seal)
         return 0;
     if (ctx->over)
         return HEARTH_EINVAL;
-    return hearth__seal_close_in_place(c->seal, purpose, ctx->text, ctx->len,
-                                       msg, len);
+    return hearth__seal_close_in_place(c->sealing.seal, purpose, ctx->text,
+                                       ctx->len, msg, len);
 }
 
 int hearth__cluster_unseal(hearth__cluster *c, hearth__reject_kind kind,
                          const char *purpose, const hearth__aad *ctx,
                          const void *data, size_t len, hearth__buf *out) {
-    if (!c->seal) {
+    if (!c->sealing.seal) {
         hearth__buf_add(out, data, len);
         return out->failed ? HEARTH_ENOMEM : 0;
     }
     int rc = ctx->over ? HEARTH_EDENIED
-                       : hearth__seal_open(c->seal, purpose, ctx->text,
+                       : hearth__seal_open(c->sealing.seal, purpose, ctx->text,
                                            ctx->len, data, len, out);
     if (rc == HEARTH_EDENIED)
         hearth__cluster_rejected(c, kind, false);
@@ -95,13 +107,13 @@ int hearth__cluster_unseal_in_place(hearth__cluster *c, hearth__reject_kind kind
                                   const char *purpose, const hearth__aad *ctx,
                                   void *msg, size_t len, const char **plain,
                                   size_t *plain_len) {
-    if (!c->seal) {
+    if (!c->sealing.seal) {
         *plain = msg;
         *plain_len = len;
         return 0;
     }
     int rc = ctx->over ? HEARTH_EDENIED
-                       : hearth__seal_open_in_place(c->seal, purpose, ctx->text,
+                       : hearth__seal_open_in_place(c->sealing.seal, purpose, ctx->text,
                                                     ctx->len, msg, len,
                                                     plain_len);
     if (rc == HEARTH_EDENIED)
@@ -137,11 +149,11 @@ int hearth__cluster_open_value(hearth__cluster *c, const char *bucket,
 
 void hearth__cluster_rejected(hearth__cluster *c, hearth__reject_kind kind,
                               bool replayed) {
-    atomic_fetch_add(&c->rejected[kind], 1);
+    atomic_fetch_add(&c->sealing.rejected[kind], 1);
     /* Once per kind and reason: an attacker's stream of forgeries must not
      * flood the log, and /.metrics counts the rest. */
     unsigned bit = 1u << (kind * 2 + replayed);
-    if (atomic_fetch_or(&c->rejected_logged, bit) & bit)
+    if (atomic_fetch_or(&c->sealing.rejected_logged, bit) & bit)
         return;
     if (replayed)
         fprintf(stderr, "hearth: cluster: dropped a %s message that opens "
@@ -155,7 +167,7 @@ void hearth__cluster_rejected(hearth__cluster *c, hearth__reject_kind kind,
 
 uint64_t hearth__cluster_rejected_count(hearth__cluster *c,
                                         hearth__reject_kind kind) {
-    return atomic_load(&c->rejected[kind]);
+    return atomic_load(&c->sealing.rejected[kind]);
 }
 
 void hearth__cluster_rejected_metrics(hearth__cluster *c, hearth__buf *out) {
@@ -168,5 +180,6 @@ void hearth__cluster_rejected_metrics(hearth__cluster *c, hearth__buf *out) {
         hearth__buf_printf(out, "hearth_cluster_rejected_total{kind=\"%s\"} "
                                 "%llu\n",
                            kind_names[k],
-                           (unsigned long long)atomic_load(&c->rejected[k]));
+                           (unsigned long long)atomic_load(
+                               &c->sealing.rejected[k]));
 }

@@ -34,6 +34,24 @@ typedef enum {
 _Static_assert(HEARTH__REJECT_KV + 1 == HEARTH__CLUSTER_REJECT_KINDS,
                "internal.h counts every kind");
 
+/* sealing.c's and replay.c's state (written by them alone). */
+typedef struct hearth__cluster_sealing {
+    /* made from the cluster secret at start, freed with the link; NULL
+     * when the node runs --cluster-insecure (cluster/seal.h) */
+    struct hearth__seal *seal;
+    /* what was taken from NATS and dropped, by kind, and which kinds'
+     * first was logged */
+    _Atomic uint64_t rejected[HEARTH__CLUSTER_REJECT_KINDS];
+    atomic_uint rejected_logged;
+    struct hearth__replay *replay; /* forwarded writes served (replay.c) */
+} hearth__cluster_sealing;
+
+/* The node's seal, from the cluster secret's file (at start; an error
+ * names the file); freed (with the link). */
+int hearth__cluster_sealing_load(hearth__cluster *c, const char *file,
+                                 hearth_error_t *err);
+void hearth__cluster_sealing_free(hearth__cluster *c);
+
 /* A context: fields, each followed by a NUL. A field past the room
  * (only what arrives from NATS can be that long) makes it `over`: it
  * seals nothing and opens nothing. */

@@ -17,7 +17,7 @@
  * the answering node (its headers, cleartext, are bound), so an old
  * snapshot cannot be passed off to a joining node, nor a forged "nothing
  * here" make it read a purged log from its start. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "store/store.h"
 #include "tree/json.h"
@@ -210,58 +210,59 @@ int hearth__cluster_snapshot_serve(hearth__cluster_ns *n) {
     b->nc = n->c->nc;
     b->room = hearth__cluster_room(n->c);
     snprintf(b->node, sizeof b->node, "%s", n->c->node);
-    b->nothing = n->applied_seq == 0;
-    n->snap = b;
+    b->nothing = hearth__cluster_applied_seq(n) == 0;
+    n->snap.snap = b;
     snprintf(b->subject, sizeof b->subject, "hearth.snap.%s", n->name);
-    if (natsConnection_Subscribe(&n->snap_sub, n->c->nc, b->subject, on_ask,
+    if (natsConnection_Subscribe(&n->snap.snap_sub, n->c->nc, b->subject, on_ask,
                                  b) != NATS_OK)
         return HEARTH_EIO;
     atomic_fetch_add(&b->refs, 1); /* the subscription's, until complete */
-    natsSubscription_SetOnCompleteCB(n->snap_sub, box_release, b);
+    natsSubscription_SetOnCompleteCB(n->snap.snap_sub, box_release, b);
     return 0;
 }
 
 void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
-    hearth__snap_box *b = n->snap;
+    hearth__snap_box *b = n->snap.snap;
     hearth__embedded *e = n->db->impl;
-    if (!b || !n->applied_seq)
+    if (!b || !hearth__cluster_applied_seq(n))
         return;
     if (b->nothing) {
         uv_mutex_lock(&b->lock);
         b->nothing = false;
         uv_mutex_unlock(&b->lock);
     }
-    if (n->applied_seq == b->seq || n->chain_parts ||
+    if (hearth__cluster_applied_seq(n) == b->seq ||
+        hearth__cluster_chain_open(n) ||
         !hearth__cluster_tree_exact(n))
         return;
     hearth_node_t *root = hearth_node_incref(e->root);
     uv_mutex_lock(&b->lock);
     hearth_node_t *old = b->root;
     b->root = root;
-    b->seq = n->applied_seq;
+    b->seq = hearth__cluster_applied_seq(n);
     uv_mutex_unlock(&b->lock);
     hearth_node_decref(old);
 }
 
 uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n) {
-    return n->snap ? n->snap->seq : 0; /* the loop is its only writer */
+    return n->snap.snap ? n->snap.snap->seq : 0; /* the loop is its only writer */
 }
 
 void hearth__cluster_snapshot_stop(hearth__cluster_ns *n) {
-    if (n->snap_sub) {
-        natsSubscription_Unsubscribe(n->snap_sub);
-        natsSubscription_Destroy(n->snap_sub);
-        n->snap_sub = NULL;
+    if (n->snap.snap_sub) {
+        natsSubscription_Unsubscribe(n->snap.snap_sub);
+        natsSubscription_Destroy(n->snap.snap_sub);
+        n->snap.snap_sub = NULL;
     }
-    if (n->snap) {
+    if (n->snap.snap) {
         /* an answer still running on a NATS thread ends first: the link
          * may go once the namespace has */
-        uv_rwlock_wrlock(&n->snap->use);
-        n->snap->c = NULL;
-        uv_rwlock_wrunlock(&n->snap->use);
-        box_release(n->snap);
+        uv_rwlock_wrlock(&n->snap.snap->use);
+        n->snap.snap->c = NULL;
+        uv_rwlock_wrunlock(&n->snap.snap->use);
+        box_release(n->snap.snap);
     }
-    n->snap = NULL;
+    n->snap.snap = NULL;
 }
 
 /* ---- the joining side (the loop, while the namespace opens) ---- */

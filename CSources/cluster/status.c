@@ -1,50 +1,15 @@
-/* status.c - GET /.cluster/status.json: this node, the live nodes (their
+/* status.c - what the operator sees: /.metrics' cluster lines, and
+ * GET /.cluster/status.json: this node, the live nodes (their
  * liveness keys), who leads each namespace open here, how far the log of
  * each has reached here and how far behind it each other node that tails
  * it was at its last liveness report (each second), and whether this
  * node holds it unavailable while rebuilding it. The live nodes are
  * read by the leases' round on its worker (each second), never on the
  * loop: the answer shows them as of the last round. */
-#include "cluster/internal.h"
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include <jansson.h>
 #include <string.h>
-
-json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
-                                    bool *forged) {
-    kvEntry *e = NULL;
-    json_t *v = NULL;
-    hearth__buf text;
-    hearth__buf_init(&text);
-    bool found = kvStore_Get(&e, c->nodes, node) == NATS_OK;
-    if (found &&
-        !hearth__cluster_open_value(c, "hearth_nodes", node, kvEntry_Value(e),
-                                    (size_t)kvEntry_ValueLen(e), &text))
-        v = json_loadb(text.data, text.len, 0, NULL);
-    if (forged)
-        *forged = found && !v;
-    hearth__buf_free(&text);
-    kvEntry_Destroy(e);
-    return json_is_object(v) ? v : (json_decref(v), NULL);
-}
-
-/* Every live node's liveness value, {"<node>": {"ns": {...}}}: keys whose
- * value does not open (not a node's: written without the secret) are no
- * live node. */
-json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
-    json_t *all = json_object();
-    kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->nodes, NULL) != NATS_OK)
-        return all;
-    for (int i = 0; i < keys.Count; i++) {
-        json_t *v = hearth__cluster_liveness_of(c, keys.Keys[i], NULL);
-        if (v)
-            json_object_set_new(all, keys.Keys[i], v);
-    }
-    kvKeysList_Destroy(&keys);
-    return all;
-}
 
 static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
     json_t *lag = json_object();
@@ -55,31 +20,35 @@ static json_t *namespace_status(hearth__cluster_ns *n, json_t *live) {
         if (strcmp(node, n->c->node) == 0) /* this node: as it is now */
             json_object_set_new(lag, node, json_integer(0));
         else if (json_is_integer(seq)) {
-            json_int_t behind = (json_int_t)n->applied_seq - json_integer_value(seq);
+            json_int_t behind = (json_int_t)hearth__cluster_applied_seq(n) -
+                                json_integer_value(seq);
             json_object_set_new(lag, node, json_integer(behind > 0 ? behind : 0));
         }
     }
-    return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
-                     n->stream, "role", n->leader ? "leader" : "follower",
-                     "diverged", n->diverged,
-                     "seq", (json_int_t)n->applied_seq, "durable_seq",
-                     (json_int_t)n->durable_seq, "snapshot_seq",
-                     (json_int_t)hearth__cluster_snapshot_seq(n),
-                     "purged_through", (json_int_t)n->purged, "lag", lag,
-                     "pending",
-                     (int)(n->waiting != NULL) + (int)(n->held != NULL));
+    return json_pack(
+        "{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:i}", "stream",
+        hearth__cluster_log_stream(n), "role",
+        hearth__cluster_leads(n) ? "leader" : "follower", "diverged",
+        hearth__cluster_diverged(n), "seq",
+        (json_int_t)hearth__cluster_applied_seq(n), "durable_seq",
+        (json_int_t)hearth__cluster_durable_seq(n), "snapshot_seq",
+        (json_int_t)hearth__cluster_snapshot_seq(n), "purged_through",
+        (json_int_t)hearth__cluster_purged(n), "lag", lag, "pending",
+        (int)hearth__cluster_forward_waiting(n) +
+            (int)hearth__cluster_holding(n));
 }
 
 char *hearth__cluster_status(hearth__cluster *c) {
-    json_t *live = c->live ? json_incref(c->live) : json_object();
+    json_t *live = hearth__cluster_live(c);
     json_t *nodes = json_array(), *leaders = json_object(),
            *spaces = json_object();
     const char *node;
     json_t *v;
     json_object_foreach(live, node, v) json_array_append_new(nodes, json_string(node));
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
-        if (n->leader_name[0])
-            json_object_set_new(leaders, n->name, json_string(n->leader_name));
+        if (hearth__cluster_leader_name(n)[0])
+            json_object_set_new(leaders, n->name,
+                                json_string(hearth__cluster_leader_name(n)));
         json_object_set_new(spaces, n->name, namespace_status(n, live));
     }
     /* Which NATS server this node talks to now (credentials cut out). */
@@ -92,9 +61,27 @@ char *hearth__cluster_status(hearth__cluster *c) {
                             c->node, "nats", url, "nodes", nodes, "leaders",
                             leaders, "namespaces", spaces, "replicas",
                             c->replicas, "divergences",
-                            (json_int_t)c->divergences);
+                            (json_int_t)hearth__cluster_divergences(c));
     json_decref(live);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     return text;
+}
+
+void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out) {
+    hearth__buf_printf(out,
+                       "# HELP hearth_cluster_divergences_total Namespaces "
+                       "this node found its tree differing from its peers' "
+                       "and rebuilt.\n"
+                       "# TYPE hearth_cluster_divergences_total counter\n"
+                       "hearth_cluster_divergences_total %llu\n"
+                       "# HELP hearth_cluster_diverged Whether this node "
+                       "holds the namespace unavailable while it rebuilds "
+                       "it.\n"
+                       "# TYPE hearth_cluster_diverged gauge\n",
+                       (unsigned long long)hearth__cluster_divergences(c));
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+        hearth__buf_printf(out, "hearth_cluster_diverged{namespace=\"%s\"} %d\n",
+                           n->name, hearth__cluster_diverged(n) ? 1 : 0);
+    hearth__cluster_rejected_metrics(c, out); /* cluster/sealing.c */
 }

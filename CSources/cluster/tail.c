@@ -13,7 +13,7 @@
  * copied elsewhere, garbage) is a no-op record: applied_seq still passes
  * it, as every node sees it at the same sequence and skips it alike, and
  * the leader's next append is fenced on it. */
-#include "cluster/sealing.h"
+#include "cluster/node.h"
 
 #include "store/files.h"
 #include "store/logfile.h"
@@ -39,24 +39,24 @@ static void on_record(natsConnection *nc, natsSubscription *sub, natsMsg *m,
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     jsSubOptions so;
     jsSubOptions_Init(&so);
-    so.Stream = n->stream;
+    so.Stream = n->log.stream;
     so.Ordered = true;
     /* A consumer on a server that died is noticed by its missing
      * heartbeats and made again from the last record: quickly. */
     so.Config.Heartbeat = (int64_t)HEARTH__CLUSTER_HEARTBEAT_MS * 1000000;
-    if (n->applied_seq) {
+    if (n->log.applied_seq) {
         so.Config.DeliverPolicy = js_DeliverByStartSequence;
-        so.Config.OptStartSeq = n->applied_seq + 1;
+        so.Config.OptStartSeq = n->log.applied_seq + 1;
     }
     /* applied_seq is the sequence of one of the subject's messages (or 0,
      * none): the one before the first this consumer delivers */
-    n->tail_last = n->applied_seq;
+    n->tail.tail_last = n->log.applied_seq;
     jsErrCode jerr = 0;
-    natsStatus s = js_Subscribe(&n->tail_sub, n->c->js, n->subject, on_record,
+    natsStatus s = js_Subscribe(&n->tail.tail_sub, n->c->js, n->log.subject, on_record,
                                 n->c, NULL, &so, &jerr);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
-                             "cluster: cannot tail %s: %s", n->subject,
+                             "cluster: cannot tail %s: %s", n->log.subject,
                              natsStatus_GetText(s));
     return 0;
 }
@@ -65,11 +65,11 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
  * the next chain's parts). */
 static void chain_reset(hearth__cluster_ns *n, bool release) {
     if (release) {
-        hearth__buf_free(&n->chain);
-        hearth__buf_init(&n->chain);
+        hearth__buf_free(&n->tail.chain);
+        hearth__buf_init(&n->tail.chain);
     }
-    n->chain.len = n->chain_parts = 0;
-    n->chain_first = 0;
+    n->tail.chain.len = n->tail.chain_parts = 0;
+    n->tail.chain_first = 0;
 }
 
 /* Appends q to the list *head .. *tail. */
@@ -96,35 +96,38 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     /* Noted before anything is dropped: whatever becomes of this message,
      * it is the one before the next. Kept in q, so a rewind (which puts q
      * back in the queue) opens it the same. */
-    q->prev = n->tail_last;
-    if (q->seq > n->tail_last)
-        n->tail_last = q->seq;
+    q->prev = n->tail.tail_last;
+    if (q->seq > n->tail.tail_last)
+        n->tail.tail_last = q->seq;
     /* The queue only grows: a record at or below its end (or below what
      * the tree holds) is one delivered again, or this node's own, whose
      * commit put it in the tree. */
-    uint64_t last = n->records_tail ? n->records_tail->seq : n->applied_seq;
+    uint64_t last = n->tail.records_tail ? n->tail.records_tail->seq
+                                         : n->log.applied_seq;
     if (q->seq <= last) {
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         return;
     }
-    enqueue(&n->records, &n->records_tail, q);
+    enqueue(&n->tail.records, &n->tail.records_tail, q);
 }
 
 bool hearth__cluster_tree_exact(const hearth__cluster_ns *n) {
     const hearth__embedded *e = n->db->impl;
-    return n->own_writes == 0 && !(e->committing && n->batch_published);
+    return n->log.own_writes == 0 && !(e->committing && n->log.batch_published);
 }
 
 void hearth__cluster_tail_settled(hearth__cluster_ns *n) {
     /* The parts of a chain not yet applied stay: the tree holds none of
      * them, and a rewind must find the chain whole. */
-    while (n->unsettled && n->unsettled->seq <= n->committed_seq &&
-           !(n->chain_first && n->unsettled->seq >= n->chain_first)) {
-        hearth__cluster_msg *q = n->unsettled;
-        n->unsettled = q->next;
-        if (!n->unsettled)
-            n->unsettled_tail = NULL;
+    while (n->tail.unsettled &&
+           n->tail.unsettled->seq <= n->log.committed_seq &&
+           !(n->tail.chain_first &&
+             n->tail.unsettled->seq >= n->tail.chain_first)) {
+        hearth__cluster_msg *q = n->tail.unsettled;
+        n->tail.unsettled = q->next;
+        if (!n->tail.unsettled)
+            n->tail.unsettled_tail = NULL;
         natsMsg_Destroy(q->msg);
         hearth__free(q);
     }
@@ -135,29 +138,58 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
      * still kept begin, but for an unfinished chain's parts: those change
      * no tree until the last, so the tree is as well the log up to just
      * before the chain's first, where the replay starts. */
-    if (n->unsettled) {
-        n->unsettled_tail->next = n->records;
-        if (!n->records)
-            n->records_tail = n->unsettled_tail;
-        n->records = n->unsettled;
-        n->unsettled = n->unsettled_tail = NULL;
+    if (n->tail.unsettled) {
+        n->tail.unsettled_tail->next = n->tail.records;
+        if (!n->tail.records)
+            n->tail.records_tail = n->tail.unsettled_tail;
+        n->tail.records = n->tail.unsettled;
+        n->tail.unsettled = n->tail.unsettled_tail = NULL;
     }
-    n->applied_seq = n->committed_seq;
-    if (n->records && n->records->seq <= n->applied_seq)
-        n->applied_seq = n->records->seq - 1;
+    n->log.applied_seq = n->log.committed_seq;
+    if (n->tail.records && n->tail.records->seq <= n->log.applied_seq)
+        n->log.applied_seq = n->tail.records->seq - 1;
     chain_reset(n, false);
 }
 
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
-    free_list(n->unsettled);
-    n->unsettled = n->unsettled_tail = NULL;
+    free_list(n->tail.unsettled);
+    n->tail.unsettled = n->tail.unsettled_tail = NULL;
     chain_reset(n, true);
 }
 
 void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
-    free_list(n->records);
-    n->records = n->records_tail = NULL;
+    free_list(n->tail.records);
+    n->tail.records = n->tail.records_tail = NULL;
     hearth__cluster_tail_settle_all(n);
+}
+
+void hearth__cluster_tail_init(hearth__cluster_ns *n) {
+    hearth__buf_init(&n->tail.chain);
+}
+
+bool hearth__cluster_tail_queued(const hearth__cluster_ns *n) {
+    return n->tail.records != NULL;
+}
+
+void hearth__cluster_tail_stop(hearth__cluster_ns *n) {
+    hearth__cluster_unsubscribe(n->c, &n->tail.tail_sub);
+}
+
+bool hearth__cluster_chain_open(const hearth__cluster_ns *n) {
+    return n->tail.chain_parts != 0;
+}
+
+void hearth__cluster_apply_record(hearth__cluster_ns *n, hearth__db_op *o) {
+    n->log.log_writes++;
+    if (!hearth__db_embedded.write(n->db, o))
+        hearth__db_op_done(o);
+}
+
+void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
+                                  uint64_t seq) {
+    hearth__cluster_tail_settle_all(n); /* all at or below seq now */
+    hearth__cluster_apply_record(n, o);
+    n->log.applied_seq = seq;
 }
 
 /* One record's payload ([[path, value], ...]) as a write, read as
@@ -206,9 +238,7 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
                     "parse: %s\n", n->name, hearth_strerror(rc));
             continue;
         }
-        n->log_writes++;
-        if (!hearth__db_embedded.write(n->db, o))
-            hearth__db_op_done(o);
+        hearth__cluster_apply_record(n, o);
     }
 }
 
@@ -223,7 +253,7 @@ static bool genuine(hearth__cluster_ns *n, hearth__cluster_msg *q, size_t i,
     if (!q->opened) {
         hearth__aad a;
         hearth__aad_init(&a);
-        hearth__aad_str(&a, n->subject);
+        hearth__aad_str(&a, n->log.subject);
         hearth__aad_u64(&a, q->prev);
         hearth__aad_part(&a, i, k);
         int rc = hearth__cluster_unseal_in_place(
@@ -259,20 +289,20 @@ static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
         apply_group(n, data, size);
         return;
     }
-    if (i == 1 || i != n->chain_parts + 1)
+    if (i == 1 || i != n->tail.chain_parts + 1)
         chain_reset(n, false);
-    if (i != n->chain_parts + 1)
+    if (i != n->tail.chain_parts + 1)
         return; /* the middle of a chain whose start we missed */
     if (i == 1)
-        n->chain_first = seq;
-    hearth__buf_add(&n->chain, data, size);
-    n->chain_parts++;
-    if (n->chain.failed)
+        n->tail.chain_first = seq;
+    hearth__buf_add(&n->tail.chain, data, size);
+    n->tail.chain_parts++;
+    if (n->tail.chain.failed)
         fprintf(stderr, "hearth: cluster: %s: no memory for a record of %zu "
                 "parts\n", n->name, k);
-    if (i == k && !n->chain.failed)
-        apply_group(n, n->chain.data, n->chain.len);
-    if (i == k || n->chain.failed)
+    if (i == k && !n->tail.chain.failed)
+        apply_group(n, n->tail.chain.data, n->tail.chain.len);
+    if (i == k || n->tail.chain.failed)
         chain_reset(n, true);
 }
 
@@ -285,33 +315,33 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     if (!hearth__cluster_tree_exact(n))
         return;
     bool applied = false;
-    while (n->records) {
-        hearth__cluster_msg *q = n->records;
-        n->records = q->next;
-        if (!n->records)
-            n->records_tail = NULL;
-        if (q->seq <= n->applied_seq) {
+    while (n->tail.records) {
+        hearth__cluster_msg *q = n->tail.records;
+        n->tail.records = q->next;
+        if (!n->tail.records)
+            n->tail.records_tail = NULL;
+        if (q->seq <= n->log.applied_seq) {
             natsMsg_Destroy(q->msg);
             hearth__free(q);
             continue;
         }
         apply_message(n, q);
-        n->applied_seq = q->seq;
-        enqueue(&n->unsettled, &n->unsettled_tail, q);
+        n->log.applied_seq = q->seq;
+        enqueue(&n->tail.unsettled, &n->tail.unsettled_tail, q);
         applied = true;
-        if (n->nwanted)
+        if (hearth__cluster_checks_wanted(n))
             hearth__cluster_checks_applied(n);
     }
     hearth__cluster_snapshot_note(n);
     if (applied)
         n->db->backend->settle(n->db, true);
     hearth__cluster_forward_applied(n);
-    if (n->held)
+    if (hearth__cluster_holding(n))
         hearth__cluster_release_held(n);
 }
 
 uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n) {
-    FILE *f = fopen(n->seq_file, "r");
+    FILE *f = fopen(n->log.seq_file, "r");
     unsigned long long seq = 0;
     if (f) {
         if (fscanf(f, "%llu", &seq) != 1)
@@ -322,22 +352,23 @@ uint64_t hearth__cluster_seq_read(const hearth__cluster_ns *n) {
 }
 
 void hearth__cluster_seq_write(hearth__cluster_ns *n) {
-    if (n->durable_seq == n->stored_seq)
+    if (n->log.durable_seq == n->log.stored_seq)
         return;
     /* Overwritten in place, unsynced: a rename per commit would make the
      * file system flush it (ext4's auto_da_alloc), and a stale or torn
      * number only means replaying more of the log, which is harmless.
      * With it, where the local log ended then: past there, a restart
      * trusts the stream, not the local log (cluster/recover.c). */
-    if (n->seq_fd <= 0)
-        n->seq_fd = open(n->seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (n->log.seq_fd <= 0)
+        n->log.seq_fd =
+            open(n->log.seq_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     hearth__embedded *e = n->db->impl;
     uint64_t gen = 0, bytes = 0;
     hearth__store_position(e->store, &gen, &bytes);
     char text[72];
     int len = snprintf(text, sizeof text, "%020llu %020llu %020llu\n",
-                       (unsigned long long)n->durable_seq,
+                       (unsigned long long)n->log.durable_seq,
                        (unsigned long long)gen, (unsigned long long)bytes);
-    if (n->seq_fd > 0 && pwrite(n->seq_fd, text, (size_t)len, 0) == len)
-        n->stored_seq = n->durable_seq;
+    if (n->log.seq_fd > 0 && pwrite(n->log.seq_fd, text, (size_t)len, 0) == len)
+        n->log.stored_seq = n->log.durable_seq;
 }

@@ -6,7 +6,7 @@
  * back once this node's tail has caught up with what the leader held
  * (forward.c waits for it), and the function runs again on that: the
  * clients' own way with the service, at most as many attempts. */
-#include "cluster/internal.h"
+#include "cluster/node.h"
 
 #include "db/check.h"
 

@@ -5,7 +5,7 @@
 #include "test.h"
 
 #include "cluster/cluster.h"
-#include "cluster/internal.h"
+#include "cluster/node.h"
 #include "cluster/sealing.h"
 #include "common/histogram.h"
 #include "db/check.h"
@@ -396,9 +396,7 @@ static void corrupt(node *x, const char *path, const char *json) {
                                           &o->parts[0].path, NULL),
               0);
     o->parts[0].value = node_from(json);
-    n->log_writes++;
-    if (!hearth__db_embedded.write(x->db, o))
-        hearth__db_op_done(o);
+    hearth__cluster_apply_record(n, o);
     x->db->backend->settle(x->db, true);
 }
 

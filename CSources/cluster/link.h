@@ -1,0 +1,67 @@
+/* link.h - this node's link to NATS (cluster/link.c, cluster/natsopts.c):
+ * the connection and its JetStream contexts, the streams, the one way
+ * from NATS's threads to the loop, and the stop that waits for every
+ * user of the link. Internal to cluster/. */
+#ifndef HEARTH_CLUSTER_LINK_H
+#define HEARTH_CLUSTER_LINK_H
+
+#include "cluster/internal.h"
+
+/* link.c's state: the way from NATS's threads to the loop, and the stop.
+ * (The connection and its JetStream contexts, made at start and read by
+ * every job, are in hearth__cluster itself: cluster/node.h.) */
+typedef struct hearth__cluster_link {
+    bool made_stream[HEARTH__CLUSTER_PARTITIONS];
+    /* NATS threads -> loop */
+    uv_mutex_t lock;
+    hearth__cluster_msg *head, *tail;
+    bool stopping; /* under lock: NATS threads drop what they get */
+    uv_async_t wake;
+    int closing; /* handles still to close at stop */
+    /* Namespaces whose databases are not yet freed: a commit of theirs
+     * may still be appending on a worker thread, so the link outlives
+     * them (a stop asked meanwhile finishes with the last). */
+    int open_spaces;
+    bool stop_asked;
+} hearth__cluster_link;
+
+/* ---- link.c ---- */
+/* Any thread: wakes the loop to drain what NATS's threads queued and each
+ * namespace's tail. */
+void hearth__cluster_wake(hearth__cluster *c);
+/* Whether the node was asked to stop (hearth__cluster_stop). */
+bool hearth__cluster_stop_asked(const hearth__cluster *c);
+/* Any thread: queues m for the loop (or drops it when stopping). */
+void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                          natsMsg *m, uint64_t seq);
+/* A NATS status as a Hearth error (EIO unless it says more). */
+int hearth__cluster_error(natsStatus s);
+/* A namespace's database is open; freed: the last lets a stop finish. */
+void hearth__cluster_space_opened(hearth__cluster *c);
+void hearth__cluster_space_freed(hearth__cluster *c);
+/* Makes the stream of namespace name if this node has not yet; its
+ * stream's and subject's names into stream and subject. */
+int hearth__cluster_stream(hearth__cluster *c, const char *name,
+                           char stream[32], char subject[96],
+                           hearth_error_t *err);
+/* Bucket name, made if missing (on c->js: making one waits for
+ * JetStream to place it; ttl: HEARTH__CLUSTER_LEASE_MS), opened for calls
+ * on js (each job opens its own at start). */
+natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
+                                  const char *name, bool ttl, kvStore **out);
+/* Ends *sub (NULL after). A JetStream consumer it made is deleted while
+ * NATS is connected; otherwise the server drops it once nobody listens,
+ * and nothing waits for a NATS that cannot answer. */
+void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub);
+/* A worker using the link ended (a leases' round, the
+ * KV lane): a stop waiting for it may finish. */
+void hearth__cluster_round_ended(hearth__cluster *c);
+
+/* ---- natsopts.c ---- */
+/* The NATS credentials and TLS of o into opts (tls:// URLs and a CA make
+ * the connection secure); an error names the file at fault. */
+int hearth__cluster_nats_auth(natsOptions *opts,
+                              const hearth__cluster_options *o,
+                              hearth_error_t *err);
+
+#endif

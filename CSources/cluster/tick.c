@@ -1,0 +1,37 @@
+/* tick.c - the node's one timer (cluster/tick.h). Each job keeps its
+ * periodic work behind its own function and decides what is due from the
+ * tick's number; the order below is the order they have always run in:
+ * the leases' round first (it is what every other job's view of who
+ * leads comes from), then the sweep, forwarded writes (the joins and
+ * replay windows a leader keeps, then the sender's retries and
+ * timeouts), the rules' consumer if not yet made, and each namespace's
+ * tail (records held back by a commit) and rebuild. */
+#include "cluster/node.h"
+
+static void on_tick(uv_timer_t *t) {
+    hearth__cluster *c = t->data;
+    uint64_t ticks = ++c->tick.ticks;
+    hearth__cluster_lease_tick(c, ticks);
+    hearth__cluster_orphans_tick(c, ticks);
+    hearth__cluster_serve_tick(c);
+    hearth__cluster_forward_tick(c);
+    hearth__cluster_rules_follow_bucket(c); /* if not yet */
+    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+        hearth__cluster_tail_drain(n);
+        hearth__cluster_rebuild_maybe(n);
+    }
+}
+
+void hearth__cluster_tick_start(hearth__cluster *c) {
+    uv_timer_init(c->loop, &c->tick.timer);
+    c->tick.timer.data = c;
+    uv_timer_start(&c->tick.timer, on_tick, 0, HEARTH__CLUSTER_TICK_MS);
+}
+
+void hearth__cluster_tick_stop(hearth__cluster *c) {
+    uv_timer_stop(&c->tick.timer);
+}
+
+void hearth__cluster_tick_close(hearth__cluster *c, uv_close_cb close_cb) {
+    uv_close((uv_handle_t *)&c->tick.timer, close_cb);
+}
