@@ -87,6 +87,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
         fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
                 "catching up from the log\n", n->name, hearth_strerror(rc),
                 n->log.batch_jerr == 10071 ? ", a newer record is there" : "");
+        if (n->log.batch_jerr == 10071) /* this node's tail must bring it */
+            hearth__cluster_tail_expect(n, n->log.applied_seq + 1);
         if (n->log.batch_seq == 0)
             hearth__cluster_step_down(n);
     }

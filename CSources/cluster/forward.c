@@ -294,6 +294,7 @@ void hearth__cluster_on_reply(hearth__cluster *c, natsMsg *m) {
     }
     f->next = f->n->fwd.waiting;
     f->n->fwd.waiting = f;
+    hearth__cluster_tail_expect(f->n, f->seq);
     hearth__cluster_forward_applied(f->n);
 }
 

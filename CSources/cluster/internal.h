@@ -22,6 +22,9 @@
 #define HEARTH__CLUSTER_ROUND_WAIT_MS 1000
 #define HEARTH__CLUSTER_FORWARD_MS 15000 /* a forwarded write's bound */
 #define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
+/* a record the log is known to hold, not delivered this long: the tail's
+ * consumer is made again (tail.c) */
+#define HEARTH__CLUSTER_TAIL_STALL_MS 3000
 #define HEARTH__CLUSTER_REJECT_KINDS 5 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */
@@ -31,6 +34,7 @@ typedef struct hearth__cluster_msg {
     hearth__cluster_msg_kind kind;
     natsMsg *msg;
     uint64_t seq; /* MSG_LOG: its stream sequence */
+    uint64_t sid; /* MSG_LOG: the subscription that received it */
     /* MSG_LOG, set by the tail: the sequence of the subject's message
      * before it (what its leader fenced it on, if it is genuine), and
      * once opened (1; -1: it does not, a no-op) where its plaintext is */

@@ -28,6 +28,11 @@ int hearth__cluster_error(natsStatus s) {
 
 void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
                           natsMsg *m, uint64_t seq) {
+    hearth__cluster_post_log(c, kind, m, seq, 0);
+}
+
+void hearth__cluster_post_log(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                              natsMsg *m, uint64_t seq, uint64_t sid) {
     hearth__cluster_msg *q = hearth__calloc(1, sizeof *q);
     uv_mutex_lock(&c->link.lock);
     bool keep = q && !c->link.stopping;
@@ -35,6 +40,7 @@ void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
         q->kind = kind;
         q->msg = m;
         q->seq = seq;
+        q->sid = sid;
         if (c->link.tail)
             c->link.tail->next = q;
         else

@@ -34,6 +34,9 @@ bool hearth__cluster_stop_asked(const hearth__cluster *c);
 /* Any thread: queues m for the loop (or drops it when stopping). */
 void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
                           natsMsg *m, uint64_t seq);
+/* The same, noting the subscription (sid) that received m. */
+void hearth__cluster_post_log(hearth__cluster *c, hearth__cluster_msg_kind kind,
+                              natsMsg *m, uint64_t seq, uint64_t sid);
 /* A NATS status as a Hearth error (EIO unless it says more). */
 int hearth__cluster_error(natsStatus s);
 /* A namespace's database is open; freed: the last lets a stop finish. */

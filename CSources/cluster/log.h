@@ -46,6 +46,7 @@ typedef struct hearth__cluster_log {
 /* A namespace's tail (tail.c writes it). */
 typedef struct hearth__cluster_tail {
     natsSubscription *tail_sub;
+    uint64_t sid; /* tail_sub's: messages of an earlier one are dropped */
     uint64_t tail_last; /* the sequence of the last message it received */
     hearth__cluster_msg *records, *records_tail; /* received, not applied */
     /* applied, kept until a good commit holds them: a failed one undoes
@@ -55,6 +56,10 @@ typedef struct hearth__cluster_tail {
     hearth__buf chain;   /* the parts of a chain received so far */
     size_t chain_parts;  /* how many */
     uint64_t chain_first; /* the sequence of its first part (0: none) */
+    /* The watchdog's: the log is known to hold `expected` (an answer or
+     * a refusal said so), not yet delivered, and the consumer has
+     * delivered nothing since behind_since (loop ms; 0: not behind). */
+    uint64_t expected, behind_since;
 } hearth__cluster_tail;
 
 /* A namespace's retention, while leader (retain.c writes it): the log's
@@ -125,6 +130,14 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *m);
 /* Applies the records received, unless this node's own writes wait for
  * the log (they come first: the log refuses them, or they are its next). */
 void hearth__cluster_tail_drain(hearth__cluster_ns *n);
+/* The log is known to hold seq (a forwarded write's answer; after a
+ * refused append, the record after applied_seq): if the consumer does
+ * not deliver it within HEARTH__CLUSTER_TAIL_STALL_MS, the tick's
+ * hearth__cluster_tail_watch makes it again from applied_seq. A consumer
+ * whose server stopped answering is made again by libnats only while
+ * JetStream can make one; one that could not be is never heard from. */
+void hearth__cluster_tail_expect(hearth__cluster_ns *n, uint64_t seq);
+void hearth__cluster_tail_watch(hearth__cluster_ns *n);
 /* Whether the tree is exactly the log up to applied_seq: no write of this
  * node's own is applied ahead of the log (waiting for its commit, or in
  * the commit that appends it). Records apply only then. */

@@ -33,7 +33,8 @@ static void on_record(natsConnection *nc, natsSubscription *sub, natsMsg *m,
     }
     uint64_t seq = meta->Sequence.Stream;
     jsMsgMetaData_Destroy(meta);
-    hearth__cluster_post(closure, MSG_LOG, m, seq);
+    hearth__cluster_post_log(closure, MSG_LOG, m, seq,
+                             (uint64_t)natsSubscription_GetID(sub));
 }
 
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
@@ -58,6 +59,8 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot tail %s: %s", n->log.subject,
                              natsStatus_GetText(s));
+    n->tail.sid = (uint64_t)natsSubscription_GetID(n->tail.tail_sub);
+    n->tail.expected = n->tail.behind_since = 0;
     return 0;
 }
 
@@ -96,9 +99,20 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     /* Noted before anything is dropped: whatever becomes of this message,
      * it is the one before the next. Kept in q, so a rewind (which puts q
      * back in the queue) opens it the same. */
+    if (q->sid != n->tail.sid) { /* a consumer since made again */
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
+        return;
+    }
     q->prev = n->tail.tail_last;
     if (q->seq > n->tail.tail_last)
         n->tail.tail_last = q->seq;
+    /* Behind is no news for a while, not a long way to go: a consumer
+     * catching up on a long log is left to it. */
+    if (n->tail.tail_last >= n->tail.expected)
+        n->tail.behind_since = 0;
+    else if (n->tail.behind_since)
+        n->tail.behind_since = uv_now(n->c->loop);
     /* The queue only grows: a record at or below its end (or below what
      * the tree holds) is one delivered again, or this node's own, whose
      * commit put it in the tree. */
@@ -371,4 +385,39 @@ void hearth__cluster_seq_write(hearth__cluster_ns *n) {
                        (unsigned long long)gen, (unsigned long long)bytes);
     if (n->log.seq_fd > 0 && pwrite(n->log.seq_fd, text, (size_t)len, 0) == len)
         n->log.stored_seq = n->log.durable_seq;
+}
+
+void hearth__cluster_tail_expect(hearth__cluster_ns *n, uint64_t seq) {
+    if (seq <= n->tail.tail_last)
+        return;
+    if (seq > n->tail.expected)
+        n->tail.expected = seq;
+    if (!n->tail.behind_since)
+        n->tail.behind_since = uv_now(n->c->loop);
+}
+
+void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
+    if (!n->tail.behind_since ||
+        uv_now(n->c->loop) - n->tail.behind_since < HEARTH__CLUSTER_TAIL_STALL_MS)
+        return;
+    /* Made again after what the tree holds; what is queued past it comes
+     * again from the new consumer (the queue drops what it has). */
+    fprintf(stderr, "hearth: cluster: %s: the log holds records to %llu "
+            "that this node's consumer did not deliver; it is made again "
+            "from %llu\n", n->name, (unsigned long long)n->tail.expected,
+            (unsigned long long)n->log.applied_seq + 1);
+    uint64_t expected = n->tail.expected;
+    hearth__cluster_tail_stop(n);
+    hearth__cluster_msg *queued = n->tail.records;
+    n->tail.records = n->tail.records_tail = NULL;
+    free_list(queued);
+    hearth_error_t err;
+    n->tail.behind_since = 0;
+    if (hearth__cluster_tail_start(n, &err)) {
+        fprintf(stderr, "hearth: %s; tried again in %d ms\n", err.message,
+                HEARTH__CLUSTER_TAIL_STALL_MS);
+        n->tail.tail_sub = NULL;
+    }
+    /* watched again until it comes */
+    hearth__cluster_tail_expect(n, expected);
 }

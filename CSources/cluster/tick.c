@@ -5,7 +5,8 @@
  * leads comes from), then the sweep, forwarded writes (the joins and
  * replay windows a leader keeps, then the sender's retries and
  * timeouts), the rules' consumer if not yet made, and each namespace's
- * tail (records held back by a commit) and rebuild. */
+ * tail (records held back by a commit; a consumer that stopped
+ * delivering) and rebuild. */
 #include "cluster/node.h"
 
 static void on_tick(uv_timer_t *t) {
@@ -18,6 +19,7 @@ static void on_tick(uv_timer_t *t) {
     hearth__cluster_rules_follow_bucket(c); /* if not yet */
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
         hearth__cluster_tail_drain(n);
+        hearth__cluster_tail_watch(n);
         hearth__cluster_rebuild_maybe(n);
     }
 }
