@@ -155,15 +155,26 @@ test-swift: deps
 	$(SWIFT_TEST_ENV) HEARTH_TEST_SERVER=1 swift test
 
 # The real Python clients (Admin SDK, Pyrebase4) against `hearth serve`,
-# the outsider's attacks on a server with rules and keys, and running it in
-# production (TLS, reload on SIGHUP).
+# the outsider's attacks on a server with rules and keys, running it in
+# production (TLS, reload on SIGHUP), and database triggers (a receiver,
+# and Python Cloud Functions run from their folder).
 PYVENV := $(BUILD)/pyvenv
 $(PYVENV)/ok:
 	python3 -m venv $(PYVENV)
 	$(PYVENV)/bin/pip install -q firebase-admin pyrebase4 websocket-client
 	touch $@
 
-test-e2e: deps $(PYVENV)/ok
+# The Python Cloud Functions SDK and functions-framework for the triggers'
+# test (Tests/e2e/test_triggers.py runs a functions folder on this venv):
+# when they cannot be installed (no network), that test says so and skips.
+FNVENV := $(BUILD)/functions-venv
+$(FNVENV)/ok:
+	python3 -m venv $(FNVENV)
+	$(FNVENV)/bin/pip install -q firebase-functions functions-framework || \
+	  echo "make: cannot install firebase-functions and functions-framework: the functions test will be skipped"
+	touch $@
+
+test-e2e: deps $(PYVENV)/ok $(FNVENV)/ok
 	@command -v tmux >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
@@ -173,6 +184,8 @@ test-e2e: deps $(PYVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_security.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_ops.py
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_sdk_wire.py
+	HEARTH_BIN=.build/debug/hearth HEARTH_FUNCTIONS_VENV=$(FNVENV) \
+	  $(PYVENV)/bin/python Tests/e2e/test_triggers.py
 
 # The console in headless Chromium (driven over the DevTools protocol, with
 # Python's standard library) against examples/serve.c built with the

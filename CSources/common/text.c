@@ -183,3 +183,16 @@ char *hearth__json_widen_integers(const char *text, size_t len,
     }
     return hearth__buf_detach(&b, out_len);
 }
+
+bool hearth__plain_name(const char *s, size_t max) {
+    size_t len = strlen(s);
+    if (len == 0 || len > max)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}

@@ -233,9 +233,11 @@ static void settings(rest *r) {
         hearth__rest_namespaces(r);
     else if (!strcmp(name, "usage"))
         hearth__rest_usage(r);
+    else if (!strncmp(name, "triggers", 8) && (!name[8] || name[8] == '/'))
+        hearth__rest_triggers(r, name + 8);
     else
         hearth__rest_reply_error(r->conn, 404, "Not found: the settings are "
-                                 "rules, playground, namespaces and usage");
+                                 "rules, playground, namespaces, usage and triggers");
 }
 
 int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,

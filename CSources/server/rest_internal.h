@@ -100,6 +100,9 @@ void hearth__rest_usage(rest *r);
 /* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
  * true when r was one (answered). */
 bool hearth__rest_ops(rest *r, const char *ns_name);
+/* /.settings/triggers and below (triggers.c); sub: what follows
+ * "triggers" in the path. */
+void hearth__rest_triggers(rest *r, const char *sub);
 /* GET /.backup (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
 

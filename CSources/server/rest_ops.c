@@ -60,6 +60,7 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
     hearth__usage_write_metrics(srv->usage, out);
     if (srv->cluster)
         hearth__cluster_metrics(srv->cluster, out);
+    hearth__server_triggers_metrics(srv, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
                                     "Time from a REST request's arrival to "
                                     "its answer.",

@@ -116,6 +116,12 @@ public final class HearthServer: @unchecked Sendable {
         /// realtime hello: the official SDKs connect there next time.
         /// Set it behind a reverse proxy; nil: the request's Host header.
         public var publicHost: String?
+        /// Database triggers (README "Triggers"): a JSON file of
+        /// registrations read at start, and registrations as JSON text
+        /// (`{"triggers": [...]}`, what `hearth serve --functions`
+        /// discovers). One server only: a cluster node refuses them.
+        public var triggersFile: String?
+        public var triggersJSON: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -178,7 +184,8 @@ public final class HearthServer: @unchecked Sendable {
             configuration.natsNKeyFile, configuration.natsUserFile,
             configuration.natsTokenFile, configuration.natsCAFile,
             configuration.natsCertFile, configuration.natsKeyFile,
-            configuration.publicHost,
+            configuration.publicHost, configuration.triggersFile,
+            configuration.triggersJSON,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -206,6 +213,8 @@ public final class HearthServer: @unchecked Sendable {
         config.nats_cert_file = UnsafePointer(strings[19])
         config.nats_key_file = UnsafePointer(strings[20])
         config.public_host = UnsafePointer(strings[21])
+        config.triggers_file = UnsafePointer(strings[22])
+        config.triggers_json = UnsafePointer(strings[23])
         config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
         config.log_format = switch configuration.logFormat {
         case .off: HEARTH_LOG_OFF
