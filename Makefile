@@ -46,6 +46,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
+        bench-triggers \
         fuzz install \
         clean serve
 
@@ -322,6 +323,15 @@ $(BUILD)/bench-listen-hash: bench/listen_hash_bench.c $(BENCH_COMMON) $(BUILD)/l
 # and without the listen's hash (issue goal: 100x fewer; a second or two).
 bench-listen-hash: lib $(BUILD)/bench-listen-hash
 	$(BUILD)/bench-listen-hash
+
+$(BUILD)/bench-triggers: bench/triggers_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+
+# Trigger delivery (events/s, p50/p99) beside a load generator hitting the
+# same endpoint, and the cost to writes of 10 triggers (issue goals: 1,000
+# events/s, under 10 %; about 30 s).
+bench-triggers: lib $(BUILD)/bench-triggers
+	$(BUILD)/bench-triggers
 
 # REST PUTs beside nginx and Redis, and the SSE fan-out (server_bench.sh).
 bench-server: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout

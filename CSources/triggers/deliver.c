@@ -23,11 +23,27 @@ static uint64_t wall_us(void) {
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* Waits up to ms for a kick or the stop; true when stopping. */
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits ms, or less when stopping (true) or, with until_kicked, when the
+ * spool has something new. A backoff (until_kicked false) waits its whole
+ * time whatever is appended meanwhile: the kicks of new events must not
+ * turn into attempts (an endpoint that is down would be hit per write). */
 static bool pause_for(hearth__trigger *t, uint64_t ms, bool until_kicked) {
+    uint64_t end = mono_ns() + ms * 1000000u;
     uv_mutex_lock(&t->mu);
-    if (!t->stop && !(until_kicked && t->kicked))
-        uv_cond_timedwait(&t->cond, &t->mu, ms * 1000000u);
+    t->idle = until_kicked;
+    for (;;) {
+        uint64_t now = mono_ns();
+        if (t->stop || (until_kicked && t->kicked) || now >= end)
+            break;
+        uv_cond_timedwait(&t->cond, &t->mu, end - now);
+    }
+    t->idle = false;
     if (until_kicked)
         t->kicked = false;
     bool stop = t->stop;
@@ -180,8 +196,12 @@ void hearth__deliverer_stop(hearth__trigger *t) {
 }
 
 void hearth__deliverer_kick(hearth__trigger *t) {
+    /* Only an idle deliverer is woken: one that is sending or backing off
+     * finds the event when it looks again, and a wake-up per event (a
+     * futex and a context switch) cost the loop more than building it. */
     uv_mutex_lock(&t->mu);
     t->kicked = true;
-    uv_cond_signal(&t->cond);
+    if (t->idle)
+        uv_cond_signal(&t->cond);
     uv_mutex_unlock(&t->mu);
 }

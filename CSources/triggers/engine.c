@@ -58,26 +58,57 @@ static hearth__trigger *find(hearth__triggers *e, const char *name,
 
 /* ---- the spool of an event whose commit held ---- */
 
-static void spool_event(hearth__triggers *e, pending *p) {
-    hearth__trigger *t = p->t;
-    if (t->retired) /* replaced meanwhile: the new one of its name takes it */
-        t = find(e, t->name, NULL);
+/* The trigger an event goes to: its own, or, when that was replaced
+ * meanwhile, the new one of its name (NULL: removed). */
+static hearth__trigger *live(hearth__triggers *e, hearth__trigger *t) {
+    return t->retired ? find(e, t->name, NULL) : t;
+}
+
+static void report_drop(hearth__trigger *t, size_t n, int rc) {
+    if (atomic_fetch_add(&t->dropped, n) == 0 || rc != HEARTH_ETOOBIG)
+        fprintf(stderr,
+                "hearth: trigger %s: %zu event(s) dropped: %s (its queue "
+                "holds %" PRIu64 " bytes)\n",
+                t->name, n,
+                rc == HEARTH_ETOOBIG ? "the queue is full" : hearth_strerror(rc),
+                hearth__spool_bytes(t->spool));
+}
+
+/* Adds p to its trigger's events of this commit. */
+static void stage(hearth__triggers *e, const pending *p) {
+    hearth__trigger *t = live(e, p->t);
     if (!t)
         return;
-    int rc = hearth__spool_append(t->spool, p->body, p->len, p->time_us);
-    if (rc) {
-        if (atomic_fetch_add(&t->dropped, 1) == 0 || rc != HEARTH_ETOOBIG)
-            fprintf(stderr,
-                    "hearth: trigger %s: an event was dropped: %s (its "
-                    "queue holds %" PRIu64 " bytes)\n",
-                    t->name,
-                    rc == HEARTH_ETOOBIG ? "the queue is full"
-                                         : hearth_strerror(rc),
-                    hearth__spool_bytes(t->spool));
-        return;
+    hearth__spool_frame(&t->staged, p->body, p->len, p->time_us);
+    t->nstaged++;
+}
+
+/* Writes each trigger's staged events to its spool (one write each), and
+ * wakes its deliverer. */
+static void flush_staged(hearth__triggers *e) {
+    for (size_t i = 0; i < e->n; i++) {
+        hearth__trigger *t = e->v[i];
+        if (!t->nstaged)
+            continue;
+        int rc = t->staged.failed
+                     ? HEARTH_ENOMEM
+                     : hearth__spool_append_frames(t->spool, t->staged.data,
+                                                   t->staged.len, t->nstaged);
+        if (rc) {
+            report_drop(t, t->nstaged, rc);
+        } else {
+            atomic_fetch_add(&t->spooled, t->nstaged);
+            hearth__deliverer_kick(t);
+        }
+        t->staged.len = 0;
+        t->staged.failed = false;
+        t->nstaged = 0;
     }
-    atomic_fetch_add(&t->spooled, 1);
-    hearth__deliverer_kick(t);
+}
+
+static void spool_event(hearth__triggers *e, pending *p) {
+    stage(e, p);
+    flush_staged(e);
 }
 
 static void drop_pending(pending *p) {
@@ -87,6 +118,58 @@ static void drop_pending(pending *p) {
 
 /* ---- the tap ---- */
 
+/* The CloudEvents one write has built lately, by location and type:
+ * triggers that fire for the same change send the same event (one id,
+ * as Eventarc sends one event to each of its subscribers), built once. */
+#define MEMO_SLOTS 8
+typedef struct memo {
+    struct {
+        char *path;
+        const char *type;
+        char *body;
+        size_t len;
+    } slot[MEMO_SLOTS];
+    unsigned next;
+} memo;
+
+static void memo_clear(memo *m) {
+    for (unsigned i = 0; i < MEMO_SLOTS; i++) {
+        hearth__free(m->slot[i].path);
+        hearth__free(m->slot[i].body);
+    }
+}
+
+/* A copy of the body memoized for (path, type), or NULL. */
+static char *memo_find(const memo *m, const char *path, const char *type,
+                       size_t *len) {
+    for (unsigned i = 0; m && i < MEMO_SLOTS; i++)
+        if (m->slot[i].type == type && strcmp(m->slot[i].path, path) == 0) {
+            *len = m->slot[i].len;
+            return hearth__strndup(m->slot[i].body, m->slot[i].len);
+        }
+    return NULL;
+}
+
+static void memo_keep(memo *m, const char *path, const char *type,
+                      const char *body, size_t len) {
+    if (!m)
+        return;
+    unsigned i = m->next++ % MEMO_SLOTS;
+    char *p = hearth__strndup(path, strlen(path));
+    char *b = hearth__strndup(body, len);
+    if (!p || !b) {
+        hearth__free(p);
+        hearth__free(b);
+        return;
+    }
+    hearth__free(m->slot[i].path);
+    hearth__free(m->slot[i].body);
+    m->slot[i].path = p;
+    m->slot[i].type = type;
+    m->slot[i].body = b;
+    m->slot[i].len = len;
+}
+
 typedef struct firing {
     ns_tap *tap;
     hearth__trigger *t;
@@ -94,7 +177,31 @@ typedef struct firing {
     const hearth_node_t *auth;
     int64_t now_ms;
     bool durable_later;
+    memo *memo; /* NULL when one trigger only may fire */
 } firing;
+
+/* The event's body for t: a CloudEvent (memoized), or a webhook. */
+static char *build(firing *f, const char *path, const hearth_node_t *before,
+                   const hearth_node_t *after, size_t *len) {
+    hearth__trigger *t = f->t;
+    hearth__triggers *e = f->tap->eng;
+    char *body = t->format == HEARTH__FORMAT_CLOUDEVENT
+                     ? memo_find(f->memo, path, t->type, len)
+                     : NULL;
+    if (body)
+        return body;
+    char id[64];
+    snprintf(id, sizeof id, "%" PRIx64 "-%" PRIu64, wall_us(), e->next_id++);
+    hearth__trigger_change c = {id,    f->tap->ns, path,    before,
+                                after, f->judged,  f->auth, f->now_ms};
+    if (t->format != HEARTH__FORMAT_CLOUDEVENT)
+        return hearth__trigger_webhook(&c, t->name, &t->ref, len);
+    body = hearth__trigger_cloudevent(&c, t->type, e->db_host, e->location,
+                                      len);
+    if (body)
+        memo_keep(f->memo, path, t->type, body, *len);
+    return body;
+}
 
 static int fire(void *ctx, const char *path, const hearth_node_t *before,
                 const hearth_node_t *after) {
@@ -103,16 +210,8 @@ static int fire(void *ctx, const char *path, const hearth_node_t *before,
     hearth__trigger *t = f->t;
     if (!(hearth__trigger_change_kind(before, after) & t->mask))
         return 0;
-    char id[64];
-    snprintf(id, sizeof id, "%" PRIx64 "-%" PRIu64, wall_us(),
-             tap->eng->next_id++);
-    hearth__trigger_change c = {id,      tap->ns,  path,     before,
-                                after,   f->judged, f->auth, f->now_ms};
     pending p = {t, NULL, 0, (uint64_t)f->now_ms * 1000u};
-    p.body = t->format == HEARTH__FORMAT_CLOUDEVENT
-                 ? hearth__trigger_cloudevent(&c, t->type, tap->eng->db_host,
-                                              tap->eng->location, &p.len)
-                 : hearth__trigger_webhook(&c, t->name, &t->ref, &p.len);
+    p.body = build(f, path, before, after, &p.len);
     if (!p.body) {
         atomic_fetch_add(&t->dropped, 1);
         return 0;
@@ -144,11 +243,17 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
                        const hearth_node_t *auth, bool durable_later) {
     ns_tap *tap = ctx;
     hearth__triggers *e = tap->eng;
+    size_t here = 0;
+    for (size_t i = 0; i < e->n && here < 2; i++)
+        here += hearth__pattern_matches_name(&e->v[i]->instance, tap->ns);
+    memo m = {0};
+    int64_t now = hearth_now_ms();
     for (size_t i = 0; i < e->n; i++) {
         hearth__trigger *t = e->v[i];
         if (!hearth__pattern_matches_name(&t->instance, tap->ns))
             continue;
-        firing f = {tap, t, judged, auth, hearth_now_ms(), durable_later};
+        firing f = {tap, t,   judged, auth, now, durable_later,
+                    here > 1 ? &m : NULL};
         bool more = false;
         hearth__trigger_locations(&t->ref, old_root, new_root, paths, n,
                                   EVENTS_PER_WRITE_MAX, &more, fire, &f);
@@ -158,6 +263,7 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
                     "matching locations; the events past them are dropped\n",
                     t->name, tap->ns, EVENTS_PER_WRITE_MAX);
     }
+    memo_clear(&m);
 }
 
 static void on_sealed(void *ctx) {
@@ -173,9 +279,11 @@ static void on_settled(void *ctx, int rc) {
         return;
     for (size_t i = 0; i < upto; i++) {
         if (!rc)
-            spool_event(tap->eng, &tap->v[i]);
+            stage(tap->eng, &tap->v[i]);
         drop_pending(&tap->v[i]);
     }
+    if (!rc)
+        flush_staged(tap->eng);
     memmove(tap->v, tap->v + upto, (tap->n - upto) * sizeof *tap->v);
     tap->n -= upto;
 }

@@ -35,12 +35,17 @@ typedef struct hearth__trigger {
     json_t *spec; /* as registered, secret hidden */
     /* the queue */
     hearth__spool *spool, *dead;
+    /* loop thread: a commit's events for this trigger, framed, written to
+     * the spool in one write when the commit is settled */
+    hearth__buf staged;
+    size_t nstaged;
     /* the deliverer */
     uv_thread_t thread;
     bool running;
-    uv_mutex_t mu; /* guards stop, kicked, last_error */
+    uv_mutex_t mu; /* guards stop, kicked, idle, last_error */
     uv_cond_t cond;
     bool stop, kicked;
+    bool idle; /* waiting for a kick (not sending, not backing off) */
     int stop_pipe[2];
     char last_error[256];
     atomic_uint_fast64_t spooled, delivered, failed, retried, dead_count,

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
@@ -246,17 +245,41 @@ void hearth__spool_close(hearth__spool *s) {
     hearth__free(s);
 }
 
-int hearth__spool_append(hearth__spool *s, const void *data, size_t len,
+void hearth__spool_frame(hearth__buf *out, const void *data, size_t len,
                          uint64_t time_us) {
-    if (len > RECORD_MAX)
-        return HEARTH_ETOOBIG;
     unsigned char h[HEADER_BYTES];
     put32(h, (uint32_t)len);
     put32(h + 4, (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, (uInt)len));
     put64(h + 8, time_us);
+    hearth__buf_add(out, h, HEADER_BYTES);
+    hearth__buf_add(out, data, len);
+}
+
+/* Writes all of data at the end of the segment being written. */
+static int write_at_end(hearth__spool *s, const char *data, size_t len) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = pwrite(s->wfd, data + done, len - done,
+                           (off_t)(s->wsize + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int rc = errno == ENOSPC ? HEARTH_ENOSPC : HEARTH_EIO;
+            /* nothing past wsize counts; the next write overwrites it */
+            if (ftruncate(s->wfd, (off_t)s->wsize)) {
+            }
+            return rc;
+        }
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int hearth__spool_append_frames(hearth__spool *s, const void *frames,
+                                size_t len, size_t n) {
     uv_mutex_lock(&s->mu);
     int rc = 0;
-    if (atomic_load(&s->bytes) + HEADER_BYTES + len > s->max_bytes) {
+    if (atomic_load(&s->bytes) + len > s->max_bytes) {
         rc = HEARTH_ETOOBIG;
     } else if (s->wsize >= SEGMENT_BYTES) {
         int fd = open_seg(s, s->wseg + 1, O_WRONLY | O_CREAT | O_TRUNC);
@@ -270,42 +293,27 @@ int hearth__spool_append(hearth__spool *s, const void *data, size_t len,
             s->wsize = 0;
         }
     }
-    if (!rc) {
-        struct iovec iov[2] = {{h, HEADER_BYTES}, {(void *)data, len}};
-        size_t want = HEADER_BYTES + len, done = 0;
-        while (done < want) {
-            /* pwritev at the end we know: a failed write leaves nothing
-             * the reader could see (wsize moves only after it). */
-            struct iovec part[2];
-            int np = 0;
-            size_t skip = done;
-            for (int i = 0; i < 2; i++) {
-                if (skip >= iov[i].iov_len) {
-                    skip -= iov[i].iov_len;
-                    continue;
-                }
-                part[np].iov_base = (char *)iov[i].iov_base + skip;
-                part[np++].iov_len = iov[i].iov_len - skip;
-                skip = 0;
-            }
-            ssize_t w = pwritev(s->wfd, part, np, (off_t)(s->wsize + done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = errno == ENOSPC ? HEARTH_ENOSPC : HEARTH_EIO;
-                break;
-            }
-            done += (size_t)w;
-        }
-        if (!rc) {
-            s->wsize += want;
-            atomic_fetch_add(&s->waiting, 1);
-            atomic_fetch_add(&s->bytes, want);
-        } else if (ftruncate(s->wfd, (off_t)s->wsize)) {
-            /* what was written past wsize is overwritten by the next */
-        }
+    /* wsize moves only after the whole write: the reader never sees a
+     * record that is not all there */
+    if (!rc && !(rc = write_at_end(s, frames, len))) {
+        s->wsize += len;
+        atomic_fetch_add(&s->waiting, n);
+        atomic_fetch_add(&s->bytes, len);
     }
     uv_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int hearth__spool_append(hearth__spool *s, const void *data, size_t len,
+                         uint64_t time_us) {
+    if (len > RECORD_MAX)
+        return HEARTH_ETOOBIG;
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__spool_frame(&b, data, len, time_us);
+    int rc = b.failed ? HEARTH_ENOMEM
+                      : hearth__spool_append_frames(s, b.data, b.len, 1);
+    hearth__buf_free(&b);
     return rc;
 }
 

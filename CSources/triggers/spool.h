@@ -34,6 +34,12 @@ void hearth__spool_close(hearth__spool *s);
  * max_bytes already (nothing written), HEARTH_EIO when the disk refuses. */
 int hearth__spool_append(hearth__spool *s, const void *data, size_t len,
                          uint64_t time_us);
+/* Writer, for many records in one write(2): frame each into out, then
+ * append out's n records at once (all or none, as one record is). */
+void hearth__spool_frame(hearth__buf *out, const void *data, size_t len,
+                         uint64_t time_us);
+int hearth__spool_append_frames(hearth__spool *s, const void *frames,
+                                size_t len, size_t n);
 /* fdatasync of the segment being written (any thread). */
 void hearth__spool_sync(hearth__spool *s);
 

@@ -234,11 +234,11 @@ static json_t *sdk_after(json_t *data, json_t *delta) {
     return out;
 }
 
-static json_t *cloudevent(const char *before, const char *after, bool judged,
-                          const char *auth) {
+static json_t *cloudevent_at(const char *path, const char *before,
+                             const char *after, bool judged, const char *auth) {
     hearth_node_t *b = node_from(before), *a = node_from(after);
     hearth_node_t *who = auth ? node_from(auth) : NULL;
-    hearth__trigger_change c = {"ev-1", "chat", "/messages/m1", b, a,
+    hearth__trigger_change c = {"ev-1", "chat", path, b, a,
                                 judged, who, 1732723200123};
     size_t len = 0;
     char *text = hearth__trigger_cloudevent(
@@ -252,6 +252,11 @@ static json_t *cloudevent(const char *before, const char *after, bool judged,
     hearth_node_decref(a);
     hearth_node_decref(who);
     return ev;
+}
+
+static json_t *cloudevent(const char *before, const char *after, bool judged,
+                          const char *auth) {
+    return cloudevent_at("/messages/m1", before, after, judged, auth);
 }
 
 static void test_cloudevent(void) {
@@ -309,6 +314,22 @@ static void test_cloudevent(void) {
     CHECK(json_is_null(json_object_get(data, "delta")));
     CHECK_STR(json_string_value(json_object_get(ev, "authtype")),
               "unauthenticated");
+    json_decref(ev);
+
+    /* keys may hold quotes, backslashes and any Unicode: escaped; an
+     * array-like value goes whole (the SDKs merge only into objects) */
+    ev = cloudevent_at("/q\"u\\o/\xc3\xa9", "{\"0\":\"a\",\"1\":\"b\"}",
+                       "{\"0\":\"a\",\"1\":\"c\"}", true,
+                       "{\"uid\":\"u\\\"1\"}");
+    CHECK(ev != NULL);
+    CHECK_STR(json_string_value(json_object_get(ev, "ref")), "q\"u\\o/\xc3\xa9");
+    CHECK_STR(json_string_value(json_object_get(ev, "subject")),
+              "refs/q\"u\\o/\xc3\xa9");
+    CHECK_STR(json_string_value(json_object_get(ev, "authid")), "u\"1");
+    data = json_object_get(ev, "data");
+    CHECK(json_is_array(json_object_get(data, "data")));
+    CHECK_STR(json_string_value(json_array_get(json_object_get(data, "delta"), 1)),
+              "c");
     json_decref(ev);
 }
 
