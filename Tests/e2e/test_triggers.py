@@ -8,7 +8,7 @@
   an endpoint that always fails dead-lettered while another trigger's
   events flow; realtime (WebSocket) writes fire as REST ones do.
 - The Python Cloud Functions SDK (firebase-functions, run by
-  functions-framework, from PyPI; nobody here wrote them): `hearth serve
+  functions-framework, installed with pip; nobody here wrote them): `hearth serve
   --functions DIR` discovers the quickstart's handlers from their source
   folder, fires them on REST and realtime writes, and the handlers write
   back through the Admin SDK; what the handlers saw (event.data, before /
