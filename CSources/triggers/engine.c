@@ -498,8 +498,11 @@ int hearth__triggers_new(const hearth__triggers_options *o,
     int rc = 0;
     if (text) {
         rc = hearth__triggers_register(e, text, len, "admin", err);
-        if (rc)
-            hearth__error(err, rc, path, "%s: %s", path, err ? err->message : "");
+        if (rc && err) {
+            char why[sizeof err->message];
+            snprintf(why, sizeof why, "%s", err->message);
+            hearth__error(err, rc, path, "%s: %s", path, why);
+        }
     }
     hearth__free(text);
     hearth__free(path);

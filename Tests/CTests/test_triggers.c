@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- patterns ---- */
@@ -757,6 +758,18 @@ static void test_bad_triggers_fail_start(void) {
     c.triggers_file = "/nonexistent/triggers.json";
     CHECK_INT(hearth_server_start(&c, &s, &err), HEARTH_EIO);
     CHECK(strstr(err.message, "/nonexistent/triggers.json") != NULL);
+    /* the admin's registrations kept from before, damaged: named */
+    c.triggers_file = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/.triggers", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/.triggers/admin.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("{\"triggers\": [{\"name\": \"a\"", f);
+    fclose(f);
+    CHECK_INT(hearth_server_start(&c, &s, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "admin.json: triggers: invalid JSON") != NULL);
     remove_tree(dir);
 }
 
