@@ -113,6 +113,8 @@ static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
 static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
     if (!e->replica) {
         hearth__store_commit_write(e->store, batch);
+        if (!batch->rc && e->tap) /* the owner's records, as durable */
+            e->tap->durable(e->tap_ctx, batch->sync);
         return;
     }
     batch->rc = e->replica->publish(e->replica_ctx, &batch->records);

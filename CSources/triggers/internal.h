@@ -17,6 +17,24 @@
 
 enum { HEARTH__FORMAT_CLOUDEVENT, HEARTH__FORMAT_WEBHOOK };
 
+/* A trigger's queue on disk (DIR/NAME: its spool, and its dead letters in
+ * DIR/NAME/dead), one per name however often the name is registered
+ * again, so that no two spool objects ever write the same files (a commit
+ * may still be writing a replaced trigger's events). Counted on the loop
+ * thread; its spools are used by any thread (their own mutexes). */
+typedef struct hearth__tqueue {
+    struct hearth__tqueue *next, **list; /* the engine's open queues */
+    char *name;
+    int refs;
+    hearth__spool *spool, *dead;
+} hearth__tqueue;
+
+/* queue.c: the queue of name in dir (opened, or the one open), counted. */
+int hearth__tqueue_get(hearth__tqueue **list, const char *dir,
+                       const char *name, hearth__tqueue **out,
+                       hearth_error_t *err);
+void hearth__tqueue_put(hearth__tqueue *q);
+
 typedef struct hearth__trigger {
     atomic_int refs; /* the engine's list, and each pending event */
     bool retired;    /* removed or replaced: its pending events go to the
@@ -33,12 +51,9 @@ typedef struct hearth__trigger {
     int max_attempts, timeout_ms, retry_min_ms, retry_max_ms;
     char *origin;
     json_t *spec; /* as registered, secret hidden */
-    /* the queue */
+    /* the queue (q's spools, borrowed for the deliverer) */
+    hearth__tqueue *q;
     hearth__spool *spool, *dead;
-    /* loop thread: a commit's events for this trigger, framed, written to
-     * the spool in one write when the commit is settled */
-    hearth__buf staged;
-    size_t nstaged;
     /* the deliverer */
     uv_thread_t thread;
     bool running;
@@ -52,6 +67,23 @@ typedef struct hearth__trigger {
         dropped, last_delivered_us;
     hearth__histogram latency; /* from the write's commit to the answer */
 } hearth__trigger;
+
+struct hearth__triggers {
+    char *dir, *db_host, *location;
+    hearth__trigger **v; /* registered; retired ones are gone from here */
+    size_t n, cap;
+    hearth__tqueue *queues; /* open */
+    uint64_t next_id;
+};
+
+/* engine.c: the registered trigger called name (at its index), or NULL. */
+hearth__trigger *hearth__triggers_find(hearth__triggers *e, const char *name,
+                                       size_t *at);
+/* The trigger an event of t goes to now: t, or, when t was replaced, the
+ * new one of its name (NULL: removed). */
+hearth__trigger *hearth__triggers_live(hearth__triggers *e, hearth__trigger *t);
+/* Counts n events dropped (rc: why), reporting the first on stderr. */
+void hearth__trigger_dropped(hearth__trigger *t, size_t n, int rc);
 
 /* registry.c: a registration parsed into a new trigger (refs 1, no spool
  * or thread yet). HEARTH_EINVAL with err naming what is wrong. */

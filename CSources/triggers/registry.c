@@ -27,9 +27,8 @@ static const char *const FIELDS[] = {
 void hearth__trigger_release(hearth__trigger *t) {
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
-    hearth__spool_close(t->spool);
-    hearth__spool_close(t->dead);
-    hearth__buf_free(&t->staged);
+    if (t->q)
+        hearth__tqueue_put(t->q);
     hearth__pattern_free(&t->ref);
     hearth__pattern_free(&t->instance);
     hearth__endpoint_free(&t->to);
@@ -202,7 +201,6 @@ int hearth__trigger_parse(const char *name, json_t *spec, const char *origin,
     if (!t)
         return hearth__error_code(err, HEARTH_ENOMEM);
     atomic_init(&t->refs, 1);
-    hearth__buf_init(&t->staged);
     uv_mutex_init(&t->mu);
     uv_cond_init(&t->cond);
     t->stop_pipe[0] = t->stop_pipe[1] = -1;

@@ -317,7 +317,9 @@ int hearth__spool_append(hearth__spool *s, const void *data, size_t len,
     return rc;
 }
 
-void hearth__spool_sync(hearth__spool *s) {
+void hearth__spool_sync_data(hearth__spool *s) {
+    /* a copy of the descriptor: the writer may move to the next segment
+     * (closing this one) while this one syncs, without the lock held */
     uv_mutex_lock(&s->mu);
     int fd = dup(s->wfd);
     uv_mutex_unlock(&s->mu);
@@ -325,6 +327,10 @@ void hearth__spool_sync(hearth__spool *s) {
         fdatasync(fd);
         close(fd);
     }
+}
+
+void hearth__spool_sync(hearth__spool *s) {
+    hearth__spool_sync_data(s);
     fdatasync(s->cfd);
 }
 

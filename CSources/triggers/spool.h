@@ -2,15 +2,17 @@
  * spool.h - a trigger's durable queue of events: records appended to
  * segment files in a directory (DIR/seg.<N>, a new one past 4 MiB), and a
  * cursor (DIR/cursor: segment and offset of the next record to deliver).
- * One thread appends (the server's loop), one reads (the trigger's
- * deliverer); a mutex guards the positions they share, so a reader only
- * ever sees whole records. A record is [u32 length][u32 crc32][u64 time
+ * Appends come from any thread (a commit's worker, the loop), each whole
+ * under the spool's mutex; one thread reads (the trigger's deliverer, or
+ * the loop for the dead letters); the mutex guards the positions they
+ * share, so a reader only ever sees whole records. A record is [u32 length][u32 crc32][u64 time
  * the event was made, in Unix microseconds][payload], little endian.
  *
- * Durability: an append is a write(2) made before the write it comes from
- * is acknowledged, so it survives the process's death (kill -9); the
- * segment is fdatasync'ed by hearth__spool_sync (the triggers' timer,
- * each second), so a power loss may lose the events of the last second.
+ * Durability: the events of a commit are appended by the commit's own
+ * thread once its records are written, and synced with them when it
+ * syncs (hearth__spool_sync_data), all before its writes are
+ * acknowledged; the deliverer also syncs the segment and the cursor each
+ * second while events come (for --fsync batch and off).
  * Opening cuts a torn last record (the crc or the length does not hold).
  * Internal to triggers/.
  */
@@ -40,8 +42,11 @@ void hearth__spool_frame(hearth__buf *out, const void *data, size_t len,
                          uint64_t time_us);
 int hearth__spool_append_frames(hearth__spool *s, const void *frames,
                                 size_t len, size_t n);
-/* fdatasync of the segment being written (any thread). */
+/* fdatasync of the segment being written and of the cursor (any
+ * thread); _data: of the segment only (a commit that syncs its events
+ * with its records). */
 void hearth__spool_sync(hearth__spool *s);
+void hearth__spool_sync_data(hearth__spool *s);
 
 /* Reader: the next record into out (replacing what it held) and its
  * time: 0, or 1 when there is none now, or HEARTH_EIO when the file
