@@ -28,6 +28,7 @@ final class FunctionsRunner {
     private(set) var functions: [Function] = []
     private(set) var skipped: [String] = []
     private var processes: [Process] = []
+    private let stopping = Locked<Bool>() /* set once stop() begins */
 
     init(directory: String, namespace: String) {
         self.directory = directory
@@ -139,6 +140,15 @@ final class FunctionsRunner {
             env["K_SERVICE"] = function.name
             env["PORT"] = String(function.port)
             process.environment = env
+            let name = function.name, stopping = self.stopping
+            // A function that ends by itself (an import error in main.py,
+            // a crash) is said at once: its events wait, retried, until
+            // the server runs again.
+            process.terminationHandler = { ended in
+                if stopping.value != true {
+                    Output.error("\(Output.errorLabel)function \(name) exited (status \(ended.terminationStatus)); its events wait in its queue until it runs again")
+                }
+            }
             do {
                 try process.run()
             } catch {
@@ -152,6 +162,7 @@ final class FunctionsRunner {
     /// Stops the functions: SIGINT (gunicorn's quick shutdown), then
     /// SIGKILL for any still running after 5 s.
     func stop() {
+        stopping.set(true)
         for process in processes where process.isRunning {
             kill(process.processIdentifier, SIGINT)
         }
