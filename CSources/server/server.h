@@ -90,6 +90,7 @@ typedef struct hearth__server {
      * node), and what the config registers at start */
     struct hearth__triggers *triggers;
     char *triggers_file, *triggers_json;
+    uv_timer_t triggers_profile; /* deliveries to the profilers, 10 a s */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */

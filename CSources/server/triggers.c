@@ -1,6 +1,7 @@
 /* triggers.c - the server's side of database triggers (triggers/): the
  * engine made at start with the config's registrations, its tap on each
  * namespace, and the admin's endpoints under /.settings/triggers. */
+#include "server/profile.h"
 #include "server/rest_internal.h"
 #include "triggers/triggers.h"
 
@@ -9,6 +10,31 @@
 
 #define MAX_TRIGGERS_FILE (16u << 20)
 #define DEAD_LISTED_MAX 1000
+#define PROFILE_EVERY_MS 100
+
+/* One delivery attempt as an operation of the profile (door "trigger"). */
+static void emit_delivery(void *ctx, const hearth__delivery *d) {
+    hearth__server *srv = ctx;
+    char status[16];
+    snprintf(status, sizeof status, "%d", d->status);
+    hearth__op op = {.door = "trigger",
+                     .type = "trigger",
+                     .ns = d->ns,
+                     .path = d->path,
+                     .status = d->status > 0 ? status : "error",
+                     .bytes_out = d->bytes,
+                     .duration_ns = d->duration_ns};
+    if (srv->profilers)
+        hearth__profile_emit(srv, &op);
+}
+
+/* The deliverers record their attempts while someone profiles; they go
+ * to the profile streams a tenth of a second later at most. */
+static void on_profile_tick(uv_timer_t *timer) {
+    hearth__server *srv = timer->data;
+    hearth__triggers_record(srv->triggers, srv->profilers != NULL);
+    hearth__triggers_drain(srv->triggers, emit_delivery, srv);
+}
 
 int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
     if (srv->cluster) { /* README "Triggers": one server only, for now */
@@ -26,6 +52,12 @@ int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
         snprintf(host, sizeof host, "127.0.0.1:%d", hearth__http_port(srv->http));
     hearth__triggers_options o = {dir, host, "us-central1"};
     int rc = hearth__triggers_new(&o, &srv->triggers, err);
+    if (!rc) {
+        uv_timer_init(&srv->loop, &srv->triggers_profile);
+        srv->triggers_profile.data = srv;
+        uv_timer_start(&srv->triggers_profile, on_profile_tick,
+                       PROFILE_EVERY_MS, PROFILE_EVERY_MS);
+    }
     if (!rc && srv->triggers_file) {
         size_t len;
         char *text = hearth__read_file(srv->triggers_file, MAX_TRIGGERS_FILE,
@@ -57,8 +89,10 @@ void hearth__server_triggers_attach(hearth__server *srv,
 }
 
 void hearth__server_triggers_stop(hearth__server *srv) {
-    if (srv->triggers)
-        hearth__triggers_stop(srv->triggers);
+    if (!srv->triggers)
+        return;
+    hearth__triggers_stop(srv->triggers);
+    uv_close((uv_handle_t *)&srv->triggers_profile, NULL);
 }
 
 void hearth__server_triggers_metrics(hearth__server *srv, hearth__buf *out) {

@@ -160,3 +160,64 @@ void hearth__triggers_metrics(hearth__triggers *e, hearth__buf *out) {
             e->v[i]->name, (unsigned long long)cum);
     }
 }
+
+/* ---- the profiler ---- */
+
+#define RECORDED_MAX 4096
+
+void hearth__triggers_record(hearth__triggers *e, bool on) {
+    atomic_store(&e->recording, on);
+}
+
+/* A string member of a flat JSON object, copied into out (cut to fit). */
+static void member_into(json_t *o, const char *key, char *out, size_t size) {
+    const char *v = json_string_value(json_object_get(o, key));
+    snprintf(out, size, "%s", v ? v : "");
+}
+
+void hearth__triggers_note_attempt(hearth__trigger *t, const char *body,
+                                   size_t len, int status, uint64_t ns) {
+    hearth__triggers *e = t->eng;
+    if (!e || !atomic_load(&e->recording))
+        return;
+    hearth__delivery d = {.status = status, .bytes = len, .duration_ns = ns};
+    snprintf(d.trigger, sizeof d.trigger, "%s", t->name);
+    json_t *ev = json_loadb(body, len, 0, NULL); /* only while profiled */
+    if (t->format == HEARTH__FORMAT_CLOUDEVENT) {
+        member_into(ev, "instance", d.ns, sizeof d.ns);
+        d.path[0] = '/';
+        member_into(ev, "ref", d.path + 1, sizeof d.path - 1);
+    } else {
+        member_into(ev, "namespace", d.ns, sizeof d.ns);
+        member_into(ev, "path", d.path, sizeof d.path);
+    }
+    json_decref(ev);
+    uv_mutex_lock(&e->rec_mu);
+    if (!e->rec)
+        e->rec = hearth__malloc(RECORDED_MAX * sizeof *e->rec);
+    if (e->rec && e->nrec < RECORDED_MAX)
+        e->rec[e->nrec++] = d;
+    uv_mutex_unlock(&e->rec_mu);
+}
+
+void hearth__triggers_drain(hearth__triggers *e,
+                            void (*cb)(void *ctx, const hearth__delivery *d),
+                            void *ctx) {
+    hearth__delivery batch[16]; /* cb runs without the lock held */
+    for (;;) {
+        uv_mutex_lock(&e->rec_mu);
+        size_t n = e->nrec < 16 ? e->nrec : 16;
+        if (!n) {
+            uv_mutex_unlock(&e->rec_mu);
+            return;
+        }
+        memcpy(batch, e->rec, n * sizeof *batch);
+        memmove(e->rec, e->rec + n, (e->nrec - n) * sizeof *e->rec);
+        e->nrec -= n;
+        uv_mutex_unlock(&e->rec_mu);
+        for (size_t i = 0; i < n; i++)
+            cb(ctx, &batch[i]);
+        if (n < 16)
+            return;
+    }
+}

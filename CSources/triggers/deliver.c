@@ -88,10 +88,14 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
     headers_for(t, body, len, headers);
     for (int attempt = 1;; attempt++) {
         char why[200] = "";
+        uint64_t began = mono_ns();
         int status = headers->failed
                          ? HEARTH_ENOMEM
                          : hearth__post(p, headers->data, body, len,
                                         t->timeout_ms, why, sizeof why);
+        if (status != HEARTH_ECANCELED)
+            hearth__triggers_note_attempt(t, body, len, status,
+                                          mono_ns() - began);
         if (status == HEARTH_ECANCELED)
             return false;
         if (status >= 200 && status < 300) {

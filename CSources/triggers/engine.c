@@ -50,6 +50,7 @@ static int start(hearth__triggers *e, hearth__trigger *t,
         return rc;
     t->spool = t->q->spool;
     t->dead = t->q->dead;
+    t->eng = e;
     if ((rc = hearth__deliverer_start(t)))
         hearth__error(err, rc, NULL, "trigger %s: cannot start its deliverer",
                       t->name);
@@ -190,6 +191,7 @@ int hearth__triggers_new(const hearth__triggers_options *o,
     hearth__triggers *e = hearth__calloc(1, sizeof *e);
     if (!e)
         return hearth__error_code(err, HEARTH_ENOMEM);
+    uv_mutex_init(&e->rec_mu);
     e->dir = hearth__strndup(o->dir, strlen(o->dir));
     e->db_host = hearth__strndup(o->db_host, strlen(o->db_host));
     e->location = hearth__strndup(o->location, strlen(o->location));
@@ -237,6 +239,8 @@ void hearth__triggers_free(hearth__triggers *e) {
     for (size_t i = 0; i < e->n; i++)
         retire(e->v[i]);
     hearth__free(e->v);
+    uv_mutex_destroy(&e->rec_mu);
+    hearth__free(e->rec);
     hearth__free(e->dir);
     hearth__free(e->db_host);
     hearth__free(e->location);

@@ -37,6 +37,7 @@ void hearth__tqueue_put(hearth__tqueue *q);
 
 typedef struct hearth__trigger {
     atomic_int refs; /* the engine's list, and each pending event */
+    struct hearth__triggers *eng; /* set when started: its recorder */
     bool retired;    /* removed or replaced: its pending events go to the
                         trigger of its name now, if any */
     /* the registration (immutable once registered) */
@@ -74,7 +75,16 @@ struct hearth__triggers {
     size_t n, cap;
     hearth__tqueue *queues; /* open */
     uint64_t next_id;
+    /* the deliverers' attempts for the profiler, while recording */
+    atomic_bool recording;
+    uv_mutex_t rec_mu; /* guards rec and nrec */
+    hearth__delivery *rec;
+    size_t nrec;
 };
+
+/* admin.c: a deliverer's attempt, recorded when the profiler listens. */
+void hearth__triggers_note_attempt(hearth__trigger *t, const char *body,
+                                   size_t len, int status, uint64_t ns);
 
 /* engine.c: the registered trigger called name (at its index), or NULL. */
 hearth__trigger *hearth__triggers_find(hearth__triggers *e, const char *name,

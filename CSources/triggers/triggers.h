@@ -67,6 +67,23 @@ json_t *hearth__triggers_dead(hearth__triggers *t, const char *name,
 /* Puts a trigger's dead letters back in its queue; how many in *n. */
 int hearth__triggers_retry_dead(hearth__triggers *t, const char *name,
                                 size_t *n);
+/* One delivery attempt, for the profiler (GET /.profile). */
+typedef struct hearth__delivery {
+    char trigger[72];
+    char ns[136];
+    char path[512]; /* the event's location, cut at 511 bytes */
+    int status;     /* the answer's HTTP status, or a negative error */
+    uint64_t bytes, duration_ns;
+} hearth__delivery;
+/* Whether the deliverers record their attempts (for hearth__triggers_drain;
+ * off, they pay one atomic load an attempt). Loop thread. */
+void hearth__triggers_record(hearth__triggers *t, bool on);
+/* Calls cb with each attempt recorded since the last call, oldest first
+ * (at most 4,096 are kept between calls). Loop thread. */
+void hearth__triggers_drain(hearth__triggers *t,
+                            void (*cb)(void *ctx, const hearth__delivery *d),
+                            void *ctx);
+
 /* The triggers' lines of GET /.metrics. */
 void hearth__triggers_metrics(hearth__triggers *t, hearth__buf *out);
 

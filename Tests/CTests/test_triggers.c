@@ -794,6 +794,64 @@ static void test_replaced_while_writing(void) {
     remove_tree(dir);
 }
 
+/* While someone profiles, each delivery attempt is an operation of the
+ * stream (door "trigger", the event's path, the answer's status). */
+static void test_profiler_sees_deliveries(void) {
+    receiver r;
+    receiver_start(&r, 0);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"triggers\": [{\"name\": \"p\", \"ref\": \"/p/{id}\", "
+             "\"url\": \"http://127.0.0.1:%d/\"}]}",
+             r.port);
+    char dir[] = "/tmp/hearth-trig-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    hearth_server_t *s = start_test_server(
+        (hearth_server_config_t){.size = sizeof(hearth_server_config_t),
+                                 .triggers_json = json},
+        dir);
+    int port = hearth_server_port(s);
+    int fd = test_connect(port);
+    const char *ask = "GET /.profile HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer owner\r\n\r\n";
+    CHECK(write(fd, ask, strlen(ask)) == (ssize_t)strlen(ask));
+    /* Writes until one's delivery shows (recording starts within 0.1 s
+     * of the stream): presence, so the loop is the barrier. */
+    static char got[1 << 16];
+    size_t len = 0;
+    char answer[4096];
+    const char *line = NULL;
+    double until = test_seconds() + 10;
+    for (int i = 0; !line && test_seconds() < until; i++) {
+        char target[32];
+        snprintf(target, sizeof target, "/p/k%d.json", i);
+        admin_request(port, "PUT", target, "1", answer, sizeof answer);
+        struct pollfd pf = {fd, POLLIN, 0};
+        while (!line && poll(&pf, 1, 50) > 0 && len < sizeof got - 1) {
+            ssize_t n = read(fd, got + len, sizeof got - 1 - len);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            got[len] = '\0';
+            line = strstr(got, "\"door\":\"trigger\"");
+        }
+    }
+    CHECK(line != NULL);
+    if (line) {
+        const char *end = strchr(line, '\n');
+        char one[512];
+        snprintf(one, sizeof one, "%.*s", end ? (int)(end - line) : 200, line);
+        CHECK(strstr(one, "\"type\":\"trigger\"") != NULL);
+        CHECK(strstr(one, "\"ns\":\"default\"") != NULL);
+        CHECK(strstr(one, "\"path\":\"/p/k") != NULL);
+        CHECK(strstr(one, "\"status\":\"200\"") != NULL);
+    }
+    close(fd);
+    CHECK_INT(hearth_server_stop(s), 0);
+    receiver_stop(&r);
+    remove_tree(dir);
+}
+
 static void test_bad_triggers_fail_start(void) {
     char dir[] = "/tmp/hearth-trig-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -839,6 +897,7 @@ const test_case trigger_tests[] = {
     {"triggers_delivery_webhook_in_order", test_delivery_webhook_in_order},
     {"triggers_dead_letters_and_admin", test_dead_letters_and_admin},
     {"triggers_replaced_while_writing", test_replaced_while_writing},
+    {"triggers_profiler_sees_deliveries", test_profiler_sees_deliveries},
     {"triggers_bad_triggers_fail_start", test_bad_triggers_fail_start},
     {NULL, NULL},
 };
