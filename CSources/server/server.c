@@ -650,6 +650,10 @@ static int read_config(const hearth_server_config_t *caller,
         !config->cluster_insecure)
         return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
                              HEARTH__CLUSTER_SECRET_REQUIRED);
+    if (config->cluster && (config->triggers_file || config->triggers_json))
+        return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
+                             "triggers are not supported on a cluster node "
+                             "yet (README \"Triggers\")");
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);

@@ -37,13 +37,9 @@ static void on_profile_tick(uv_timer_t *timer) {
 }
 
 int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
-    if (srv->cluster) { /* README "Triggers": one server only, for now */
-        if (srv->triggers_file || srv->triggers_json)
-            return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
-                                 "triggers are not supported on a cluster "
-                                 "node yet");
+    if (srv->cluster) /* README "Triggers": one server only, for now (the
+                         config's triggers were refused at start) */
         return 0;
-    }
     char dir[4096], host[300];
     snprintf(dir, sizeof dir, "%s/.triggers", srv->data_dir);
     if (srv->public_host)
