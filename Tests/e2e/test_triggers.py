@@ -269,6 +269,18 @@ def makeuppercase(event: db_fn.Event) -> None:
 def countwrites(event: db_fn.Event) -> None:
     db.reference(f"/seen/written/{event.params['name']}").push({
         "before": event.data.before, "after": event.data.after})
+
+
+@db_fn.on_value_updated(reference="/profiles/{uid}")
+def profileupdated(event: db_fn.Event) -> None:
+    db.reference(f"/seen/updated/{event.params['uid']}").push({
+        "before": event.data.before, "after": event.data.after})
+
+
+@db_fn.on_value_deleted(reference="/profiles/{uid}")
+def profiledeleted(event: db_fn.Event) -> None:
+    db.reference(f"/seen/deleted/{event.params['uid']}").set({
+        "data": event.data, "type": event.type})
 '''
 
 
@@ -343,7 +355,8 @@ class PythonFunctions(unittest.TestCase):
         self.assertIn("function countwrites: google.firebase.database.ref.v1.written", text)
         _, listed = http("GET", self.url("/.settings/triggers"), headers=OWNER)
         self.assertEqual(sorted(t["name"] for t in listed["triggers"]),
-                         ["countwrites", "makeuppercase"])
+                         ["countwrites", "makeuppercase", "profiledeleted",
+                          "profileupdated"])
 
     def test_2_uppercase_by_rest_and_realtime(self):
         import websocket
@@ -379,6 +392,19 @@ class PythonFunctions(unittest.TestCase):
             ({"v": 1, "w": {"x": 2, "y": 3}}, {"v": 3, "w": {"x": 2}}),
             ({"v": 3, "w": {"x": 2}}, None),
         ])
+
+    def test_3b_updated_and_deleted(self):
+        http("PUT", self.url("/profiles/ada"), {"name": "Ada", "langs": {"en": 1}})
+        http("PATCH", self.url("/profiles/ada"), {"langs/fr": 2, "name": None})
+        http("DELETE", self.url("/profiles/ada"))
+        gone = self.wait_for("/seen/deleted/ada", lambda v: v is not None)
+        self.assertEqual(gone, {"data": {"langs": {"en": 1, "fr": 2}},
+                                "type": "google.firebase.database.ref.v1.deleted"})
+        seen = self.wait_for("/seen/updated/ada", lambda v: isinstance(v, dict) and len(v) >= 1)
+        # the creation and the deletion are not updates: one change only
+        self.assertEqual([seen[k] for k in sorted(seen)], [
+            {"before": {"name": "Ada", "langs": {"en": 1}},
+             "after": {"langs": {"en": 1, "fr": 2}}}])
 
     def test_4_functions_stop_with_the_server(self):
         _, listed = http("GET", self.url("/.settings/triggers"), headers=OWNER)
