@@ -130,8 +130,8 @@ void hearth__triggers_metrics(hearth__triggers *e, hearth__buf *out) {
                            e->v[i]->name,
                            (unsigned long long)hearth__spool_waiting(e->v[i]->dead));
     hearth__buf_adds(out,
-                     "# HELP hearth_trigger_delivery_seconds From a write's "
-                     "commit to its endpoint's answer.\n# TYPE "
+                     "# HELP hearth_trigger_delivery_seconds From a write "
+                     "being applied to its endpoint's answer.\n# TYPE "
                      "hearth_trigger_delivery_seconds histogram\n");
     for (size_t i = 0; i < e->n; i++) {
         hearth__histogram *h = &e->v[i]->latency;

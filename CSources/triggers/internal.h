@@ -66,7 +66,7 @@ typedef struct hearth__trigger {
     char last_error[256];
     atomic_uint_fast64_t spooled, delivered, failed, retried, dead_count,
         dropped, last_delivered_us;
-    hearth__histogram latency; /* from the write's commit to the answer */
+    hearth__histogram latency; /* from the write's application to the answer */
 } hearth__trigger;
 
 struct hearth__triggers {
