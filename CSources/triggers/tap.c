@@ -259,6 +259,8 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
                        const hearth_node_t *auth, bool durable_later) {
     ns_tap *tap = ctx;
     hearth__triggers *e = tap->eng;
+    if (!e->n) /* the usual server: a branch a write */
+        return;
     size_t here = 0;
     for (size_t i = 0; i < e->n && here < 2; i++)
         here += hearth__pattern_matches_name(&e->v[i]->instance, tap->ns);
