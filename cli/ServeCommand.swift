@@ -28,6 +28,8 @@ struct ServeCommand: ParsableCommand {
               hearth serve --port 9000 --public-host db.example.com   # behind a proxy
               hearth serve --log-format json --metrics-port 9100
               hearth serve --config /etc/hearth/hearth.json --port 9001
+              hearth serve --functions functions            # Python Cloud Functions
+              hearth serve --triggers triggers.json         # webhooks, CloudEvents
               hearth serve --cluster tls://h1:4222,tls://h2:4222 --node n1 \\
                 --cluster-secret-file cluster.key \\
                 --nats-user-file nats.user --nats-ca nats-ca.pem
@@ -157,6 +159,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The host (and :port) clients reach this server at, told to the official SDKs in the realtime hello (they connect there next time); set it behind a reverse proxy. Default: the request's Host header.")
     var publicHost: String?
 
+    @Option(help: "A JSON file of database triggers ({\"triggers\": [{\"name\", \"ref\": \"/messages/{id}\", \"event\": \"written\", \"url\"}]}; README \"Triggers\").")
+    var triggers: String?
+
+    @Option(help: "A Python Cloud Functions folder (DIR/main.py, DIR/venv): its database triggers run under functions-framework and fire on this server's writes.")
+    var functions: String?
+
     @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
     var config: String?
 
@@ -218,6 +226,15 @@ struct ServeCommand: ParsableCommand {
         }
         let authSecret = try secret(self.authSecret, file: authSecretFile, option: "--auth-secret-file")
         let adminSecret = try secret(self.adminSecret, file: adminSecretFile, option: "--admin-secret-file")
+        let runner = functions.map { FunctionsRunner(directory: $0, namespace: namespace) }
+        if let runner {
+            do {
+                try runner.discover(databaseHost: "\(host):\(port)")
+            } catch {
+                Output.error("\(Output.errorLabel)\(error)")
+                throw ExitCode.failure
+            }
+        }
         let server: HearthServer
         do {
             var configuration = HearthServer.Configuration(
@@ -233,6 +250,8 @@ struct ServeCommand: ParsableCommand {
             configuration.publicHost = publicHost
             configuration.authKeysURL = authKeysUrl
             configuration.firebaseProject = firebaseProject
+            configuration.triggersFile = triggers
+            configuration.triggersJSON = runner?.triggersJSON()
             configuration.clusterSecretFile = clusterSecretFile
             configuration.clusterInsecure = clusterInsecure
             configuration.natsCredsFile = natsCreds
@@ -292,6 +311,24 @@ struct ServeCommand: ParsableCommand {
             Output.line("cluster: node \(node) on \(Self.maskingCredentials(cluster)); status: GET /.cluster/status.json (admin)")
             Output.line("cluster: " + clusterTrust(urls: cluster))
         }
+        if let runner {
+            do {
+                try runner.start(databaseHost: "\(host):\(server.port)")
+            } catch {
+                Output.error("\(Output.errorLabel)\(error)")
+                server.stop()
+                throw ExitCode.failure
+            }
+            for function in runner.functions {
+                Output.line("function \(function.name): \(function.eventType) on \(function.ref) (namespace \(function.instance)), functions-framework on 127.0.0.1:\(function.port)")
+            }
+            if !runner.skipped.isEmpty {
+                Output.line("functions not run (not database triggers): " + runner.skipped.joined(separator: ", "))
+            }
+        }
+        if let triggers {
+            Output.line("triggers from \(triggers); list them: GET /.settings/triggers.json (admin)")
+        }
         Output.line("stop with Ctrl-C"
             + (tlsCert == nil ? "" : "; SIGHUP reloads the TLS certificate")
             + (keysReload ? "; SIGHUP reads the token keys again" : ""))
@@ -299,6 +336,7 @@ struct ServeCommand: ParsableCommand {
         Interrupt.wait()
         reload?.cancel()
         server.stop()
+        runner?.stop()
         Output.line("stopped")
     }
 }

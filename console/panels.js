@@ -1,6 +1,6 @@
 /* panels.js - the tools beside the tree (filter and order, add a child,
  * import and export) and the other tabs: the rules editor with its
- * playground, and usage. */
+ * playground, usage, and the database triggers. */
 "use strict";
 
 (function () {
@@ -20,6 +20,10 @@
     if (name === "usage") {
       loadUsage();
       usageTimer = setInterval(loadUsage, 2000);
+    }
+    if (name === "triggers") {
+      loadTriggers();
+      usageTimer = setInterval(loadTriggers, 2000);
     }
   }
 
@@ -249,6 +253,52 @@
         td.textContent = String(v);
         tr.appendChild(td);
       }
+      body.appendChild(tr);
+    }
+  }
+
+  /* ---- triggers ---- */
+
+  async function retryDead(name) {
+    try {
+      const r = await Hearth.settings("triggers/" + encodeURIComponent(name) + "/retry", null, "POST", "");
+      $("triggers-status").textContent = r.requeued + " dead letter(s) of " + name + " queued again";
+    } catch (err) {
+      $("triggers-status").textContent = err.message;
+    }
+    loadTriggers();
+  }
+
+  async function loadTriggers() {
+    let list;
+    try {
+      list = (await Hearth.settings("triggers")).triggers;
+    } catch (err) {
+      Hearth.status(err.message, true);
+      return;
+    }
+    const body = $("triggers-table").querySelector("tbody");
+    body.textContent = "";
+    for (const t of list) {
+      const s = t.stats;
+      const tr = document.createElement("tr");
+      tr.dataset.trigger = t.name;
+      for (const v of [t.name, t.event || "written", t.ref || t.path, t.instance || t.namespace || "*", t.url,
+                       s.delivered, s.lag, s.failed, s.dead_letters, s.last_error || ""]) {
+        const td = document.createElement("td");
+        td.textContent = String(v);
+        tr.appendChild(td);
+      }
+      const td = document.createElement("td");
+      if (s.dead_letters > 0) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "retry";
+        b.textContent = "Retry";
+        b.addEventListener("click", () => retryDead(t.name));
+        td.appendChild(b);
+      }
+      tr.appendChild(td);
       body.appendChild(tr);
     }
   }

@@ -928,6 +928,17 @@ typedef struct hearth_server_config_s {
      * and "auth_time" not in the future. An auth_audience or auth_issuer
      * that differs is an error. NULL: none of that. */
     const char *HEARTH_NULLABLE firebase_project;
+    /* Database triggers (README "Triggers"): registrations read at start
+     * from a JSON file ({"triggers": [{"name", "ref", "event", "instance",
+     * "url", ...}]}) and given as JSON text in the same form (what `hearth
+     * serve --functions DIR` discovers). A bad registration fails the
+     * start, named. The admin adds more with PUT
+     * /.settings/triggers/NAME.json. Committed writes that match are
+     * delivered at least once, in commit order per trigger, from a queue
+     * kept in data_dir/.triggers. One server only: a cluster node
+     * refuses them (HEARTH_EUNSUPPORTED). NULL: none. */
+    const char *HEARTH_NULLABLE triggers_file;
+    const char *HEARTH_NULLABLE triggers_json;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

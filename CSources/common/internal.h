@@ -114,6 +114,10 @@ char *hearth__read_file(const char *path, size_t max, size_t *len);
 #define HEARTH__FNV_SEED 0xcbf29ce484222325ULL
 uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len);
 
+/* Whether s is a plain name: 1 to max letters, digits, '-' and '_' (a
+ * namespace, a trigger), so it is safe as a file name and in a URL. */
+bool hearth__plain_name(const char *s, size_t max);
+
 /* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 bool hearth__utf8_valid(const char *s, size_t len);
 

@@ -1,6 +1,8 @@
 /* text.c - UTF-8 validation and the hash of text for in-memory tables. */
 #include "common/internal.h"
 
+#include <string.h>
+
 uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len) {
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++)
@@ -42,6 +44,19 @@ bool hearth__utf8_valid(const char *str, size_t len) {
             cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += n + 1;
+    }
+    return true;
+}
+
+bool hearth__plain_name(const char *s, size_t max) {
+    size_t len = strlen(s);
+    if (len == 0 || len > max)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return false;
     }
     return true;
 }

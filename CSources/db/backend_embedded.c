@@ -101,11 +101,15 @@ static int admit(hearth__embedded *e, const hearth__db_op *o,
 }
 
 /* Makes root the current one and queues the events of the change. */
-static void install(hearth_db_t *db, hearth_node_t *root,
-                    const hearth__path *const *paths, size_t n) {
+static void install(hearth_db_t *db, const hearth__db_op *o,
+                    hearth_node_t *root, const hearth__path *const *paths,
+                    size_t n) {
     hearth__embedded *e = db->impl;
     hearth_node_t *old_root = e->root;
     e->root = root;
+    if (e->tap)
+        e->tap->applied(e->tap_ctx, old_root, root, paths, n, o->judged,
+                        o->auth, e->store != NULL);
     /* The write stands even if its events cannot be built (no memory):
      * the data is consistent, only those notifications are lost. */
     if (hearth__embedded_generate(db, old_root, paths, n))
@@ -178,7 +182,7 @@ static int apply_write(hearth_db_t *db, hearth__db_op *o, hearth_error_t *err) {
     if (rc)
         hearth_node_decref(root);
     else
-        install(db, root, paths, o->nparts);
+        install(db, o, root, paths, o->nparts);
     if (!small) {
         hearth__free(paths);
         hearth__free(values);
@@ -375,6 +379,8 @@ static void embedded_free(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     if (!e)
         return;
+    if (e->tap_ctx_free)
+        e->tap_ctx_free(e->tap_ctx);
     hearth__free(e->store_later);
     hearth__ruleset_free(e->rules);
     hearth_node_decref(e->auth);
@@ -492,6 +498,21 @@ void hearth__db_set_judge(hearth_db_t *db, hearth__db_judge_fn fn, void *ctx) {
         e->judge = fn;
         e->judge_ctx = ctx;
     }
+}
+
+void hearth__db_set_tap(hearth_db_t *db, const hearth__db_tap *tap, void *ctx,
+                        void (*ctx_free)(void *ctx)) {
+    hearth__embedded *e = hearth__embedded_of(db);
+    if (!e) {
+        if (ctx_free)
+            ctx_free(ctx);
+        return;
+    }
+    if (e->tap_ctx_free)
+        e->tap_ctx_free(e->tap_ctx);
+    e->tap = tap;
+    e->tap_ctx = ctx;
+    e->tap_ctx_free = ctx_free;
 }
 
 const hearth_node_t *hearth__db_root(hearth_db_t *db) {

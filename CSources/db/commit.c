@@ -95,6 +95,8 @@ static void revert(hearth_db_t *db) {
  * last durable root is undone. Takes the reference to root. */
 static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
     hearth__embedded *e = db->impl;
+    if (e->tap) /* before the acknowledgements: the owner's record first */
+        e->tap->settled(e->tap_ctx, rc);
     if (rc) {
         hearth_node_decref(root);
         revert(db);
@@ -111,6 +113,8 @@ static void commit_outcome(hearth_db_t *db, hearth_node_t *root, int rc) {
 static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
     if (!e->replica) {
         hearth__store_commit_write(e->store, batch);
+        if (!batch->rc && e->tap) /* the owner's records, as durable */
+            e->tap->durable(e->tap_ctx, batch->sync);
         return;
     }
     batch->rc = e->replica->publish(e->replica_ctx, &batch->records);
@@ -125,7 +129,10 @@ static void commit_write(hearth__embedded *e, hearth__store_batch *batch) {
 static int commit_begin(hearth__embedded *e, hearth__store_batch *batch) {
     if (e->replica && !e->replica->begin(e->replica_ctx))
         hearth__store_relax_next(e->store);
-    return hearth__store_commit_begin(e->store, batch);
+    int rc = hearth__store_commit_begin(e->store, batch);
+    if (!rc && e->tap)
+        e->tap->sealed(e->tap_ctx);
+    return rc;
 }
 
 /* The next estimate of a sync's cost: a slower sync counts at once, a

@@ -98,4 +98,34 @@ int hearth__db_update_parts_as(hearth_db_t *db, const hearth__db_caller *who,
                                hearth_completion_cb cb, void *ctx,
                                hearth_free_cb ctx_free, hearth_error_t *err);
 
+/* Committed writes, for the database's owner (the server's triggers,
+ * triggers/). Every pointer is borrowed for the call. A write reaches
+ * `applied` as it is applied (before its commit); the writes applied so
+ * far form the commit that `sealed` announces (one at a time); `durable`
+ * runs on the commit's own thread (a worker, or the loop) once its
+ * records are written, and synced when `synced`, and only then: what the
+ * owner writes there is as durable as the writes; `settled` then tells
+ * the outcome before any of its writes is acknowledged: rc 0, they are
+ * durable; else they, and every write applied after them, are undone
+ * (the tree went back to the last durable one). Between `sealed` and
+ * `settled` the loop goes on applying later writes (`applied`), so what
+ * `durable` uses must be the sealed commit's alone. A write to a database
+ * without a store (in memory) stands at once: `applied` says so with
+ * durable_later false, and no commit follows for it. All but `durable`
+ * run on the loop thread. */
+typedef struct hearth__db_tap {
+    void (*applied)(void *ctx, const hearth_node_t *old_root,
+                    const hearth_node_t *new_root,
+                    const hearth__path *const *paths, size_t n, bool judged,
+                    const hearth_node_t *auth, bool durable_later);
+    void (*sealed)(void *ctx);
+    void (*durable)(void *ctx, bool synced);
+    void (*settled)(void *ctx, int rc);
+} hearth__db_tap;
+/* Sets the tap (loop thread; one per database, tap itself must outlive
+ * it). ctx_free(ctx) runs when the database is freed or the tap
+ * replaced. */
+void hearth__db_set_tap(hearth_db_t *db, const hearth__db_tap *tap, void *ctx,
+                        void (*ctx_free)(void *ctx));
+
 #endif

@@ -74,6 +74,10 @@ typedef struct hearth__embedded {
     /* a replicated log's hooks, or NULL */
     const hearth__db_replica *replica;
     void *replica_ctx;
+    /* the owner's view of committed writes (db.h), or NULL */
+    const hearth__db_tap *tap;
+    void *tap_ctx;
+    void (*tap_ctx_free)(void *ctx);
 } hearth__embedded;
 
 /* The embedded state of db, or NULL for another backend. */

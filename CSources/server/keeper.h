@@ -68,6 +68,10 @@ typedef struct hearth__keeper_ops {
     /* Whether a write is in this node's tree when the call making it
      * returns (false: another node orders it, later). */
     bool applies_at_once;
+    /* Whether database triggers are delivered from this node's queues
+     * (triggers/; a cluster would deliver from whichever node leads,
+     * which is not built yet). */
+    bool delivers_triggers;
 } hearth__keeper_ops;
 
 struct hearth__keeper {

@@ -82,6 +82,7 @@ static const hearth__keeper_ops cluster_ops = {
     .stop = cluster_stop,
     .stores_every_namespace = true,
     .applies_at_once = false, /* the namespace's leader orders writes */
+    .delivers_triggers = false,
 };
 
 int hearth__keeper_cluster_check(const hearth_server_config_t *config,
@@ -89,6 +90,12 @@ int hearth__keeper_cluster_check(const hearth_server_config_t *config,
     if (!config->cluster_secret_file && !config->cluster_insecure)
         return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
                              HEARTH__CLUSTER_SECRET_REQUIRED);
+    /* The triggers' queues are one node's (DATA/.triggers); a cluster
+     * would deliver from whichever node leads, which is not built yet. */
+    if (config->triggers_file || config->triggers_json)
+        return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
+                             "triggers are not supported on a cluster node "
+                             "yet (README \"Triggers\")");
     return 0;
 }
 

@@ -238,10 +238,12 @@ static void settings(rest *r) {
         hearth__rest_usage(r);
     else if (!strcmp(name, "stream-ticket"))
         hearth__rest_stream_ticket(r);
+    else if (!strncmp(name, "triggers", 8) && (!name[8] || name[8] == '/'))
+        hearth__rest_triggers(r, name + 8);
     else
         hearth__rest_reply_error(r->conn, 404, "Not found: the settings are "
-                                 "rules, playground, namespaces, usage and "
-                                 "stream-ticket");
+                                 "rules, playground, namespaces, usage, "
+                                 "stream-ticket and triggers");
 }
 
 int hearth__rest_head(const hearth__http_request *req, void *ctx, char *why,

@@ -106,6 +106,9 @@ bool hearth__rest_redeem_ticket(rest *r, const char *ticket, char *why,
 /* /.metrics, /.profile and /.backup of namespace ns_name (rest_operator.c):
  * true when r was one (answered). */
 bool hearth__rest_operator(rest *r, const char *ns_name);
+/* /.settings/triggers and below (triggers.c); sub: what follows
+ * "triggers" in the path. */
+void hearth__rest_triggers(rest *r, const char *sub);
 /* GET /.backup (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
 

@@ -70,6 +70,7 @@ void hearth__metrics_render(hearth__server *srv, hearth__buf *out) {
     if (srv->keeper->ops->metrics)
         srv->keeper->ops->metrics(srv->keeper, out);
     hearth__auth_keys_metrics(srv->auth_keys, out);
+    hearth__server_triggers_metrics(srv, out);
     hearth__metrics_write_histogram(out, "hearth_request_seconds",
                                     "Time from a REST request's arrival to "
                                     "its answer.",

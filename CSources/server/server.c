@@ -142,16 +142,7 @@ void hearth__ns_drop_indexes(hearth__namespace *ns) {
 /* ---- namespaces ---- */
 
 static bool valid_namespace(const char *name) {
-    size_t len = strlen(name);
-    if (len == 0 || len > 128)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '-' || c == '_'))
-            return false;
-    }
-    return true;
+    return hearth__plain_name(name, 128);
 }
 
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
@@ -324,6 +315,7 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
         hearth__db_set_group_commit(ns->db, true);
         /* Network writes are judged by the rules as they are applied. */
         hearth__db_set_judge(ns->db, hearth__ns_judge, ns);
+        hearth__server_triggers_attach(srv, ns);
     }
     return rc;
 }
@@ -543,6 +535,7 @@ static void on_stop(uv_async_t *a) {
     hearth__auth_keys_stop(srv->auth_keys);
     hearth__sse_close_all(srv);
     hearth__realtime_forget_pushes(srv);
+    hearth__server_triggers_stop(srv);
     if (srv->metrics_http)
         hearth__http_close(srv->metrics_http, NULL, NULL);
     hearth__log_event(srv, "stop", NULL);
@@ -561,6 +554,8 @@ static void run(void *arg) {
     if (srv->keeper)
         hearth__keeper_follow_rules(srv->keeper, on_kept_rules, srv);
     if (!srv->start_rc)
+        srv->start_rc = hearth__server_triggers_open(srv, &srv->start_err);
+    if (!srv->start_rc)
         srv->start_rc = hearth__server_namespace(
             srv, srv->default_namespace, &ns, &srv->start_err);
     uv_sem_post(&srv->started);
@@ -569,6 +564,7 @@ static void run(void *arg) {
     else
         hearth__log_event(srv, "start", srv->data_dir);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
+    hearth__server_triggers_free(srv);
     hearth__thread_cleanup();
 }
 
@@ -590,6 +586,8 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->tls_cert_file);
     hearth__free(srv->tls_key_file);
     hearth__free(srv->public_host);
+    hearth__free(srv->triggers_file);
+    hearth__free(srv->triggers_json);
     hearth__free(srv->auth_audience);
     hearth__free(srv->auth_issuer);
     hearth__auth_keys_free(srv->auth_keys);
@@ -705,7 +703,9 @@ static int new_server(const hearth_server_config_t *config,
         !copy_string(&srv->nats_key_file, config->nats_key_file) ||
         !copy_string(&srv->tls_cert_file, config->tls_cert_file) ||
         !copy_string(&srv->tls_key_file, config->tls_key_file) ||
-        !copy_string(&srv->public_host, config->public_host)) {
+        !copy_string(&srv->public_host, config->public_host) ||
+        !copy_string(&srv->triggers_file, config->triggers_file) ||
+        !copy_string(&srv->triggers_json, config->triggers_json)) {
         free_server(srv);
         return hearth__error_code(err, HEARTH_ENOMEM);
     }

@@ -87,6 +87,12 @@ typedef struct hearth__server {
     hearth__keeper *keeper; /* where namespaces are kept (keeper.h) */
     char *tls_cert_file, *tls_key_file; /* HTTPS, read again on reload */
     char *public_host; /* the realtime hello's host, or NULL: Host's */
+    /* database triggers (server/triggers.c): the engine, made on the
+     * loop's thread before the first namespace opens (NULL on a cluster
+     * node), and what the config registers at start */
+    struct hearth__triggers *triggers;
+    char *triggers_file, *triggers_json;
+    uv_timer_t triggers_profile; /* deliveries to the profilers, 10 a s */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep
      * pointers to theirs (hearth__ns_hold) while the array changes. */
@@ -133,6 +139,18 @@ void hearth__server_close_idle(hearth__server *srv);
  * thread. */
 void hearth__server_set_namespace_idle_ms(hearth_server_t *server,
                                           uint64_t ms);
+
+/* Database triggers (server/triggers.c): the engine with the config's
+ * registrations (loop thread, at start), its tap on a namespace's
+ * database, and its end (after the loop's last turn). */
+int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err);
+void hearth__server_triggers_attach(hearth__server *srv,
+                                    hearth__namespace *ns);
+/* Deliveries end (on stop); commits still to come are spooled. */
+void hearth__server_triggers_stop(hearth__server *srv);
+void hearth__server_triggers_free(hearth__server *srv);
+/* The triggers' lines of GET /.metrics. */
+void hearth__server_triggers_metrics(hearth__server *srv, hearth__buf *out);
 
 /* Handles one HTTP request (REST, streaming, rules). */
 void hearth__rest_handle(hearth__http_conn *conn,

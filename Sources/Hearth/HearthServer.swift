@@ -124,6 +124,12 @@ public final class HearthServer: @unchecked Sendable {
         /// Firebase Auth ID tokens of this project, in one setting: its
         /// issuer, audience, Google's published keys and the ID token rules.
         public var firebaseProject: String?
+        /// Database triggers (README "Triggers"): a JSON file of
+        /// registrations read at start, and registrations as JSON text
+        /// (`{"triggers": [...]}`, what `hearth serve --functions`
+        /// discovers). One server only: a cluster node refuses them.
+        public var triggersFile: String?
+        public var triggersJSON: String?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -187,7 +193,8 @@ public final class HearthServer: @unchecked Sendable {
             configuration.natsTokenFile, configuration.natsCAFile,
             configuration.natsCertFile, configuration.natsKeyFile,
             configuration.publicHost, configuration.authKeysURL,
-            configuration.firebaseProject,
+            configuration.firebaseProject, configuration.triggersFile,
+            configuration.triggersJSON,
         ].map { $0.map { strdup($0) } ?? nil }
         defer { strings.forEach { free($0) } }
         var config = hearth_server_config_t()
@@ -217,6 +224,8 @@ public final class HearthServer: @unchecked Sendable {
         config.public_host = UnsafePointer(strings[21])
         config.auth_keys_url = UnsafePointer(strings[22])
         config.firebase_project = UnsafePointer(strings[23])
+        config.triggers_file = UnsafePointer(strings[24])
+        config.triggers_json = UnsafePointer(strings[25])
         config.metrics_port = Int32(clamping: configuration.metricsPort ?? 0)
         config.log_format = switch configuration.logFormat {
         case .off: HEARTH_LOG_OFF

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,28 @@ class ConsoleTest(unittest.TestCase):
         for u in asked:
             self.assertNotIn("auth=", u)
             self.assertNotIn("owner", u)
+
+    def test_7c_triggers(self):
+        # A trigger whose endpoint is down: its one attempt fails, the
+        # event becomes a dead letter, shown with a Retry button.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed = s.getsockname()[1]
+        self.server.rest("PUT", "/.settings/triggers/orders", {
+            "ref": "/orders/{id}", "max_attempts": 1,
+            "url": f"http://127.0.0.1:{closed}/"})
+        self.server.rest("PUT", "/orders/o1", {"total": 5})
+        p = self.page
+        self.click('#tabs button[data-tab="triggers"]')
+        row = p.wait_for("(() => { const r = document.querySelector('tr[data-trigger=\"orders\"]');"
+                         " return r && r.cells[8].textContent === '1' && Array.from(r.cells).map(c => c.textContent); })()")
+        self.assertEqual(row[:5], ["orders", "written", "/orders/{id}", "*", f"http://127.0.0.1:{closed}/"])
+        self.assertIn("cannot connect", row[9])
+        self.shot("7b-triggers")
+        self.click('tr[data-trigger="orders"] button.retry')
+        status = p.wait_for("document.getElementById('triggers-status').textContent")
+        self.assertIn("1 dead letter(s) of orders queued again", status)
+        self.click('#tabs button[data-tab="data"]')
 
     def test_8_no_uncaught_exceptions_or_console_errors(self):
         self.page.evaluate("1")  # collects the events sent so far

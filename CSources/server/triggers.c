@@ -1,0 +1,181 @@
+/* triggers.c - the server's side of database triggers (triggers/): the
+ * engine made at start with the config's registrations, its tap on each
+ * namespace, and the admin's endpoints under /.settings/triggers. */
+#include "server/profile.h"
+#include "server/rest_internal.h"
+#include "triggers/triggers.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MAX_TRIGGERS_FILE (16u << 20)
+#define DEAD_LISTED_MAX 1000
+#define PROFILE_EVERY_MS 100
+
+/* One delivery attempt as an operation of the profile (door "trigger"). */
+static void emit_delivery(void *ctx, const hearth__delivery *d) {
+    hearth__server *srv = ctx;
+    char status[16];
+    snprintf(status, sizeof status, "%d", d->status);
+    hearth__op op = {.door = "trigger",
+                     .type = "trigger",
+                     .ns = d->ns,
+                     .path = d->path,
+                     .status = d->status > 0 ? status : "error",
+                     .bytes_out = d->bytes,
+                     .duration_ns = d->duration_ns};
+    if (srv->profilers)
+        hearth__profile_emit(srv, &op);
+}
+
+/* The deliverers record their attempts while someone profiles; they go
+ * to the profile streams a tenth of a second later at most. */
+static void on_profile_tick(uv_timer_t *timer) {
+    hearth__server *srv = timer->data;
+    hearth__triggers_record(srv->triggers, srv->profilers != NULL);
+    hearth__triggers_drain(srv->triggers, emit_delivery, srv);
+}
+
+int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
+    /* README "Triggers": one server only, for now (a cluster node's
+     * configured triggers were refused at start) */
+    if (!srv->keeper->ops->delivers_triggers)
+        return 0;
+    char dir[4096], host[300];
+    snprintf(dir, sizeof dir, "%s/.triggers", srv->data_dir);
+    if (srv->public_host)
+        snprintf(host, sizeof host, "%s", srv->public_host);
+    else
+        snprintf(host, sizeof host, "127.0.0.1:%d", hearth__http_port(srv->http));
+    hearth__triggers_options o = {dir, host, "us-central1"};
+    int rc = hearth__triggers_new(&o, &srv->triggers, err);
+    if (!rc) {
+        uv_timer_init(&srv->loop, &srv->triggers_profile);
+        srv->triggers_profile.data = srv;
+        uv_timer_start(&srv->triggers_profile, on_profile_tick,
+                       PROFILE_EVERY_MS, PROFILE_EVERY_MS);
+    }
+    if (!rc && srv->triggers_file) {
+        size_t len;
+        char *text = hearth__read_file(srv->triggers_file, MAX_TRIGGERS_FILE,
+                                       &len);
+        if (!text)
+            return hearth__error(err, HEARTH_EIO, srv->triggers_file,
+                                 "cannot read the triggers file %s: %s",
+                                 srv->triggers_file, strerror(errno));
+        rc = hearth__triggers_register(srv->triggers, text, len, "file", err);
+        hearth__free(text);
+        if (rc && err) {
+            char why[sizeof err->message];
+            snprintf(why, sizeof why, "%s", err->message);
+            hearth__error(err, rc, srv->triggers_file, "%s: %s",
+                          srv->triggers_file, why);
+        }
+    }
+    if (!rc && srv->triggers_json)
+        rc = hearth__triggers_register(srv->triggers, srv->triggers_json,
+                                       strlen(srv->triggers_json), "functions",
+                                       err);
+    return rc;
+}
+
+void hearth__server_triggers_attach(hearth__server *srv,
+                                    hearth__namespace *ns) {
+    if (srv->triggers)
+        hearth__triggers_attach(srv->triggers, ns->name, ns->db);
+}
+
+void hearth__server_triggers_stop(hearth__server *srv) {
+    if (!srv->triggers)
+        return;
+    hearth__triggers_stop(srv->triggers);
+    uv_close((uv_handle_t *)&srv->triggers_profile, NULL);
+}
+
+void hearth__server_triggers_metrics(hearth__server *srv, hearth__buf *out) {
+    if (srv->triggers)
+        hearth__triggers_metrics(srv->triggers, out);
+}
+
+void hearth__server_triggers_free(hearth__server *srv) {
+    hearth__triggers_free(srv->triggers);
+    srv->triggers = NULL;
+}
+
+/* /.settings/triggers[/NAME[/dead|/retry]] (the admin's):
+ *   GET    /.settings/triggers.json            every trigger, its counters
+ *   PUT    /.settings/triggers/NAME.json       register (add or replace)
+ *   DELETE /.settings/triggers/NAME.json       remove
+ *   GET    /.settings/triggers/NAME/dead.json  its dead letters
+ *   POST   /.settings/triggers/NAME/retry.json dead letters queued again */
+void hearth__rest_triggers(rest *r, const char *sub) {
+    hearth__http_conn *conn = r->conn;
+    if (!r->who.admin) {
+        hearth__rest_reply_error(conn, 401, "Permission denied: triggers are "
+                                            "for the admin");
+        return;
+    }
+    if (!r->srv->triggers) {
+        hearth__rest_reply_error(conn, 501, "Triggers are not supported on a "
+                                            "cluster node yet");
+        return;
+    }
+    hearth__triggers *t = r->srv->triggers;
+    if (!*sub) {
+        if (hearth__rest_admin_asks(r, HTTP_GET, "the list of triggers"))
+            hearth__rest_reply_json(conn, 200, hearth__triggers_describe(t));
+        return;
+    }
+    char name[80];
+    const char *end = strchr(sub + 1, '/');
+    size_t nlen = end ? (size_t)(end - sub - 1) : strlen(sub + 1);
+    if (sub[0] != '/' || nlen == 0 || nlen >= sizeof name) {
+        hearth__rest_reply_error(conn, 404, "Not found: a trigger's name is "
+                                            "1 to 64 characters");
+        return;
+    }
+    memcpy(name, sub + 1, nlen);
+    name[nlen] = '\0';
+    const char *what = end ? end : "";
+    hearth_error_t err;
+    if (!*what && r->method == HTTP_PUT) {
+        json_error_t jerr;
+        json_t *spec = json_loadb(r->req->body, r->req->body_len, 0, &jerr);
+        int rc = spec ? hearth__triggers_register_one(t, name, spec, "admin",
+                                                      &err)
+                      : hearth__error(&err, HEARTH_EINVAL, NULL, "%s",
+                                      MSG_BAD_DATA);
+        json_decref(spec);
+        if (rc)
+            hearth__rest_reply_error(conn, rc == HEARTH_EINVAL ? 400 : 500,
+                                     err.message);
+        else
+            hearth__rest_reply_json(conn, 200, hearth__triggers_describe(t));
+    } else if (!*what && r->method == HTTP_DELETE) {
+        if (hearth__triggers_remove(t, name))
+            hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
+        else
+            hearth__rest_reply_json(conn, 200, json_null());
+    } else if (!strcmp(what, "/dead") && r->method == HTTP_GET) {
+        json_t *dead = hearth__triggers_dead(t, name, DEAD_LISTED_MAX);
+        if (dead)
+            hearth__rest_reply_json(conn, 200, dead);
+        else
+            hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
+    } else if (!strcmp(what, "/retry") && r->method == HTTP_POST) {
+        size_t n;
+        int rc = hearth__triggers_retry_dead(t, name, &n);
+        if (rc == HEARTH_ENOTFOUND)
+            hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
+        else if (rc)
+            hearth__rest_reply_error(conn, 500, hearth_strerror(rc));
+        else
+            hearth__rest_reply_json(conn, 200,
+                                    json_pack("{s:I}", "requeued", (json_int_t)n));
+    } else {
+        hearth__rest_reply_error(conn, 405,
+                                 "Triggers: GET the list; PUT or DELETE "
+                                 "/.settings/triggers/NAME; GET "
+                                 "NAME/dead; POST NAME/retry");
+    }
+}

@@ -1,0 +1,211 @@
+/* deliver.c - a trigger's deliverer: a thread that POSTs its spool's
+ * events one at a time, in order, each until it is answered 2xx or has
+ * failed max_attempts times (then it goes to the dead letters and the
+ * next one follows), waiting between attempts with exponential backoff.
+ * A blocking client on a thread of its own: an endpoint that hangs holds
+ * up only its own trigger, never the loop or the other triggers. */
+#include "triggers/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SYNC_EVERY_MS 1000 /* the spool's fdatasync, while events come */
+
+static uint64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits ms, or less when stopping (true) or, with until_kicked, when the
+ * spool has something new. A backoff (until_kicked false) waits its whole
+ * time whatever is appended meanwhile: the kicks of new events must not
+ * turn into attempts (an endpoint that is down would be hit per write). */
+static bool pause_for(hearth__trigger *t, uint64_t ms, bool until_kicked) {
+    uint64_t end = mono_ns() + ms * 1000000u;
+    uv_mutex_lock(&t->mu);
+    t->idle = until_kicked;
+    for (;;) {
+        uint64_t now = mono_ns();
+        if (t->stop || (until_kicked && t->kicked) || now >= end)
+            break;
+        uv_cond_timedwait(&t->cond, &t->mu, end - now);
+    }
+    t->idle = false;
+    if (until_kicked)
+        t->kicked = false;
+    bool stop = t->stop;
+    uv_mutex_unlock(&t->mu);
+    return stop;
+}
+
+static void note_error(hearth__trigger *t, int attempt, const char *what) {
+    uv_mutex_lock(&t->mu);
+    snprintf(t->last_error, sizeof t->last_error, "attempt %d: %s", attempt,
+             what);
+    uv_mutex_unlock(&t->mu);
+}
+
+/* The headers of one event's POST. */
+static void headers_for(const hearth__trigger *t, const char *body,
+                        size_t len, hearth__buf *h) {
+    h->len = 0;
+    if (t->format == HEARTH__FORMAT_CLOUDEVENT) {
+        hearth__buf_adds(h, "Content-Type: application/cloudevents+json; "
+                            "charset=utf-8\r\n");
+        return;
+    }
+    hearth__buf_adds(h, "Content-Type: application/json; charset=utf-8\r\n");
+    if (!t->secret)
+        return;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mlen = 0;
+    if (!HMAC(EVP_sha256(), t->secret, (int)strlen(t->secret),
+              (const unsigned char *)body, len, mac, &mlen))
+        return; /* unsigned: the receiver refuses it, and it is retried */
+    hearth__buf_adds(h, "X-Hearth-Signature: sha256=");
+    for (unsigned i = 0; i < mlen; i++)
+        hearth__buf_printf(h, "%02x", mac[i]);
+    hearth__buf_adds(h, "\r\n");
+}
+
+/* Delivers the event peeked (body); false when stopping (it stays). */
+static bool deliver_one(hearth__trigger *t, hearth__poster *p,
+                        const char *body, size_t len, uint64_t made_us,
+                        hearth__buf *headers) {
+    headers_for(t, body, len, headers);
+    for (int attempt = 1;; attempt++) {
+        char why[200] = "";
+        uint64_t began = mono_ns();
+        int status = headers->failed
+                         ? HEARTH_ENOMEM
+                         : hearth__post(p, headers->data, body, len,
+                                        t->timeout_ms, why, sizeof why);
+        if (status != HEARTH_ECANCELED)
+            hearth__triggers_note_attempt(t, body, len, status,
+                                          mono_ns() - began);
+        if (status == HEARTH_ECANCELED)
+            return false;
+        if (status >= 200 && status < 300) {
+            uint64_t now = wall_us();
+            hearth__hist_observe(&t->latency,
+                                 now > made_us ? (now - made_us) * 1000u : 0);
+            atomic_fetch_add(&t->delivered, 1);
+            atomic_store(&t->last_delivered_us, now);
+            hearth__spool_advance(t->spool);
+            return true;
+        }
+        atomic_fetch_add(&t->failed, 1);
+        if (status > 0) {
+            char what[64];
+            snprintf(what, sizeof what, "answered %d", status);
+            note_error(t, attempt, what);
+        } else {
+            note_error(t, attempt, why[0] ? why : hearth_strerror(status));
+        }
+        if (attempt >= t->max_attempts) {
+            int rc = hearth__spool_append(t->dead, body, len, made_us);
+            if (rc)
+                fprintf(stderr,
+                        "hearth: trigger %s: an event failed %d times and "
+                        "cannot be kept as a dead letter (%s): dropped\n",
+                        t->name, attempt, hearth_strerror(rc));
+            atomic_fetch_add(&t->dead_count, 1);
+            hearth__spool_advance(t->spool);
+            return true;
+        }
+        atomic_fetch_add(&t->retried, 1);
+        uint64_t delay = (uint64_t)t->retry_min_ms;
+        for (int i = 1; i < attempt && delay < (uint64_t)t->retry_max_ms; i++)
+            delay *= 2;
+        if (delay > (uint64_t)t->retry_max_ms)
+            delay = (uint64_t)t->retry_max_ms;
+        if (pause_for(t, delay, false))
+            return false;
+    }
+}
+
+static void run(void *arg) {
+    hearth__trigger *t = arg;
+    hearth__poster p = {.to = &t->to, .fd = -1, .stop_fd = t->stop_pipe[0]};
+    hearth__buf body, headers;
+    hearth__buf_init(&body);
+    hearth__buf_init(&headers);
+    uint64_t last_sync = 0;
+    for (;;) {
+        uint64_t made_us = 0;
+        int r = hearth__spool_peek(t->spool, &body, &made_us);
+        if (r == 0) {
+            if (!deliver_one(t, &p, body.data, body.len, made_us, &headers))
+                break;
+            continue;
+        }
+        /* Nothing to send: the spool synced once a second while events
+         * come (not on the loop, whose appends are plain writes). */
+        uint64_t now = wall_us() / 1000u;
+        if (now - last_sync >= SYNC_EVERY_MS) {
+            hearth__spool_sync(t->spool);
+            last_sync = now;
+        }
+        if (r < 0)
+            note_error(t, 0, "the spool cannot be read");
+        if (pause_for(t, r < 0 ? 1000 : SYNC_EVERY_MS, true))
+            break;
+    }
+    hearth__poster_close(&p);
+    hearth__buf_free(&body);
+    hearth__buf_free(&headers);
+}
+
+int hearth__deliverer_start(hearth__trigger *t) {
+    if (pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK))
+        return HEARTH_EIO;
+    if (uv_thread_create(&t->thread, run, t)) {
+        close(t->stop_pipe[0]);
+        close(t->stop_pipe[1]);
+        t->stop_pipe[0] = t->stop_pipe[1] = -1;
+        return HEARTH_ELOOP;
+    }
+    t->running = true;
+    return 0;
+}
+
+void hearth__deliverer_stop(hearth__trigger *t) {
+    if (!t->running)
+        return;
+    uv_mutex_lock(&t->mu);
+    t->stop = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+    if (write(t->stop_pipe[1], "x", 1) < 0) {
+        /* full: already readable, which is all that counts */
+    }
+    uv_thread_join(&t->thread);
+    t->running = false;
+    close(t->stop_pipe[0]);
+    close(t->stop_pipe[1]);
+    t->stop_pipe[0] = t->stop_pipe[1] = -1;
+}
+
+void hearth__deliverer_kick(hearth__trigger *t) {
+    /* Only an idle deliverer is woken: one that is sending or backing off
+     * finds the event when it looks again, and a wake-up per event (a
+     * futex and a context switch) cost the loop more than building it. */
+    uv_mutex_lock(&t->mu);
+    t->kicked = true;
+    if (t->idle)
+        uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
