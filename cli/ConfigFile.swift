@@ -62,6 +62,14 @@ extension ServeCommand {
         }
     }
 
+    /// Whether the command line's option would quietly turn off what the
+    /// file's turns on: `--cluster-insecure` beside the file's cluster
+    /// secret is refused as both given, never taken as an override (the
+    /// secret on the command line does override the file's insecure).
+    static func downgrades(file: String, commandLine: String) -> Bool {
+        file == "cluster-secret-file" && commandLine == "cluster-insecure"
+    }
+
     /// The first pair of `alternatives` both given, for `validate()`.
     func givenAlternatives() -> (String, String)? {
         Self.alternatives.first { isGiven($0.0) && isGiven($0.1) }
@@ -82,7 +90,8 @@ extension ServeCommand {
                     "--config \(path): unknown key \"\(key)\" (the keys are: \(kinds.keys.sorted().joined(separator: ", ")))")
             }
             let overridden = alternatives.contains { pair in
-                (pair.0 == key && onCommandLine.contains(pair.1))
+                (pair.0 == key && onCommandLine.contains(pair.1)
+                    && !Self.downgrades(file: key, commandLine: pair.1))
                     || (pair.1 == key && onCommandLine.contains(pair.0))
             }
             if overridden { continue }
