@@ -8,9 +8,12 @@ struct RulesCommand: ParsableCommand {
         commandName: "rules",
         abstract: "Read or replace a namespace's rules document.",
         discussion: """
-            The document is {"rules": {...}} (JSON with comments allowed). For now the \
-            server uses it for ".indexOn" (child queries over REST need an index); \
-            enforcing ".read", ".write" and ".validate" comes with the rules engine.
+            The document is {"rules": {...}} (JSON with comments allowed). The server \
+            enforces its ".read", ".write" and ".validate" rules on every request \
+            (the admin excepted) and uses ".indexOn" for child queries. A document \
+            that does not compile is refused, naming the rule and column, and the \
+            rules in force stay. The admin sees how often each rule was evaluated \
+            and with what result at GET /.inspect/coverage.json?ns=NAME.
 
             Examples:
               hearth rules get --url http://127.0.0.1:9000/?ns=shop

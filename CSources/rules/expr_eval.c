@@ -379,10 +379,17 @@ static val eval(evalctx *x, const hearth__expr *e) {
     return verr();
 }
 
-bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env) {
+hearth__expr_result hearth__expr_result_of(const hearth__expr *e,
+                                           const hearth__expr_env *env) {
     evalctx x = {env};
     val v = eval(&x, e);
-    bool yes = v.k == V_BOOL && v.b;
+    hearth__expr_result res = v.k != V_BOOL ? HEARTH__EXPR_ERROR
+                              : v.b         ? HEARTH__EXPR_TRUE
+                                            : HEARTH__EXPR_FALSE;
     vfree(&v);
-    return yes;
+    return res;
+}
+
+bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env) {
+    return hearth__expr_result_of(e, env) == HEARTH__EXPR_TRUE;
 }

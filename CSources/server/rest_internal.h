@@ -97,10 +97,14 @@ void hearth__rest_playground(rest *r);
 void hearth__rest_namespaces(rest *r);
 /* GET /.settings/usage: the counters of usage.h (rest_usage.c). */
 void hearth__rest_usage(rest *r);
-/* /.metrics, /.profile and /.backup of namespace ns_name (rest_ops.c):
+/* /.metrics, /.profile, /.backup and /.inspect/ of namespace ns_name
+ * (rest_ops.c):
  * true when r was one (answered). */
 bool hearth__rest_ops(rest *r, const char *ns_name);
 /* GET /.backup (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
+/* GET /.inspect/coverage.json (source false) or /.inspect/rules.txt (the
+ * text its positions refer to) of namespace ns_name (rest_coverage.c). */
+void hearth__rest_coverage(rest *r, const char *ns_name, bool source);
 
 #endif

@@ -1,6 +1,7 @@
 /* rest_ops.c - the operator's endpoints, all the admin's: GET /.metrics
- * (Prometheus text), GET /.profile (the operations stream) and GET
- * /.backup (rest_backup.c); and the
+ * (Prometheus text), GET /.profile (the operations stream), GET
+ * /.backup (rest_backup.c) and GET /.inspect/coverage.json and
+ * /.inspect/rules.txt (rest_coverage.c); and the
  * metrics port, which answers /.metrics to anyone who can reach it. */
 #include "server/rest_internal.h"
 
@@ -95,7 +96,9 @@ void hearth__metrics_handle(hearth__http_conn *conn,
 }
 
 bool hearth__rest_ops(rest *r, const char *ns_name) {
-    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup"};
+    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup",
+                                        "/.inspect/coverage.json",
+                                        "/.inspect/rules.txt"};
     size_t which = 0;
     while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
         which++;
@@ -116,7 +119,9 @@ bool hearth__rest_ops(rest *r, const char *ns_name) {
         answer_metrics(r->srv, r->conn);
     else if (which == 1)
         hearth__profile_start(r->srv, r->conn);
-    else
+    else if (which == 2)
         hearth__rest_backup(r, ns_name);
+    else
+        hearth__rest_coverage(r, ns_name, which == 4);
     return true;
 }

@@ -153,10 +153,11 @@ static bool valid_namespace(const char *name) {
     return true;
 }
 
-int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
-                         hearth_error_t *err) {
+int hearth__ns_set_rules_source(hearth__namespace *ns, json_t *doc,
+                                const char *text, size_t len,
+                                hearth_error_t *err) {
     hearth__ruleset *rs;
-    int rc = hearth__ruleset_compile(doc, &rs, err);
+    int rc = hearth__ruleset_compile_source(doc, text, len, &rs, err);
     if (rc) {
         json_decref(doc);
         return rc;
@@ -168,12 +169,18 @@ int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
     return 0;
 }
 
+int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
+                         hearth_error_t *err) {
+    return hearth__ns_set_rules_source(ns, doc, NULL, 0, err);
+}
+
 /* Adopts the rules document text for ns. */
 static int set_rules_text(hearth__namespace *ns, const char *text,
                           hearth_error_t *err) {
     json_t *doc = NULL;
     int rc = hearth__rules_parse(text, strlen(text), &doc, err);
-    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+    return rc ? rc
+              : hearth__ns_set_rules_source(ns, doc, text, strlen(text), err);
 }
 
 /* The document the keeper holds comes first (a cluster's, set for every
@@ -195,11 +202,13 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
                              path, strerror(errno));
     json_t *doc = NULL;
     const char *def = hearth__server_has_keys(srv) ? LOCKED_RULES : OPEN_RULES;
-    int rc = text ? hearth__rules_parse(text, len, &doc, err)
-                  : hearth__rules_parse(def, strlen(def), &doc,
-                                        err); /* none stored: default */
+    const char *source = text ? text : def; /* none stored: default */
+    size_t source_len = text ? len : strlen(def);
+    int rc = hearth__rules_parse(source, source_len, &doc, err);
+    if (!rc)
+        rc = hearth__ns_set_rules_source(ns, doc, source, source_len, err);
     hearth__free(text);
-    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+    return rc;
 }
 
 /* A namespace's rules changed in its keeper (set by the admin here, or

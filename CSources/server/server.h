@@ -109,7 +109,13 @@ typedef struct hearth__server {
 /* Whether tokens must be signed (a secret or public keys configured). */
 bool hearth__server_has_keys(const hearth__server *srv);
 
-/* Adopts a parsed rules document (taken over) and its compiled form. */
+/* Adopts a parsed rules document (taken over) and its compiled form;
+ * _source notes where its rules are written in text (the coverage
+ * report's positions; NULL: in the document as GET /.settings/rules.json
+ * shows it). */
+int hearth__ns_set_rules_source(hearth__namespace *ns, json_t *doc,
+                                const char *text, size_t len,
+                                hearth_error_t *err);
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
 

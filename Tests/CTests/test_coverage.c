@@ -1,0 +1,319 @@
+/* test_coverage.c - the rules' coverage: each rule found at its line and
+ * column in a document with comments, counted by result (true, false,
+ * error) as real requests evaluate it and not for the playground's
+ * hypothetical ones; and GET /.inspect/coverage.json on a real server,
+ * the admin's only, counting what REST requests made the rules do. */
+#include "test.h"
+
+#include "rules/locate.h"
+#include "rules/ruleset.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+/* Line 1 is the comment; each rule's value starts where the column says
+ * (the opening quote, or the boolean). */
+static const char *source =
+    "// coverage test rules\n"                                /* 1 */
+    "{\n"                                                     /* 2 */
+    "  \"rules\": {\n"                                        /* 3 */
+    "    /* nobody at the root */ \".read\": false,\n"        /* 4 */
+    "    \"users\": {\n"                                      /* 5 */
+    "      \"$uid\": {\n"                                     /* 6 */
+    "        \".read\": \"auth.uid == $uid\",\n"              /* 7 */
+    "        \".write\": \"auth != null && auth.uid == $uid\",\n" /* 8 */
+    "        \"name\": {\".validate\": \"newData.isString()\"}\n" /* 9 */
+    "      }\n"
+    "    },\n"
+    "    \"never\": {\".read\": \"data.val() > 1\"}\n"        /* 12 */
+    "  }\n"
+    "}\n";
+
+static hearth__ruleset *compile_src(const char *text) {
+    json_t *doc = NULL;
+    hearth_error_t err;
+    hearth__ruleset *rs = NULL;
+    if (hearth__rules_parse(text, strlen(text), &doc, &err) ||
+        hearth__ruleset_compile_source(doc, text, strlen(text), &rs, &err)) {
+        fprintf(stderr, "  compile: %s\n", err.message);
+        test_failures++;
+    }
+    json_decref(doc);
+    return rs;
+}
+
+static const hearth__rule_coverage *find(const hearth__rule_coverage *v,
+                                         size_t n, const char *where,
+                                         const char *kind) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].where, where) && !strcmp(v[i].kind, kind))
+            return &v[i];
+    fprintf(stderr, "  no %s at %s\n", kind, where);
+    test_failures++;
+    return NULL;
+}
+
+#define CHECK_AT(c, l, col)                                                    \
+    do {                                                                       \
+        if (c) {                                                               \
+            CHECK_INT((c)->line, l);                                           \
+            CHECK_INT((c)->column, col);                                       \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_COUNTS(c, ev, t, f, e)                                           \
+    do {                                                                       \
+        if (c) {                                                               \
+            CHECK_INT((c)->evaluations, ev);                                   \
+            CHECK_INT((c)->yes, t);                                            \
+            CHECK_INT((c)->no, f);                                             \
+            CHECK_INT((c)->error, e);                                          \
+        }                                                                      \
+    } while (0)
+
+static bool read_as(hearth__ruleset *rs, const char *path, const char *uid,
+                    hearth__rule_why *why) {
+    char json[64];
+    snprintf(json, sizeof json, "{\"uid\":\"%s\"}", uid ? uid : "");
+    hearth_node_t *auth = uid ? node_from(json) : NULL;
+    hearth_node_t *root = node_from("{\"never\":3}");
+    hearth__path p;
+    CHECK_INT(hearth__path_parse(path, 0, &p, NULL), 0);
+    hearth__access a = {auth, 1e12, root, NULL};
+    bool ok = hearth__ruleset_explain_read(rs, &p, &a, why);
+    hearth_node_decref(root);
+    hearth_node_decref(auth);
+    return ok;
+}
+
+static void test_rules_coverage_counts(void) {
+    hearth__ruleset *rs = compile_src(source);
+    if (!rs)
+        return;
+    CHECK(read_as(rs, "/users/ada", "ada", NULL));  /* root false, $uid true */
+    CHECK(!read_as(rs, "/users/ada", "bob", NULL)); /* root false, $uid false */
+    CHECK(!read_as(rs, "/users/ada", NULL, NULL));  /* auth null: an error */
+    /* The playground's question is not counted. */
+    hearth__rule_why why;
+    CHECK(read_as(rs, "/users/ada", "ada", &why));
+    CHECK_STR(why.path, "/users/$uid");
+
+    hearth__rule_coverage *v = NULL;
+    size_t n = 0;
+    CHECK_INT(hearth__ruleset_coverage(rs, &v, &n), 0);
+    CHECK_INT(n, 5);
+    const hearth__rule_coverage *root = find(v, n, "/", ".read");
+    CHECK_AT(root, 4, 39);
+    CHECK_COUNTS(root, 3, 0, 3, 0);
+    if (root)
+        CHECK_STR(root->expression, "false");
+    const hearth__rule_coverage *r = find(v, n, "/users/$uid", ".read");
+    CHECK_AT(r, 7, 18);
+    CHECK_COUNTS(r, 3, 1, 1, 1);
+    if (r)
+        CHECK_STR(r->expression, "auth.uid == $uid");
+    const hearth__rule_coverage *w = find(v, n, "/users/$uid", ".write");
+    CHECK_AT(w, 8, 19);
+    CHECK_COUNTS(w, 0, 0, 0, 0);
+    CHECK_AT(find(v, n, "/users/$uid/name", ".validate"), 9, 31);
+    CHECK_AT(find(v, n, "/never", ".read"), 12, 24);
+    /* In the order they are written. */
+    for (size_t i = 1; i < n; i++)
+        CHECK(v[i - 1].line < v[i].line ||
+              (v[i - 1].line == v[i].line && v[i - 1].column < v[i].column));
+    hearth__free(v);
+
+    /* Off (the benchmark's anchor): nothing more is counted. */
+    hearth__ruleset_set_counting(rs, false);
+    CHECK(read_as(rs, "/users/ada", "ada", NULL));
+    CHECK_INT(hearth__ruleset_coverage(rs, &v, &n), 0);
+    CHECK_COUNTS(find(v, n, "/", ".read"), 3, 0, 3, 0);
+    hearth__free(v);
+    hearth__ruleset_free(rs);
+}
+
+/* Without its text, positions are those of the indented document. */
+static void test_rules_coverage_without_source(void) {
+    json_t *doc = json_loads(
+        "{\"rules\":{\".read\":true,\"a\":{\".write\":\"auth != null\"}}}", 0,
+        NULL);
+    hearth__ruleset *rs = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth__ruleset_compile_source(doc, NULL, 0, &rs, &err), 0);
+    json_decref(doc);
+    if (!rs)
+        return;
+    hearth__rule_coverage *v = NULL;
+    size_t n = 0;
+    CHECK_INT(hearth__ruleset_coverage(rs, &v, &n), 0);
+    CHECK_INT(n, 2);
+    /* {\n  "rules": {\n    ".read": true,\n    "a": {\n      ".write": */
+    CHECK_AT(find(v, n, "/", ".read"), 3, 14);
+    CHECK_AT(find(v, n, "/a", ".write"), 5, 17);
+    CHECK(strstr(hearth__ruleset_source(rs), "\"auth != null\"") != NULL);
+    hearth__free(v);
+    hearth__ruleset_free(rs);
+}
+
+/* The scanner refuses what it cannot follow, and keeps the last of two
+ * equal keys (as the parser does). */
+static void test_rules_locate_edges(void) {
+    hearth__rule_sites *s = NULL;
+    const char *bad[] = {"", "{", "{\"rules\": {\".read\": }", "[1,",
+                         "{\"rules\": \"x}", "{} x"};
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(bad); i++) {
+        CHECK_INT(hearth__rule_sites_find(bad[i], strlen(bad[i]), &s),
+                  HEARTH_EINVAL);
+    }
+    const char *twice = "{\"rules\": {\".read\": true,\n\".read\": false}}";
+    CHECK_INT(hearth__rule_sites_find(twice, strlen(twice), &s), 0);
+    int line, col;
+    CHECK(hearth__rule_sites_lookup(s, "/", ".read", &line, &col));
+    CHECK_INT(line, 2);
+    CHECK_INT(col, 10);
+    CHECK(!hearth__rule_sites_lookup(s, "/", ".write", &line, &col));
+    CHECK_INT(line, 0);
+    hearth__rule_sites_free(s);
+}
+
+/* ---- over HTTP ---- */
+
+static char *sh_out(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    size_t cap = 1 << 16, len = 0, k;
+    char *out = malloc(cap);
+    while ((k = fread(out + len, 1, cap - len - 1, p)) > 0)
+        len += k;
+    out[len] = '\0';
+    pclose(p);
+    return out;
+}
+
+/* The coverage list, as the admin; the test fails when it is not one. */
+static json_t *coverage(int port) {
+    char *out = sh_out("curl -s -H 'Authorization: Bearer owner' "
+                       "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'",
+                       port);
+    json_t *list = json_loads(out, 0, NULL);
+    CHECK(json_is_array(list));
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) { /* every entry adds up */
+        CHECK(json_is_integer(json_object_get(e, "line")) &&
+              json_is_integer(json_object_get(e, "column")));
+        json_t *res = json_object_get(e, "results");
+        CHECK_INT(json_integer_value(json_object_get(e, "evaluations")),
+                  json_integer_value(json_object_get(res, "true")) +
+                      json_integer_value(json_object_get(res, "false")) +
+                      json_integer_value(json_object_get(res, "error")));
+    }
+    free(out);
+    return list;
+}
+
+static json_t *entry_of(json_t *list, const char *expression) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) {
+        const char *x = json_string_value(json_object_get(e, "expression"));
+        if (x && !strcmp(x, expression))
+            return e;
+    }
+    fprintf(stderr, "  no entry for %s\n", expression);
+    test_failures++;
+    return NULL;
+}
+
+static long long result(json_t *e, const char *which) {
+    return json_integer_value(json_object_get(json_object_get(e, "results"),
+                                              which));
+}
+
+static void test_coverage_endpoint(void) {
+    char dir[] = "/tmp/hearth-coverage-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    hearth_server_config_t c = {.size = sizeof c};
+    hearth_server_t *s = start_test_server(c, dir);
+    if (!s)
+        return;
+    int port = hearth_server_port(s);
+    char rules_path[128];
+    snprintf(rules_path, sizeof rules_path, "%s.rules", dir);
+    FILE *f = fopen(rules_path, "w");
+    fputs(source, f);
+    fclose(f);
+    char *out = sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT "
+                       "-H 'Authorization: Bearer owner' --data-binary @%s "
+                       "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'",
+                       rules_path, port);
+    CHECK_STR(out, "200");
+    free(out);
+    /* Two anonymous reads the rules refuse (auth null: an error at $uid). */
+    for (int i = 0; i < 2; i++) {
+        out = sh_out("curl -s -o /dev/null -w '%%{http_code}' "
+                     "'http://127.0.0.1:%d/users/ada.json?ns=cov'", port);
+        CHECK_STR(out, "401");
+        free(out);
+    }
+    /* Not the admin: refused, and nothing told. */
+    out = sh_out("curl -s -w ' %%{http_code}' "
+                 "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'", port);
+    CHECK(strstr(out, " 401") && !strstr(out, "auth.uid"));
+    free(out);
+    json_t *list = coverage(port);
+    CHECK_INT(json_array_size(list), 5);
+    json_t *e = entry_of(list, "auth.uid == $uid");
+    CHECK_INT(json_integer_value(json_object_get(e, "line")), 7);
+    CHECK_INT(json_integer_value(json_object_get(e, "column")), 18);
+    CHECK_INT(json_integer_value(json_object_get(e, "evaluations")), 2);
+    CHECK_INT(result(e, "error"), 2);
+    e = entry_of(list, "false"); /* the root's .read */
+    CHECK_INT(json_integer_value(json_object_get(e, "evaluations")), 2);
+    CHECK_INT(result(e, "false"), 2);
+    e = entry_of(list, "auth != null && auth.uid == $uid");
+    CHECK_INT(json_integer_value(json_object_get(e, "evaluations")), 0);
+    json_decref(list);
+    /* An anonymous write the .write rule refuses. */
+    out = sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT -d '{\"name\":1}' "
+                 "'http://127.0.0.1:%d/users/ada.json?ns=cov'", port);
+    CHECK_STR(out, "401");
+    free(out);
+    list = coverage(port);
+    e = entry_of(list, "auth != null && auth.uid == $uid");
+    long long ev = json_integer_value(json_object_get(e, "evaluations"));
+    CHECK(ev >= 1 && result(e, "false") == ev);
+    json_decref(list);
+    /* The text the positions refer to. */
+    out = sh_out("curl -s -H 'Authorization: Bearer owner' "
+                 "'http://127.0.0.1:%d/.inspect/rules.txt?ns=cov'", port);
+    CHECK_STR(out, source);
+    free(out);
+    /* New rules: the counts start again. */
+    out = sh_out("curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' "
+                 "-d '{\"rules\":{\".read\":true}}' "
+                 "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'; "
+                 "curl -s -H 'Authorization: Bearer owner' "
+                 "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'",
+                 port, port);
+    CHECK_STR(out, "[{\"line\":1,\"column\":19,\"expression\":\"true\","
+                   "\"evaluations\":0,\"results\":{\"true\":0,\"false\":0,"
+                   "\"error\":0},\"rule\":\".read\",\"path\":\"/\"}]");
+    free(out);
+    hearth_server_stop(s);
+    unlink(rules_path);
+    remove_tree(dir);
+}
+
+const test_case coverage_tests[] = {
+    {"rules_coverage_counts", test_rules_coverage_counts},
+    {"rules_coverage_without_source", test_rules_coverage_without_source},
+    {"rules_locate_edges", test_rules_locate_edges},
+    {"rules_coverage_endpoint", test_coverage_endpoint},
+    {NULL, NULL},
+};
