@@ -84,6 +84,24 @@ static int open_store_later(hearth__embedded *e) {
     return rc;
 }
 
+/* Who made o's write, as its log record names them (never a token):
+ * "admin" (not judged: the server's admin, or the embedding program),
+ * "anonymous", or "uid:" and the auth's uid. */
+static const char *identity_of(const hearth__embedded *e,
+                               const hearth__db_op *o, char *buf,
+                               size_t size) {
+    const hearth_node_t *auth = e->rules ? e->auth : o->auth;
+    if (!e->rules && !o->judged)
+        return "admin";
+    if (!auth || hearth_node_is_null(auth))
+        return "anonymous";
+    size_t len = 0;
+    const char *uid =
+        hearth_node_string_value(hearth_node_child(auth, "uid"), &len);
+    snprintf(buf, size, "uid:%.*s", uid ? (int)len : 0, uid ? uid : "");
+    return buf;
+}
+
 /* Whether the new root stands: allowed, and logged when durable. */
 static int admit(hearth__embedded *e, const hearth__db_op *o,
                  const hearth__path *const *paths,
@@ -95,8 +113,10 @@ static int admit(hearth__embedded *e, const hearth__db_op *o,
     int rc = 0;
     if (!e->store && e->store_later && !hearth_node_equal(root, e->root))
         rc = open_store_later(e);
+    char who[HEARTH_MAX_KEY_BYTES + 8];
     if (!rc && e->store)
-        rc = hearth__store_append(e->store, paths, values, o->nparts);
+        rc = hearth__store_append_by(e->store, identity_of(e, o, who, sizeof who),
+                                     now, paths, values, o->nparts);
     return rc;
 }
 

@@ -9,7 +9,6 @@
 #include "rules/ruleset.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <unistd.h>
 
 /* Line 1 is the comment; each rule's value starts where the column says
@@ -179,25 +178,9 @@ static void test_rules_locate_edges(void) {
 
 /* ---- over HTTP ---- */
 
-static char *sh_out(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    size_t cap = 1 << 16, len = 0, k;
-    char *out = malloc(cap);
-    while ((k = fread(out + len, 1, cap - len - 1, p)) > 0)
-        len += k;
-    out[len] = '\0';
-    pclose(p);
-    return out;
-}
-
 /* The coverage list, as the admin; the test fails when it is not one. */
 static json_t *coverage(int port) {
-    char *out = sh_out("curl -s -H 'Authorization: Bearer owner' "
+    char *out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
                        "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'",
                        port);
     json_t *list = json_loads(out, 0, NULL);
@@ -248,7 +231,7 @@ static void test_coverage_endpoint(void) {
     FILE *f = fopen(rules_path, "w");
     fputs(source, f);
     fclose(f);
-    char *out = sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT "
+    char *out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT "
                        "-H 'Authorization: Bearer owner' --data-binary @%s "
                        "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'",
                        rules_path, port);
@@ -256,13 +239,13 @@ static void test_coverage_endpoint(void) {
     free(out);
     /* Two anonymous reads the rules refuse (auth null: an error at $uid). */
     for (int i = 0; i < 2; i++) {
-        out = sh_out("curl -s -o /dev/null -w '%%{http_code}' "
+        out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' "
                      "'http://127.0.0.1:%d/users/ada.json?ns=cov'", port);
         CHECK_STR(out, "401");
         free(out);
     }
     /* Not the admin: refused, and nothing told. */
-    out = sh_out("curl -s -w ' %%{http_code}' "
+    out = test_sh_out("curl -s -w ' %%{http_code}' "
                  "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'", port);
     CHECK(strstr(out, " 401") && !strstr(out, "auth.uid"));
     free(out);
@@ -280,7 +263,7 @@ static void test_coverage_endpoint(void) {
     CHECK_INT(json_integer_value(json_object_get(e, "evaluations")), 0);
     json_decref(list);
     /* An anonymous write the .write rule refuses. */
-    out = sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT -d '{\"name\":1}' "
+    out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT -d '{\"name\":1}' "
                  "'http://127.0.0.1:%d/users/ada.json?ns=cov'", port);
     CHECK_STR(out, "401");
     free(out);
@@ -290,12 +273,12 @@ static void test_coverage_endpoint(void) {
     CHECK(ev >= 1 && result(e, "false") == ev);
     json_decref(list);
     /* The text the positions refer to. */
-    out = sh_out("curl -s -H 'Authorization: Bearer owner' "
+    out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
                  "'http://127.0.0.1:%d/.inspect/rules.txt?ns=cov'", port);
     CHECK_STR(out, source);
     free(out);
     /* New rules: the counts start again. */
-    out = sh_out("curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' "
+    out = test_sh_out("curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' "
                  "-d '{\"rules\":{\".read\":true}}' "
                  "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'; "
                  "curl -s -H 'Authorization: Bearer owner' "
