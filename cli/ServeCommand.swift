@@ -144,6 +144,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The host (and :port) clients reach this server at, told to the official SDKs in the realtime hello (they connect there next time); set it behind a reverse proxy. Default: the request's Host header.")
     var publicHost: String?
 
+    @Option(help: "Keep each namespace's log this long across snapshots, for point-in-time recovery (hearth backup --at, hearth log): a number and s, m, h or d, such as 7d (default: off).")
+    var retain: RetainWindow?
+
     @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
     var config: String?
 
@@ -227,6 +230,7 @@ struct ServeCommand: ParsableCommand {
             configuration.logFormat = logFormat
             configuration.metricsPort = metricsPort
             configuration.publicHost = publicHost
+            configuration.retain = retain.flatMap { $0.seconds > 0 ? $0.seconds : nil }
             configuration.clusterSecretFile = clusterSecretFile
             configuration.clusterInsecure = clusterInsecure
             configuration.natsCredsFile = natsCreds

@@ -930,6 +930,13 @@ typedef struct hearth_server_config_s {
      * it behind a reverse proxy, whose Host header is not the public one.
      * NULL: the request's Host header. */
     const char *HEARTH_NULLABLE public_host;
+    /* Point-in-time recovery's window, in ms (`hearth serve --retain`):
+     * each namespace keeps the snapshots and logs a snapshot supersedes
+     * while its log was written to within it, so hearth_backup_at and
+     * hearth_log_changes reach back that far. 0: removed at once. A
+     * cluster keeps its log in JetStream (README "Point-in-time
+     * recovery"). */
+    int64_t retain_ms;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

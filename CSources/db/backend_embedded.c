@@ -71,6 +71,8 @@ static int open_store_later(hearth__embedded *e) {
                                 &e->store, &stored, NULL, &err);
     if (rc) /* the write fails with rc; operators see why */
         fprintf(stderr, "hearth: %s\n", err.message);
+    if (!rc)
+        hearth__store_set_retention(e->store, e->retain_ms);
     if (!rc && !hearth_node_equal(stored, e->root)) {
         hearth__store_close(e->store); /* someone else's data: keep out */
         e->store = NULL;
@@ -473,6 +475,15 @@ int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
     e->store_later = copy;
     e->store_later_fsync = fsync_mode;
     return 0;
+}
+
+void hearth__db_set_retention(hearth_db_t *db, int64_t retain_ms) {
+    hearth__embedded *e = hearth__embedded_of(db);
+    if (!e)
+        return;
+    e->retain_ms = retain_ms;
+    if (e->store)
+        hearth__store_set_retention(e->store, retain_ms);
 }
 
 void hearth__db_set_group_commit(hearth_db_t *db, bool on) {

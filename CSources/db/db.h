@@ -15,6 +15,11 @@ hearth__store *hearth__db_store(hearth_db_t *db);
 int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
                               int fsync_mode);
 
+/* Keeps the store's superseded snapshots and logs for retain_ms
+ * (hearth__store_set_retention), now or when a write makes the store.
+ * Nothing for a database that is not embedded. Loop thread only. */
+void hearth__db_set_retention(hearth_db_t *db, int64_t retain_ms);
+
 /* Whether nothing is under way: no operation queued or running, no write
  * waiting for its commit, no commit or snapshot in progress. A database
  * closed then releases its files before hearth_db_close returns (a

@@ -330,6 +330,7 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
         hearth__error_code(err, rc);
     if (!rc) {
         hearth__db_set_group_commit(ns->db, true);
+        hearth__db_set_retention(ns->db, srv->retain_ms);
         /* Network writes are judged by the rules as they are applied. */
         hearth__db_set_judge(ns->db, hearth__ns_judge, ns);
     }
@@ -648,6 +649,10 @@ static int read_config(const hearth_server_config_t *caller,
         if (rc)
             return rc;
     }
+    if (config->retain_ms < 0)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "retain_ms must be 0 or more, not %lld",
+                             (long long)config->retain_ms);
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);
@@ -693,6 +698,7 @@ static int new_server(const hearth_server_config_t *config,
     if (!srv)
         return hearth__error_code(err, HEARTH_ENOMEM);
     srv->fsync_mode = config->fsync_mode;
+    srv->retain_ms = config->retain_ms;
     srv->log_format = config->log_format;
     srv->cluster_insecure = config->cluster_insecure;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);

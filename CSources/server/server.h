@@ -69,6 +69,7 @@ typedef struct hearth__server {
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
+    int64_t retain_ms;      /* --retain: point-in-time recovery's window */
     char *rules_file;       /* watched for changes, or NULL */
     uv_fs_poll_t rules_poll;
     char *auth_secret;      /* HS256 for tokens, or NULL */

@@ -357,7 +357,44 @@ static void test_pitr_records_name_who(void) {
     remove_tree(d);
 }
 
+/* GET /.backup?seq= / ?at= on a server with a retention window: the
+ * admin's only, the namespace as it was then. */
+static void test_pitr_server_backup_at(void) {
+    char d[] = "/tmp/hearth-pitr-srv-XXXXXX";
+    CHECK(mkdtemp(d) != NULL);
+    hearth_server_config_t c = {.size = sizeof c, .retain_ms = 3600 * 1000};
+    hearth_server_t *s = start_test_server(c, d);
+    if (!s)
+        return;
+    int port = hearth_server_port(s);
+    char *out = test_sh_out(
+        "for i in 1 2 3; do curl -s -o /dev/null -X PUT -d $i "
+        "'http://127.0.0.1:%d/n.json?ns=pit'; done; "
+        "curl -s -H 'Authorization: Bearer owner' "
+        "'http://127.0.0.1:%d/.backup?ns=pit&seq=2'",
+        port, port);
+    CHECK_STR(out, "{\"n\":2}");
+    free(out);
+    out = test_sh_out("curl -s -w ' %%{http_code}' "
+                      "'http://127.0.0.1:%d/.backup?ns=pit&seq=2'", port);
+    CHECK(strstr(out, " 401") && !strstr(out, "\"n\""));
+    free(out);
+    out = test_sh_out("curl -s -o /dev/null -w '%%{http_code} ' "
+                      "-H 'Authorization: Bearer owner' "
+                      "'http://127.0.0.1:%d/.backup?ns=pit&seq=-1'; "
+                      "curl -s -w ' %%{http_code}' "
+                      "-H 'Authorization: Bearer owner' "
+                      "'http://127.0.0.1:%d/.backup?ns=pit&seq=9'",
+                      port, port);
+    CHECK(strstr(out, "400 ") == out && strstr(out, "not written yet") &&
+          strstr(out, " 404"));
+    free(out);
+    hearth_server_stop(s);
+    remove_tree(d);
+}
+
 const test_case pitr_tests[] = {
+    {"pitr_server_backup_at", test_pitr_server_backup_at},
     {"pitr_every_tenth_write", test_pitr_every_tenth_write},
     {"pitr_log_lists_changes", test_pitr_log_lists_changes},
     {"pitr_not_retained", test_pitr_not_retained},
