@@ -794,6 +794,24 @@ HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *HEARTH_NULLAB
 HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
                                      hearth_error_t *HEARTH_NULLABLE err);
 
+/* Runs rules cases offline (`hearth rules test`, for CI): rules_text is a
+ * rules document; cases_text is {"data": initial data, "cases": [{"op":
+ * "read" | "set" | "update", "path": "/x", "auth": null | {"uid": ...,
+ * claims...}, "data": a set's value or an update's object of paths,
+ * "expect": "allow" | "deny"}, ...]}. Each case is judged as the server
+ * judges it (a write's data applied first, server values resolved) as
+ * auth: {"uid", "provider", "token": its "token" object, else all its
+ * members}. *report (free with hearth_free) is {"passed": n, "failed":
+ * n, "cases": [{"case": 1, "op", "path", "expect", "result": "allow" |
+ * "deny", "ok": bool, "rule": {"kind", "path", "expression"} or null:
+ * the rule that decided}]}. A mismatch is not an error; a document or a
+ * case that is not valid is (HEARTH_EINVAL / HEARTH_EJSON, err naming the
+ * case and field). */
+HEARTH_EXTERN int hearth_rules_test(const char *rules_text, size_t rules_len,
+                                    const char *cases_text, size_t cases_len,
+                                    char *HEARTH_NULLABLE *HEARTH_NONNULL report,
+                                    hearth_error_t *HEARTH_NULLABLE err);
+
 /* ---- Tokens ---- */
 
 /* Makes a user token (a JWT) for tests and tools: claims is a JSON object

@@ -237,6 +237,29 @@ public enum RulesDocument {
             }
         }
     }
+
+    /// `hearth rules test`: the cases run against the rules document,
+    /// offline; the report as JSON text (hearth_rules_test). Throws the
+    /// core's message for a document or a case that is not valid.
+    public static func test(rules: Data, cases: Data) throws(HearthError) -> String {
+        let rulesBytes = Array(rules), caseBytes = Array(cases)
+        var report: UnsafeMutablePointer<CChar>?
+        try HearthError.check { details in
+            rulesBytes.withUnsafeBufferPointer { r in
+                caseBytes.withUnsafeBufferPointer { c in
+                    r.withMemoryRebound(to: CChar.self) { rc in
+                        c.withMemoryRebound(to: CChar.self) { cc in
+                            hearth_rules_test(
+                                rc.baseAddress ?? emptyText, rc.count,
+                                cc.baseAddress ?? emptyText, cc.count, &report, details)
+                        }
+                    }
+                }
+            }
+        }
+        defer { hearth_free(report) }
+        return report.map { String(cString: $0) } ?? "{}"
+    }
 }
 
 /// `hearth_repair`: cuts a damaged log of a data directory at its first

@@ -1,8 +1,9 @@
-/* test_coverage.c - the rules' coverage: each rule found at its line and
- * column in a document with comments, counted by result (true, false,
- * error) as real requests evaluate it and not for the playground's
- * hypothetical ones; and GET /.inspect/coverage.json on a real server,
- * the admin's only, counting what REST requests made the rules do. */
+/* test_coverage.c - the rules' debugging tools: coverage (each rule found
+ * at its line and column in a document with comments, counted by result,
+ * true, false or error, as real requests evaluate it and not for the
+ * playground's hypothetical ones; GET /.inspect/coverage.json on a real
+ * server, the admin's only, counting what REST requests made the rules
+ * do), and hearth_rules_test's offline cases. */
 #include "test.h"
 
 #include "rules/locate.h"
@@ -293,7 +294,78 @@ static void test_coverage_endpoint(void) {
     remove_tree(dir);
 }
 
+/* ---- rules cases offline ---- */
+
+static void test_rules_cases(void) {
+    const char *cases =
+        "{\"data\": {\"users\": {\"ada\": {\"name\": \"Ada\"}}},"
+        " \"cases\": ["
+        "  {\"op\": \"read\", \"path\": \"/users/ada\", \"auth\": {\"uid\": \"ada\"},"
+        "   \"expect\": \"allow\"},"
+        "  {\"op\": \"read\", \"path\": \"/users/ada\", \"auth\": null,"
+        "   \"expect\": \"allow\"},"
+        "  {\"op\": \"set\", \"path\": \"/users/ada/name\", \"auth\": {\"uid\": \"ada\"},"
+        "   \"data\": 5, \"expect\": \"deny\"},"
+        "  {\"op\": \"update\", \"path\": \"/users/ada\", \"auth\": {\"uid\": \"ada\"},"
+        "   \"data\": {\"name\": \"Ada L\"}, \"expect\": \"allow\"}"
+        " ]}";
+    char *report = NULL;
+    hearth_error_t err = {0};
+    CHECK_INT(hearth_rules_test(source, strlen(source), cases, strlen(cases),
+                                &report, &err),
+              0);
+    json_t *r = json_loads(report ? report : "", 0, NULL);
+    CHECK_INT(json_integer_value(json_object_get(r, "passed")), 3);
+    CHECK_INT(json_integer_value(json_object_get(r, "failed")), 1);
+    json_t *lines = json_object_get(r, "cases");
+    CHECK_INT(json_array_size(lines), 4);
+    json_t *second = json_array_get(lines, 1);
+    CHECK_STR(json_string_value(json_object_get(second, "result")), "deny");
+    CHECK(json_is_false(json_object_get(second, "ok")));
+    json_t *rule = json_object_get(second, "rule");
+    CHECK_STR(json_string_value(json_object_get(rule, "kind")), ".read");
+    CHECK_STR(json_string_value(json_object_get(rule, "path")), "/users/$uid");
+    CHECK_STR(json_string_value(json_object_get(rule, "expression")),
+              "auth.uid == $uid");
+    /* The set of a number as the name: the .validate below decides. */
+    rule = json_object_get(json_array_get(lines, 2), "rule");
+    CHECK_STR(json_string_value(json_object_get(rule, "kind")), ".validate");
+    CHECK_STR(json_string_value(json_object_get(rule, "path")), "/users/$uid/name");
+    CHECK(json_is_true(json_object_get(json_array_get(lines, 3), "ok")));
+    json_decref(r);
+    hearth_free(report);
+
+    /* Bad cases are refused naming the case and the field. */
+    static const struct {
+        const char *cases, *why;
+    } bad[] = {
+        {"[]", "\"cases\" array"},
+        {"{\"cases\": [{\"op\": \"write\", \"path\": \"/a\", \"expect\": \"allow\"}]}",
+         "case 1: \"op\""},
+        {"{\"cases\": [{\"op\": \"read\", \"path\": \"/a\", \"expect\": \"allow\"},"
+         " {\"op\": \"read\", \"path\": \"a[\", \"expect\": \"allow\"}]}",
+         "case 2: \"path\""},
+        {"{\"cases\": [{\"op\": \"read\", \"path\": \"/a\", \"expect\": \"yes\"}]}",
+         "case 1: \"expect\""},
+        {"{\"cases\": [{\"op\": \"update\", \"path\": \"/a\", \"data\": 1,"
+         " \"expect\": \"deny\"}]}", "case 1: an update needs"},
+        {"{\"cases\": [{\"op\": \"read\", \"path\": \"/a\", \"auth\": 3,"
+         " \"expect\": \"deny\"}]}", "case 1: \"auth\""},
+        {"{\"cases\": ", "not JSON"},
+    };
+    for (size_t i = 0; i < HEARTH__ARRAY_SIZE(bad); i++) {
+        report = NULL;
+        CHECK(hearth_rules_test(source, strlen(source), bad[i].cases,
+                                strlen(bad[i].cases), &report, &err) != 0);
+        CHECK(report == NULL);
+        if (!strstr(err.message, bad[i].why))
+            fprintf(stderr, "  %s: got \"%s\"\n", bad[i].cases, err.message);
+        CHECK(strstr(err.message, bad[i].why) != NULL);
+    }
+}
+
 const test_case coverage_tests[] = {
+    {"rules_cases", test_rules_cases},
     {"rules_coverage_counts", test_rules_coverage_counts},
     {"rules_coverage_without_source", test_rules_coverage_without_source},
     {"rules_locate_edges", test_rules_locate_edges},
