@@ -57,7 +57,7 @@ static bool write_allowed(hearth__embedded *e, const hearth__db_op *o,
     if (!o->judged)
         return true;
     /* Fail closed: a judged write with nobody to judge it is refused. */
-    return e->judge && e->judge(e->judge_ctx, o->auth, paths, o->nparts,
+    return e->judge && e->judge(e->judge_ctx, o->auth, o->door, paths, o->nparts,
                                 e->root, new_root, (double)now);
 }
 

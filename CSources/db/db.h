@@ -44,11 +44,15 @@ const hearth_node_t *hearth__db_root(hearth_db_t *db);
  * write changes nothing and completes with HEARTH_EDENIED. */
 typedef struct hearth__db_caller {
     const hearth_node_t *auth; /* the rules' auth; NULL: unauthenticated */
+    const char *door; /* where it came ("rest", "realtime"; static), for
+                         the judge's denial traces; may be NULL */
 } hearth__db_caller;
 
-/* The judge: whether auth may write paths (n parts), turning old_root
- * into new_root at time now (Unix ms). Runs on the loop thread. */
+/* The judge: whether auth (come by door: hearth__db_caller) may write
+ * paths (n parts), turning old_root into new_root at time now (Unix ms).
+ * Runs on the loop thread. */
 typedef bool (*hearth__db_judge_fn)(void *ctx, const hearth_node_t *auth,
+                                    const char *door,
                                     const hearth__path *const *paths,
                                     size_t n, const hearth_node_t *old_root,
                                     const hearth_node_t *new_root,

@@ -52,6 +52,16 @@ typedef enum {
 hearth__expr_result hearth__expr_result_of(const hearth__expr *e,
                                            const hearth__expr_env *env);
 
+/* e's result in env, each sub-expression's text (in src, the text e was
+ * parsed from) and value appended to out as a JSON array
+ * ([{"text": "auth.uid", "value": "bob"}, ...]; an error: "value": null,
+ * "error": true; a snapshot: its data, small, and "snapshot": its path),
+ * in the order they were evaluated, literals left out, at most about 8 KB
+ * of them. */
+hearth__expr_result hearth__expr_trace(const hearth__expr *e,
+                                       const hearth__expr_env *env,
+                                       const char *src, hearth__buf *out);
+
 /* Whether e is true in env; any error is false. */
 bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env);
 

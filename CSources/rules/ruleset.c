@@ -3,6 +3,7 @@
 #include "rules/ruleset.h"
 
 #include "rules/locate.h"
+#include "tree/json.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -235,6 +236,7 @@ typedef struct walk {
     size_t nwild;
     hearth__rule_why *why; /* which rule decided, or NULL: not asked */
     bool counting;         /* coverage counts this walk's evaluations */
+    hearth__buf *trace;    /* a denial's trace: each rule tried, or NULL */
 } walk;
 
 /* Notes r (of kind at n) as the rule that decides, unless one that
@@ -250,16 +252,47 @@ static void note(walk *w, const rnode *n, const char *kind, const rule *r,
              r->expr ? r->src : r->constant ? "true" : "false");
 }
 
-static bool holds(const rule *r, walk *w) {
+/* Appends rule r (kind, at n) to the trace: where it is written, its
+ * result, and its sub-expressions' values (already in values). */
+static void trace_rule(walk *w, const rnode *n, const char *kind,
+                       const rule *r, hearth__expr_result res,
+                       const hearth__buf *values) {
+    static const char *const names[] = {"false", "true", "error"};
+    hearth__buf *b = w->trace; /* a JSON array being written, "[" first */
+    bool first = !b->failed && b->len && b->data[b->len - 1] == '[';
+    hearth__buf_adds(b, first ? "{\"rule\":\"" : ",{\"rule\":\"");
+    hearth__buf_printf(b, "%s\",\"line\":%d,\"column\":%d,\"path\":", kind,
+                       r->line, r->column);
+    hearth__json_write_string(b, n->where, strlen(n->where));
+    hearth__buf_adds(b, ",\"expression\":");
+    const char *src = r->expr ? r->src : r->constant ? "true" : "false";
+    hearth__json_write_string(b, src, strlen(src));
+    hearth__buf_printf(b, ",\"result\":\"%s\",\"values\":", names[res]);
+    if (values && !values->failed && values->len)
+        hearth__buf_add(b, values->data, values->len);
+    else
+        hearth__buf_adds(b, "[]");
+    hearth__buf_addc(b, '}');
+}
+
+static bool holds(const rnode *n, const char *kind, const rule *r, walk *w) {
     if (!r->set)
         return false;
     hearth__expr_result res;
+    hearth__expr_env env = {w->a->auth, w->a->now, w->a->root, w->new_root,
+                            w->path, w->a->query, w->wild_names, w->wild_keys,
+                            w->nwild};
     if (!r->expr) {
         res = r->constant ? HEARTH__EXPR_TRUE : HEARTH__EXPR_FALSE;
+        if (HEARTH__UNLIKELY(w->trace != NULL))
+            trace_rule(w, n, kind, r, res, NULL);
+    } else if (HEARTH__UNLIKELY(w->trace != NULL)) {
+        hearth__buf values;
+        hearth__buf_init(&values);
+        res = hearth__expr_trace(r->expr, &env, r->src, &values);
+        trace_rule(w, n, kind, r, res, &values);
+        hearth__buf_free(&values);
     } else {
-        hearth__expr_env env = {w->a->auth, w->a->now, w->a->root,
-                                w->new_root, w->path, w->a->query,
-                                w->wild_names, w->wild_keys, w->nwild};
         res = hearth__expr_result_of(r->expr, &env);
     }
     if (w->counting) { /* two increments: cheap enough to leave on */
@@ -305,6 +338,7 @@ static void walk_init(walk *w, const hearth__ruleset *rs,
     w->why = why;
     /* An explanation is the playground's hypothetical request. */
     w->counting = rs->counting && !why;
+    w->trace = NULL;
     if (why)
         memset(why, 0, sizeof *why);
     w->a = a;
@@ -329,16 +363,19 @@ static const rnode *step(const rnode *n, walk *w, keybuf *kb,
     return descend(n, kb->s[w->nwild], seg->len, w);
 }
 
-bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
-                                  const hearth__path *path,
-                                  const hearth__access *a,
-                                  hearth__rule_why *why) {
+static bool read_walk(const hearth__ruleset *rs, const hearth__path *path,
+                      const hearth__access *a, hearth__rule_why *why,
+                      hearth__buf *trace) {
     walk w;
     keybuf kb;
     walk_init(&w, rs, a, NULL, why);
+    if (trace) { /* a denial traced again: counted once, when it happened */
+        w.trace = trace;
+        w.counting = false;
+    }
     const rnode *n = rs->root;
     for (unsigned i = 0; n; i++) {
-        bool granted = holds(&n->read, &w);
+        bool granted = holds(n, ".read", &n->read, &w);
         if (n->read.set) /* a refusal is the deepest .read tried */
             note(&w, n, ".read", &n->read, granted);
         if (granted)
@@ -348,6 +385,13 @@ bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
         n = step(n, &w, &kb, &path->seg[i]);
     }
     return false;
+}
+
+bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
+                                  const hearth__path *path,
+                                  const hearth__access *a,
+                                  hearth__rule_why *why) {
+    return read_walk(rs, path, a, why, NULL);
 }
 
 bool hearth__ruleset_can_read(const hearth__ruleset *rs,
@@ -361,7 +405,7 @@ static bool valid_below(const rnode *n, walk *w, keybuf *kb,
                         const hearth_node_t *data) {
     if (hearth_node_is_null(data))
         return true; /* deletions are not validated */
-    if (n->validate.set && !holds(&n->validate, w)) {
+    if (n->validate.set && !holds(n, ".validate", &n->validate, w)) {
         note(w, n, ".validate", &n->validate, true);
         return false;
     }
@@ -385,10 +429,15 @@ static bool valid_below(const rnode *n, walk *w, keybuf *kb,
 
 static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
                           const hearth_node_t *new_root,
-                          const hearth__access *a, hearth__rule_why *why) {
+                          const hearth__access *a, hearth__rule_why *why,
+                          hearth__buf *trace) {
     walk w;
     keybuf kb;
     walk_init(&w, rs, a, new_root, why);
+    if (trace) {
+        w.trace = trace;
+        w.counting = false;
+    }
     const rnode *n = rs->root;
     bool granted = false;
     /* Down to the target: a .write anywhere on the way grants; each
@@ -398,13 +447,13 @@ static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
         if (!granted && n->write.set) {
             /* The grant, else the deepest .write tried; a failing
              * .validate below replaces it. */
-            granted = holds(&n->write, &w);
+            granted = holds(n, ".write", &n->write, &w);
             note(&w, n, ".write", &n->write, false);
         }
         if (i == path->n)
             break;
         if (n->validate.set && !hearth_node_is_null(here) &&
-            !holds(&n->validate, &w)) {
+            !holds(n, ".validate", &n->validate, &w)) {
             note(&w, n, ".validate", &n->validate, true);
             return false;
         }
@@ -425,9 +474,30 @@ bool hearth__ruleset_explain_write(const hearth__ruleset *rs,
                                    const hearth__access *a,
                                    hearth__rule_why *why) {
     for (size_t i = 0; i < n; i++)
-        if (!can_write_one(rs, paths[i], new_root, a, why))
+        if (!can_write_one(rs, paths[i], new_root, a, why, NULL))
             return false;
     return true;
+}
+
+bool hearth__ruleset_trace_read(const hearth__ruleset *rs,
+                                const hearth__path *path,
+                                const hearth__access *a, hearth__buf *out) {
+    hearth__buf_addc(out, '[');
+    bool ok = read_walk(rs, path, a, NULL, out);
+    hearth__buf_addc(out, ']');
+    return ok;
+}
+
+bool hearth__ruleset_trace_write(const hearth__ruleset *rs,
+                                 const hearth__path *const *paths, size_t n,
+                                 const hearth_node_t *new_root,
+                                 const hearth__access *a, hearth__buf *out) {
+    hearth__buf_addc(out, '[');
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = can_write_one(rs, paths[i], new_root, a, NULL, out);
+    hearth__buf_addc(out, ']');
+    return ok;
 }
 
 bool hearth__ruleset_can_write(const hearth__ruleset *rs,
@@ -459,7 +529,7 @@ hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
         const rule *r = &n->write;
         if (r->set && r->expr && hearth__expr_uses(r->expr, "newData"))
             return HEARTH__WRITE_UNDECIDED;
-        if (holds(r, &w))
+        if (holds(n, ".write", r, &w))
             return HEARTH__WRITE_MAY;
         if (i == path->n)
             break;

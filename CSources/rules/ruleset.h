@@ -105,6 +105,21 @@ const char *hearth__ruleset_source(const hearth__ruleset *rs);
 /* Coverage on (the default) or off: for the benchmark's anchor. */
 void hearth__ruleset_set_counting(hearth__ruleset *rs, bool on);
 
+/* ---- denial traces ----
+ * The same decisions, each rule tried appended to out as it is evaluated,
+ * as a JSON array: [{"rule": ".read", "line", "column", "path":
+ * "/users/$uid", "expression", "result": "true" | "false" | "error",
+ * "values": [each sub-expression's {"text", "value"}: hearth__expr_trace]},
+ * ...]. For the admin's look at a refusal after the fact: not counted in
+ * coverage (the request itself was). */
+bool hearth__ruleset_trace_read(const hearth__ruleset *rs,
+                                const hearth__path *path,
+                                const hearth__access *a, hearth__buf *out);
+bool hearth__ruleset_trace_write(const hearth__ruleset *rs,
+                                 const hearth__path *const *paths, size_t n,
+                                 const hearth_node_t *new_root,
+                                 const hearth__access *a, hearth__buf *out);
+
 /* A write at path judged before its data is known (to refuse a large
  * body before reading it). The .write rules from the root to path are
  * walked: one that reads newData leaves the question open; one that holds

@@ -106,5 +106,8 @@ void hearth__rest_backup(rest *r, const char *ns_name);
 /* GET /.inspect/coverage.json (source false) or /.inspect/rules.txt (the
  * text its positions refer to) of namespace ns_name (rest_coverage.c). */
 void hearth__rest_coverage(rest *r, const char *ns_name, bool source);
+/* GET /.inspect/denials.json (the denials kept) or PUT {"tracing": bool}
+ * (rest_coverage.c). */
+void hearth__rest_denials(rest *r, const char *ns_name);
 
 #endif

@@ -98,7 +98,8 @@ void hearth__metrics_handle(hearth__http_conn *conn,
 bool hearth__rest_ops(rest *r, const char *ns_name) {
     static const char *const paths[] = {"/.metrics", "/.profile", "/.backup",
                                         "/.inspect/coverage.json",
-                                        "/.inspect/rules.txt"};
+                                        "/.inspect/rules.txt",
+                                        "/.inspect/denials.json"};
     size_t which = 0;
     while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
         which++;
@@ -113,6 +114,8 @@ bool hearth__rest_ops(rest *r, const char *ns_name) {
         !r->who.admin)
         hearth__rest_reply_error(r->conn, 401,
                                  "Permission denied: the admin's only");
+    else if (which == 5) /* GET, or PUT to turn tracing on or off */
+        hearth__rest_denials(r, ns_name);
     else if (r->method != HTTP_GET)
         hearth__rest_reply_error(r->conn, 405, "Method not allowed");
     else if (which == 0)

@@ -1,6 +1,7 @@
 /* server.c - starting and stopping the server, and its namespaces. */
 #include "server/server.h"
 #include "server/access.h"
+#include "server/inspect.h"
 #include "server/usage.h"
 #include "server/log.h"
 #include "server/observe.h"
@@ -251,6 +252,7 @@ static bool ns_idle(hearth__namespace *ns) {
 
 /* Closes namespaces[i]; the last one takes its place. */
 static void ns_forget(hearth__server *srv, size_t i) {
+    hearth__inspect_closing(srv, srv->namespaces[i]); /* coverage kept */
     ns_free(srv->namespaces[i]);
     srv->namespaces[i] = srv->namespaces[--srv->nnamespaces];
 }
@@ -352,6 +354,7 @@ static int ns_open(hearth__server *srv, const char *name,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     snprintf(ns->dir, dlen, "%s/%s", srv->data_dir, name);
+    ns->srv = srv;
     int rc = open_db(srv, ns, err);
     if (!rc)
         rc = load_rules(srv, ns, err);
@@ -359,6 +362,7 @@ static int ns_open(hearth__server *srv, const char *name,
         ns_free(ns);
         return rc;
     }
+    hearth__inspect_opened(srv, ns); /* the same rules go on counting */
     *out = ns;
     return 0;
 }
@@ -607,6 +611,7 @@ static void free_server(hearth__server *srv) {
     hearth__jwt_keyset_free(srv->public_keys);
     hearth__free(srv->namespaces);
     hearth__usage_free(srv->usage);
+    hearth__inspect_free(srv->inspect);
     hearth__metrics_free(&srv->metrics);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);

@@ -47,6 +47,7 @@ typedef struct hearth__ns_index {
  * its directory and files are made. Namespaces nobody uses close (their
  * files released, their indexes dropped) and open again on demand. */
 typedef struct hearth__namespace {
+    struct hearth__server *srv; /* its server (the judge's way back) */
     char *name;
     hearth_db_t *db;
     char *dir;
@@ -70,6 +71,7 @@ typedef struct hearth__server {
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
     int64_t retain_ms;      /* --retain: point-in-time recovery's window */
+    struct hearth__inspect *inspect; /* coverage kept, denial traces */
     char *rules_file;       /* watched for changes, or NULL */
     uv_fs_poll_t rules_poll;
     char *auth_secret;      /* HS256 for tokens, or NULL */

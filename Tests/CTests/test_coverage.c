@@ -179,6 +179,17 @@ static void test_rules_locate_edges(void) {
 
 /* ---- over HTTP ---- */
 
+/* The test's rules text into dir.rules (its path into out). */
+static void write_rules_file(const char *dir, char *out, size_t size) {
+    snprintf(out, size, "%s.rules", dir);
+    FILE *f = fopen(out, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(source, f);
+        fclose(f);
+    }
+}
+
 /* The coverage list, as the admin; the test fails when it is not one. */
 static json_t *coverage(int port) {
     char *out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
@@ -228,10 +239,7 @@ static void test_coverage_endpoint(void) {
         return;
     int port = hearth_server_port(s);
     char rules_path[128];
-    snprintf(rules_path, sizeof rules_path, "%s.rules", dir);
-    FILE *f = fopen(rules_path, "w");
-    fputs(source, f);
-    fclose(f);
+    write_rules_file(dir, rules_path, sizeof rules_path);
     char *out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT "
                        "-H 'Authorization: Bearer owner' --data-binary @%s "
                        "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'",
@@ -290,6 +298,177 @@ static void test_coverage_endpoint(void) {
                    "\"error\":0},\"rule\":\".read\",\"path\":\"/\"}]");
     free(out);
     hearth_server_stop(s);
+    unlink(rules_path);
+    remove_tree(dir);
+}
+
+/* ---- denial traces ---- */
+
+static void test_rules_trace(void) {
+    hearth__ruleset *rs = compile_src(source);
+    if (!rs)
+        return;
+    hearth_node_t *auth = node_from("{\"uid\":\"bob\"}");
+    hearth_node_t *root = node_from("{\"never\":3}");
+    hearth__access a = {auth, 1e12, root, NULL};
+    hearth__path p;
+    hearth__path_parse("/users/ada", 0, &p, NULL);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    CHECK(!hearth__ruleset_trace_read(rs, &p, &a, &b));
+    hearth__buf_addc(&b, '\0');
+    json_t *t = json_loads(b.data, 0, NULL);
+    if (!t)
+        fprintf(stderr, "  trace: %s\n", b.data);
+    CHECK_INT(json_array_size(t), 2);
+    json_t *root_rule = json_array_get(t, 0), *uid_rule = json_array_get(t, 1);
+    CHECK_STR(json_string_value(json_object_get(root_rule, "expression")), "false");
+    CHECK_STR(json_string_value(json_object_get(root_rule, "result")), "false");
+    CHECK_INT(json_integer_value(json_object_get(uid_rule, "line")), 7);
+    CHECK_STR(json_string_value(json_object_get(uid_rule, "path")), "/users/$uid");
+    char *values = json_dumps(json_object_get(uid_rule, "values"), JSON_COMPACT);
+    CHECK_STR(values, "[{\"text\":\"auth\",\"value\":{\"uid\":\"bob\"}},"
+                      "{\"text\":\"auth.uid\",\"value\":\"bob\"},"
+                      "{\"text\":\"$uid\",\"value\":\"ada\"},"
+                      "{\"text\":\"auth.uid == $uid\",\"value\":false}]");
+    free(values);
+    json_decref(t);
+    /* Not counted: the request was, when it was denied. */
+    hearth__rule_coverage *v = NULL;
+    size_t n = 0;
+    CHECK_INT(hearth__ruleset_coverage(rs, &v, &n), 0);
+    CHECK_COUNTS(find(v, n, "/users/$uid", ".read"), 0, 0, 0, 0);
+    hearth__free(v);
+    /* A write: the .validate that failed, with its snapshot's value. */
+    hearth__buf_free(&b);
+    hearth__buf_init(&b);
+    hearth_node_t *after = node_from("{\"users\":{\"bob\":{\"name\":5}}}");
+    hearth__path_parse("/users/bob/name", 0, &p, NULL);
+    const hearth__path *pp = &p;
+    CHECK(!hearth__ruleset_trace_write(rs, &pp, 1, after, &a, &b));
+    hearth__buf_addc(&b, '\0');
+    t = json_loads(b.data, 0, NULL);
+    json_t *last = json_array_get(t, json_array_size(t) - 1);
+    CHECK_STR(json_string_value(json_object_get(last, "rule")), ".validate");
+    CHECK_STR(json_string_value(json_object_get(last, "result")), "false");
+    json_t *snap = json_array_get(json_object_get(last, "values"), 0);
+    CHECK_STR(json_string_value(json_object_get(snap, "text")), "newData");
+    CHECK_INT(json_integer_value(json_object_get(snap, "value")), 5);
+    CHECK_STR(json_string_value(json_object_get(snap, "snapshot")), "/users/bob/name");
+    json_decref(t);
+    hearth__buf_free(&b);
+    hearth_node_decref(after);
+    hearth_node_decref(auth);
+    hearth_node_decref(root);
+    hearth__ruleset_free(rs);
+}
+
+/* Denial traces over HTTP: off (nothing kept) until the admin turns
+ * them on; then each refusal, by door, with the identity's claims and the
+ * rules tried, while the caller still gets only "Permission denied". */
+static void test_denial_traces(void) {
+    char dir[] = "/tmp/hearth-denials-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    hearth_server_config_t c = {.size = sizeof c, .log_format = HEARTH_LOG_JSON};
+    char log_path[64];
+    snprintf(log_path, sizeof log_path, "%s.log", dir);
+    int saved = test_capture_stderr(log_path);
+    hearth_server_t *s = start_test_server(c, dir);
+    if (!s) {
+        test_restore_stderr(saved);
+        return;
+    }
+    int port = hearth_server_port(s);
+    char rules_path[128];
+    write_rules_file(dir, rules_path, sizeof rules_path);
+    /* An unsigned token (no keys configured) for bob, with a claim. */
+    const char *bob = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0."
+                      "eyJzdWIiOiJib2IiLCJ1aWQiOiJib2IiLCJ0ZWFtIjoicmVkIn0.";
+    char *out = test_sh_out(
+        "curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' "
+        "--data-binary @%s 'http://127.0.0.1:%d/.settings/rules.json?ns=den'; "
+        "curl -s 'http://127.0.0.1:%d/users/ada.json?ns=den&auth=%s'; "
+        "curl -s -H 'Authorization: Bearer owner' "
+        "'http://127.0.0.1:%d/.inspect/denials.json?ns=den'",
+        rules_path, port, port, bob, port);
+    CHECK_STR(out, "{\"error\":\"Permission denied\"}"
+                   "{\"tracing\":false,\"denials\":[]}");
+    free(out);
+    out = test_sh_out(
+        "curl -s -X PUT -H 'Authorization: Bearer owner' -d '{\"tracing\":true}' "
+        "'http://127.0.0.1:%d/.inspect/denials.json?ns=den' >/dev/null; "
+        "curl -s 'http://127.0.0.1:%d/users/ada.json?ns=den&auth=%s'; "
+        "curl -s -X PUT -d '{\"name\":\"x\"}' "
+        "'http://127.0.0.1:%d/users/ada.json?ns=den'; "
+        "curl -s -X PUT -d 5 "
+        "'http://127.0.0.1:%d/users/bob/name.json?ns=den&auth=%s'",
+        port, port, bob, port, port, bob);
+    CHECK_STR(out, "{\"error\":\"Permission denied\"}"
+                   "{\"error\":\"Permission denied\"}"
+                   "{\"error\":\"Permission denied\"}");
+    free(out);
+    out = test_sh_out("curl -s -w ' %%{http_code}' "
+                      "'http://127.0.0.1:%d/.inspect/denials.json?ns=den'", port);
+    CHECK(strstr(out, " 401") && !strstr(out, "tracing"));
+    free(out);
+    out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
+                      "'http://127.0.0.1:%d/.inspect/denials.json?ns=den'", port);
+    json_t *d = json_loads(out, 0, NULL);
+    free(out);
+    CHECK(json_is_true(json_object_get(d, "tracing")));
+    json_t *list = json_object_get(d, "denials");
+    CHECK_INT(json_array_size(list), 3);
+    json_t *read = json_array_get(list, 0), *early = json_array_get(list, 1);
+    json_t *judged = json_array_get(list, 2);
+    CHECK_STR(json_string_value(json_object_get(read, "door")), "rest");
+    CHECK_STR(json_string_value(json_object_get(read, "op")), "read");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(read, "paths"), 0)),
+              "/users/ada");
+    json_t *who = json_object_get(read, "identity");
+    CHECK_STR(json_string_value(json_object_get(who, "uid")), "bob");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(who, "token"), "team")),
+              "red");
+    json_t *rules = json_object_get(read, "rules");
+    json_t *last = json_array_get(rules, json_array_size(rules) - 1);
+    CHECK_STR(json_string_value(json_object_get(last, "expression")),
+              "auth.uid == $uid");
+    CHECK_INT(json_integer_value(json_object_get(last, "line")), 7);
+    CHECK(json_is_null(json_object_get(early, "identity"))); /* nobody */
+    CHECK_STR(json_string_value(json_object_get(early, "op")), "write");
+    CHECK_STR(json_string_value(json_object_get(judged, "door")), "rest");
+    rules = json_object_get(judged, "rules");
+    last = json_array_get(rules, json_array_size(rules) - 1);
+    CHECK_STR(json_string_value(json_object_get(last, "rule")), ".validate");
+    json_decref(d);
+    /* Off again: what was kept goes. */
+    out = test_sh_out(
+        "curl -s -X PUT -H 'Authorization: Bearer owner' -d '{\"tracing\":false}' "
+        "'http://127.0.0.1:%d/.inspect/denials.json?ns=den'; "
+        "curl -s -o /dev/null -w ' %%{http_code}' -X PUT -H 'Authorization: Bearer owner' "
+        "-d '{\"tracing\":1}' 'http://127.0.0.1:%d/.inspect/denials.json?ns=den'",
+        port, port);
+    CHECK_STR(out, "{\"tracing\":false,\"denials\":[]} 400");
+    free(out);
+    hearth_server_stop(s);
+    test_restore_stderr(saved);
+    /* The JSON log had each denial, and never the token. */
+    size_t len;
+    char *logged = read_file(log_path, &len);
+    int denials = 0;
+    for (char *line = logged; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        json_t *j = json_loads(line, 0, NULL);
+        const char *kind = json_string_value(json_object_get(j, "log"));
+        denials += kind && !strcmp(kind, "denial");
+        json_decref(j);
+        line = end ? end + 1 : line + strlen(line);
+    }
+    CHECK_INT(denials, 3);
+    CHECK(logged && !strstr(logged, "eyJ"));
+    free(logged);
+    unlink(log_path);
     unlink(rules_path);
     remove_tree(dir);
 }
@@ -365,6 +544,8 @@ static void test_rules_cases(void) {
 }
 
 const test_case coverage_tests[] = {
+    {"rules_trace", test_rules_trace},
+    {"rules_denial_traces", test_denial_traces},
     {"rules_cases", test_rules_cases},
     {"rules_coverage_counts", test_rules_coverage_counts},
     {"rules_coverage_without_source", test_rules_coverage_without_source},
