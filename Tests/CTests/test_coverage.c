@@ -8,8 +8,11 @@
 
 #include "rules/locate.h"
 #include "rules/ruleset.h"
+#include "server/server.h"
 
+#include <fcntl.h>
 #include <jansson.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /* Line 1 is the comment; each rule's value starts where the column says
@@ -190,11 +193,12 @@ static void write_rules_file(const char *dir, char *out, size_t size) {
     }
 }
 
-/* The coverage list, as the admin; the test fails when it is not one. */
-static json_t *coverage(int port) {
+/* The coverage list of ns, as the admin; the test fails when it is not
+ * one. */
+static json_t *coverage_of(int port, const char *ns) {
     char *out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
-                       "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'",
-                       port);
+                            "'http://127.0.0.1:%d/.inspect/coverage.json?ns=%s'",
+                            port, ns);
     json_t *list = json_loads(out, 0, NULL);
     CHECK(json_is_array(list));
     size_t i;
@@ -258,7 +262,7 @@ static void test_coverage_endpoint(void) {
                  "'http://127.0.0.1:%d/.inspect/coverage.json?ns=cov'", port);
     CHECK(strstr(out, " 401") && !strstr(out, "auth.uid"));
     free(out);
-    json_t *list = coverage(port);
+    json_t *list = coverage_of(port, "cov");
     CHECK_INT(json_array_size(list), 5);
     json_t *e = entry_of(list, "auth.uid == $uid");
     CHECK_INT(json_integer_value(json_object_get(e, "line")), 7);
@@ -276,7 +280,7 @@ static void test_coverage_endpoint(void) {
                  "'http://127.0.0.1:%d/users/ada.json?ns=cov'", port);
     CHECK_STR(out, "401");
     free(out);
-    list = coverage(port);
+    list = coverage_of(port, "cov");
     e = entry_of(list, "auth != null && auth.uid == $uid");
     long long ev = json_integer_value(json_object_get(e, "evaluations"));
     CHECK(ev >= 1 && result(e, "false") == ev);
@@ -473,6 +477,69 @@ static void test_denial_traces(void) {
     remove_tree(dir);
 }
 
+/* Whether the server has let go of the store in dir (its LOCK can be
+ * taken): the namespace closed. */
+static bool released(const char *dir) {
+    char lock[160];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    int fd = open(lock, O_RDWR);
+    bool free = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (fd >= 0)
+        close(fd); /* releases it again */
+    return free;
+}
+
+/* A namespace nobody uses closes (its files released: the barrier) and
+ * opens again on the next request with the same rules: the coverage counts
+ * and the denials kept go on. */
+static void test_inspection_survives_idle_close(void) {
+    char dir[] = "/tmp/hearth-inspect-idle-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    hearth_server_config_t c = {.size = sizeof c};
+    hearth_server_t *s = start_test_server(c, dir);
+    if (!s)
+        return;
+    int port = hearth_server_port(s);
+    char rules_path[128];
+    write_rules_file(dir, rules_path, sizeof rules_path);
+    hearth__server_set_namespace_idle_ms(s, 0);
+    /* Data makes the store, whose lock is held while the namespace is
+     * open. */
+    char *out = test_sh_out(
+        "curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' -d 1 "
+        "'http://127.0.0.1:%d/x.json?ns=idle'; "
+        "curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' "
+        "--data-binary @%s 'http://127.0.0.1:%d/.settings/rules.json?ns=idle'; "
+        "curl -s -o /dev/null -X PUT -H 'Authorization: Bearer owner' -d '{\"tracing\":true}' "
+        "'http://127.0.0.1:%d/.inspect/denials.json?ns=idle'; "
+        "curl -s 'http://127.0.0.1:%d/users/ada.json?ns=idle'",
+        port, rules_path, port, port, port);
+    CHECK_STR(out, "{\"error\":\"Permission denied\"}");
+    free(out);
+    char nsdir[96];
+    snprintf(nsdir, sizeof nsdir, "%s/idle", dir);
+    int i = 0;
+    for (; i < 500 && !released(nsdir); i++)
+        usleep(10000);
+    CHECK(i < 500); /* closed: its store is let go */
+    json_t *list = coverage_of(port, "idle");
+    json_t *e = entry_of(list, "auth.uid == $uid");
+    CHECK_INT(json_integer_value(json_object_get(e, "evaluations")), 1);
+    CHECK_INT(result(e, "error"), 1);
+    json_decref(list);
+    out = test_sh_out("curl -s -H 'Authorization: Bearer owner' "
+                      "'http://127.0.0.1:%d/.inspect/denials.json?ns=idle'", port);
+    json_t *d = json_loads(out, 0, NULL);
+    CHECK(json_is_true(json_object_get(d, "tracing")));
+    CHECK_INT(json_array_size(json_object_get(d, "denials")), 1);
+    json_decref(d);
+    free(out);
+    hearth__server_set_namespace_idle_ms(s, 60000);
+    hearth_server_stop(s);
+    unlink(rules_path);
+    remove_tree(dir);
+}
+
 /* ---- rules cases offline ---- */
 
 static void test_rules_cases(void) {
@@ -546,6 +613,7 @@ static void test_rules_cases(void) {
 const test_case coverage_tests[] = {
     {"rules_trace", test_rules_trace},
     {"rules_denial_traces", test_denial_traces},
+    {"rules_inspection_survives_idle_close", test_inspection_survives_idle_close},
     {"rules_cases", test_rules_cases},
     {"rules_coverage_counts", test_rules_coverage_counts},
     {"rules_coverage_without_source", test_rules_coverage_without_source},
