@@ -193,6 +193,17 @@ static void write_rules_file(const char *dir, char *out, size_t size) {
     }
 }
 
+/* A server keeping its data in dir (a mkdtemp template, filled in), and
+ * the test's rules text in a file beside it (its path into rules_path). */
+static hearth_server_t *start_with_rules_file(char *dir, char *rules_path,
+                                              size_t size) {
+    CHECK(mkdtemp(dir) != NULL);
+    hearth_server_config_t c = {.size = sizeof c};
+    hearth_server_t *s = start_test_server(c, dir);
+    write_rules_file(dir, rules_path, size);
+    return s;
+}
+
 /* The coverage list of ns, as the admin; the test fails when it is not
  * one. */
 static json_t *coverage_of(int port, const char *ns) {
@@ -235,15 +246,11 @@ static long long result(json_t *e, const char *which) {
 }
 
 static void test_coverage_endpoint(void) {
-    char dir[] = "/tmp/hearth-coverage-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    hearth_server_config_t c = {.size = sizeof c};
-    hearth_server_t *s = start_test_server(c, dir);
+    char dir[] = "/tmp/hearth-coverage-XXXXXX", rules_path[128];
+    hearth_server_t *s = start_with_rules_file(dir, rules_path, sizeof rules_path);
     if (!s)
         return;
     int port = hearth_server_port(s);
-    char rules_path[128];
-    write_rules_file(dir, rules_path, sizeof rules_path);
     char *out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' -X PUT "
                        "-H 'Authorization: Bearer owner' --data-binary @%s "
                        "'http://127.0.0.1:%d/.settings/rules.json?ns=cov'",
@@ -493,15 +500,11 @@ static bool released(const char *dir) {
  * opens again on the next request with the same rules: the coverage counts
  * and the denials kept go on. */
 static void test_inspection_survives_idle_close(void) {
-    char dir[] = "/tmp/hearth-inspect-idle-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    hearth_server_config_t c = {.size = sizeof c};
-    hearth_server_t *s = start_test_server(c, dir);
+    char dir[] = "/tmp/hearth-inspect-idle-XXXXXX", rules_path[128];
+    hearth_server_t *s = start_with_rules_file(dir, rules_path, sizeof rules_path);
     if (!s)
         return;
     int port = hearth_server_port(s);
-    char rules_path[128];
-    write_rules_file(dir, rules_path, sizeof rules_path);
     hearth__server_set_namespace_idle_ms(s, 0);
     /* Data makes the store, whose lock is held while the namespace is
      * open. */
