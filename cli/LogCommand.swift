@@ -115,8 +115,10 @@ struct PointInTime: ExpressibleByArgument {
 /// A window of time: a number and a unit, s, m, h or d ("7d"); "0": none.
 struct RetainWindow: ExpressibleByArgument {
     let seconds: TimeInterval
+    let text: String
 
     init?(argument: String) {
+        text = argument
         if argument == "0" {
             seconds = 0
             return

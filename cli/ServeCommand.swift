@@ -259,6 +259,9 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
+        if let retain, retain.seconds > 0 {
+            Output.line("log kept for \(retain.text) across snapshots: hearth log and hearth backup --at reach back that far")
+        }
         Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(
             "rules are enforced on REST, on streams and on the realtime protocol; tokens: "
