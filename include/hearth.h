@@ -552,7 +552,7 @@ HEARTH_EXTERN int hearth_backup(const char *data_dir, const char *out_file,
  * (0: any) into out_file, as hearth_backup does (export JSON, whole or
  * not at all). HEARTH_ENOTFOUND (err says the oldest moment held) when
  * the moment is older than the files retained, or the sequence is not
- * written yet. */
+ * written yet (or data_dir does not exist). */
 HEARTH_EXTERN int hearth_backup_at(const char *data_dir, int64_t at_ms,
                                    uint64_t at_seq, const char *out_file,
                                    hearth_error_t *HEARTH_NULLABLE err);

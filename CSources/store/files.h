@@ -31,8 +31,9 @@ int hearth__store_write_root(const char *path, const hearth_node_t *root,
 /* The data of dir as it was after the last write at or before at_ms (0:
  * any time) whose sequence is at most at_seq (0: any), from its retained
  * snapshots and logs (history.c); *out a new reference. HEARTH_ENOTFOUND
- * when that moment is older than the files hold or the sequence is not
- * written yet; HEARTH_EIO naming the file and offset of damage. */
+ * when dir does not exist, the moment is older than the files hold or the
+ * sequence is not written yet; HEARTH_EIO naming the file and offset of
+ * damage. */
 int hearth__store_state_at(const char *dir, int64_t at_ms, uint64_t at_seq,
                            hearth_node_t **out, hearth_error_t *err);
 

@@ -14,6 +14,7 @@
 #include "store/logfile.h"
 #include "tree/json.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -160,8 +161,10 @@ static int find_start(const char *dir, uint64_t **logs, size_t *nlogs,
     if (!rc)
         rc = hearth__store_list_gens(dir, "log.", "", logs, nlogs);
     if (rc) {
+        int why = errno;
         hearth__free(snaps);
-        return hearth__error(err, HEARTH_EIO, dir, "cannot list %s", dir);
+        return hearth__error(err, why == ENOENT ? HEARTH_ENOTFOUND : HEARTH_EIO,
+                             dir, "cannot list %s: %s", dir, strerror(why));
     }
     /* From the newest log down: the run of consecutive logs it ends. */
     size_t first = *nlogs;

@@ -414,6 +414,12 @@ static void test_pitr_server_backup_at(void) {
     CHECK(strstr(out, "400 ") == out && strstr(out, "not written yet") &&
           strstr(out, " 404"));
     free(out);
+    /* A namespace never written has no history: 404, not a failure. */
+    out = test_sh_out("curl -s -o /dev/null -w '%%{http_code}' "
+                      "-H 'Authorization: Bearer owner' "
+                      "'http://127.0.0.1:%d/.backup?ns=never&seq=1'", port);
+    CHECK_STR(out, "404");
+    free(out);
     hearth_server_stop(s);
     remove_tree(d);
 }
