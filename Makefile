@@ -192,6 +192,8 @@ test-e2e: deps $(PYVENV)/ok $(FNVENV)/ok
 	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_sdk_wire.py
 	HEARTH_BIN=.build/debug/hearth HEARTH_FUNCTIONS_VENV=$(FNVENV) \
 	  $(PYVENV)/bin/python Tests/e2e/test_triggers.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_pitr.py
+	HEARTH_BIN=.build/debug/hearth $(PYVENV)/bin/python Tests/e2e/test_rules_cli.py
 
 # The console in headless Chromium (driven over the DevTools protocol, with
 # Python's standard library) against examples/serve.c built with the

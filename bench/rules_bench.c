@@ -40,6 +40,13 @@
  * (only one server works at a time), per write. Goal (the issue): with
  * rules at most 20% slower, i.e. rules throughput >= 0.80 x no rules.
  *
+ *   3. Rules evaluation with coverage counting on (as a server runs) beside
+ *      off (the anchor), in this process, no I/O: RULES_DOC compiled once;
+ *      each write of the workload (a /users/<uid> record, a /posts/<id>
+ *      post) judged by hearth__ruleset_can_write against a tree of
+ *      USERS users and their posts; rounds alternate on / off. Goal (the
+ *      issue): coverage at most 10% slower.
+ *
  * Afterwards: on each server every user's record holds its last score, the
  * number of posts is the number written (a shallow GET as the owner), and
  * on the rules server a write to another user's record and a post with a
@@ -53,6 +60,7 @@
  */
 #include "hearth.h"
 #include "bench_common.h"
+#include "rules/ruleset.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -123,6 +131,102 @@ static const char RULES_DOC[] =
 
 static const char POST_TEXT[] =
     "The quick brown fox jumps over the lazy dog, again and again.";
+
+/* ---- 3. rules evaluation, coverage on and off ---- */
+
+enum { EVAL_USERS = 200, EVAL_ROUNDS = 10, EVAL_WRITES = 200000 };
+
+/* Judges `count` writes (alternately a user's record and a post) against
+ * root; dies if one is refused (they are all allowed). Nanoseconds. */
+static uint64_t eval_round(const hearth__ruleset *rs, hearth_node_t *root,
+                           hearth_node_t *const *auth, long count) {
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < count; i++) {
+        int u = (int)(i / 2 % EVAL_USERS);
+        char path[64], value[256];
+        if (i % 2 == 0) {
+            snprintf(path, sizeof path, "/users/u%d", u);
+            snprintf(value, sizeof value,
+                     "{\"name\":\"user %d\",\"score\":%ld,"
+                     "\"email\":\"u%d@example.com\"}", u, i, u);
+        } else {
+            snprintf(path, sizeof path, "/posts/p%ld", i);
+            snprintf(value, sizeof value,
+                     "{\"author\":\"u%d\",\"text\":\"%s\",\"at\":1}", u,
+                     POST_TEXT);
+        }
+        hearth_node_t *v = NULL, *after = hearth_node_incref(root);
+        hearth__path parsed;
+        const hearth__path *pp = &parsed;
+        if (hearth_node_from_json(value, (size_t)-1, 0, &v, NULL) ||
+            hearth_node_set(&after, path, v, NULL) ||
+            hearth__path_parse(path, 0, &parsed, NULL))
+            die("evaluation: cannot build the write to %s", path);
+        hearth__access a = {auth[u], 2e12, root, NULL};
+        if (!hearth__ruleset_can_write(rs, &pp, 1, after, &a))
+            die("evaluation: the rules refused the write to %s", path);
+        hearth_node_decref(v);
+        hearth_node_decref(after);
+    }
+    return now_ns() - t0;
+}
+
+/* Prints writes judged per second with coverage on beside off. */
+static void eval_bench(void) {
+    json_t *doc = NULL;
+    hearth_error_t err;
+    hearth__ruleset *rs = NULL;
+    if (hearth__rules_parse(RULES_DOC, strlen(RULES_DOC), &doc, &err) ||
+        hearth__ruleset_compile_source(doc, RULES_DOC, strlen(RULES_DOC), &rs,
+                                       &err))
+        die("evaluation: %s", err.message);
+    json_decref(doc);
+    hearth_node_t *root = NULL, *auth[EVAL_USERS];
+    if (hearth_node_from_json("{\"banned\":{\"x\":true}}", (size_t)-1,
+                              0, &root, NULL))
+        die("evaluation: the tree");
+    for (int u = 0; u < EVAL_USERS; u++) {
+        char json[128], path[64];
+        snprintf(json, sizeof json, "{\"uid\":\"u%d\"}", u);
+        if (hearth_node_from_json(json, (size_t)-1, 0, &auth[u], NULL))
+            die("evaluation: auth");
+        snprintf(path, sizeof path, "/posts/old%d", u);
+        snprintf(json, sizeof json, "{\"author\":\"u%d\",\"text\":\"x\","
+                 "\"at\":1}", u);
+        hearth_node_t *v = NULL;
+        if (hearth_node_from_json(json, (size_t)-1, 0, &v, NULL) ||
+            hearth_node_set(&root, path, v, NULL))
+            die("evaluation: the tree");
+        hearth_node_decref(v);
+    }
+    uint64_t ns[2] = {0, 0}; /* on, off */
+    for (int round = -1; round < EVAL_ROUNDS; round++)
+        for (int k = 0; k < 2; k++) {
+            int which = (round + k) % 2 == 0 ? 0 : 1; /* alternate first */
+            if (round < 0)
+                which = k;
+            hearth__ruleset_set_counting(rs, which == 0);
+            uint64_t t = eval_round(rs, root, auth, round < 0 ? 20000
+                                                             : EVAL_WRITES);
+            if (round >= 0)
+                ns[which] += t;
+        }
+    double writes = (double)EVAL_ROUNDS * EVAL_WRITES;
+    double on = writes / (ns[0] / 1e9), off = writes / (ns[1] / 1e9);
+    printf("\n3. rules evaluation in process (hearth__ruleset_can_write of "
+           "the workload's writes; %d rounds of %d writes each, "
+           "alternating)\n"
+           "  %-28s %12.0f writes judged/s  %7.0f ns/write\n"
+           "  %-28s %12.0f writes judged/s  %7.0f ns/write\n"
+           "  coverage on / off: %.3f (goal: >= 0.90)\n",
+           EVAL_ROUNDS, EVAL_WRITES, "coverage on", on, ns[0] / writes,
+           "coverage off (anchor)", off, ns[1] / writes, on / off);
+    fflush(stdout);
+    hearth_node_decref(root);
+    for (int u = 0; u < EVAL_USERS; u++)
+        hearth_node_decref(auth[u]);
+    hearth__ruleset_free(rs);
+}
 
 /* ---- helpers (the shared ones are in bench_common.c) ---- */
 
@@ -677,6 +781,8 @@ int main(void) {
              "whole response)",
              CLIENTS, REST_ROUNDS, CLIENTS * REST_WRITES);
     report(title, rest);
+
+    eval_bench();
 
     printf("\nchecks: ");
     fflush(stdout);

@@ -16,24 +16,53 @@ struct BackupCommand: ParsableCommand {
             OUT.tmp, synced, then renamed: OUT is whole or absent. hearth restore \
             puts it back.
 
+            --at TIME (ISO 8601, or Unix ms) or --at-seq N writes the namespace as it \
+            was after the last write made at or before TIME (or numbered at most N), \
+            rebuilt from the snapshots and logs the namespace keeps (hearth serve \
+            --retain 7d keeps a week; hearth log lists the moments).
+
             Examples:
               hearth backup --url http://127.0.0.1:9000/?ns=shop shop.json
               hearth backup --data /var/lib/hearth --namespace shop shop.json
+              hearth backup --at 2026-11-27T10:03:00Z --data /var/lib/hearth --namespace shop shop.json
+              hearth backup --at-seq 4182 --url http://127.0.0.1:9000/?ns=shop shop.json
             """)
 
     @Argument(help: "The file to write.")
     var out: String
 
+    @Option(help: "The moment to copy: ISO 8601 (2026-11-27T10:03:00Z) or Unix ms.")
+    var at: PointInTime?
+
+    @Option(name: .customLong("at-seq"), help: "The write sequence to copy up to (hearth log shows them).")
+    var atSeq: UInt64?
+
     @OptionGroup var source: SourceOptions
+
+    func validate() throws {
+        if atSeq == 0 {
+            throw ValidationError("--at-seq counts from 1")
+        }
+    }
 
     func run() throws {
         do {
-            if let data = source.data {
+            let pointInTime = at != nil || atSeq != nil
+            if let data = source.data, pointInTime {
+                try failing { () throws(HearthError) in
+                    try Database.backup(
+                        dataDirectory: data + "/" + source.namespace, to: out,
+                        atMilliseconds: at?.milliseconds ?? 0, atSequence: atSeq ?? 0)
+                }
+            } else if let data = source.data {
                 try failing { () throws(HearthError) in
                     try Database.backup(dataDirectory: data + "/" + source.namespace, to: out)
                 }
             } else {
-                try Self.writeWhole(try source.server().endpoint("/.backup"), to: out)
+                var query: [URLQueryItem] = []
+                if let at { query.append(URLQueryItem(name: "at", value: String(at.milliseconds))) }
+                if let atSeq { query.append(URLQueryItem(name: "seq", value: String(atSeq))) }
+                try Self.writeWhole(try source.server().endpoint("/.backup", query: query), to: out)
             }
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
@@ -75,9 +104,15 @@ struct RestoreCommand: ParsableCommand {
             server (as the admin). The file is checked first: one that is not valid \
             changes nothing.
 
+            --path P puts back only the subtree at P: the file's data there replaces \
+            what the namespace holds there now (nothing there in the file: removed), \
+            in one write, atomic: a restore killed before it is sent changes nothing, \
+            and the server applies it whole or not at all. Elsewhere nothing changes.
+
             Examples:
               hearth restore --data ./restored --namespace shop shop.json
               hearth restore --url http://127.0.0.1:9000/?ns=shop shop.json
+              hearth restore --path /users shop-1003.json --url http://127.0.0.1:9000/?ns=shop
             """)
 
     @Argument(help: "The backup file.")
@@ -85,6 +120,9 @@ struct RestoreCommand: ParsableCommand {
 
     @Flag(help: "With --data: replace the data the namespace already holds.")
     var force = false
+
+    @Option(help: "Put back only the subtree at this path (one atomic write).")
+    var path: String?
 
     @OptionGroup var source: SourceOptions
 
@@ -95,6 +133,18 @@ struct RestoreCommand: ParsableCommand {
         }
         if let data = source.data {
             try? FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        }
+        if let path {
+            do {
+                let subtree = try failing { () throws(HearthError) in
+                    try Database.subtreeJSON(text, at: PointInTime.normalizedPath(path))
+                }
+                try source.open().importJSON(subtree, path: PointInTime.normalizedPath(path))
+            } catch {
+                Output.error("\(Output.errorLabel)\(error)")
+                throw ExitCode.failure
+            }
+            return
         }
         if let data = source.data, !force {
             let dir = data + "/" + source.namespace

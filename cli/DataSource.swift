@@ -238,10 +238,10 @@ struct ServerStore {
     }
 
     /// An admin endpoint of the namespace (such as /.backup): no ".json".
-    func endpoint(_ path: String) throws -> Data {
+    func endpoint(_ path: String, query: [URLQueryItem] = []) throws -> Data {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         components.path = path
-        components.queryItems = namespace.map { [URLQueryItem(name: "ns", value: $0)] }
+        components.queryItems = query + (namespace.map { [URLQueryItem(name: "ns", value: $0)] } ?? [])
         return try request("GET", url: components.url!, body: nil)
     }
 

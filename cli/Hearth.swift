@@ -29,7 +29,7 @@ struct HearthCommand: AsyncParsableCommand {
             PushCommand.self, RemoveCommand.self, WatchCommand.self, ExportCommand.self,
             ImportCommand.self, RulesCommand.self, TokenCommand.self,
             VersionCommand.self, CheckCommand.self, RepairCommand.self, ProfileCommand.self,
-            BackupCommand.self, RestoreCommand.self,
+            BackupCommand.self, RestoreCommand.self, LogCommand.self,
         ])
 
     /// Parses the arguments, runs the command and exits with the CLI's

@@ -15,8 +15,11 @@ struct ProfileCommand: ParsableCommand {
             for --duration, then prints three reports: speed (operation type and \
             path pattern: count, average and p99 milliseconds), bandwidth (bytes by \
             path pattern) and unindexed queries. --raw prints the stream as JSON \
-            lines instead, as they come. Path patterns replace push IDs and numbers \
-            with $id.
+            lines instead, as they come. As the service's profiler does, similar \
+            sibling paths are collapsed: where the paths of a report share a \
+            prefix followed by 25 or more different keys, that key becomes \
+            $wildcard (level by level, below the first key); --no-collapse keeps \
+            every path.
 
             Examples:
               hearth profile --url http://127.0.0.1:9000 --duration 30s
@@ -31,6 +34,9 @@ struct ProfileCommand: ParsableCommand {
 
     @Flag(help: "Print the operations as JSON lines instead of the reports.")
     var raw = false
+
+    @Flag(inversion: .prefixedNo, help: "Collapse similar sibling paths into $wildcard (25 or more keys under one prefix), as the service does.")
+    var collapse = true
 
     @Option(help: "The admin credential (default: $HEARTH_AUTH_TOKEN, else \"owner\").")
     var token: String?
@@ -68,7 +74,7 @@ struct ProfileCommand: ParsableCommand {
             throw CommandFailure(description: failure)
         }
         if !raw {
-            Output.line(ProfileReport(ops: collector.operations).text)
+            Output.line(ProfileReport(ops: collector.operations, collapse: collapse).text)
         }
     }
 }
@@ -135,14 +141,46 @@ final class ProfileCollector: NSObject, URLSessionDataDelegate, @unchecked Senda
 /// The three reports of `hearth profile`.
 struct ProfileReport {
     let ops: [ProfiledOperation]
+    var collapse = true
 
-    /// A path with push IDs and numbers as $id: one line per pattern.
-    static func pattern(_ path: String) -> String {
-        let parts = path.split(separator: "/").map { part -> String in
-            let isPushID = part.count == 20 && part.first == "-"
-            return isPushID || part.allSatisfy(\.isNumber) ? "$id" : String(part)
+    /// Sibling keys under one prefix from which they collapse (the
+    /// service's profiler: firebase-tools' COLLAPSE_THRESHOLD).
+    static let collapseThreshold = 25
+
+    /// Each of paths as its report shows it: level by level from the
+    /// second key, where the paths (as collapsed so far) that share the
+    /// keys before it have collapseThreshold or more different keys there,
+    /// that key is "$wildcard". Without collapse, each path as it is.
+    static func patterns(_ paths: Set<String>, collapse: Bool) -> [String: String] {
+        var segments = Dictionary(uniqueKeysWithValues: paths.map {
+            ($0, $0.split(separator: "/").map(String.init))
+        })
+        var level = 1
+        while collapse, segments.values.contains(where: { $0.count > level }) {
+            var siblings: [[String]: Set<String>] = [:]
+            for keys in segments.values where keys.count > level {
+                siblings[Array(keys[..<level]), default: []].insert(keys[level])
+            }
+            for (path, keys) in segments where keys.count > level
+                && siblings[Array(keys[..<level])]!.count >= collapseThreshold {
+                segments[path]![level] = "$wildcard"
+            }
+            level += 1
         }
-        return "/" + parts.joined(separator: "/")
+        return segments.mapValues { "/" + $0.joined(separator: "/") }
+    }
+
+    /// ops grouped by type (when byType) and path pattern.
+    private func grouped(_ ops: [ProfiledOperation], byType: Bool) -> [String: [ProfiledOperation]] {
+        var out: [String: [ProfiledOperation]] = [:]
+        let types = byType ? Dictionary(grouping: ops, by: \.type) : ["": ops]
+        for (type, group) in types {
+            let pattern = Self.patterns(Set(group.map(\.path)), collapse: collapse)
+            for op in group {
+                out[(byType ? type + " " : "") + pattern[op.path]!, default: []].append(op)
+            }
+        }
+        return out
     }
 
     static func p99(_ sorted: [Double]) -> Double {
@@ -152,7 +190,7 @@ struct ProfileReport {
     var text: String {
         var lines = ["Speed report (\(ops.count) operations)",
                      pad(["operation", "path", "count", "avg ms", "p99 ms"], [10, 32, 8, 10, 10])]
-        let bySpeed = Dictionary(grouping: ops) { "\($0.type) \(Self.pattern($0.path))" }
+        let bySpeed = grouped(ops, byType: true)
         for (key, group) in bySpeed.sorted(by: { $0.value.count > $1.value.count }) {
             let times = group.map(\.ms).sorted()
             let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
@@ -161,7 +199,7 @@ struct ProfileReport {
                               String(format: "%.3f", Self.p99(times))], [10, 32, 8, 10, 10]))
         }
         lines += ["", "Bandwidth report", pad(["path", "bytes in", "bytes out"], [32, 12, 12])]
-        let byPath = Dictionary(grouping: ops) { Self.pattern($0.path) }
+        let byPath = grouped(ops, byType: false)
         for (path, group) in byPath.sorted(by: {
             $0.value.reduce(0) { $0 + $1.bytes_in + $1.bytes_out } > $1.value.reduce(0) { $0 + $1.bytes_in + $1.bytes_out }
         }) {
@@ -169,7 +207,7 @@ struct ProfileReport {
                               "\(group.reduce(0) { $0 + $1.bytes_out })"], [32, 12, 12]))
         }
         lines += ["", "Unindexed queries", pad(["operation", "path", "count"], [10, 32, 8])]
-        let unindexed = Dictionary(grouping: ops.filter(\.unindexed)) { "\($0.type) \(Self.pattern($0.path))" }
+        let unindexed = grouped(ops.filter(\.unindexed), byType: true)
         if unindexed.isEmpty { lines.append("(none)") }
         for (key, group) in unindexed.sorted(by: { $0.value.count > $1.value.count }) {
             let parts = key.split(separator: " ", maxSplits: 1).map(String.init)

@@ -164,6 +164,8 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "A Python Cloud Functions folder (DIR/main.py, DIR/venv): its database triggers run under functions-framework and fire on this server's writes.")
     var functions: String?
+    @Option(help: "Keep each namespace's log this long across snapshots, for point-in-time recovery (hearth backup --at, hearth log): a number and s, m, h or d, such as 7d (default: off).")
+    var retain: RetainWindow?
 
     @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
     var config: String?
@@ -252,6 +254,7 @@ struct ServeCommand: ParsableCommand {
             configuration.firebaseProject = firebaseProject
             configuration.triggersFile = triggers
             configuration.triggersJSON = runner?.triggersJSON()
+            configuration.retain = retain.flatMap { $0.seconds > 0 ? $0.seconds : nil }
             configuration.clusterSecretFile = clusterSecretFile
             configuration.clusterInsecure = clusterInsecure
             configuration.natsCredsFile = natsCreds
@@ -292,6 +295,9 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
+        if let retain, retain.seconds > 0 {
+            Output.line("log kept for \(retain.text) across snapshots: hearth log and hearth backup --at reach back that far")
+        }
         Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(
             "rules are enforced on REST, on streams and on the realtime protocol; tokens: "

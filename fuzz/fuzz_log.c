@@ -8,8 +8,10 @@
  * record of it within it; space after it only zeros, in the newest log);
  * a log the scan calls damaged refuses to open with an error naming the
  * file and leaves it as it was; a torn last commit is cut exactly at the
- * intact prefix; whatever opens reopens to the same data. */
+ * intact prefix; whatever opens reopens to the same data, which its
+ * history (store/history.c) rebuilds as well. */
 #include "db/db.h"
+#include "store/files.h"
 #include "store/logfile.h"
 #include "store/store.h"
 
@@ -22,6 +24,11 @@
 #include <unistd.h>
 
 static char dir[64];
+
+static int count_change(const hearth_change_t *c, void *ctx) {
+    (void)ctx;
+    return c->path ? 0 : 1; /* every change names its path */
+}
 
 static void remove_dir(void) {
     char cmd[96];
@@ -136,6 +143,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (rc2 || !hearth_node_equal(root, again))
             abort();
         hearth_node_decref(again);
+        /* Its history (records with time, sequence and identity, or
+         * without) rebuilds the same data at its last write, and lists. */
+        hearth_node_t *then = NULL;
+        if (hearth__store_state_at(dir, 0, 0, &then, &err2) ||
+            !hearth_node_equal(root, then))
+            abort();
+        hearth_node_decref(then);
+        if (hearth_log_changes(dir, "/a", 0, 0, count_change, NULL, &err2))
+            abort();
     } else if (!err.message[0]) {
         abort(); /* a refusal always says why */
     }

@@ -1,7 +1,8 @@
 /* fuzz_rules.c - libFuzzer target for the rules expression language
  * (rules/expr.c): any text is refused with a message or parsed, and what
  * parses evaluates (to true or false) against sample data without a
- * crash, a leak or a hang. */
+ * crash, a leak or a hang, and traced (each sub-expression's text and
+ * value) comes to the same result. */
 #include "rules/expr.h"
 
 #include <stdint.h>
@@ -36,7 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 .new_root = root, .path = "/users/ada",
                                 .wild_names = names, .wild_keys = keys,
                                 .nwild = 1};
-        (void)hearth__expr_eval(e, &env);
+        hearth__expr_result res = hearth__expr_result_of(e, &env);
+        /* Traced (a denial's trace), the same result, and each value's
+         * text within the source. */
+        hearth__buf trace;
+        hearth__buf_init(&trace);
+        if (hearth__expr_trace(e, &env, text, &trace) != res)
+            abort();
+        hearth__buf_free(&trace);
         hearth__expr_free(e);
     } else if (!err.message[0]) {
         abort(); /* a refusal always says why */

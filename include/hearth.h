@@ -539,6 +539,49 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
 HEARTH_EXTERN int hearth_backup(const char *data_dir, const char *out_file,
                                 hearth_error_t *HEARTH_NULLABLE err);
 
+/* Point-in-time recovery, from a data directory's retained history
+ * (`hearth serve --retain`: snapshots and logs kept for a window). Each
+ * write's log record carries its time, its sequence among the
+ * namespace's writes (from 1, increasing; a failed commit leaves a gap)
+ * and who made it. Like hearth_backup, these only read: a server may
+ * hold the directory. A damaged log (other than a commit still being
+ * written at the end of the newest) is refused, with HEARTH_EIO and err
+ * naming the file and offset. */
+
+/* Copies the data of data_dir as it was after the last write made at or
+ * before at_ms (Unix ms; 0: any time) whose sequence is at most at_seq
+ * (0: any) into out_file, as hearth_backup does (export JSON, whole or
+ * not at all). HEARTH_ENOTFOUND (err says the oldest moment held) when
+ * the moment is older than the files retained, or the sequence is not
+ * written yet (or data_dir does not exist). */
+HEARTH_EXTERN int hearth_backup_at(const char *data_dir, int64_t at_ms,
+                                   uint64_t at_seq, const char *out_file,
+                                   hearth_error_t *HEARTH_NULLABLE err);
+
+/* One part of a logged write, borrowed for the callback. */
+typedef struct hearth_change_s {
+    int64_t time_ms;     /* when it was applied (0: logged by an earlier
+                            version, which kept no time) */
+    uint64_t sequence;   /* the write's */
+    const char *HEARTH_NULLABLE identity; /* "admin", "anonymous" or
+                            "uid:<uid>" (never a token); NULL: not logged */
+    const char *path;    /* where it wrote ("/users/ada") */
+    size_t bytes;        /* the value's size as JSON (null: 4, a delete) */
+} hearth_change_t;
+/* Returns 0 to go on; anything else stops the listing, which returns it. */
+typedef int (*hearth_change_cb)(const hearth_change_t *change,
+                                void *HEARTH_NULLABLE ctx);
+
+/* Calls cb, in log order, for every part of every retained write of
+ * data_dir that touches path (at, above or below it; NULL or "/": all)
+ * and was made within [since_ms, until_ms] (0: unbounded). */
+HEARTH_EXTERN int hearth_log_changes(const char *data_dir,
+                                     const char *HEARTH_NULLABLE path,
+                                     int64_t since_ms, int64_t until_ms,
+                                     hearth_change_cb cb,
+                                     void *HEARTH_NULLABLE ctx,
+                                     hearth_error_t *HEARTH_NULLABLE err);
+
 /* Completion of a write: status is 0 or a negative HEARTH_E* code. */
 typedef void (*hearth_completion_cb)(int status, void *HEARTH_NULLABLE ctx);
 
@@ -762,6 +805,24 @@ HEARTH_EXTERN int hearth_db_call(hearth_db_t *db, void (*fn)(void *HEARTH_NULLAB
 HEARTH_EXTERN int hearth_rules_check(const char *text, size_t len,
                                      hearth_error_t *HEARTH_NULLABLE err);
 
+/* Runs rules cases offline (`hearth rules test`, for CI): rules_text is a
+ * rules document; cases_text is {"data": initial data, "cases": [{"op":
+ * "read" | "set" | "update", "path": "/x", "auth": null | {"uid": ...,
+ * claims...}, "data": a set's value or an update's object of paths,
+ * "expect": "allow" | "deny"}, ...]}. Each case is judged as the server
+ * judges it (a write's data applied first, server values resolved) as
+ * auth: {"uid", "provider", "token": its "token" object, else all its
+ * members}. *report (free with hearth_free) is {"passed": n, "failed":
+ * n, "cases": [{"case": 1, "op", "path", "expect", "result": "allow" |
+ * "deny", "ok": bool, "rule": {"kind", "path", "expression"} or null:
+ * the rule that decided}]}. A mismatch is not an error; a document or a
+ * case that is not valid is (HEARTH_EINVAL / HEARTH_EJSON, err naming the
+ * case and field). */
+HEARTH_EXTERN int hearth_rules_test(const char *rules_text, size_t rules_len,
+                                    const char *cases_text, size_t cases_len,
+                                    char *HEARTH_NULLABLE *HEARTH_NONNULL report,
+                                    hearth_error_t *HEARTH_NULLABLE err);
+
 /* ---- Tokens ---- */
 
 /* Makes a user token (a JWT) for tests and tools: claims is a JSON object
@@ -939,6 +1000,13 @@ typedef struct hearth_server_config_s {
      * refuses them (HEARTH_EUNSUPPORTED). NULL: none. */
     const char *HEARTH_NULLABLE triggers_file;
     const char *HEARTH_NULLABLE triggers_json;
+    /* Point-in-time recovery's window, in ms (`hearth serve --retain`):
+     * each namespace keeps the snapshots and logs a snapshot supersedes
+     * while its log was written to within it, so hearth_backup_at and
+     * hearth_log_changes reach back that far. 0: removed at once. A
+     * cluster keeps its log in JetStream (README "Point-in-time
+     * recovery"). */
+    int64_t retain_ms;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

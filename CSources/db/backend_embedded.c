@@ -57,7 +57,7 @@ static bool write_allowed(hearth__embedded *e, const hearth__db_op *o,
     if (!o->judged)
         return true;
     /* Fail closed: a judged write with nobody to judge it is refused. */
-    return e->judge && e->judge(e->judge_ctx, o->auth, paths, o->nparts,
+    return e->judge && e->judge(e->judge_ctx, o->auth, o->door, paths, o->nparts,
                                 e->root, new_root, (double)now);
 }
 
@@ -71,6 +71,8 @@ static int open_store_later(hearth__embedded *e) {
                                 &e->store, &stored, NULL, &err);
     if (rc) /* the write fails with rc; operators see why */
         fprintf(stderr, "hearth: %s\n", err.message);
+    if (!rc)
+        hearth__store_set_retention(e->store, e->retain_ms);
     if (!rc && !hearth_node_equal(stored, e->root)) {
         hearth__store_close(e->store); /* someone else's data: keep out */
         e->store = NULL;
@@ -84,6 +86,24 @@ static int open_store_later(hearth__embedded *e) {
     return rc;
 }
 
+/* Who made o's write, as its log record names them (never a token):
+ * "admin" (not judged: the server's admin, or the embedding program),
+ * "anonymous", or "uid:" and the auth's uid. */
+static const char *identity_of(const hearth__embedded *e,
+                               const hearth__db_op *o, char *buf,
+                               size_t size) {
+    const hearth_node_t *auth = e->rules ? e->auth : o->auth;
+    if (!e->rules && !o->judged)
+        return "admin";
+    if (!auth || hearth_node_is_null(auth))
+        return "anonymous";
+    size_t len = 0;
+    const char *uid =
+        hearth_node_string_value(hearth_node_child(auth, "uid"), &len);
+    snprintf(buf, size, "uid:%.*s", uid ? (int)len : 0, uid ? uid : "");
+    return buf;
+}
+
 /* Whether the new root stands: allowed, and logged when durable. */
 static int admit(hearth__embedded *e, const hearth__db_op *o,
                  const hearth__path *const *paths,
@@ -95,8 +115,10 @@ static int admit(hearth__embedded *e, const hearth__db_op *o,
     int rc = 0;
     if (!e->store && e->store_later && !hearth_node_equal(root, e->root))
         rc = open_store_later(e);
+    char who[HEARTH_MAX_KEY_BYTES + 8];
     if (!rc && e->store)
-        rc = hearth__store_append(e->store, paths, values, o->nparts);
+        rc = hearth__store_append_by(e->store, identity_of(e, o, who, sizeof who),
+                                     now, paths, values, o->nparts);
     return rc;
 }
 
@@ -484,6 +506,15 @@ int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
     e->store_later = copy;
     e->store_later_fsync = fsync_mode;
     return 0;
+}
+
+void hearth__db_set_retention(hearth_db_t *db, int64_t retain_ms) {
+    hearth__embedded *e = hearth__embedded_of(db);
+    if (!e)
+        return;
+    e->retain_ms = retain_ms;
+    if (e->store)
+        hearth__store_set_retention(e->store, retain_ms);
 }
 
 void hearth__db_set_group_commit(hearth_db_t *db, bool on) {

@@ -10,6 +10,7 @@ static void judge_as(hearth__db_op *o, const hearth__db_caller *who) {
         return;
     o->judged = true;
     o->auth = hearth_node_incref(who->auth);
+    o->door = who->door;
 }
 
 int hearth_db_set(hearth_db_t *db, const char *path, const hearth_node_t *value,

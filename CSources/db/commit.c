@@ -23,8 +23,9 @@ bool hearth__commit_defer_ack(hearth_db_t *db, hearth__db_op *o, int status) {
 static void snapshot_work(uv_work_t *req) {
     hearth_db_t *db = req->data;
     hearth__embedded *e = db->impl;
-    e->snapshot_rc = hearth__store_write_snapshot(
-        hearth__store_dir(e->store), e->snapshot_gen, e->snapshot_root);
+    e->snapshot_rc = hearth__store_write_snapshot_retaining(
+        hearth__store_dir(e->store), e->snapshot_gen, e->snapshot_root,
+        hearth__store_retention(e->store));
 }
 
 static void snapshot_done(uv_work_t *req, int status) {

@@ -15,6 +15,11 @@ hearth__store *hearth__db_store(hearth_db_t *db);
 int hearth__db_store_on_write(hearth_db_t *db, const char *dir,
                               int fsync_mode);
 
+/* Keeps the store's superseded snapshots and logs for retain_ms
+ * (hearth__store_set_retention), now or when a write makes the store.
+ * Nothing for a database that is not embedded. Loop thread only. */
+void hearth__db_set_retention(hearth_db_t *db, int64_t retain_ms);
+
 /* Whether nothing is under way: no operation queued or running, no write
  * waiting for its commit, no commit or snapshot in progress. A database
  * closed then releases its files before hearth_db_close returns (a
@@ -39,11 +44,15 @@ const hearth_node_t *hearth__db_root(hearth_db_t *db);
  * write changes nothing and completes with HEARTH_EDENIED. */
 typedef struct hearth__db_caller {
     const hearth_node_t *auth; /* the rules' auth; NULL: unauthenticated */
+    const char *door; /* where it came ("rest", "realtime"; static), for
+                         the judge's denial traces; may be NULL */
 } hearth__db_caller;
 
-/* The judge: whether auth may write paths (n parts), turning old_root
- * into new_root at time now (Unix ms). Runs on the loop thread. */
+/* The judge: whether auth (come by door: hearth__db_caller) may write
+ * paths (n parts), turning old_root into new_root at time now (Unix ms).
+ * Runs on the loop thread. */
 typedef bool (*hearth__db_judge_fn)(void *ctx, const hearth_node_t *auth,
+                                    const char *door,
                                     const hearth__path *const *paths,
                                     size_t n, const hearth_node_t *old_root,
                                     const hearth_node_t *new_root,

@@ -48,6 +48,7 @@ typedef struct hearth__embedded {
     hearth__store *store;
     char *store_later; /* in memory until a write: then a store here */
     int store_later_fsync;
+    int64_t retain_ms; /* the store's retention (hearth__db_set_retention) */
     hearth__db_op *unacked, *unacked_tail; /* applied, waiting for the commit */
     /* The root as of the last good commit: a failed commit reverts to it,
      * undoing every write not yet committed. */

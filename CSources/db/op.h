@@ -57,6 +57,7 @@ typedef struct hearth__db_op {
      * unauthenticated), when it is applied. */
     bool judged;
     hearth_node_t *auth;
+    const char *door; /* the caller's (static; for denial traces) or NULL */
     /* A compare-and-set (a one-part write): applied only if the data at
      * the path still has this hash then (null's hash is ""). */
     bool conditional;

@@ -39,6 +39,29 @@ typedef struct hearth__expr_env {
 /* Whether e reads the variable `name` ("newData", say) anywhere. */
 bool hearth__expr_uses(const hearth__expr *e, const char *name);
 
+/* What an expression came to: the rules' coverage counts each kind
+ * (an error, such as a type mismatch or a non-boolean result, denies as
+ * false does, but is counted apart so that it can be seen). */
+typedef enum {
+    HEARTH__EXPR_FALSE = 0,
+    HEARTH__EXPR_TRUE = 1,
+    HEARTH__EXPR_ERROR = 2
+} hearth__expr_result;
+
+/* e's result in env. */
+hearth__expr_result hearth__expr_result_of(const hearth__expr *e,
+                                           const hearth__expr_env *env);
+
+/* e's result in env, each sub-expression's text (in src, the text e was
+ * parsed from) and value appended to out as a JSON array
+ * ([{"text": "auth.uid", "value": "bob"}, ...]; an error: "value": null,
+ * "error": true; a snapshot: its data, small, and "snapshot": its path),
+ * in the order they were evaluated, literals left out, at most about 8 KB
+ * of them. */
+hearth__expr_result hearth__expr_trace(const hearth__expr *e,
+                                       const hearth__expr_env *env,
+                                       const char *src, hearth__buf *out);
+
 /* Whether e is true in env; any error is false. */
 bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env);
 

@@ -4,6 +4,7 @@
 #include "rules/expr_internal.h"
 
 #include "path/path.h"
+#include "tree/json.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -83,6 +84,11 @@ static char *join_path(const char *base, const char *rel) {
 
 typedef struct evalctx {
     const hearth__expr_env *env;
+    /* Tracing (a denial's trace; NULL: off, one branch per node): each
+     * sub-expression's text in src and value, appended to trace. */
+    hearth__buf *trace;
+    const char *src;
+    size_t ntrace;
 } evalctx;
 
 static val eval(evalctx *x, const hearth__expr *e);
@@ -356,7 +362,7 @@ static val eval_binary(evalctx *x, const hearth__expr *e) {
     return out;
 }
 
-static val eval(evalctx *x, const hearth__expr *e) {
+static val eval_node(evalctx *x, const hearth__expr *e) {
     switch (e->kind) {
     case E_NULL:
         return (val){.k = V_NULL};
@@ -399,10 +405,100 @@ static val eval(evalctx *x, const hearth__expr *e) {
     return verr();
 }
 
-bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env) {
-    evalctx x = {env};
+/* A trace's cap: a denial's record stays small whatever the rules. */
+#define TRACE_MAX_BYTES 8192
+#define TRACE_VALUE_MAX 256
+
+/* Appends {"text": e's source, "value": v} to the trace (literals left
+ * out: their value is their text). */
+static void trace_value(evalctx *x, const hearth__expr *e, const val *v) {
+    if (e->kind <= E_REGEX || x->trace->len > TRACE_MAX_BYTES ||
+        e->to <= e->from || e->to > strlen(x->src))
+        return;
+    hearth__buf *b = x->trace;
+    hearth__buf_adds(b, x->ntrace++ ? ",{\"text\":" : "{\"text\":");
+    hearth__json_write_string(b, x->src + e->from, e->to - e->from);
+    hearth__buf_adds(b, ",\"value\":");
+    switch (v->k) {
+    case V_ERR:
+        hearth__buf_adds(b, "null,\"error\":true");
+        break;
+    case V_NULL:
+        hearth__buf_adds(b, "null");
+        break;
+    case V_BOOL:
+        hearth__buf_adds(b, v->b ? "true" : "false");
+        break;
+    case V_NUM:
+        hearth__buf_printf(b, "%.17g", v->n);
+        break;
+    case V_STR:
+        hearth__json_write_string(b, v->s, strnlen(v->s, TRACE_VALUE_MAX));
+        break;
+    case V_SNAP: { /* a snapshot: where, and what is there (small) */
+        const hearth_node_t *n = snap_node(v);
+        hearth__buf node;
+        hearth__buf_init(&node);
+        if (n)
+            hearth__node_write_json(&node, n, 0);
+        if (!node.failed && node.len && node.len <= TRACE_VALUE_MAX)
+            hearth__buf_add(b, node.data, node.len);
+        else
+            hearth__buf_printf(b, "\"(%zu bytes)\"", node.len);
+        hearth__buf_free(&node);
+        hearth__buf_adds(b, ",\"snapshot\":");
+        hearth__json_write_string(b, v->s, strlen(v->s));
+        break;
+    }
+    case V_NODE: { /* auth or query: its members (auth holds no token) */
+        hearth__buf node;
+        hearth__buf_init(&node);
+        hearth__node_write_json(&node, v->node, 0);
+        if (!node.failed && node.len <= TRACE_VALUE_MAX)
+            hearth__buf_add(b, node.data, node.len);
+        else
+            hearth__buf_printf(b, "\"(%zu bytes)\"", node.len);
+        hearth__buf_free(&node);
+        break;
+    }
+    default:
+        hearth__buf_adds(b, "null");
+    }
+    hearth__buf_addc(b, '}');
+}
+
+static val eval(evalctx *x, const hearth__expr *e) {
+    val v = eval_node(x, e);
+    if (HEARTH__UNLIKELY(x->trace != NULL))
+        trace_value(x, e, &v);
+    return v;
+}
+
+static hearth__expr_result result_of(val *v) {
+    hearth__expr_result res = v->k != V_BOOL ? HEARTH__EXPR_ERROR
+                              : v->b         ? HEARTH__EXPR_TRUE
+                                             : HEARTH__EXPR_FALSE;
+    vfree(v);
+    return res;
+}
+
+hearth__expr_result hearth__expr_trace(const hearth__expr *e,
+                                       const hearth__expr_env *env,
+                                       const char *src, hearth__buf *out) {
+    evalctx x = {env, out, src, 0};
+    hearth__buf_addc(out, '[');
     val v = eval(&x, e);
-    bool yes = v.k == V_BOOL && v.b;
-    vfree(&v);
-    return yes;
+    hearth__buf_addc(out, ']');
+    return result_of(&v);
+}
+
+hearth__expr_result hearth__expr_result_of(const hearth__expr *e,
+                                           const hearth__expr_env *env) {
+    evalctx x = {env, NULL, NULL, 0};
+    val v = eval(&x, e);
+    return result_of(&v);
+}
+
+bool hearth__expr_eval(const hearth__expr *e, const hearth__expr_env *env) {
+    return hearth__expr_result_of(e, env) == HEARTH__EXPR_TRUE;
 }

@@ -26,6 +26,7 @@ struct hearth__expr {
     hearth__expr **items;    /* call arguments, array items */
     size_t nitems;
     regex_t re;              /* E_REGEX, compiled once */
+    unsigned from, to;       /* its text in the source: [from, to) */
 };
 
 

@@ -120,9 +120,31 @@ static hearth__expr *parse_list(parser *ps, hearth__expr *e, const char *close) 
     return e;
 }
 
+/* Notes e's text, from `from` to where the parser is (denial traces name
+ * each sub-expression by it). */
+static hearth__expr *spanned(parser *ps, hearth__expr *e, const char *from) {
+    if (e) {
+        /* Operators are looked for past the space after an operand. */
+        const char *to = ps->p;
+        while (to > from && isspace((unsigned char)to[-1]))
+            to--;
+        e->from = (unsigned)(from - ps->text);
+        e->to = (unsigned)(to - ps->text);
+    }
+    return e;
+}
+
+static hearth__expr *parse_primary_at(parser *ps, const char *at);
+
 static hearth__expr *parse_primary(parser *ps) {
     skip_space(ps);
     const char *at = ps->p;
+    hearth__expr *e = parse_primary_at(ps, at);
+    /* A parenthesized expression keeps its own text. */
+    return e && *at != '(' ? spanned(ps, e, at) : e;
+}
+
+static hearth__expr *parse_primary_at(parser *ps, const char *at) {
     char c = *ps->p;
     hearth__expr *e = NULL;
     if (c == '(') {
@@ -212,10 +234,11 @@ static hearth__expr *parse_postfix(parser *ps) {
                 return NULL;
             }
             m->a = e;
-            e = m;
+            e = spanned(ps, m, ps->text + e->from);
         } else if (accept(ps, "[")) {
             /* auth.token.firebase.identities['google.com'][0]: keys that
              * are not names. */
+            const char *from = ps->text + e->from;
             hearth__expr *ix = hearth__expr_node(ps, E_INDEX);
             if (!ix) {
                 hearth__expr_free(e);
@@ -231,6 +254,7 @@ static hearth__expr *parse_postfix(parser *ps) {
                 hearth__expr_free(e);
                 return hearth__expr_fail(ps, ps->p, "expected ']'");
             }
+            e = spanned(ps, ix, from);
         } else if (accept(ps, "(")) {
             if (e->kind != E_MEMBER) {
                 hearth__expr_free(e);
@@ -242,7 +266,8 @@ static hearth__expr *parse_postfix(parser *ps) {
                 return NULL;
             }
             call->a = e;
-            e = parse_list(ps, call, ")");
+            const char *from = ps->text + e->from;
+            e = spanned(ps, parse_list(ps, call, ")"), from);
         } else {
             break;
         }
@@ -255,7 +280,7 @@ static hearth__expr *parse_unary(parser *ps) {
     char op = *ps->p;
     if ((op != '!' || ps->p[1] == '=') && op != '-')
         return parse_postfix(ps);
-    ps->p++;
+    const char *from = ps->p++;
     hearth__expr *operand = parse_unary(ps);
     hearth__expr *e = operand ? hearth__expr_node(ps, E_UNARY) : NULL;
     if (!e) {
@@ -264,7 +289,7 @@ static hearth__expr *parse_unary(parser *ps) {
     }
     e->op[0] = op; /* "!" or "-" */
     e->a = operand;
-    return e;
+    return spanned(ps, e, from);
 }
 
 /* Binary operators by precedence, loosest first. */
@@ -295,7 +320,7 @@ static hearth__expr *parse_level(parser *ps, size_t level) {
         snprintf(e->op, sizeof e->op, "%.2s", op);
         e->a = left;
         e->b2 = right;
-        left = e;
+        left = spanned(ps, e, ps->text + left->from);
     }
     return left;
 }
@@ -321,7 +346,7 @@ static hearth__expr *parse_expr(parser *ps) {
     e->a = cond;
     e->b2 = yes;
     e->c = no;
-    return e;
+    return spanned(ps, e, ps->text + cond->from);
 }
 
 int hearth__expr_parse(const char *text, hearth__expr **out,

@@ -2,6 +2,9 @@
  * walking it for reads, writes and validation (see ruleset.h). */
 #include "rules/ruleset.h"
 
+#include "rules/locate.h"
+#include "tree/json.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +15,10 @@ typedef struct rule {
     bool constant;
     hearth__expr *expr;
     char *src; /* the expression as written (for hearth__rule_why) */
+    int line, column; /* where the rule's value is written; 0: unknown */
+    /* Its coverage counts: behind a pointer, so that a walk over the
+     * const tree counts without casting (the loop thread owns them). */
+    uint64_t *count; /* evaluations, then one per hearth__expr_result */
 } rule;
 
 typedef struct rnode rnode;
@@ -27,6 +34,8 @@ struct rnode {
 
 struct hearth__ruleset {
     rnode *root;
+    bool counting; /* coverage on (the default) */
+    char *source;  /* the text rule positions refer to, or NULL */
 };
 
 static void rnode_free(rnode *n) {
@@ -39,6 +48,9 @@ static void rnode_free(rnode *n) {
     hearth__free(n->read.src);
     hearth__free(n->write.src);
     hearth__free(n->validate.src);
+    hearth__free(n->read.count);
+    hearth__free(n->write.count);
+    hearth__free(n->validate.count);
     for (size_t i = 0; i < n->nkids; i++) {
         hearth__free(n->keys[i]);
         rnode_free(n->kids[i]);
@@ -54,14 +66,19 @@ void hearth__ruleset_free(hearth__ruleset *rs) {
     if (!rs)
         return;
     rnode_free(rs->root);
+    hearth__free(rs->source);
     hearth__free(rs);
 }
 
 /* ---- compiling ---- */
 
 static int compile_rule(const json_t *v, const char *where, const char *kind,
-                        rule *out, hearth_error_t *err) {
+                        const hearth__rule_sites *sites, rule *out,
+                        hearth_error_t *err) {
     out->set = true;
+    hearth__rule_sites_lookup(sites, where, kind, &out->line, &out->column);
+    if (!(out->count = hearth__calloc(4, sizeof *out->count)))
+        return hearth__error_code(err, HEARTH_ENOMEM);
     if (json_is_boolean(v)) {
         out->constant = json_is_true(v);
         return 0;
@@ -84,7 +101,8 @@ static int compile_rule(const json_t *v, const char *where, const char *kind,
     return rc;
 }
 
-static int compile_node(const json_t *obj, const char *where, rnode **out,
+static int compile_node(const json_t *obj, const char *where,
+                        const hearth__rule_sites *sites, rnode **out,
                         hearth_error_t *err) {
     if (!json_is_object(obj))
         return hearth__error(err, HEARTH_EINVAL, where,
@@ -106,11 +124,11 @@ static int compile_node(const json_t *obj, const char *where, rnode **out,
         snprintf(here, sizeof here, "%s%s%s", where,
                  strcmp(where, "/") ? "/" : "", key);
         if (!strcmp(key, ".read"))
-            rc = compile_rule(v, where, ".read", &n->read, err);
+            rc = compile_rule(v, where, ".read", sites, &n->read, err);
         else if (!strcmp(key, ".write"))
-            rc = compile_rule(v, where, ".write", &n->write, err);
+            rc = compile_rule(v, where, ".write", sites, &n->write, err);
         else if (!strcmp(key, ".validate"))
-            rc = compile_rule(v, where, ".validate", &n->validate, err);
+            rc = compile_rule(v, where, ".validate", sites, &n->validate, err);
         else if (!strcmp(key, ".indexOn"))
             continue; /* the server's indexes (server.c) */
         else if (key[0] == '.')
@@ -124,7 +142,7 @@ static int compile_node(const json_t *obj, const char *where, rnode **out,
             else if (!(n->wild_name = hearth__strndup(key, strlen(key))))
                 rc = hearth__error_code(err, HEARTH_ENOMEM);
             else
-                rc = compile_node(v, here, &n->wild, err);
+                rc = compile_node(v, here, sites, &n->wild, err);
         } else {
             char **keys = hearth__realloc(n->keys, (n->nkids + 1) * sizeof *keys);
             if (keys)
@@ -143,7 +161,7 @@ static int compile_node(const json_t *obj, const char *where, rnode **out,
                 break;
             }
             n->nkids++;
-            rc = compile_node(v, here, &n->kids[n->nkids - 1], err);
+            rc = compile_node(v, here, sites, &n->kids[n->nkids - 1], err);
         }
     }
     if (rc) {
@@ -154,8 +172,8 @@ static int compile_node(const json_t *obj, const char *where, rnode **out,
     return 0;
 }
 
-int hearth__ruleset_compile(const json_t *doc, hearth__ruleset **out,
-                            hearth_error_t *err) {
+static int compile(const json_t *doc, const char *source, size_t len,
+                   hearth__ruleset **out, hearth_error_t *err) {
     const json_t *rules = json_object_get(doc, "rules");
     if (!json_is_object(rules))
         return hearth__error(err, HEARTH_EVALUE, NULL,
@@ -164,13 +182,45 @@ int hearth__ruleset_compile(const json_t *doc, hearth__ruleset **out,
     hearth__ruleset *rs = hearth__calloc(1, sizeof *rs);
     if (!rs)
         return hearth__error_code(err, HEARTH_ENOMEM);
-    int rc = compile_node(rules, "/", &rs->root, err);
+    rs->counting = true;
+    hearth__rule_sites *sites = NULL;
+    int rc = 0;
+    if (source) {
+        rs->source = hearth__strndup(source, len);
+        rc = !rs->source ? HEARTH_ENOMEM
+             : hearth__rule_sites_find(source, len, &sites) == HEARTH_ENOMEM
+                 ? HEARTH_ENOMEM
+                 : 0; /* a text the scanner cannot follow: no positions */
+        if (rc)
+            hearth__error_code(err, rc);
+    }
+    if (!rc)
+        rc = compile_node(rules, "/", sites, &rs->root, err);
+    hearth__rule_sites_free(sites);
     if (rc) {
-        hearth__free(rs);
+        hearth__ruleset_free(rs);
         return rc;
     }
     *out = rs;
     return 0;
+}
+
+int hearth__ruleset_compile(const json_t *doc, hearth__ruleset **out,
+                            hearth_error_t *err) {
+    return compile(doc, NULL, 0, out, err);
+}
+
+int hearth__ruleset_compile_source(const json_t *doc, const char *text,
+                                   size_t len, hearth__ruleset **out,
+                                   hearth_error_t *err) {
+    if (text)
+        return compile(doc, text, len, out, err);
+    char *dump = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!dump)
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    int rc = compile(doc, dump, strlen(dump), out, err);
+    free(dump);
+    return rc;
 }
 
 /* ---- walking ---- */
@@ -185,6 +235,8 @@ typedef struct walk {
     const char *wild_keys[HEARTH_MAX_DEPTH + 1];
     size_t nwild;
     hearth__rule_why *why; /* which rule decided, or NULL: not asked */
+    bool counting;         /* coverage counts this walk's evaluations */
+    hearth__buf *trace;    /* a denial's trace: each rule tried, or NULL */
 } walk;
 
 /* Notes r (of kind at n) as the rule that decides, unless one that
@@ -200,15 +252,54 @@ static void note(walk *w, const rnode *n, const char *kind, const rule *r,
              r->expr ? r->src : r->constant ? "true" : "false");
 }
 
-static bool holds(const rule *r, walk *w) {
+/* Appends rule r (kind, at n) to the trace: where it is written, its
+ * result, and its sub-expressions' values (already in values). */
+static void trace_rule(walk *w, const rnode *n, const char *kind,
+                       const rule *r, hearth__expr_result res,
+                       const hearth__buf *values) {
+    static const char *const names[] = {"false", "true", "error"};
+    hearth__buf *b = w->trace; /* a JSON array being written, "[" first */
+    bool first = !b->failed && b->len && b->data[b->len - 1] == '[';
+    hearth__buf_adds(b, first ? "{\"rule\":\"" : ",{\"rule\":\"");
+    hearth__buf_printf(b, "%s\",\"line\":%d,\"column\":%d,\"path\":", kind,
+                       r->line, r->column);
+    hearth__json_write_string(b, n->where, strlen(n->where));
+    hearth__buf_adds(b, ",\"expression\":");
+    const char *src = r->expr ? r->src : r->constant ? "true" : "false";
+    hearth__json_write_string(b, src, strlen(src));
+    hearth__buf_printf(b, ",\"result\":\"%s\",\"values\":", names[res]);
+    if (values && !values->failed && values->len)
+        hearth__buf_add(b, values->data, values->len);
+    else
+        hearth__buf_adds(b, "[]");
+    hearth__buf_addc(b, '}');
+}
+
+static bool holds(const rnode *n, const char *kind, const rule *r, walk *w) {
     if (!r->set)
         return false;
-    if (!r->expr)
-        return r->constant;
+    hearth__expr_result res;
     hearth__expr_env env = {w->a->auth, w->a->now, w->a->root, w->new_root,
                             w->path, w->a->query, w->wild_names, w->wild_keys,
                             w->nwild};
-    return hearth__expr_eval(r->expr, &env);
+    if (!r->expr) {
+        res = r->constant ? HEARTH__EXPR_TRUE : HEARTH__EXPR_FALSE;
+        if (HEARTH__UNLIKELY(w->trace != NULL))
+            trace_rule(w, n, kind, r, res, NULL);
+    } else if (HEARTH__UNLIKELY(w->trace != NULL)) {
+        hearth__buf values;
+        hearth__buf_init(&values);
+        res = hearth__expr_trace(r->expr, &env, r->src, &values);
+        trace_rule(w, n, kind, r, res, &values);
+        hearth__buf_free(&values);
+    } else {
+        res = hearth__expr_result_of(r->expr, &env);
+    }
+    if (w->counting) { /* two increments: cheap enough to leave on */
+        r->count[0]++;
+        r->count[1 + res]++;
+    }
+    return res == HEARTH__EXPR_TRUE;
 }
 
 /* The rule node for key below n (a literal before the wildcard), binding
@@ -241,9 +332,13 @@ static const char *push_key(walk *w, const char *key, size_t len) {
     return at;
 }
 
-static void walk_init(walk *w, const hearth__access *a,
-                      const hearth_node_t *new_root, hearth__rule_why *why) {
+static void walk_init(walk *w, const hearth__ruleset *rs,
+                      const hearth__access *a, const hearth_node_t *new_root,
+                      hearth__rule_why *why) {
     w->why = why;
+    /* An explanation is the playground's hypothetical request. */
+    w->counting = rs->counting && !why;
+    w->trace = NULL;
     if (why)
         memset(why, 0, sizeof *why);
     w->a = a;
@@ -268,16 +363,19 @@ static const rnode *step(const rnode *n, walk *w, keybuf *kb,
     return descend(n, kb->s[w->nwild], seg->len, w);
 }
 
-bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
-                                  const hearth__path *path,
-                                  const hearth__access *a,
-                                  hearth__rule_why *why) {
+static bool read_walk(const hearth__ruleset *rs, const hearth__path *path,
+                      const hearth__access *a, hearth__rule_why *why,
+                      hearth__buf *trace) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, NULL, why);
+    walk_init(&w, rs, a, NULL, why);
+    if (trace) { /* a denial traced again: counted once, when it happened */
+        w.trace = trace;
+        w.counting = false;
+    }
     const rnode *n = rs->root;
     for (unsigned i = 0; n; i++) {
-        bool granted = holds(&n->read, &w);
+        bool granted = holds(n, ".read", &n->read, &w);
         if (n->read.set) /* a refusal is the deepest .read tried */
             note(&w, n, ".read", &n->read, granted);
         if (granted)
@@ -287,6 +385,13 @@ bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
         n = step(n, &w, &kb, &path->seg[i]);
     }
     return false;
+}
+
+bool hearth__ruleset_explain_read(const hearth__ruleset *rs,
+                                  const hearth__path *path,
+                                  const hearth__access *a,
+                                  hearth__rule_why *why) {
+    return read_walk(rs, path, a, why, NULL);
 }
 
 bool hearth__ruleset_can_read(const hearth__ruleset *rs,
@@ -300,7 +405,7 @@ static bool valid_below(const rnode *n, walk *w, keybuf *kb,
                         const hearth_node_t *data) {
     if (hearth_node_is_null(data))
         return true; /* deletions are not validated */
-    if (n->validate.set && !holds(&n->validate, w)) {
+    if (n->validate.set && !holds(n, ".validate", &n->validate, w)) {
         note(w, n, ".validate", &n->validate, true);
         return false;
     }
@@ -324,10 +429,15 @@ static bool valid_below(const rnode *n, walk *w, keybuf *kb,
 
 static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
                           const hearth_node_t *new_root,
-                          const hearth__access *a, hearth__rule_why *why) {
+                          const hearth__access *a, hearth__rule_why *why,
+                          hearth__buf *trace) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, new_root, why);
+    walk_init(&w, rs, a, new_root, why);
+    if (trace) {
+        w.trace = trace;
+        w.counting = false;
+    }
     const rnode *n = rs->root;
     bool granted = false;
     /* Down to the target: a .write anywhere on the way grants; each
@@ -337,13 +447,13 @@ static bool can_write_one(const hearth__ruleset *rs, const hearth__path *path,
         if (!granted && n->write.set) {
             /* The grant, else the deepest .write tried; a failing
              * .validate below replaces it. */
-            granted = holds(&n->write, &w);
+            granted = holds(n, ".write", &n->write, &w);
             note(&w, n, ".write", &n->write, false);
         }
         if (i == path->n)
             break;
         if (n->validate.set && !hearth_node_is_null(here) &&
-            !holds(&n->validate, &w)) {
+            !holds(n, ".validate", &n->validate, &w)) {
             note(&w, n, ".validate", &n->validate, true);
             return false;
         }
@@ -364,9 +474,30 @@ bool hearth__ruleset_explain_write(const hearth__ruleset *rs,
                                    const hearth__access *a,
                                    hearth__rule_why *why) {
     for (size_t i = 0; i < n; i++)
-        if (!can_write_one(rs, paths[i], new_root, a, why))
+        if (!can_write_one(rs, paths[i], new_root, a, why, NULL))
             return false;
     return true;
+}
+
+bool hearth__ruleset_trace_read(const hearth__ruleset *rs,
+                                const hearth__path *path,
+                                const hearth__access *a, hearth__buf *out) {
+    hearth__buf_addc(out, '[');
+    bool ok = read_walk(rs, path, a, NULL, out);
+    hearth__buf_addc(out, ']');
+    return ok;
+}
+
+bool hearth__ruleset_trace_write(const hearth__ruleset *rs,
+                                 const hearth__path *const *paths, size_t n,
+                                 const hearth_node_t *new_root,
+                                 const hearth__access *a, hearth__buf *out) {
+    hearth__buf_addc(out, '[');
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = can_write_one(rs, paths[i], new_root, a, NULL, out);
+    hearth__buf_addc(out, ']');
+    return ok;
 }
 
 bool hearth__ruleset_can_write(const hearth__ruleset *rs,
@@ -392,13 +523,13 @@ hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
                                                 const hearth__access *a) {
     walk w;
     keybuf kb;
-    walk_init(&w, a, NULL, NULL);
+    walk_init(&w, rs, a, NULL, NULL);
     const rnode *n = rs->root;
     for (unsigned i = 0;; i++) {
         const rule *r = &n->write;
         if (r->set && r->expr && hearth__expr_uses(r->expr, "newData"))
             return HEARTH__WRITE_UNDECIDED;
-        if (holds(r, &w))
+        if (holds(n, ".write", r, &w))
             return HEARTH__WRITE_MAY;
         if (i == path->n)
             break;
@@ -412,4 +543,76 @@ hearth__early_write hearth__ruleset_write_early(const hearth__ruleset *rs,
     if (below && n->wild)
         under = under || writes_under(n->wild);
     return under ? HEARTH__WRITE_UNDECIDED : HEARTH__WRITE_DENIED;
+}
+
+/* ---- coverage ---- */
+
+void hearth__ruleset_set_counting(hearth__ruleset *rs, bool on) {
+    rs->counting = on;
+}
+
+const char *hearth__ruleset_source(const hearth__ruleset *rs) {
+    return rs->source;
+}
+
+typedef struct cov_list {
+    hearth__rule_coverage *v;
+    size_t n, cap;
+    bool failed;
+} cov_list;
+
+static void cov_add(cov_list *l, const rnode *n, const char *kind,
+                    const rule *r) {
+    if (!r->set || l->failed)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        hearth__rule_coverage *v = hearth__realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->failed = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (hearth__rule_coverage){
+        r->line, r->column, kind, n->where,
+        r->expr ? r->src : r->constant ? "true" : "false",
+        r->count[0], r->count[1 + HEARTH__EXPR_TRUE],
+        r->count[1 + HEARTH__EXPR_FALSE], r->count[1 + HEARTH__EXPR_ERROR]};
+}
+
+static void cov_walk(cov_list *l, const rnode *n) {
+    cov_add(l, n, ".read", &n->read);
+    cov_add(l, n, ".write", &n->write);
+    cov_add(l, n, ".validate", &n->validate);
+    for (size_t i = 0; i < n->nkids; i++)
+        cov_walk(l, n->kids[i]);
+    if (n->wild)
+        cov_walk(l, n->wild);
+}
+
+static int by_position(const void *a, const void *b) {
+    const hearth__rule_coverage *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->column != y->column)
+        return x->column < y->column ? -1 : 1;
+    int c = strcmp(x->where, y->where);
+    return c ? c : strcmp(x->kind, y->kind);
+}
+
+int hearth__ruleset_coverage(const hearth__ruleset *rs,
+                             hearth__rule_coverage **out, size_t *n) {
+    cov_list l = {0};
+    cov_walk(&l, rs->root);
+    if (l.failed) {
+        hearth__free(l.v);
+        return HEARTH_ENOMEM;
+    }
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, by_position);
+    *out = l.v;
+    *n = l.n;
+    return 0;
 }

@@ -28,6 +28,14 @@ int hearth__ruleset_compile(const struct json_t *doc, hearth__ruleset **out,
                             hearth_error_t *err);
 void hearth__ruleset_free(hearth__ruleset *rs);
 
+/* hearth__ruleset_compile, noting where each rule is written in text (the
+ * document's source, comments and all, as given to hearth__rules_parse)
+ * for the coverage report; text NULL: in the document as
+ * GET /.settings/rules.json shows it (indented by 2, keys in order). */
+int hearth__ruleset_compile_source(const struct json_t *doc, const char *text,
+                                   size_t len, hearth__ruleset **out,
+                                   hearth_error_t *err);
+
 /* Who is asking, when, against which data. */
 typedef struct hearth__access {
     const hearth_node_t *auth;  /* NULL or null: unauthenticated */
@@ -71,6 +79,46 @@ bool hearth__ruleset_explain_write(const hearth__ruleset *rs,
                                    const hearth_node_t *new_root,
                                    const hearth__access *a,
                                    hearth__rule_why *why);
+
+/* ---- coverage ----
+ * Since it was compiled, a ruleset counts every evaluation of each of its
+ * rules by result. Real requests count (a write's early check before its
+ * body is read too: it evaluates the .write rules); explanations
+ * (hearth__ruleset_explain_* with a `why`: the playground's hypothetical
+ * requests) do not. The counts are the loop thread's, like the ruleset. */
+
+/* One rule's counts. Strings are borrowed from the ruleset. */
+typedef struct hearth__rule_coverage {
+    int line, column;       /* of the rule's value in the source; 0: unknown */
+    const char *kind;       /* ".read", ".write" or ".validate" */
+    const char *where;      /* the rule's location, "/users/$uid" */
+    const char *expression; /* as written; "true" / "false" for constants */
+    uint64_t evaluations, yes, no, error;
+} hearth__rule_coverage;
+
+/* Every rule's counts, by position in the source, into *out (hearth__free
+ * it; valid while rs lives), *n of them. HEARTH_ENOMEM. */
+int hearth__ruleset_coverage(const hearth__ruleset *rs,
+                             hearth__rule_coverage **out, size_t *n);
+/* The text the positions refer to (NULL when compiled without one). */
+const char *hearth__ruleset_source(const hearth__ruleset *rs);
+/* Coverage on (the default) or off: for the benchmark's anchor. */
+void hearth__ruleset_set_counting(hearth__ruleset *rs, bool on);
+
+/* ---- denial traces ----
+ * The same decisions, each rule tried appended to out as it is evaluated,
+ * as a JSON array: [{"rule": ".read", "line", "column", "path":
+ * "/users/$uid", "expression", "result": "true" | "false" | "error",
+ * "values": [each sub-expression's {"text", "value"}: hearth__expr_trace]},
+ * ...]. For the admin's look at a refusal after the fact: not counted in
+ * coverage (the request itself was). */
+bool hearth__ruleset_trace_read(const hearth__ruleset *rs,
+                                const hearth__path *path,
+                                const hearth__access *a, hearth__buf *out);
+bool hearth__ruleset_trace_write(const hearth__ruleset *rs,
+                                 const hearth__path *const *paths, size_t n,
+                                 const hearth_node_t *new_root,
+                                 const hearth__access *a, hearth__buf *out);
 
 /* A write at path judged before its data is known (to refuse a large
  * body before reading it). The .write rules from the root to path are

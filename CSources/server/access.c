@@ -4,6 +4,7 @@
 #include "rules/jwt.h"
 #include "server/auth_keys.h"
 #include "rules/ruleset.h"
+#include "server/inspect.h"
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -25,6 +26,7 @@ bool hearth__principal_of_token(const hearth__server *srv, const char *token,
                                 hearth__principal *out, bool *expired,
                                 char *why, size_t why_size) {
     memset(out, 0, sizeof *out);
+    out->door = "realtime";
     *expired = false;
     if (is_admin_credential(srv, token)) {
         out->admin = true;
@@ -61,6 +63,7 @@ bool hearth__principal_of(const hearth__server *srv,
                           const char *override, hearth__principal *out,
                           char *why, size_t why_size) {
     memset(out, 0, sizeof *out);
+    out->door = "rest";
     const char *header = hearth__http_get_header(req, "authorization");
     if (header && !strncasecmp(header, "Bearer ", 7)) {
         if (is_admin_credential(srv, header + 7))
@@ -86,7 +89,10 @@ bool hearth__principal_of(const hearth__server *srv,
     if (!token)
         return true; /* unauthenticated */
     bool expired;
-    return hearth__principal_of_token(srv, token, out, &expired, why, why_size);
+    bool ok = hearth__principal_of_token(srv, token, out, &expired, why,
+                                         why_size);
+    out->door = "rest";
+    return ok;
 }
 
 void hearth__principal_clear(hearth__principal *p) {
@@ -95,9 +101,11 @@ void hearth__principal_clear(hearth__principal *p) {
     p->expires_ms = 0;
 }
 
-bool hearth__ns_explain_read(hearth__namespace *ns, const hearth__principal *p,
-                             const char *path, const hearth_node_t *query,
-                             hearth__rule_why *why) {
+/* A read check; a real refusal (not the playground's question, nor a
+ * look that refuses nothing) is traced when the admin asked. */
+static bool read_check(hearth__namespace *ns, const hearth__principal *p,
+                       const char *path, const hearth_node_t *query,
+                       hearth__rule_why *why, bool refusal_traced) {
     if (why)
         memset(why, 0, sizeof *why);
     if (p->admin)
@@ -109,7 +117,21 @@ bool hearth__ns_explain_read(hearth__namespace *ns, const hearth__principal *p,
         return false;
     hearth__access a = {p->auth, (double)hearth_now_ms(),
                         hearth__db_root(ns->db), query};
-    return hearth__ruleset_explain_read(ns->ruleset, &parsed, &a, why);
+    bool ok = hearth__ruleset_explain_read(ns->ruleset, &parsed, &a, why);
+    if (!ok && refusal_traced)
+        hearth__inspect_read_denied(ns->srv, ns, p, path, query);
+    return ok;
+}
+
+bool hearth__ns_explain_read(hearth__namespace *ns, const hearth__principal *p,
+                             const char *path, const hearth_node_t *query,
+                             hearth__rule_why *why) {
+    return read_check(ns, p, path, query, why, why == NULL);
+}
+
+bool hearth__ns_may_see(hearth__namespace *ns, const hearth__principal *p,
+                        const char *path) {
+    return read_check(ns, p, path, NULL, NULL, false);
 }
 
 bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
@@ -117,14 +139,18 @@ bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
     return hearth__ns_explain_read(ns, p, path, query, NULL);
 }
 
-bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
+bool hearth__ns_judge(void *ctx, const hearth_node_t *auth, const char *door,
                       const hearth__path *const *paths, size_t n,
                       const hearth_node_t *old_root,
                       const hearth_node_t *new_root, double now) {
     hearth__namespace *ns = ctx;
     hearth__access a = {auth, now, old_root, NULL};
-    return ns->ruleset &&
-           hearth__ruleset_can_write(ns->ruleset, paths, n, new_root, &a);
+    bool ok = ns->ruleset &&
+              hearth__ruleset_can_write(ns->ruleset, paths, n, new_root, &a);
+    if (!ok) /* traced when the admin asked (inspect.c), else nothing */
+        hearth__inspect_write_denied(ns->srv, ns, door, auth, paths, n,
+                                     old_root, new_root, now);
+    return ok;
 }
 
 bool hearth__ns_explain_write(hearth__namespace *ns,

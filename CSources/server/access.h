@@ -11,6 +11,7 @@ typedef struct hearth__principal {
     bool admin;          /* the admin credential: the rules do not apply */
     hearth_node_t *auth; /* the rules' auth, NULL when unauthenticated */
     int64_t expires_ms;  /* the token's exp (Unix ms); 0: never */
+    const char *door;    /* "rest" or "realtime" (static): denial traces */
 } hearth__principal;
 
 /* Whether a principal's token has expired at now_ms. */
@@ -40,18 +41,23 @@ hearth__principal_caller(const hearth__principal *p, hearth__db_caller *buf) {
     if (p->admin)
         return NULL;
     buf->auth = p->auth;
+    buf->door = p->door;
     return buf;
 }
 
 /* The judge of every network write of a namespace (hearth__db_set_judge,
  * ctx the namespace): its rules as they are when the write is applied. */
-bool hearth__ns_judge(void *ctx, const hearth_node_t *auth,
+bool hearth__ns_judge(void *ctx, const hearth_node_t *auth, const char *door,
                       const hearth__path *const *paths, size_t n,
                       const hearth_node_t *old_root,
                       const hearth_node_t *new_root, double now);
 
 bool hearth__ns_may_read(hearth__namespace *ns, const hearth__principal *p,
                          const char *path, const hearth_node_t *query);
+/* The same for what the caller is shown beside an answer (a write's
+ * echo): a refusal there refuses nothing, so it is not traced. */
+bool hearth__ns_may_see(hearth__namespace *ns, const hearth__principal *p,
+                        const char *path);
 /* A dry run of a write of n (path, value) parts as one operation (for
  * onDisconnect writes as they are queued; the write itself is judged
  * again when applied); values may hold server values (resolved as the

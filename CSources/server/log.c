@@ -73,6 +73,22 @@ void hearth__log_op(hearth__server *srv, const hearth__op *op) {
     emit(&b);
 }
 
+void hearth__log_denial(hearth__server *srv, const char *ns,
+                        const char *record) {
+    if (srv->log_format != HEARTH_LOG_JSON)
+        return;
+    char when[32];
+    timestamp(when);
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_printf(&b, "{\"time\":\"%s\",\"log\":\"denial\"", when);
+    add_json_field(&b, "ns", ns);
+    hearth__buf_adds(&b, ",\"denial\":");
+    hearth__buf_adds(&b, record);
+    hearth__buf_addc(&b, '}');
+    emit(&b);
+}
+
 void hearth__log_event(hearth__server *srv, const char *what,
                        const char *detail) {
     if (srv->log_format == HEARTH_LOG_OFF)

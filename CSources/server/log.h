@@ -16,5 +16,10 @@ void hearth__log_op(hearth__server *srv, const hearth__op *op);
  * Any thread. */
 void hearth__log_event(hearth__server *srv, const char *what,
                        const char *detail);
+/* A denial traced (inspect.c): with JSON logs, one line
+ * {"time", "log": "denial", "ns", "denial": record} (record: a JSON
+ * object's text); nothing otherwise. */
+void hearth__log_denial(hearth__server *srv, const char *ns,
+                        const char *record);
 
 #endif

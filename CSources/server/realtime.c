@@ -307,6 +307,7 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     s->srv = srv;
     s->ns = ns;
     s->refs = 1;
+    s->who.door = "realtime";
     hearth__v5_joiner_init(&s->pieces, HEARTH__V5_MAX_TO_SERVER);
     /* The request is gone once the connection is upgraded: keep its host
      * (or the public host configured) for the hello, where the SDKs

@@ -8,6 +8,7 @@
 #include "server/rest_internal.h"
 
 #include "server/console.h"
+#include "server/inspect.h"
 #include "server/realtime.h"
 #include "server/usage.h"
 
@@ -220,6 +221,11 @@ static int refuse_write_early(rest *r, char *why, size_t why_size) {
     if (hearth__ruleset_write_early(r->ns->ruleset, &path, below, &a) !=
         HEARTH__WRITE_DENIED)
         return 0;
+    /* Traced (when asked) against the data as it is: the .write rules that
+     * refused read no newData. */
+    const hearth__path *pp = &path;
+    hearth__inspect_write_denied(r->srv, r->ns, "rest", r->who.auth, &pp, 1,
+                                 a.root, a.root, a.now);
     snprintf(why, why_size, "Permission denied");
     return 401;
 }

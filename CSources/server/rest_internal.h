@@ -103,7 +103,8 @@ void hearth__rest_stream_ticket(rest *r);
  * false with *why when the ticket does not open this request. Spends it. */
 bool hearth__rest_redeem_ticket(rest *r, const char *ticket, char *why,
                                 size_t why_size);
-/* /.metrics, /.profile and /.backup of namespace ns_name (rest_operator.c):
+/* /.metrics, /.profile, /.backup and /.inspect/ of namespace ns_name
+ * (rest_operator.c):
  * true when r was one (answered). */
 bool hearth__rest_operator(rest *r, const char *ns_name);
 /* /.settings/triggers and below (triggers.c); sub: what follows
@@ -111,5 +112,11 @@ bool hearth__rest_operator(rest *r, const char *ns_name);
 void hearth__rest_triggers(rest *r, const char *sub);
 /* GET /.backup (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
+/* GET /.inspect/coverage.json (source false) or /.inspect/rules.txt (the
+ * text its positions refer to) of namespace ns_name (rest_coverage.c). */
+void hearth__rest_coverage(rest *r, const char *ns_name, bool source);
+/* GET /.inspect/denials.json (the denials kept) or PUT {"tracing": bool}
+ * (rest_coverage.c). */
+void hearth__rest_denials(rest *r, const char *ns_name);
 
 #endif

@@ -1,6 +1,7 @@
-/* rest_operator.c - the operator's endpoints, all the admin's: GET /.metrics
- * (Prometheus text), GET /.profile (the operations stream) and GET
- * /.backup (rest_backup.c); and the
+/* rest_operator.c - the operator's endpoints, all the admin's: GET
+ * /.metrics (Prometheus text), GET /.profile (the operations stream), GET
+ * /.backup (rest_backup.c) and GET /.inspect/coverage.json and
+ * /.inspect/rules.txt (rest_coverage.c); and the
  * metrics port, which answers /.metrics to anyone who can reach it. */
 #include "server/rest_internal.h"
 
@@ -106,7 +107,10 @@ void hearth__metrics_handle(hearth__http_conn *conn,
 }
 
 bool hearth__rest_operator(rest *r, const char *ns_name) {
-    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup"};
+    static const char *const paths[] = {"/.metrics", "/.profile", "/.backup",
+                                        "/.inspect/coverage.json",
+                                        "/.inspect/rules.txt",
+                                        "/.inspect/denials.json"};
     size_t which = 0;
     while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
         which++;
@@ -121,13 +125,17 @@ bool hearth__rest_operator(rest *r, const char *ns_name) {
         !r->who.admin)
         hearth__rest_reply_error(r->conn, 401,
                                  "Permission denied: the admin's only");
+    else if (which == 5) /* GET, or PUT to turn tracing on or off */
+        hearth__rest_denials(r, ns_name);
     else if (r->method != HTTP_GET)
         hearth__rest_reply_error(r->conn, 405, "Method not allowed");
     else if (which == 0)
         answer_metrics(r->srv, r->conn);
     else if (which == 1)
         hearth__profile_start(r->srv, r->conn);
-    else
+    else if (which == 2)
         hearth__rest_backup(r, ns_name);
+    else
+        hearth__rest_coverage(r, ns_name, which == 4);
     return true;
 }

@@ -163,7 +163,7 @@ void hearth__rest_etag_of(const hearth_node_t *n, char out[HEARTH_HASH_SIZE + 16
 /* Whether the caller may read the data at the request's path. Whatever
  * shows stored data (an echo, an ETag, a failed condition) needs it. */
 bool hearth__rest_may_read_here(const rest *r) {
-    return hearth__ns_may_read(r->ns, &r->who, r->path, NULL);
+    return hearth__ns_may_see(r->ns, &r->who, r->path);
 }
 
 

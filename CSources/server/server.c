@@ -2,6 +2,7 @@
 #include "server/server.h"
 #include "server/access.h"
 #include "server/auth_keys.h"
+#include "server/inspect.h"
 #include "server/usage.h"
 #include "server/log.h"
 #include "server/observe.h"
@@ -145,10 +146,11 @@ static bool valid_namespace(const char *name) {
     return hearth__plain_name(name, 128);
 }
 
-int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
-                         hearth_error_t *err) {
+int hearth__ns_set_rules_source(hearth__namespace *ns, json_t *doc,
+                                const char *text, size_t len,
+                                hearth_error_t *err) {
     hearth__ruleset *rs;
-    int rc = hearth__ruleset_compile(doc, &rs, err);
+    int rc = hearth__ruleset_compile_source(doc, text, len, &rs, err);
     if (rc) {
         json_decref(doc);
         return rc;
@@ -160,12 +162,18 @@ int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
     return 0;
 }
 
+int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
+                         hearth_error_t *err) {
+    return hearth__ns_set_rules_source(ns, doc, NULL, 0, err);
+}
+
 /* Adopts the rules document text for ns. */
 static int set_rules_text(hearth__namespace *ns, const char *text,
                           hearth_error_t *err) {
     json_t *doc = NULL;
     int rc = hearth__rules_parse(text, strlen(text), &doc, err);
-    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+    return rc ? rc
+              : hearth__ns_set_rules_source(ns, doc, text, strlen(text), err);
 }
 
 /* The document the keeper holds comes first (a cluster's, set for every
@@ -187,11 +195,13 @@ static int load_rules(hearth__server *srv, hearth__namespace *ns,
                              path, strerror(errno));
     json_t *doc = NULL;
     const char *def = hearth__server_has_keys(srv) ? LOCKED_RULES : OPEN_RULES;
-    int rc = text ? hearth__rules_parse(text, len, &doc, err)
-                  : hearth__rules_parse(def, strlen(def), &doc,
-                                        err); /* none stored: default */
+    const char *source = text ? text : def; /* none stored: default */
+    size_t source_len = text ? len : strlen(def);
+    int rc = hearth__rules_parse(source, source_len, &doc, err);
+    if (!rc)
+        rc = hearth__ns_set_rules_source(ns, doc, source, source_len, err);
     hearth__free(text);
-    return rc ? rc : hearth__ns_set_rules(ns, doc, err);
+    return rc;
 }
 
 /* A namespace's rules changed in its keeper (set by the admin here, or
@@ -234,6 +244,7 @@ static bool ns_idle(hearth__namespace *ns) {
 
 /* Closes namespaces[i]; the last one takes its place. */
 static void ns_forget(hearth__server *srv, size_t i) {
+    hearth__inspect_closing(srv, srv->namespaces[i]); /* coverage kept */
     ns_free(srv->namespaces[i]);
     srv->namespaces[i] = srv->namespaces[--srv->nnamespaces];
 }
@@ -313,6 +324,7 @@ static int open_db(hearth__server *srv, hearth__namespace *ns,
         hearth__error_code(err, rc);
     if (!rc) {
         hearth__db_set_group_commit(ns->db, true);
+        hearth__db_set_retention(ns->db, srv->retain_ms);
         /* Network writes are judged by the rules as they are applied. */
         hearth__db_set_judge(ns->db, hearth__ns_judge, ns);
         hearth__server_triggers_attach(srv, ns);
@@ -335,6 +347,7 @@ static int ns_open(hearth__server *srv, const char *name,
         return hearth__error_code(err, HEARTH_ENOMEM);
     }
     snprintf(ns->dir, dlen, "%s/%s", srv->data_dir, name);
+    ns->srv = srv;
     int rc = open_db(srv, ns, err);
     if (!rc)
         rc = load_rules(srv, ns, err);
@@ -342,6 +355,7 @@ static int ns_open(hearth__server *srv, const char *name,
         ns_free(ns);
         return rc;
     }
+    hearth__inspect_opened(srv, ns); /* the same rules go on counting */
     *out = ns;
     return 0;
 }
@@ -593,6 +607,7 @@ static void free_server(hearth__server *srv) {
     hearth__auth_keys_free(srv->auth_keys);
     hearth__free(srv->namespaces);
     hearth__usage_free(srv->usage);
+    hearth__inspect_free(srv->inspect);
     hearth__metrics_free(&srv->metrics);
     hearth__free(srv->data_dir);
     hearth__free(srv->default_namespace);
@@ -635,6 +650,10 @@ static int read_config(const hearth_server_config_t *caller,
         if (rc)
             return rc;
     }
+    if (config->retain_ms < 0)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "retain_ms must be 0 or more, not %lld",
+                             (long long)config->retain_ms);
     if (config->metrics_port < 0 || config->metrics_port > 65535)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid metrics port %d",
                              config->metrics_port);
@@ -680,6 +699,7 @@ static int new_server(const hearth_server_config_t *config,
     if (!srv)
         return hearth__error_code(err, HEARTH_ENOMEM);
     srv->fsync_mode = config->fsync_mode;
+    srv->retain_ms = config->retain_ms;
     srv->log_format = config->log_format;
     srv->cluster_insecure = config->cluster_insecure;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);

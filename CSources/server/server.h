@@ -48,6 +48,7 @@ typedef struct hearth__ns_index {
  * its directory and files are made. Namespaces nobody uses close (their
  * files released, their indexes dropped) and open again on demand. */
 typedef struct hearth__namespace {
+    struct hearth__server *srv; /* its server (the judge's way back) */
     char *name;
     hearth_db_t *db;
     char *dir;
@@ -70,6 +71,8 @@ typedef struct hearth__server {
     char *default_namespace;
     hearth_fsync_mode fsync_mode;
     json_t *rules_override; /* --rules FILE, or NULL */
+    int64_t retain_ms;      /* --retain: point-in-time recovery's window */
+    struct hearth__inspect *inspect; /* coverage kept, denial traces */
     char *rules_file;       /* watched for changes, or NULL */
     uv_fs_poll_t rules_poll;
     char *auth_secret;      /* HS256 for tokens, or NULL */
@@ -118,7 +121,13 @@ typedef struct hearth__server {
 /* Whether tokens must be signed (a secret or public keys configured). */
 bool hearth__server_has_keys(const hearth__server *srv);
 
-/* Adopts a parsed rules document (taken over) and its compiled form. */
+/* Adopts a parsed rules document (taken over) and its compiled form;
+ * _source notes where its rules are written in text (the coverage
+ * report's positions; NULL: in the document as GET /.settings/rules.json
+ * shows it). */
+int hearth__ns_set_rules_source(hearth__namespace *ns, json_t *doc,
+                                const char *text, size_t len,
+                                hearth_error_t *err);
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
 

@@ -200,6 +200,7 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     st->who.admin = who->admin;
     st->who.auth = who->auth ? hearth_node_incref(who->auth) : NULL;
     st->who.expires_ms = who->expires_ms;
+    st->who.door = "sse";
     st->query_var = query_var ? hearth_node_incref(query_var) : NULL;
     st->json_flags = json_flags;
     st->filtered = !hearth__query_loads_all(query);

@@ -161,9 +161,8 @@ static int read_consistent(const char *dir, hearth_node_t **root,
     return rc;
 }
 
-/* Writes data to path through path.tmp, synced, renamed: all or nothing. */
-static int write_atomically(const char *path, const char *data, size_t len,
-                            hearth_error_t *err) {
+int hearth__store_write_atomically(const char *path, const char *data,
+                                   size_t len, hearth_error_t *err) {
     size_t n = strlen(path);
     char *tmp = hearth__malloc(n + 5), *dir_copy = hearth__strndup(path, n);
     if (!tmp || !dir_copy) {
@@ -197,12 +196,18 @@ int hearth_backup(const char *data_dir, const char *out_file,
     int rc = read_consistent(data_dir, &root, err);
     if (rc)
         return rc;
+    rc = hearth__store_write_root(out_file, root, err);
+    hearth_node_decref(root);
+    return rc;
+}
+
+int hearth__store_write_root(const char *path, const hearth_node_t *root,
+                             hearth_error_t *err) {
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__node_write_json(&b, root, HEARTH_JSON_EXPORT);
-    hearth_node_decref(root);
-    rc = b.failed ? hearth__error_code(err, HEARTH_ENOMEM)
-                  : write_atomically(out_file, b.data, b.len, err);
+    int rc = b.failed ? hearth__error_code(err, HEARTH_ENOMEM)
+                      : hearth__store_write_atomically(path, b.data, b.len, err);
     hearth__buf_free(&b);
     return rc;
 }

@@ -21,6 +21,22 @@ int hearth__store_write_all(int fd, const char *data, size_t len);
 /* The same at offset off (pwrite: the file position does not move). */
 int hearth__store_pwrite_all(int fd, const char *data, size_t len,
                              uint64_t off);
+/* Writes data to path through path.tmp, synced, renamed: all or nothing
+ * (backup.c). HEARTH_EIO naming path. */
+int hearth__store_write_atomically(const char *path, const char *data,
+                                   size_t len, hearth_error_t *err);
+/* root as export JSON into path, the same way. */
+int hearth__store_write_root(const char *path, const hearth_node_t *root,
+                             hearth_error_t *err);
+/* The data of dir as it was after the last write at or before at_ms (0:
+ * any time) whose sequence is at most at_seq (0: any), from its retained
+ * snapshots and logs (history.c); *out a new reference. HEARTH_ENOTFOUND
+ * when dir does not exist, the moment is older than the files hold or the
+ * sequence is not written yet; HEARTH_EIO naming the file and offset of
+ * damage. */
+int hearth__store_state_at(const char *dir, int64_t at_ms, uint64_t at_seq,
+                           hearth_node_t **out, hearth_error_t *err);
+
 /* The whole file, NUL-terminated; NULL when it cannot be read. */
 char *hearth__store_read_whole(const char *path, size_t *len);
 /* Generations of the files named prefix + digits + suffix, ascending. */
@@ -40,6 +56,11 @@ typedef struct hearth__record_part {
 typedef struct hearth__record {
     hearth__record_part *v;
     size_t n, cap;
+    /* Its meta (records.h), when it has one: */
+    bool has_meta;
+    int64_t time_ms;
+    uint64_t seq;
+    char *identity; /* owned; NULL: none */
 } hearth__record;
 
 /* Reads payload into *rec (zeroed by the caller); HEARTH_EIO when it does
@@ -54,6 +75,11 @@ void hearth__record_free(hearth__record *rec);
  * not apply. */
 int hearth__store_apply_record(const char *payload, size_t len,
                                hearth_node_t **root);
+/* The same, telling where the namespace's write sequence stands after it
+ * (*seq: the record's "s", else one more than before for a write of
+ * earlier versions; a mark leaves it at its "s"). */
+int hearth__store_apply_record_seq(const char *payload, size_t len,
+                                   hearth_node_t **root, uint64_t *seq);
 
 /* What recovery found. */
 typedef struct hearth__recovery {

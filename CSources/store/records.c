@@ -11,6 +11,13 @@ struct hearth__record_part {
     hearth_node_t *value;  /* a reference of the list's own */
 };
 
+struct hearth__record_info {
+    bool has_meta;
+    int64_t time_ms;
+    uint64_t seq;
+    size_t by, by_len; /* the identity as a JSON string in paths; 0: none */
+};
+
 void hearth__records_init(hearth__records *r) {
     memset(r, 0, sizeof *r);
     hearth__buf_init(&r->paths);
@@ -22,6 +29,7 @@ void hearth__records_clear(hearth__records *r) {
     hearth__buf_free(&r->paths);
     hearth__free(r->parts);
     hearth__free(r->ends);
+    hearth__free(r->info);
     hearth__records_init(r);
 }
 
@@ -70,12 +78,31 @@ static void add_path(hearth__buf *b, const hearth__path *p) {
 
 int hearth__records_add(hearth__records *r, const hearth__path *const *paths,
                         const hearth_node_t *const *values, size_t n) {
+    return hearth__records_add_meta(r, NULL, paths, values, n);
+}
+
+int hearth__records_add_meta(hearth__records *r,
+                             const hearth__record_meta *meta,
+                             const hearth__path *const *paths,
+                             const hearth_node_t *const *values, size_t n) {
+    size_t cap = r->records_cap;
     if (!grow((void **)&r->parts, &r->parts_cap, r->nparts, n,
               sizeof *r->parts) ||
-        !grow((void **)&r->ends, &r->records_cap, r->nrecords, 1,
-              sizeof *r->ends))
-        return HEARTH_ENOMEM;
+        !grow((void **)&r->ends, &cap, r->nrecords, 1, sizeof *r->ends) ||
+        !grow((void **)&r->info, &r->records_cap, r->nrecords, 1,
+              sizeof *r->info))
+        return HEARTH_ENOMEM; /* ends and info grow alike: one cap */
     size_t paths_len = r->paths.len;
+    hearth__record_info info = {0};
+    if (meta) {
+        info = (hearth__record_info){true, meta->time_ms, meta->seq, 0, 0};
+        if (meta->identity) {
+            info.by = r->paths.len;
+            hearth__json_write_string(&r->paths, meta->identity,
+                                      strlen(meta->identity));
+            info.by_len = r->paths.len - info.by;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         hearth__record_part *part = &r->parts[r->nparts + i];
         part->path = r->paths.len;
@@ -90,20 +117,54 @@ int hearth__records_add(hearth__records *r, const hearth__path *const *paths,
     for (size_t i = 0; i < n; i++)
         r->parts[r->nparts + i].value = hearth_node_incref(values[i]);
     r->nparts += n;
+    r->info[r->nrecords] = info;
     r->ends[r->nrecords++] = r->nparts;
     return 0;
 }
 
-/* Appends the record of parts[from, to) (payload [[path, value], ...]). */
-static int write_record(const hearth__records *r, size_t from, size_t to,
-                        hearth__buf *out) {
+/* {"t":...,"s":...,"by":...} (by: a JSON string, or NULL). */
+static void write_meta(hearth__buf *out, int64_t t, uint64_t seq,
+                       const char *by, size_t by_len) {
+    hearth__buf_printf(out, "{\"t\":%lld,\"s\":%llu", (long long)t,
+                       (unsigned long long)seq);
+    if (by_len) {
+        hearth__buf_adds(out, ",\"by\":");
+        hearth__buf_add(out, by, by_len);
+    }
+    hearth__buf_addc(out, '}');
+}
+
+int hearth__records_write_mark(const hearth__record_meta *meta,
+                               hearth__buf *out) {
     size_t start = out->len;
     char header[HEARTH__LOG_RECORD_HEADER] = {0};
     hearth__buf_add(out, header, sizeof header);
     hearth__buf_addc(out, '[');
+    write_meta(out, meta->time_ms, meta->seq, NULL, 0);
+    hearth__buf_addc(out, ']');
+    if (out->failed)
+        return HEARTH_ENOMEM;
+    hearth__log_seal_record(out->data + start, out->len - start - sizeof header);
+    hearth__log_seal_batch(out->data + start, out->len - start);
+    return 0;
+}
+
+/* Appends record k, of parts[from, to) (payload [meta, [path, value],
+ * ...], or [[path, value], ...] without meta). */
+static int write_record(const hearth__records *r, size_t k, size_t from,
+                        size_t to, hearth__buf *out) {
+    size_t start = out->len;
+    char header[HEARTH__LOG_RECORD_HEADER] = {0};
+    hearth__buf_add(out, header, sizeof header);
+    hearth__buf_addc(out, '[');
+    const hearth__record_info *info = &r->info[k];
+    if (info->has_meta)
+        write_meta(out, info->time_ms, info->seq, r->paths.data + info->by,
+                   info->by_len);
     for (size_t i = from; i < to; i++) {
         const hearth__record_part *part = &r->parts[i];
-        hearth__buf_add(out, i > from ? ",[" : "[", i > from ? 2 : 1);
+        bool first = i == from && !info->has_meta;
+        hearth__buf_add(out, first ? "[" : ",[", first ? 1 : 2);
         hearth__buf_add(out, r->paths.data + part->path, part->path_len);
         hearth__buf_addc(out, ',');
         hearth__node_write_json(out, part->value, HEARTH_JSON_EXPORT);
@@ -122,7 +183,7 @@ static int write_record(const hearth__records *r, size_t from, size_t to,
 int hearth__records_write(const hearth__records *r, hearth__buf *out) {
     size_t start = out->len, from = 0;
     for (size_t i = 0; i < r->nrecords; i++) {
-        int rc = write_record(r, from, r->ends[i], out);
+        int rc = write_record(r, i, from, r->ends[i], out);
         if (rc) {
             out->failed = false;
             out->len = start;

@@ -21,7 +21,8 @@ static int replay_log(const char *path, bool last, hearth_node_t **root,
     size_t off = 0, len;
     for (size_t at = 0; hearth__log_next(data, scan, &off, &payload, &len);
          at = off) {
-        if (hearth__store_apply_record(payload, len, root)) {
+        if (hearth__store_apply_record_seq(payload, len, root,
+                                           &report->last_seq)) {
             scan->end = HEARTH__LOG_DAMAGED;
             scan->good = scan->bad = at ? at : HEARTH__LOG_HEADER_LEN;
             scan->why = "the record does not apply";

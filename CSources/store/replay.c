@@ -22,6 +22,7 @@ void hearth__record_free(parts *ps) {
         hearth_node_decref(ps->v[i].value);
     }
     hearth__free(ps->v);
+    hearth__free(ps->identity);
     *ps = (parts){0};
 }
 
@@ -74,11 +75,66 @@ static int read_plain_pair(hearth__json_reader *r, parts *ps) {
     return parts_add(ps, path, value);
 }
 
+/* A meta value: t and s are whole numbers, by a string. */
+static int take_meta(parts *ps, const char *key, const hearth_node_t *v) {
+    bool number = hearth_node_type(v) == HEARTH_TYPE_NUMBER;
+    double n = number ? hearth_node_number_value(v) : -1;
+    if (!strcmp(key, "t") || !strcmp(key, "s")) {
+        if (!number || n < 0 || n != (double)(uint64_t)n)
+            return HEARTH_EIO;
+        if (key[0] == 't')
+            ps->time_ms = (int64_t)n;
+        else
+            ps->seq = (uint64_t)n;
+    } else if (!strcmp(key, "by")) {
+        size_t len;
+        const char *s = hearth_node_string_value(v, &len);
+        if (!s || ps->identity)
+            return HEARTH_EIO;
+        if (!(ps->identity = hearth__strndup(s, len)))
+            return HEARTH_ENOMEM;
+    } /* other members: a later version's, ignored */
+    return 0;
+}
+
+/* The meta object after the payload's '[' (taken), when there is one. */
+static int read_plain_meta(hearth__json_reader *r, parts *ps) {
+    if (!hearth__json_read_char(r, '{'))
+        return 0;
+    ps->has_meta = true;
+    if (hearth__json_read_char(r, '}'))
+        return 0;
+    do {
+        const char *s;
+        size_t len;
+        char key[8];
+        hearth_node_t *v;
+        if (hearth__json_read_string(r, &s, &len) || len >= sizeof key)
+            return HEARTH__JSON_UNUSUAL;
+        memcpy(key, s, len);
+        key[len] = '\0';
+        if (!hearth__json_read_char(r, ':') ||
+            hearth__json_read_value(r, HEARTH_MAX_DEPTH, &v))
+            return HEARTH__JSON_UNUSUAL;
+        int rc = take_meta(ps, key, v);
+        hearth_node_decref(v);
+        if (rc)
+            return rc == HEARTH_ENOMEM ? rc : HEARTH__JSON_UNUSUAL;
+    } while (hearth__json_read_char(r, ','));
+    return hearth__json_read_char(r, '}') ? 0 : HEARTH__JSON_UNUSUAL;
+}
+
 static int read_plain(const char *payload, size_t len, parts *ps) {
     hearth__json_reader r;
     hearth__json_reader_init(&r, payload, len);
     int rc = hearth__json_read_char(&r, '[') ? 0 : HEARTH__JSON_UNUSUAL;
-    if (!rc && !hearth__json_read_char(&r, ']')) {
+    if (!rc)
+        rc = read_plain_meta(&r, ps);
+    /* After a meta, the parts follow a comma. */
+    bool more = !rc && !hearth__json_read_char(&r, ']');
+    if (more && ps->has_meta && !hearth__json_read_char(&r, ','))
+        rc = HEARTH__JSON_UNUSUAL;
+    else if (more) {
         do
             rc = read_plain_pair(&r, ps);
         while (!rc && hearth__json_read_char(&r, ','));
@@ -97,7 +153,25 @@ static int read_jansson(const char *payload, size_t len, parts *ps) {
     if (hearth__json_load(payload, len, &json, NULL))
         return HEARTH_EIO;
     int rc = json_is_array(json) ? 0 : HEARTH_EIO;
-    for (size_t i = 0; !rc && i < json_array_size(json); i++) {
+    size_t first = 0;
+    json_t *meta = json_array_get(json, 0);
+    if (!rc && json_is_object(meta)) {
+        first = 1;
+        ps->has_meta = true;
+        const char *key;
+        json_t *v;
+        json_object_foreach(meta, key, v) {
+            hearth_node_t *n = NULL;
+            if (hearth_node_from_jansson(v, 0, &n, NULL))
+                rc = HEARTH_EIO;
+            if (!rc)
+                rc = take_meta(ps, key, n);
+            hearth_node_decref(n);
+            if (rc)
+                break;
+        }
+    }
+    for (size_t i = first; !rc && i < json_array_size(json); i++) {
         json_t *pair = json_array_get(json, i);
         const char *path = json_string_value(json_array_get(pair, 0));
         unsigned room;
@@ -129,8 +203,16 @@ int hearth__store_read_record(const char *payload, size_t len, parts *ps) {
 
 int hearth__store_apply_record(const char *payload, size_t len,
                                hearth_node_t **root) {
+    uint64_t seq = 0;
+    return hearth__store_apply_record_seq(payload, len, root, &seq);
+}
+
+int hearth__store_apply_record_seq(const char *payload, size_t len,
+                                   hearth_node_t **root, uint64_t *seq) {
     parts ps = {0};
     int rc = hearth__store_read_record(payload, len, &ps);
+    if (!rc)
+        *seq = ps.has_meta ? ps.seq : *seq + 1;
     for (size_t i = 0; !rc && i < ps.n; i++) {
         hearth__path p; /* parsed once already: it parses */
         rc = hearth__path_parse(ps.v[i].path, HEARTH__PATH_ALLOW_PRIORITY, &p,

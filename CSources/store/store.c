@@ -47,6 +47,8 @@ struct hearth__store {
      * to log_bytes) before the next commit writes. */
     bool must_cut;
     bool relax_next; /* the next commit syncs as --fsync batch would */
+    uint64_t seq;      /* the last write sequence given (records.h) */
+    int64_t retain_ms; /* keep superseded files this long (0: none) */
 };
 
 /* ---- records ---- */
@@ -54,6 +56,24 @@ struct hearth__store {
 int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
                          const hearth_node_t *const *values, size_t n) {
     return hearth__records_add(&s->pending, paths, values, n);
+}
+
+int hearth__store_append_by(hearth__store *s, const char *identity,
+                            int64_t now_ms, const hearth__path *const *paths,
+                            const hearth_node_t *const *values, size_t n) {
+    hearth__record_meta meta = {now_ms, s->seq + 1, identity};
+    int rc = hearth__records_add_meta(&s->pending, &meta, paths, values, n);
+    if (!rc)
+        s->seq++; /* a failed commit leaves a gap: numbers are not reused */
+    return rc;
+}
+
+void hearth__store_set_retention(hearth__store *s, int64_t retain_ms) {
+    s->retain_ms = retain_ms > 0 ? retain_ms : 0;
+}
+
+int64_t hearth__store_retention(const hearth__store *s) {
+    return s->retain_ms;
 }
 
 /* A commit in three steps, so that making the bytes, the write and the
@@ -203,10 +223,22 @@ static int open_log(hearth__store *s, uint64_t gen, bool create,
     /* Not O_APPEND: commits go at log_bytes, which space written ahead
      * may follow. */
     int fd = open(path, O_WRONLY | (create ? O_CREAT | O_EXCL : 0), 0644);
+    /* A new log of a store with write history starts with a mark: the
+     * sequence so far and the time, which is also its snapshot's. */
+    hearth__buf head;
+    hearth__buf_init(&head);
+    hearth__buf_add(&head, LOG_HEADER, LOG_HEADER_LEN);
+    hearth__record_meta mark = {hearth_now_ms(), s->seq, NULL};
+    if (create && s->seq)
+        hearth__records_write_mark(&mark, &head);
     int rc = 0;
     if (fd < 0) {
         rc = hearth__store_io_error(err, "cannot open", path);
-    } else if (create && (hearth__store_write_all(fd, LOG_HEADER, LOG_HEADER_LEN) ||
+    } else if (head.failed) {
+        rc = hearth__error_code(err, HEARTH_ENOMEM);
+        close(fd);
+        unlink(path);
+    } else if (create && (hearth__store_write_all(fd, head.data, head.len) ||
                           fdatasync(fd) || hearth__store_sync_dir(s->dir))) {
         rc = hearth__store_io_error(err, "cannot create", path);
         close(fd);
@@ -216,9 +248,10 @@ static int open_log(hearth__store *s, uint64_t gen, bool create,
         s->log_fd = fd;
         s->log_gen = gen;
         if (create)
-            s->log_bytes = LOG_HEADER_LEN; /* a failed commit cuts back here */
+            s->log_bytes = head.len; /* a failed commit cuts back here */
         s->log_size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : s->log_bytes;
     }
+    hearth__buf_free(&head);
     hearth__free(path);
     return rc;
 }
@@ -230,6 +263,7 @@ static int recover(hearth__store *s, hearth_node_t **root,
     int rc = hearth__store_recover(s->dir, false, root, report, &rec, err);
     if (rc)
         return rc;
+    s->seq = report->last_seq;
     s->log_bytes = rec.append_exists ? rec.append_len : 0;
     return open_log(s, rec.append_gen, !rec.append_exists, err);
 }
@@ -334,6 +368,35 @@ int hearth__store_rotate(hearth__store *s, uint64_t *gen) {
     return 0;
 }
 
+/* The oldest generation to keep besides gen and later: the first log
+ * written to within the last retain_ms (its mtime: its last commit), whose
+ * snapshot holds the data as it was when it began. */
+static uint64_t retained_from(const char *dir, uint64_t gen,
+                              int64_t retain_ms) {
+    if (retain_ms <= 0)
+        return gen;
+    uint64_t *gens;
+    size_t n;
+    if (hearth__store_list_gens(dir, "log.", "", &gens, &n))
+        return 1; /* cannot tell: keep everything */
+    int64_t cutoff = hearth_now_ms() - retain_ms;
+    uint64_t from = gen;
+    for (size_t i = 0; i < n && gens[i] < gen; i++) {
+        char *path = hearth__store_path(dir, "log.%llu", gens[i]);
+        struct stat st;
+        bool recent = !path || stat(path, &st) != 0 ||
+                      (int64_t)st.st_mtime * 1000 +
+                              st.st_mtim.tv_nsec / 1000000 >= cutoff;
+        hearth__free(path);
+        if (recent) {
+            from = gens[i];
+            break;
+        }
+    }
+    hearth__free(gens);
+    return from;
+}
+
 /* Removes snapshots and logs older than gen. */
 static void remove_superseded(const char *dir, uint64_t gen) {
     static const struct {
@@ -358,19 +421,25 @@ static void remove_superseded(const char *dir, uint64_t gen) {
 }
 
 static int write_snapshot(const char *dir, uint64_t gen,
-                          const hearth_node_t *root);
+                          const hearth_node_t *root, int64_t retain_ms);
 
-/* Timed for the metrics (hearth__hist_snapshot). */
 int hearth__store_write_snapshot(const char *dir, uint64_t gen,
                                  const hearth_node_t *root) {
+    return hearth__store_write_snapshot_retaining(dir, gen, root, 0);
+}
+
+/* Timed for the metrics (hearth__hist_snapshot). */
+int hearth__store_write_snapshot_retaining(const char *dir, uint64_t gen,
+                                           const hearth_node_t *root,
+                                           int64_t retain_ms) {
     uint64_t start = uv_hrtime();
-    int rc = write_snapshot(dir, gen, root);
+    int rc = write_snapshot(dir, gen, root, retain_ms);
     hearth__hist_observe(&hearth__hist_snapshot, uv_hrtime() - start);
     return rc;
 }
 
 static int write_snapshot(const char *dir, uint64_t gen,
-                          const hearth_node_t *root) {
+                          const hearth_node_t *root, int64_t retain_ms) {
     hearth__buf b;
     hearth__buf_init(&b);
     hearth__node_write_json(&b, root, HEARTH_JSON_EXPORT);
@@ -395,7 +464,7 @@ static int write_snapshot(const char *dir, uint64_t gen,
         if (rc)
             unlink(tmp);
         else
-            remove_superseded(dir, gen);
+            remove_superseded(dir, retained_from(dir, gen, retain_ms));
     }
     hearth__free(final);
     hearth__free(tmp);

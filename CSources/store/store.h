@@ -40,6 +40,7 @@ typedef struct hearth__store_report {
     uint64_t torn_bytes;       /* cut off the end of the last log */
     uint64_t torn_gen;         /* ... log.<torn_gen>, from torn_offset on */
     uint64_t torn_offset;
+    uint64_t last_seq;         /* the write sequence reached (records.h) */
 } hearth__store_report;
 
 /* Opens (creating if needed) the store in dir and recovers the tree into
@@ -56,6 +57,18 @@ int hearth__store_close(hearth__store *s);
  * was buffered. */
 int hearth__store_append(hearth__store *s, const hearth__path *const *paths,
                          const hearth_node_t *const *values, size_t n);
+/* The same, the record carrying its meta (records.h): now_ms, the next
+ * write sequence, and identity ("admin", "anonymous", "uid:<uid>"; NULL:
+ * none; copied). Once a store has given a sequence, each new log starts
+ * with a mark of it. */
+int hearth__store_append_by(hearth__store *s, const char *identity,
+                            int64_t now_ms, const hearth__path *const *paths,
+                            const hearth_node_t *const *values, size_t n);
+/* Point-in-time recovery's window: snapshots and logs a snapshot
+ * supersedes are kept while the log was written to within retain_ms
+ * (0: removed at once, the default). Set before the first snapshot. */
+void hearth__store_set_retention(hearth__store *s, int64_t retain_ms);
+int64_t hearth__store_retention(const hearth__store *s);
 /* Writes the buffered records and syncs them as the fsync mode says.
  * HEARTH_ENOSPC (full disk) or HEARTH_EIO when the disk refused, or
  * HEARTH_ENOMEM / HEARTH_ETOOBIG (a record past 4 GB) when the records
@@ -99,6 +112,11 @@ int hearth__store_rotate(hearth__store *s, uint64_t *gen);
  * worker thread while the loop goes on appending to the new log. */
 int hearth__store_write_snapshot(const char *dir, uint64_t gen,
                                  const hearth_node_t *root);
+/* The same, keeping what it supersedes for retain_ms (see
+ * hearth__store_set_retention). */
+int hearth__store_write_snapshot_retaining(const char *dir, uint64_t gen,
+                                           const hearth_node_t *root,
+                                           int64_t retain_ms);
 const char *hearth__store_dir(const hearth__store *s);
 /* Where the log ends now: its generation and its length in bytes. */
 void hearth__store_position(const hearth__store *s, uint64_t *gen,

@@ -19,6 +19,71 @@ extension Database {
         guard status == 0 else { throw HearthError(status: status, details: err) }
     }
 
+    /// `hearth backup --at / --at-seq --data`: the namespace as it was
+    /// after the last write at or before `atMilliseconds` (Unix ms; 0: any
+    /// time) whose sequence is at most `atSequence` (0: any), rebuilt from
+    /// the snapshots and logs its directory retains.
+    public static func backup(
+        dataDirectory: String, to file: String, atMilliseconds: Int64, atSequence: UInt64
+    ) throws(HearthError) {
+        var err = hearth_error_t()
+        let status = hearth_backup_at(dataDirectory, atMilliseconds, atSequence, file, &err)
+        guard status == 0 else { throw HearthError(status: status, details: err) }
+    }
+
+    /// `hearth restore --path`: the export JSON of the value at `path` in
+    /// a backup's export JSON ("null" when nothing is there), numbers and
+    /// key order exact. Throws the core's message for invalid data or path.
+    public static func subtreeJSON(_ text: Data, at path: String) throws(HearthError) -> Data {
+        let root = try NodeEncoder.node(fromJSON: Array(text), allowServerValues: false)
+        var child: OpaquePointer?
+        var err = hearth_error_t()
+        let status = hearth_node_get(root.pointer, path, &child, &err)
+        guard status == 0, let child else { throw HearthError(status: status, details: err) }
+        return Data(Node(retaining: child).json(flags: UInt32(HEARTH_JSON_EXPORT)).utf8)
+    }
+
+    /// One part of a logged write (`hearth log`).
+    public struct LoggedChange: Sendable {
+        /// Unix ms; 0 when an earlier version logged it without a time.
+        public let timeMilliseconds: Int64
+        public let sequence: UInt64
+        /// "admin", "anonymous" or "uid:<uid>"; nil when not logged.
+        public let identity: String?
+        public let path: String
+        public let bytes: Int
+    }
+
+    /// Calls `body` for every retained change of a namespace's data
+    /// directory touching `path` (nil: all) within [since, until] (Unix ms,
+    /// 0: unbounded), in log order.
+    public static func changes(
+        dataDirectory: String, path: String?, since: Int64, until: Int64,
+        _ body: @escaping (LoggedChange) -> Void
+    ) throws(HearthError) {
+        final class Sink {
+            let body: (LoggedChange) -> Void
+            init(_ body: @escaping (LoggedChange) -> Void) { self.body = body }
+        }
+        let sink = Sink(body)
+        var err = hearth_error_t()
+        let status = withExtendedLifetime(sink) {
+            hearth_log_changes(
+                dataDirectory, path, since, until,
+                { change, ctx in
+                    guard let ctx else { return 0 }
+                    let c = change.pointee
+                    Unmanaged<Sink>.fromOpaque(ctx).takeUnretainedValue().body(
+                        LoggedChange(
+                            timeMilliseconds: c.time_ms, sequence: c.sequence,
+                            identity: c.identity.map { String(cString: $0) },
+                            path: String(cString: c.path), bytes: Int(c.bytes)))
+                    return 0
+                }, Unmanaged.passUnretained(sink).toOpaque(), &err)
+        }
+        guard status == 0 else { throw HearthError(status: status, details: err) }
+    }
+
     /// The database for `url` with blocks on a private queue (the command
     /// line runs no main queue), opened now: throws what the C core says
     /// when it cannot open (a data directory another process holds is
@@ -171,6 +236,29 @@ public enum RulesDocument {
                 }
             }
         }
+    }
+
+    /// `hearth rules test`: the cases run against the rules document,
+    /// offline; the report as JSON text (hearth_rules_test). Throws the
+    /// core's message for a document or a case that is not valid.
+    public static func test(rules: Data, cases: Data) throws(HearthError) -> String {
+        let rulesBytes = Array(rules), caseBytes = Array(cases)
+        var report: UnsafeMutablePointer<CChar>?
+        try HearthError.check { details in
+            rulesBytes.withUnsafeBufferPointer { r in
+                caseBytes.withUnsafeBufferPointer { c in
+                    r.withMemoryRebound(to: CChar.self) { rc in
+                        c.withMemoryRebound(to: CChar.self) { cc in
+                            hearth_rules_test(
+                                rc.baseAddress ?? emptyText, rc.count,
+                                cc.baseAddress ?? emptyText, cc.count, &report, details)
+                        }
+                    }
+                }
+            }
+        }
+        defer { hearth_free(report) }
+        return report.map { String(cString: $0) } ?? "{}"
     }
 }
 

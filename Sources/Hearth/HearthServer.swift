@@ -130,6 +130,10 @@ public final class HearthServer: @unchecked Sendable {
         /// discovers). One server only: a cluster node refuses them.
         public var triggersFile: String?
         public var triggersJSON: String?
+        /// Point-in-time recovery's window: each namespace keeps the
+        /// snapshots and logs a snapshot supersedes while its log was
+        /// written to within it (`hearth serve --retain 7d`). nil: none.
+        public var retain: TimeInterval?
 
         public init(host: String = "127.0.0.1", port: Int = 9000,
                     dataDirectory: String = "./hearth-data",
@@ -241,6 +245,7 @@ public final class HearthServer: @unchecked Sendable {
         config.max_connections_per_address =
             Int32(clamping: configuration.maxConnectionsPerAddress ?? 0)
         config.max_held_bytes = configuration.maxHeldBytes ?? 0
+        config.retain_ms = configuration.retain.map { Int64(($0 * 1000).rounded()) } ?? 0
         let status = hearth_server_start(&config, &server, &err)
         guard status == 0, let server else {
             throw HearthError(status: status, details: err)

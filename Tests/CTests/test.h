@@ -116,6 +116,8 @@ double test_seconds(void);
 /* Runs a shell command made from fmt (quiet unless it says otherwise);
  * its exit status, -1 when it did not exit. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A shell command's stdout (free() it). */
+char *test_sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A transaction's function: the number there (0 if none) plus one. */
 int test_tx_increment(const hearth_node_t *current, hearth_node_t **result,
                       void *ctx);

@@ -29,7 +29,8 @@ int test_failures;
     X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \
     X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
     X(tls_tests) X(operator_tests) X(backup_tests) X(http_tests)                \
-    X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(trigger_tests)
+    X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(trigger_tests)    \
+    X(coverage_tests) X(pitr_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
@@ -195,6 +196,24 @@ int test_sh(const char *fmt, ...) {
     va_end(ap);
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+char *test_sh_out(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    size_t cap = 1 << 16, len = 0, k;
+    char *out = malloc(cap);
+    while (p && (k = fread(out + len, 1, cap - len - 1, p)) > 0)
+        if ((len += k) + 1 == cap)
+            out = realloc(out, cap *= 2);
+    out[len] = '\0';
+    if (p)
+        pclose(p);
+    return out;
 }
 
 double test_seconds(void) {

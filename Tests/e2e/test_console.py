@@ -9,8 +9,9 @@ another client's REST write appear live and highlighted (keys named like
 object properties too), edit a value with
 the keyboard and read it back over REST, page through children, import and
 export, publish rules (and see the server's line/column error), ask the
-playground, look at usage; no request carries the admin credential in
-its URL (the stream opens with a ticket). No uncaught exception and no console error
+playground, look at usage, see the rules' coverage and a denial traced
+in the Inspect tab; no request carries the admin credential in its URL
+(the stream opens with a ticket). No uncaught exception and no console error
 (CSP violations are logged as errors) may happen on the way. Screenshots
 go to build/console-screens/.
 
@@ -403,6 +404,43 @@ class ConsoleTest(unittest.TestCase):
         self.click('tr[data-trigger="orders"] button.retry')
         status = p.wait_for("document.getElementById('triggers-status').textContent")
         self.assertIn("1 dead letter(s) of orders queued again", status)
+
+    def test_7d_inspect_coverage_and_denial_trace(self):
+        p = self.page
+        # An anonymous read the rules refuse: the root's .read is false,
+        # and so is the $uid .read (auth is null).
+        def anonymous_read():
+            req = urllib.request.Request(f"{self.server.base}/users/ada.json?ns={NS}")
+            with self.assertRaises(urllib.error.HTTPError) as denied:
+                urllib.request.urlopen(req, timeout=10)
+            self.assertEqual(denied.exception.code, 401)
+            self.assertEqual(json.loads(denied.exception.read()), {"error": "Permission denied"})
+        anonymous_read()
+        self.click('#tabs button[data-tab="inspect"]')
+        p.wait_for("document.querySelectorAll('#coverage .cov-line').length > 3")
+        covered = p.evaluate("Array.from(document.querySelectorAll('#coverage .cov-line.covered'))"
+                             ".map(l => l.textContent)")
+        never = p.evaluate("Array.from(document.querySelectorAll('#coverage .cov-line.never'))"
+                           ".map(l => l.textContent)")
+        self.assertTrue(any('".read": "auth != null' in l and "false 1" in l for l in covered),
+                        covered)
+        self.assertTrue(any('".write"' in l and "never evaluated" in l for l in never), never)
+        # Tracing on, from the console; the next refusal is traced.
+        self.click("#trace-on")
+        p.wait_for("document.getElementById('trace-on').checked && "
+                   "!document.getElementById('denials-none').hidden")
+        anonymous_read()
+        self.click("#inspect-refresh")
+        head = p.wait_for("document.querySelector('#denials .denial-head') && "
+                          "document.querySelector('#denials .denial-head').textContent")
+        self.assertIn("rest read /users/ada as nobody", head)
+        trace = p.evaluate("document.getElementById('denials').textContent")
+        self.assertIn(".read at /users/$uid", trace)
+        self.assertIn("auth != null = false", trace)
+        self.shot("7b-inspect-coverage-and-denial")
+        self.click('#trace-on')  # off again: what was kept goes
+        p.wait_for("!document.getElementById('trace-on').checked && "
+                   "!document.querySelector('#denials .denial')")
         self.click('#tabs button[data-tab="data"]')
 
     def test_8_no_uncaught_exceptions_or_console_errors(self):

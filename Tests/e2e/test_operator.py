@@ -318,8 +318,8 @@ class Profile(unittest.TestCase):
             if self.profile_streams() > streams_before:
                 break
             time.sleep(0.02)
-        for i in range(5):
-            status, _ = http("PUT", self.server.url(f"/items/{i}"), {"n": i})
+        for i in range(30):
+            status, _ = http("PUT", self.server.url(f"/items/k{i}"), {"n": i})
             self.assertEqual(status, 200)
         for _ in range(2):
             http("GET", self.server.url("/items"))
@@ -343,14 +343,21 @@ class Profile(unittest.TestCase):
         lines = out.splitlines()
         self.assertIn("Speed report", lines[0])
         puts = [l.split() for l in lines if l.startswith("PUT ")]
-        self.assertEqual(puts[0][:3], ["PUT", "/items/$id", "5"])
+        # 30 sibling keys collapse into one row, as the service's does.
+        self.assertEqual(len(puts), 1)
+        self.assertEqual(puts[0][:3], ["PUT", "/items/$wildcard", "30"])
         float(puts[0][3]), float(puts[0][4])  # avg and p99 ms
         gets = [l.split() for l in lines if l.startswith("GET ") and "/items" in l]
         self.assertEqual(gets[0][:3], ["GET", "/items", "3"])
         bandwidth = lines[lines.index("Bandwidth report") + 2:]
-        items = [l.split() for l in bandwidth if l.startswith("/items/$id ")]
-        # In: json.dumps writes {"n": i} (8 bytes); out: {"n":i} (7).
-        self.assertEqual(items[0][1:3], ["40", "35"])
+        items = [l.split() for l in bandwidth if l.startswith("/items/$wildcard ")]
+        # In: json.dumps writes {"n": i} (8 or 9 bytes); out: {"n":i}.
+        self.assertEqual(items[0][1:3], [str(10 * 8 + 20 * 9), str(10 * 7 + 20 * 8)])
+
+    def test_no_collapse(self):
+        lines = self.profiled("--no-collapse").splitlines()
+        puts = {l.split()[1] for l in lines if l.startswith("PUT ")}
+        self.assertEqual(puts, {f"/items/k{i}" for i in range(30)})
         unindexed = lines[lines.index("Unindexed queries") + 2:]
         self.assertEqual(unindexed[0].split(), ["GET", "/items", "1"])
 
@@ -358,8 +365,8 @@ class Profile(unittest.TestCase):
         out = self.profiled("--raw")
         ops = [json.loads(l) for l in out.splitlines()]
         puts = [o for o in ops if o["type"] == "PUT"]
-        self.assertEqual(len(puts), 5)
-        self.assertEqual({o["path"] for o in puts}, {f"/items/{i}" for i in range(5)})
+        self.assertEqual(len(puts), 30)
+        self.assertEqual({o["path"] for o in puts}, {f"/items/k{i}" for i in range(30)})
         self.assertTrue(all(o["write"] and o["status"] == "200" for o in puts))
         self.assertEqual(sum(o["unindexed"] for o in ops), 1)
 
