@@ -53,8 +53,13 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
      * none): the one before the first this consumer delivers */
     n->tail.tail_last = n->log.applied_seq;
     jsErrCode jerr = 0;
+    /* Made again by the watchdog (tail_sub gone): on the loop, so only
+     * briefly; it tries again later rather than wait out an election. */
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS;
     natsStatus s = js_Subscribe(&n->tail.tail_sub, n->c->js, n->log.subject, on_record,
-                                n->c, NULL, &so, &jerr);
+                                n->c, n->tail.sid ? &jo : NULL, &so, &jerr);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot tail %s: %s", n->log.subject,
