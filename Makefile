@@ -42,7 +42,7 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
+.PHONY: all lib cli deps test test-c test-layers test-portable test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
@@ -120,12 +120,17 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 test-layers:
 	scripts/check-layers.sh
 
+# Nothing Linux-only is called outside the platform layer, CSources/os/
+# (a scan of the source, under a second).
+test-portable:
+	scripts/check-portable.py
+
 # The console's files are embedded as C arrays (console_assets.c, made by
 # the script and committed, so that SwiftPM builds the same source).
 test-console-assets:
 	scripts/gen-console-assets.py --check
 
-test-c: deps test-layers test-console-assets $(BUILD)/ctest
+test-c: deps test-layers test-portable test-console-assets $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -216,7 +221,7 @@ cluster: deps
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE) \
 	  $(if $(CLUSTER_INSECURE),--insecure)
 
-test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console \
+test: test-layers test-portable test-c test-fuzz test-install test-swift test-e2e test-console \
       test-cluster
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----

@@ -530,8 +530,10 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
  * the server's) into out_file as export-format JSON, consistent as of one
  * commit, while a server may hold the directory and go on writing: its
  * files are only read (held open first, so that a snapshot cannot remove
- * them meanwhile; links to them are made in a directory under $TMPDIR,
- * hearth-backup-pin-*, and removed after: Linux's /proc/self/fd). out_file is written whole or not at all (through
+ * them meanwhile; links to them are made in a directory, removed after:
+ * on Linux $TMPDIR/hearth-backup-pin-*, links to /proc/self/fd; on macOS
+ * and iOS hard links in .NAME.backup-pin-* beside data_dir, whose volume
+ * they cannot leave). out_file is written whole or not at all (through
  * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
  * when the directory cannot be read or is damaged, or out_file cannot be
  * written. `hearth import` (or `hearth restore`) puts it back. */

@@ -104,6 +104,7 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->hooks = *hooks;
     r->online = true;
     r->delay_ms = FIRST_DELAY_MS;
+    hearth__rng_seed(&r->jitter);
     hearth__v5_joiner_init(&r->pieces, HEARTH__V5_MAX_TO_CLIENT);
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;

@@ -121,7 +121,8 @@ static void schedule_retry(hearth__remote *r) {
     if (r->closing || !r->online || r->shut_down)
         return;
     /* Jittered, so that clients cut off together do not return together. */
-    uint64_t delay = r->delay_ms / 2 + (uint64_t)rand() % (r->delay_ms / 2 + 1);
+    uint64_t delay =
+        r->delay_ms / 2 + hearth__rng_below(&r->jitter, r->delay_ms / 2 + 1);
     r->delay_ms = r->delay_ms * 13 / 10;
     if (r->delay_ms > MAX_DELAY_MS)
         r->delay_ms = MAX_DELAY_MS;

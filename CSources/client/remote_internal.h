@@ -124,6 +124,7 @@ struct hearth__remote {
     int open_handles;
     hearth__disk *disk;    /* the cache on disk, or NULL */
     uint64_t delay_ms;
+    hearth__rng jitter;    /* spreads the reconnect delays */
     int64_t next_r;
     int64_t next_write;
     int64_t time_offset;   /* server clock minus ours, ms */

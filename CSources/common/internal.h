@@ -95,6 +95,20 @@ char *hearth__buf_detach(hearth__buf *b, size_t *len);
  * (EFBIG past max bytes). */
 char *hearth__read_file(const char *path, size_t max, size_t *len);
 
+/* ---- a seeded generator (common/rng.c) ---- */
+
+/* splitmix64: fast and spread evenly, not for secrets (hearth__os_random
+ * is). One per user, not shared between threads. */
+typedef struct hearth__rng {
+    uint64_t state;
+} hearth__rng;
+
+/* Seeds g from the system's generator (os/os.h). */
+void hearth__rng_seed(hearth__rng *g);
+uint64_t hearth__rng_next(hearth__rng *g);
+/* A draw in [0, n) (0 when n is 0). */
+uint64_t hearth__rng_below(hearth__rng *g, uint64_t n);
+
 /* ---- misc ---- */
 
 /* FNV-1a over len bytes, going on from h (HEARTH__FNV_SEED to begin):

@@ -3,6 +3,7 @@
  * read ends at once. */
 #include "server/rest_internal.h"
 
+#include "os/os.h"
 #include "server/realtime.h"
 
 #include <stdio.h>
@@ -99,7 +100,7 @@ void hearth__rest_rules(rest *r) {
     bool ok = f && fwrite(r->req->body, 1, r->req->body_len, f) ==
                        r->req->body_len;
     if (f)
-        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+        ok = fflush(f) == 0 && hearth__os_sync(fileno(f)) == 0 && ok;
     if (f)
         fclose(f);
     if (!ok || rename(tmp, path)) {
