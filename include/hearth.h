@@ -99,9 +99,47 @@ extern "C" {
 HEARTH_EXTERN const char *hearth_version(void);
 HEARTH_EXTERN unsigned hearth_version_number(void);
 
-/* Logs what clients of a server send and receive (one line per message,
- * "hearth: > ..." and "hearth: < ...") to stderr, for debugging; off by
- * default. Any thread. */
+/* ---- the log ----
+ * The library writes nothing to stderr by itself. What it has to say (a
+ * cache it rebuilt, a token the server refused, a cluster record it
+ * dropped, the server's access lines) goes to the one log function the
+ * program sets, as SQLite's SQLITE_CONFIG_LOG: none by default, so
+ * nothing is said. The hearth CLI sets hearth_log_stderr. */
+typedef enum hearth_log_level {
+    HEARTH_LOG_ERROR = 1,   /* something could not be used and was dropped or
+                               rebuilt (a cache, a stored write, a record) */
+    HEARTH_LOG_WARNING = 2, /* refused or degraded: a token, a listen, a
+                               rules file, a limit */
+    HEARTH_LOG_MESSAGE = 3, /* a message of the realtime protocol, "> ..."
+                               sent and "< ..." received (hearth_set_logging) */
+    HEARTH_LOG_ACCESS = 4   /* a server's access or event line, formatted as
+                               its log_format says */
+} hearth_log_level;
+
+/* message: one line of UTF-8 without its newline, valid during the call.
+ * Called on whatever thread has something to say (a database's loop, a
+ * server's, the caller's), possibly on several at once: the function must
+ * be thread-safe, quick, and must not call into Hearth. */
+typedef void (*hearth_log_fn)(void *HEARTH_NULLABLE user,
+                              hearth_log_level level, const char *message);
+
+/* Sets the log function (NULL: nothing is logged, the default) and the user
+ * pointer passed to it. Set it before opening databases or starting
+ * servers: a change while they run may reach a message in flight with the
+ * old function or the new one's user pointer. */
+HEARTH_EXTERN void hearth_set_log(hearth_log_fn HEARTH_NULLABLE fn,
+                                  void *HEARTH_NULLABLE user);
+
+/* A log function writing each message to stderr in one write (so lines of
+ * threads never interleave): "hearth: MESSAGE" for errors, warnings and
+ * protocol messages, the line alone for access lines. user is unused. */
+HEARTH_EXTERN void hearth_log_stderr(void *HEARTH_NULLABLE user,
+                                     hearth_log_level level,
+                                     const char *message);
+
+/* Logs what clients of a server send and receive (one HEARTH_LOG_MESSAGE
+ * per message, "> ..." and "< ...") to the log function, for debugging;
+ * off by default. Any thread. */
 HEARTH_EXTERN void hearth_set_logging(bool enabled);
 
 /* ------------------------------------------------------------------------ */
@@ -464,7 +502,7 @@ typedef struct hearth_db_config_s {
      * observers at once, answers reads from it, and sends the stored
      * writes in order when it connects. Writes still pending at close stay
      * stored (their completions get HEARTH_ECANCELED). A damaged or
-     * unusable file is reported on stderr and replaced, keeping the
+     * unusable file is reported to the log and replaced, keeping the
      * pending writes it can still read. NULL: memory only. */
     const char *HEARTH_NULLABLE cache_dir;
     /* The cache's bound in bytes, 1 MB to 100 MB (0: 10 MB): server data
@@ -696,7 +734,7 @@ HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
 /* Signs this client in: token (a JWT the server's keys verify; NULL signs
  * out) is sent at once when connected, and first on every connection, so
  * listens and writes are judged as its user. A token the server refuses
- * is reported on stderr and the connection goes on unauthenticated; when
+ * is reported to the log and the connection goes on unauthenticated; when
  * the server revokes it (it expired), it is dropped and the provider, if
  * any, is asked for a new one. HEARTH_EUNSUPPORTED for an embedded
  * database. */
@@ -770,7 +808,8 @@ HEARTH_EXTERN int hearth_token_create(const char *HEARTH_NULLABLE uid, const cha
 
 typedef struct hearth_server_s hearth_server_t;
 
-/* Access and event logs on stderr, one line each. */
+/* Access and event logs, one line each (HEARTH_LOG_ACCESS to the log
+ * function: hearth_set_log). */
 typedef enum hearth_log_format {
     HEARTH_LOG_OFF = 0,
     HEARTH_LOG_TEXT = 1, /* time door type namespace path status in= out= ms */
@@ -787,7 +826,7 @@ typedef struct hearth_server_config_s {
     hearth_fsync_mode fsync_mode;
     /* A rules document (JSON with comments) for every namespace, replacing
      * their stored rules, and watched: when the file changes it is read
-     * again, and a document that does not check is reported on stderr
+     * again, and a document that does not check is reported to the log
      * while the rules in force stay. NULL keeps each namespace's own; a
      * new namespace starts open (read and write for all) when no keys are
      * configured, and locked (nothing but the admin) when they are. The
@@ -856,7 +895,7 @@ typedef struct hearth_server_config_s {
      * error naming it. */
     const char *HEARTH_NULLABLE tls_cert_file;
     const char *HEARTH_NULLABLE tls_key_file;
-    /* Access and event logs on stderr (default off). */
+    /* Access and event logs to the log function (default off). */
     hearth_log_format log_format;
     /* GET /.metrics (Prometheus text) is the admin's on the main port;
      * with metrics_port it is also served on 127.0.0.1:metrics_port

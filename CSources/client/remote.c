@@ -19,9 +19,17 @@ atomic_bool hearth__remote_logging;
 void hearth_set_logging(bool enabled) { atomic_store(&hearth__remote_logging, enabled); }
 
 void hearth__remote_log_message(char direction, const char *text, size_t len) {
-    if (atomic_load_explicit(&hearth__remote_logging, memory_order_relaxed))
-        fprintf(stderr, "hearth: %c %.*s\n", direction,
-                len > 2000 ? 2000 : (int)len, text);
+    if (!atomic_load_explicit(&hearth__remote_logging, memory_order_relaxed) ||
+        !hearth__log_on())
+        return;
+    hearth__buf line;
+    hearth__buf_init(&line);
+    hearth__buf_printf(&line, "%c %.*s", direction,
+                       len > 2000 ? 2000 : (int)len, text);
+    hearth__buf_addc(&line, '\0');
+    if (!line.failed)
+        hearth__log_line(HEARTH_LOG_MESSAGE, line.data);
+    hearth__buf_free(&line);
 }
 
 /* ---- URLs ---- */

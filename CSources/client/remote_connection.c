@@ -83,7 +83,7 @@ void hearth__remote_auth_answered(const char *status, json_t *d) {
     if (!strcmp(status, "ok"))
         return;
     /* The server goes on with this connection unauthenticated. */
-    fprintf(stderr, "hearth: the server refused the auth token: %s%s%s\n",
+    hearth__log(HEARTH_LOG_WARNING, "the server refused the auth token: %s%s%s",
             status, json_is_string(d) ? ": " : "",
             json_is_string(d) ? json_string_value(d) : "");
 }

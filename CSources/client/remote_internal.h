@@ -144,7 +144,8 @@ struct hearth__remote {
                                       connection ends */
 };
 
-/* Whether messages are logged to stderr (hearth_set_logging). */
+/* Whether messages are logged (hearth_set_logging, to hearth_set_log's
+ * function). */
 extern atomic_bool hearth__remote_logging;
 
 /* ---- remote.c ---- */

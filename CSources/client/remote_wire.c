@@ -180,7 +180,7 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
  * connection goes on unauthenticated; a provider is asked for a new one. */
 static void on_auth_revoked(hearth__remote *r, json_t *b) {
     const char *why = json_string_value(json_object_get(b, "s"));
-    fprintf(stderr, "hearth: the server revoked the auth token: %s\n",
+    hearth__log(HEARTH_LOG_WARNING, "the server revoked the auth token: %s",
             why ? why : "(no reason)");
     hearth__free(r->auth_token);
     r->auth_token = NULL;
@@ -237,8 +237,8 @@ void hearth__remote_on_message(void *user, const char *text, size_t len) {
     if (rc < 0) {
         /* Pieces past what one message may hold (a broken or hostile
          * server): this connection ends rather than the client growing. */
-        fprintf(stderr, "hearth: the server sent a message over %zu bytes "
-                        "(or one that did not fit in memory); reconnecting\n",
+        hearth__log(HEARTH_LOG_WARNING, "the server sent a message over %zu bytes "
+                        "(or one that did not fit in memory); reconnecting",
                 r->pieces.max);
         hearth__remote_drop_connection(r);
         return;

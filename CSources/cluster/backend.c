@@ -71,8 +71,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
          * (hearth__cluster_tree_exact): the tree is the log up to the
          * fence, and now up to this record. */
         if (n->applied_seq != n->batch_applied)
-            fprintf(stderr, "hearth: cluster: %s: records applied during "
-                    "an append (%llu, fence %llu)\n", n->name,
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: records applied during "
+                    "an append (%llu, fence %llu)", n->name,
                     (unsigned long long)n->applied_seq,
                     (unsigned long long)n->batch_applied);
         n->applied_seq = n->committed_seq = n->batch_seq;
@@ -91,8 +91,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
     if (n->records) /* waiting for this commit: apply them now */
         uv_async_send(&n->c->wake);
     if (rc && n->batch_published) {
-        fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
-                "catching up from the log\n", n->name, hearth_strerror(rc),
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: append refused (%s%s); "
+                "catching up from the log", n->name, hearth_strerror(rc),
                 n->batch_jerr == 10071 ? ", a newer record is there" : "");
         if (n->batch_seq == 0)
             hearth__cluster_step_down(n);
@@ -309,8 +309,8 @@ static uint64_t join(hearth__cluster_ns *n, const char *dir) {
     if (joined < seq)
         return 0;
     if (joined + 1 < floor && floor != UINT64_MAX)
-        fprintf(stderr, "hearth: cluster: %s: the log below %llu is purged "
-                "and no peer had a snapshot: records are missing here\n",
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log below %llu is purged "
+                "and no peer had a snapshot: records are missing here",
                 n->name, (unsigned long long)floor);
     return joined;
 }

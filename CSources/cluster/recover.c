@@ -72,12 +72,12 @@ static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
         if (!rc)
             rc = cut_at(path, keep);
         if (rc)
-            fprintf(stderr, "hearth: cluster: cannot cut %s (%s): its end "
-                    "may hold a group the stream never got\n", path,
+            hearth__log(HEARTH_LOG_ERROR, "cluster: cannot cut %s (%s): its end "
+                    "may hold a group the stream never got", path,
                     hearth_strerror(rc));
         else
-            fprintf(stderr, "hearth: cluster: %s: %zu bytes past the "
-                    "stream's records cut off (kept in a cut.* file)\n",
+            hearth__log(HEARTH_LOG_ERROR, "cluster: %s: %zu bytes past the "
+                    "stream's records cut off (kept in a cut.* file)",
                     path, size - (size_t)keep);
     }
     hearth__free(data);

@@ -193,8 +193,8 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
     hearth__log_scan scan;
     hearth__log_check(data, size, false, &scan);
     if (scan.end != HEARTH__LOG_CLEAN)
-        fprintf(stderr, "hearth: cluster: %s: a damaged record in the log "
-                "(%s); applying its intact part\n", n->name,
+        hearth__log(HEARTH_LOG_ERROR, "cluster: %s: a damaged record in the log "
+                "(%s); applying its intact part", n->name,
                 scan.why ? scan.why : "torn");
     const char *payload;
     size_t off = 0, len;
@@ -202,8 +202,8 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
         hearth__db_op *o = NULL;
         int rc = record_op(payload, len, &o);
         if (rc) {
-            fprintf(stderr, "hearth: cluster: %s: a record that does not "
-                    "parse: %s\n", n->name, hearth_strerror(rc));
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a record that does not "
+                    "parse: %s", n->name, hearth_strerror(rc));
             continue;
         }
         n->log_writes++;
@@ -231,8 +231,8 @@ static bool genuine(hearth__cluster_ns *n, hearth__cluster_msg *q, size_t i,
             (void *)natsMsg_GetData(q->msg),
             (size_t)natsMsg_GetDataLength(q->msg), &q->plain, &q->plain_len);
         if (rc && rc != HEARTH_EDENIED)
-            fprintf(stderr, "hearth: cluster: %s: a record at %llu could not "
-                    "be opened (%s); skipped\n", n->name,
+            hearth__log(HEARTH_LOG_ERROR, "cluster: %s: a record at %llu could not "
+                    "be opened (%s); skipped", n->name,
                     (unsigned long long)q->seq, hearth_strerror(rc));
         q->opened = rc ? -1 : 1;
     }
@@ -268,8 +268,8 @@ static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     hearth__buf_add(&n->chain, data, size);
     n->chain_parts++;
     if (n->chain.failed)
-        fprintf(stderr, "hearth: cluster: %s: no memory for a record of %zu "
-                "parts\n", n->name, k);
+        hearth__log(HEARTH_LOG_ERROR, "cluster: %s: no memory for a record of %zu "
+                "parts", n->name, k);
     if (i == k && !n->chain.failed)
         apply_group(n, n->chain.data, n->chain.len);
     if (i == k || n->chain.failed)

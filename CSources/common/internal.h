@@ -95,6 +95,17 @@ char *hearth__buf_detach(hearth__buf *b, size_t *len);
  * (EFBIG past max bytes). */
 char *hearth__read_file(const char *path, size_t max, size_t *len);
 
+/* ---- the log (common/log.c, hearth_set_log) ---- */
+
+/* Whether a log function is set (to skip building a message for none). */
+bool hearth__log_on(void);
+/* A message to the log function, formatted (cut at about 1 KB), or
+ * nothing when none is set. Any thread. */
+void hearth__log(hearth_log_level level, const char *fmt, ...)
+    HEARTH__PRINTF(2, 3);
+/* A line already built (NUL-terminated, no newline), whatever its length. */
+void hearth__log_line(hearth_log_level level, const char *line);
+
 /* ---- a seeded generator (common/rng.c) ---- */
 
 /* splitmix64: fast and spread evenly, not for secrets (hearth__os_random
@@ -115,6 +126,10 @@ uint64_t hearth__rng_below(hearth__rng *g, uint64_t n);
  * the hash of the in-memory tables keyed by text. */
 #define HEARTH__FNV_SEED 0xcbf29ce484222325ULL
 uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len);
+
+/* Base64 (RFC 4648, padded) of len bytes into out, NUL-terminated:
+ * room for 4 * ((len + 2) / 3) + 1. Returns the length written. */
+size_t hearth__base64(const unsigned char *in, size_t len, char *out);
 
 /* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 bool hearth__utf8_valid(const char *s, size_t len);

@@ -67,6 +67,7 @@ int hearth__tls_client_create(const char *host, hearth__tls **out) {
         return HEARTH_ENOMEM;
     int rc = client_setup(t, host);
     if (rc) {
+        ERR_clear_error(); /* the caller has the code; nothing is left */
         hearth__tls_free(t);
         return rc;
     }

@@ -5,6 +5,7 @@
 
 #include "hearth.h"
 
+#include <CommonCrypto/CommonDigest.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -44,6 +45,24 @@ int hearth__os_random(void *buf, size_t len) {
     arc4random_buf(buf, len); /* cannot fail */
     return 0;
 }
+
+int hearth__os_sha1(const void *data, size_t len, unsigned char out[20]) {
+    CC_SHA1_CTX ctx; /* the streaming form: len may pass CC_LONG */
+    CC_SHA1_Init(&ctx);
+    const unsigned char *p = data;
+    while (len) {
+        CC_LONG n = len > 0x40000000 ? 0x40000000 : (CC_LONG)len;
+        CC_SHA1_Update(&ctx, p, n);
+        p += n;
+        len -= n;
+    }
+    CC_SHA1_Final(out, &ctx);
+    return 0;
+}
+
+void hearth__os_crypto_init(void) {}
+
+void hearth__os_crypto_thread_stop(void) {}
 
 /* Beside the data directory: a hard link cannot leave its volume, and
  * $TMPDIR (a per-user folder) is often on another one. */

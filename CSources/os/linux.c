@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -34,6 +36,21 @@ int hearth__os_random(void *buf, size_t len) {
         len -= n;
     }
     return 0;
+}
+
+int hearth__os_sha1(const void *data, size_t len, unsigned char out[20]) {
+    unsigned int n;
+    return EVP_Digest(data, len, out, &n, EVP_sha1(), NULL) && n == 20
+               ? 0
+               : HEARTH_ENOMEM;
+}
+
+void hearth__os_crypto_init(void) {
+    OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
+}
+
+void hearth__os_crypto_thread_stop(void) {
+    OPENSSL_thread_stop();
 }
 
 int hearth__os_pin_template(const char *data_dir, char *out, size_t n) {

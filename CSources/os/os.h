@@ -31,6 +31,16 @@ void hearth__os_trim_memory(void);
  * (getentropy on Linux, arc4random_buf on Darwin). 0, or HEARTH_EIO. */
 int hearth__os_random(void *buf, size_t len);
 
+/* SHA-1 of len bytes into out (which the protocols still use: the
+ * WebSocket accept key, RFC 6455; the node hash the service compares):
+ * OpenSSL on Linux, CommonCrypto on Darwin (whose SDK has no OpenSSL).
+ * 0, or HEARTH_ENOMEM. */
+int hearth__os_sha1(const void *data, size_t len, unsigned char out[20]);
+/* The crypto library's start and a thread's end (OpenSSL's per-thread
+ * state on Linux, tree/hash.c says when; nothing to do on Darwin). */
+void hearth__os_crypto_init(void);
+void hearth__os_crypto_thread_stop(void);
+
 /* ---- naming an open file (hearth_backup's pins, store/backup.c) ---- */
 
 /* Where the directory of pins for a backup of data_dir goes, as a

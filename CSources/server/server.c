@@ -209,8 +209,8 @@ static void on_cluster_rules(void *ctx, const char *name) {
             continue;
         hearth_error_t err;
         if (load_rules(srv, ns, &err)) {
-            fprintf(stderr, "hearth: rules of %s from the cluster not "
-                    "taken: %s; the rules in force stay\n", name,
+            hearth__log(HEARTH_LOG_WARNING, "rules of %s from the cluster not "
+                    "taken: %s; the rules in force stay", name,
                     err.message);
             return;
         }
@@ -421,7 +421,7 @@ static void on_expiry(uv_timer_t *t) {
 static void rules_note(hearth__server *srv, const char *event,
                        const char *text) {
     if (srv->log_format == HEARTH_LOG_OFF)
-        fprintf(stderr, "hearth: %s\n", text);
+        hearth__log(HEARTH_LOG_WARNING, "%s", text);
     else
         hearth__log_event(srv, event, text);
 }

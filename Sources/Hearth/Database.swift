@@ -425,8 +425,9 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Logs the messages this process's clients exchange with servers to
-    /// standard error (for debugging), as the SDK's logging does.
+    /// Logs the messages this process's clients exchange with servers (for
+    /// debugging), as the SDK's logging does: to `HearthLog`'s handler, or
+    /// standard error after `HearthLog.toStandardError()`.
     public static func setLoggingEnabled(_ enabled: Bool) {
         hearth_set_logging(enabled)
     }

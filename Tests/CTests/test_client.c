@@ -1494,31 +1494,97 @@ static void test_cache_prunes_least_recently_used(void) {
     remove_tree(dir);
 }
 
-/* hearth_set_logging: each message both ways, on stderr. */
-static void test_logging(void) {
-    hearth_server_t *s = start_server(0);
+/* What reaches stderr while a client of s in namespace ns, its messages
+ * logged, writes value at /x and closes (the barrier: its loop has said
+ * all it will): into buf, NUL-terminated. */
+static void stderr_of_logged_write(hearth_server_t *s, const char *ns,
+                                   const char *value, char *buf, size_t n) {
     int err_pipe[2];
     CHECK_INT(pipe(err_pipe), 0);
     fflush(stderr);
     int saved = dup(2);
     dup2(err_pipe[1], 2);
     hearth_set_logging(true);
-    hearth_db_t *a = client(hearth_server_port(s), "logged");
+    hearth_db_t *a = client(hearth_server_port(s), ns);
     done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-    set_json(a, "/x", "42", &d);
+    set_json(a, "/x", value, &d);
     CHECK(wait_count(&d, 1, 5000));
-    hearth_set_logging(false);
     hearth_db_close(a);
+    hearth_set_logging(false);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
     close(err_pipe[1]);
-    char buf[8192];
-    ssize_t n = read(err_pipe[0], buf, sizeof buf - 1);
+    ssize_t got = read(err_pipe[0], buf, n - 1);
     close(err_pipe[0]);
-    buf[n > 0 ? n : 0] = '\0';
+    buf[got > 0 ? got : 0] = '\0';
+}
+
+/* hearth_set_logging: each message both ways, on stderr (the test
+ * program's log function is hearth_log_stderr, as the CLI's). */
+static void test_logging(void) {
+    hearth_server_t *s = start_server(0);
+    char buf[8192];
+    stderr_of_logged_write(s, "logged", "42", buf, sizeof buf);
     CHECK(strstr(buf, "hearth: < {\"t\":\"c\"") != NULL);
     CHECK(strstr(buf, "hearth: > {\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"p\"") != NULL);
+    finish_server(s);
+}
+
+/* A client leaves the program's SIGPIPE disposition as it was (it once
+ * set SIG_IGN for the whole process); its loop thread blocks the signal
+ * for itself instead. */
+static void test_sigpipe_untouched(void) {
+    hearth_server_t *s = start_server(0); /* the server sets SIG_IGN, */
+    signal(SIGPIPE, SIG_DFL);             /* so back to the default */
+    hearth_db_t *a = client(hearth_server_port(s), "quiet");
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(a, "/x", "1", &d);
+    CHECK(wait_count(&d, 1, 5000)); /* connected and written */
+    struct sigaction during;
+    CHECK_INT(sigaction(SIGPIPE, NULL, &during), 0);
+    CHECK(during.sa_handler == SIG_DFL);
+    signal(SIGPIPE, SIG_IGN); /* for the in-process server's writes */
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* What a log function set with hearth_set_log gets. */
+typedef struct captured {
+    pthread_mutex_t lock;
+    hearth__buf text; /* "LEVEL message\n" per message */
+} captured;
+
+static void capture_log(void *user, hearth_log_level level,
+                        const char *message) {
+    captured *c = user;
+    pthread_mutex_lock(&c->lock);
+    hearth__buf_printf(&c->text, "%d %s\n", (int)level, message);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Messages reach the program's log function, with their level and without
+ * the "hearth: " of the stderr sink; with none set, nothing reaches stderr
+ * (closing the database is the barrier: its loop said all it would). */
+static void test_log_hook(void) {
+    hearth_server_t *s = start_server(0);
+    captured c = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    hearth__buf_init(&c.text);
+    hearth_set_log(capture_log, &c);
+    char buf[256];
+    stderr_of_logged_write(s, "hooked", "42", buf, sizeof buf);
+    CHECK_STR(buf, ""); /* all of it went to the function */
+    hearth__buf_addc(&c.text, '\0');
+    CHECK(strstr(c.text.data, "3 < {\"t\":\"c\"") != NULL);
+    CHECK(strstr(c.text.data, "3 > {\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"p\"") !=
+          NULL);
+    CHECK(strstr(c.text.data, "hearth:") == NULL);
+    hearth__buf_free(&c.text);
+
+    hearth_set_log(NULL, NULL);
+    stderr_of_logged_write(s, "unhooked", "43", buf, sizeof buf);
+    CHECK_STR(buf, ""); /* no log function: not a byte on stderr */
+    hearth_set_log(hearth_log_stderr, NULL);
     finish_server(s);
 }
 
@@ -1821,6 +1887,8 @@ const test_case client_tests[] = {
     {"client_cache_bounds", test_cache_bounds},
     {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
     {"client_logging", test_logging},
+    {"client_log_hook", test_log_hook},
+    {"client_sigpipe_untouched", test_sigpipe_untouched},
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},

@@ -368,6 +368,9 @@ static void run_table(const test_table *table, int argc, char **argv,
 }
 
 int main(int argc, char **argv) {
+    /* As the CLI does: the library's messages on stderr, where the tests
+     * that read them look (client_log_hook sets its own). */
+    hearth_set_log(hearth_log_stderr, NULL);
     /* A test may run this binary again as a helper process. */
     const char *child = getenv("HEARTH_TEST_CHILD");
     if (child && test_child_main)

@@ -37,6 +37,28 @@ struct ClientTests {
         server.stop()
     }
 
+    /// The library's messages reach the handler the app set (here the
+    /// protocol trace of a write), as `HearthLog.Level` and text.
+    @Test func logHandlerGetsTheTrace() async throws {
+        let ns = "log-\(UUID().uuidString.prefix(8))"
+        let marker = "marker-\(UUID().uuidString.prefix(8))"
+        let lines = Recorder<String>()
+        HearthLog.setHandler { level, text in
+            if level == .message && text.hasPrefix("> ") && text.contains(marker) {
+                lines.append(text)
+            }
+        }
+        Database.setLoggingEnabled(true)
+        defer {
+            Database.setLoggingEnabled(false)
+            HearthLog.setHandler(nil)  // as the test process had it
+        }
+        try await client(ns).reference(withPath: "x").setValue(marker)
+        let sent = try await lines.wait(for: 1)
+        #expect(sent[0].contains("\"d\":\"\(marker)\""))
+        server.stop()
+    }
+
     @Test func useEmulatorAndTransactions() async throws {
         let ns = "tx-\(UUID().uuidString.prefix(8))"
         let databases = (0..<4).map { _ in
