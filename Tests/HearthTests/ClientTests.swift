@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hearth
+import HearthServer
 
 /// Databases that are clients of a real `hearth serve` (HearthServer) on a
 /// free loopback port: the API an app ports over, against a server.
