@@ -725,6 +725,15 @@ HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
  * HEARTH_EUNSUPPORTED for an embedded database. */
 HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
 
+/* The network came back or the app is in front again (what the SDK does
+ * on a reachability change and on entering the foreground): the reconnect
+ * backoff starts over and a client waiting to reconnect connects now,
+ * rather than after a delay grown while it had no network. Nothing else
+ * for a client connected, connecting, or set offline. While connected, a
+ * client sends the protocol's keep-alive after 45 s without sending, as
+ * the SDK does. HEARTH_EUNSUPPORTED for an embedded database. */
+HEARTH_EXTERN int hearth_db_reconnect_now(hearth_db_t *db);
+
 /* Gives up every write and transaction the server has not acknowledged:
  * their local effects are reverted (events raised) and their completions
  * get HEARTH_ECANCELED. A write already sent may still be applied by the

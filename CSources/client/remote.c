@@ -118,7 +118,7 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->sync.events = events;
     r->hooks = *hooks;
     r->online = true;
-    r->delay_ms = FIRST_DELAY_MS;
+    r->delay_ms = hearth__remote_first_delay();
     hearth__rng_seed(&r->jitter);
     hearth__v5_joiner_init(&r->pieces, HEARTH__V5_MAX_TO_CLIENT);
     uv_timer_init(loop, &r->retry);
@@ -127,7 +127,9 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->get_timer.data = r;
     uv_timer_init(loop, &r->save_timer);
     r->save_timer.data = r;
-    r->open_handles = 3;
+    uv_timer_init(loop, &r->keepalive);
+    r->keepalive.data = r;
+    r->open_handles = 4;
     hearth__remote_set_info(r, "connected", hearth_node_boolean(false));
     *out = r;
     hearth__remote_connect_now(r);
@@ -195,4 +197,5 @@ void hearth__remote_close(hearth__remote *r) {
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);
     uv_close((uv_handle_t *)&r->get_timer, on_timer_closed);
     uv_close((uv_handle_t *)&r->save_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&r->keepalive, on_timer_closed);
 }

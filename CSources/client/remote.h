@@ -129,6 +129,14 @@ void hearth__remote_purge(hearth__remote *r);
 
 /* goOffline / goOnline. */
 void hearth__remote_set_online(hearth__remote *r, bool online);
+/* The network came back or the app is in front again: the backoff starts
+ * over, and a client waiting to reconnect connects now. */
+void hearth__remote_reconnect_now(hearth__remote *r);
+
+/* Tests only: when nonzero, the first reconnect delay (else 1 s) and the
+ * keep-alive interval (else 45 s), in ms, for clients made after. */
+extern _Atomic uint64_t hearth__remote_test_first_delay_ms;
+extern _Atomic uint64_t hearth__remote_test_keepalive_ms;
 
 /* Test hook: the most one message from the server may hold, joined
  * (HEARTH__V5_MAX_TO_CLIENT unless set). */

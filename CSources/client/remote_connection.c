@@ -1,12 +1,36 @@
 /* remote_connection.c - the realtime client's connection life: connect,
  * the hello, the credential (sent first, or asked of the owner), then
  * what was waiting; on a drop, what is lost, the onDisconnect writes the
- * server ran, and a reconnect after a growing backoff. */
+ * server ran, and a reconnect after a growing backoff (started over by
+ * hearth_db_reconnect_now); a keep-alive while idle. */
 #include "client/remote_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Atomic uint64_t hearth__remote_test_first_delay_ms;
+_Atomic uint64_t hearth__remote_test_keepalive_ms;
+
+uint64_t hearth__remote_first_delay(void) {
+    uint64_t t = atomic_load(&hearth__remote_test_first_delay_ms);
+    return t ? t : FIRST_DELAY_MS;
+}
+
+static uint64_t keepalive_interval(void) {
+    uint64_t t = atomic_load(&hearth__remote_test_keepalive_ms);
+    return t ? t : KEEPALIVE_MS;
+}
+
+/* Every interval while connected: "0" (the protocol's keep-alive, which
+ * the server skips) when nothing else was sent in it. */
+static void on_keepalive(uv_timer_t *t) {
+    hearth__remote *r = t->data;
+    uint64_t every = keepalive_interval();
+    if (r->ws && uv_now(r->loop) - r->last_send_ms >= every)
+        hearth__remote_send_keepalive(r);
+}
+
 
 static void send_auth(hearth__remote *r) {
     json_t *b = r->auth_token ? json_pack("{s:s}", "cred", r->auth_token)
@@ -41,7 +65,9 @@ void hearth__remote_on_hello(hearth__remote *r, json_t *d) {
     if (t > 0 && t < 9007199254740992.0)
         r->time_offset = (int64_t)t - hearth_now_ms();
     r->connected = true;
-    r->delay_ms = FIRST_DELAY_MS;
+    r->delay_ms = hearth__remote_first_delay();
+    uint64_t every = keepalive_interval();
+    uv_timer_start(&r->keepalive, on_keepalive, every, every);
     r->next_r = 0;
     hearth__remote_publish_info(r);
     hearth__remote_raise_events(r);
@@ -157,6 +183,7 @@ static void run_on_disconnect(hearth__remote *r) {
 static void went_offline(hearth__remote *r) {
     bool was = r->connected;
     r->connected = false;
+    uv_timer_stop(&r->keepalive);
     r->ready = false;
     r->awaiting_token = false;
     hearth__v5_joiner_reset(&r->pieces);
@@ -224,12 +251,20 @@ void hearth__remote_connect_now(hearth__remote *r) {
     }
 }
 
+void hearth__remote_reconnect_now(hearth__remote *r) {
+    r->delay_ms = hearth__remote_first_delay();
+    if (r->ws || r->closing || !r->online || r->shut_down)
+        return; /* connected or connecting, or not to be */
+    uv_timer_stop(&r->retry);
+    hearth__remote_connect_now(r);
+}
+
 void hearth__remote_set_online(hearth__remote *r, bool online) {
     if (r->online == online)
         return;
     r->online = online;
     if (online) {
-        r->delay_ms = FIRST_DELAY_MS;
+        r->delay_ms = hearth__remote_first_delay();
         hearth__remote_connect_now(r);
         return;
     }

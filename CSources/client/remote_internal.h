@@ -19,6 +19,9 @@
 enum {
     FIRST_DELAY_MS = 1000,    /* reconnect backoff: from 1 s */
     MAX_DELAY_MS = 30000,     /* to 30 s */
+    KEEPALIVE_MS = 45000,     /* "0" after this long without sending, as
+                                 the SDK's WebSocket does: proxies and NATs
+                                 drop a connection silent for minutes */
     MAX_TX_ATTEMPTS = 25,
     GET_CONNECT_MS = 3000,    /* a get waits this long for a connection */
 };
@@ -121,6 +124,8 @@ struct hearth__remote {
     uv_timer_t retry;
     uv_timer_t get_timer;  /* fails gets that waited too long to be sent */
     uv_timer_t save_timer; /* stores changed server data, coalesced */
+    uv_timer_t keepalive;  /* while connected: "0" when nothing was sent */
+    uint64_t last_send_ms; /* uv_now of the last message sent */
     int open_handles;
     hearth__disk *disk;    /* the cache on disk, or NULL */
     uint64_t delay_ms;
@@ -263,6 +268,10 @@ void hearth__remote_auth_answered(const char *status, json_t *d);
  * backoff. */
 void hearth__remote_drop_connection(hearth__remote *r);
 
+/* The first reconnect delay: FIRST_DELAY_MS, or the tests' (remote.h). */
+uint64_t hearth__remote_first_delay(void);
+/* Sends the keep-alive, "0". */
+int hearth__remote_send_keepalive(hearth__remote *r);
 void hearth__remote_connect_now(hearth__remote *r);
 
 /* ---- remote_cache.c ---- */

@@ -37,8 +37,13 @@ static int send_text(hearth__remote *r, const char *text, size_t len) {
     if (!r->ws)
         return HEARTH_ECLOSED;
     hearth__remote_log_message('>', text, len);
+    r->last_send_ms = uv_now(r->loop);
     return hearth__v5_send(text, len, HEARTH__V5_MAX_TO_SERVER, send_frame,
                            r->ws);
+}
+
+int hearth__remote_send_keepalive(hearth__remote *r) {
+    return send_text(r, "0", 1);
 }
 
 static int send_json(hearth__remote *r, json_t *msg) {

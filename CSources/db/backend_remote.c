@@ -166,6 +166,9 @@ static bool run_client_op(hearth_db_t *db, hearth__db_op *o) {
     case OP_ONLINE:
         hearth__remote_set_online(r->remote, o->u.online);
         return false;
+    case OP_RECONNECT:
+        hearth__remote_reconnect_now(r->remote);
+        return false;
     case OP_PURGE:
         hearth__remote_purge(r->remote);
         return false;

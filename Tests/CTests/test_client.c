@@ -1856,6 +1856,80 @@ static void test_listen_hash_spares_unchanged_data(void) {
     finish_server(s);
 }
 
+/* Writes json at path and waits for the server's acknowledgement. */
+static void write_acked(hearth_db_t *db, const char *path, const char *json) {
+    done d = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    set_json(db, path, json, &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.errors, 0);
+}
+
+/* hearth_db_reconnect_now: a client waiting out its backoff connects at
+ * once. The first retry is made 10 to 20 s away, so a connection within
+ * the test can only come from the call; before it, the server has been up
+ * a second without the client connecting (the control). */
+static void test_reconnect_now(void) {
+    atomic_store(&hearth__remote_test_first_delay_ms, 20000);
+    int port = free_port();
+    hearth_db_t *a = client(port, "again"); /* refused: nothing listens */
+    watch w;
+    watch_init(&w);
+    observe(a, "/.info/connected", NULL, &w);
+    CHECK(wait_value(&w, "false", 5000));
+    sleep_ms(200); /* the refusal (loopback: at once) and the retry set */
+    char data[64] = "/tmp/hearth-again-XXXXXX";
+    CHECK(mkdtemp(data) != NULL);
+    char arg[128];
+    snprintf(arg, sizeof arg, "server:%d:%s", port, data);
+    pid_t server = spawn_child(arg);
+    CHECK(!wait_value(&w, "true", 1000)); /* the control: still waiting */
+    CHECK_INT(hearth_db_reconnect_now(a), 0);
+    CHECK(wait_value(&w, "true", 5000));
+    CHECK_INT(hearth_db_reconnect_now(a), 0); /* connected: nothing */
+    write_acked(a, "/x", "1");
+    hearth_db_close(a);
+    kill_child(server);
+    remove_tree(data);
+    hearth_db_t *e = NULL;
+    CHECK_INT(hearth_db_open(NULL, &e, NULL), 0); /* embedded: no server */
+    CHECK_INT(hearth_db_reconnect_now(e), HEARTH_EUNSUPPORTED);
+    hearth_db_close(e);
+}
+
+/* Sent messages seen through the log function. */
+static bool saw_sent(captured *c, const char *line) {
+    pthread_mutex_lock(&c->lock);
+    hearth__buf_addc(&c->text, '\0');
+    bool seen = !c->text.failed && strstr(c->text.data, line) != NULL;
+    c->text.len--;
+    pthread_mutex_unlock(&c->lock);
+    return seen;
+}
+
+/* While idle, a connected client sends the protocol's keep-alive ("0",
+ * here every 100 ms instead of 45 s), and the server takes it: writes go
+ * on being acknowledged on that connection. */
+static void test_keepalive(void) {
+    atomic_store(&hearth__remote_test_keepalive_ms, 100);
+    hearth_server_t *s = start_server(0);
+    captured c = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    hearth__buf_init(&c.text);
+    hearth_set_log(capture_log, &c);
+    hearth_set_logging(true);
+    hearth_db_t *a = client(hearth_server_port(s), "alive");
+    write_acked(a, "/x", "1");
+    bool seen = false;
+    for (int i = 0; i < 100 && !(seen = saw_sent(&c, "\n3 > 0\n")); i++)
+        sleep_ms(20);
+    CHECK(seen);
+    write_acked(a, "/y", "2"); /* after keep-alives: still acknowledged */
+    hearth_db_close(a);
+    hearth_set_logging(false);
+    hearth_set_log(hearth_log_stderr, NULL);
+    hearth__buf_free(&c.text);
+    finish_server(s);
+}
+
 const test_case client_tests[] = {
     {"client_local_events_first", test_local_events_first},
     {"client_two_clients", test_two_clients},
@@ -1889,6 +1963,8 @@ const test_case client_tests[] = {
     {"client_logging", test_logging},
     {"client_log_hook", test_log_hook},
     {"client_sigpipe_untouched", test_sigpipe_untouched},
+    {"client_reconnect_now", test_reconnect_now},
+    {"client_keepalive", test_keepalive},
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},
