@@ -24,8 +24,8 @@ let serverOnly = [
     "net/ws_server.c",
 ]
 // The client's TLS, one per system (net/tls.h): OpenSSL on Linux; on Apple
-// platforms none yet (net/apple/tls.c refuses wss://: the system's
-// transport is to come, README "Apple platforms").
+// platforms none of the core's own (net/apple/tls.c): the Swift module's
+// URLSession transport carries wss:// there (README "Apple platforms").
 let tlsFiles = ["net/tls.c", "net/apple"]
 
 let coreSettings: [CSetting] = [.headerSearchPath("."), .define("_GNU_SOURCE")] + strictFlags

@@ -521,7 +521,54 @@ typedef struct hearth_db_config_s {
     /* With rules: the rules' `auth` as JSON ({"uid": "ada", ...}); NULL or
      * "null": unauthenticated. */
     const char *HEARTH_NULLABLE auth_variable;
+    /* With url: the program's own WebSocket transport (copied), through
+     * which the client reaches the server instead of the built-in one
+     * (libuv, OpenSSL, wslay): on Apple platforms the Swift module's
+     * URLSession transport, so that TLS, trust, proxies and cellular are
+     * the system's. NULL: the built-in one. */
+    const struct hearth_transport_s *HEARTH_NULLABLE transport;
 } hearth_db_config_t;
+
+/* ---- a WebSocket transport of the program's (config.transport) ----
+ * The client asks the transport to open a connection, send text messages
+ * and close it; the transport reports what happens on the connection's
+ * hearth_ws_t with the three hearth_ws_* calls below, from any thread
+ * (they are queued to the database's loop). The contract:
+ * - open returns the transport's handle for the connection (passed back
+ *   to send and close), or NULL when it cannot start (nothing follows);
+ * - after a non-NULL open, hearth_ws_closed is called exactly once,
+ *   whatever happens (failure, the server's close, or close below), and
+ *   nothing is called on ws after it;
+ * - hearth_ws_opened once the WebSocket is open, then hearth_ws_message
+ *   for each text message received, in order (binary ones are dropped);
+ * - send and close are called on the database's loop thread, must not
+ *   block, and may come after the transport reported closed (it ignores
+ *   them then); send returns nonzero when it cannot send (the client then
+ *   closes and reconnects later);
+ * - close asks for the end; hearth_ws_closed follows promptly (the
+ *   database's close waits for it). */
+typedef struct hearth_ws_s hearth_ws_t;
+typedef struct hearth_transport_s {
+    void *HEARTH_NULLABLE user; /* passed to the three calls */
+    /* url: "ws://host:port/.ws?v=5&ns=NAME" or "wss://...". */
+    void *HEARTH_NULLABLE (*HEARTH_NONNULL open)(void *HEARTH_NULLABLE user,
+                                                 const char *url,
+                                                 hearth_ws_t *ws);
+    int (*HEARTH_NONNULL send)(void *HEARTH_NULLABLE user, void *conn,
+                               const char *text, size_t len);
+    void (*HEARTH_NONNULL close)(void *HEARTH_NULLABLE user, void *conn);
+} hearth_transport_t;
+
+/* The WebSocket is open: messages may be sent. */
+HEARTH_EXTERN void hearth_ws_opened(hearth_ws_t *ws);
+/* One text message received (copied before this returns). */
+HEARTH_EXTERN void hearth_ws_message(hearth_ws_t *ws, const char *text,
+                                     size_t len);
+/* The connection ended: status 0 for a clean close, else a negative
+ * HEARTH_E* code (HEARTH_EIO for a failure); reason: a short text (may be
+ * NULL). The last call on ws. */
+HEARTH_EXTERN void hearth_ws_closed(hearth_ws_t *ws, int status,
+                                    const char *HEARTH_NULLABLE reason);
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a
  * data directory, err (may be NULL) explains a failure to recover. */

@@ -6,7 +6,6 @@
  * remote_write.c, remote_get.c, remote_transaction.c (how a transaction
  * runs, retries and commits) and remote_cache.c (the cache on disk). */
 #include "client/remote_internal.h"
-#include "net/tls.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,12 +43,6 @@ int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
     if (!strncmp(url, "http://", 7) || !strncmp(url, "ws://", 5)) {
         rest = strstr(url, "//") + 2;
     } else if (!strncmp(url, "https://", 8) || !strncmp(url, "wss://", 6)) {
-        if (!hearth__tls_client_available())
-            return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
-                                 "database URL \"%.64s\": this build has no "
-                                 "TLS client (on macOS and iOS, https:// "
-                                 "waits for the system's transport)",
-                                 url);
         rest = strstr(url, "//") + 2;
         out->tls = true;
     } else {
@@ -151,7 +144,7 @@ void hearth__remote_close(hearth__remote *r) {
         hearth__remote_save_views(r); /* the last server data, before the views go */
     r->closing = true;
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     r->connected = false;

@@ -30,6 +30,9 @@ typedef struct hearth__remote_url {
     int port;
     bool tls;
     char ns[128];
+    /* How to reach it: the program's transport (open set), else the
+     * built-in one. Not parsed: the owner sets it. */
+    hearth_transport_t transport;
 } hearth__remote_url;
 
 int hearth__remote_parse_url(const char *url, hearth__remote_url *out,

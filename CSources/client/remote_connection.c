@@ -233,7 +233,7 @@ static void on_close(void *user, int status, const char *why) {
  * backoff. */
 void hearth__remote_drop_connection(hearth__remote *r) {
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     went_offline(r);
@@ -244,8 +244,9 @@ void hearth__remote_connect_now(hearth__remote *r) {
     if (r->ws || r->closing || !r->online || r->shut_down)
         return;
     static const hearth__wsc_callbacks cb = {on_open, hearth__remote_on_message, on_close};
-    if (hearth__wsc_connect(r->loop, r->url.host, r->url.port, r->resource,
-                            r->url.tls, &cb, r, &r->ws)) {
+    if (hearth__link_connect(r->loop, &r->url.transport, r->url.host,
+                             r->url.port, r->resource, r->url.tls, &cb, r,
+                             &r->ws)) {
         r->ws = NULL;
         schedule_retry(r);
     }
@@ -270,7 +271,7 @@ void hearth__remote_set_online(hearth__remote *r, bool online) {
     }
     uv_timer_stop(&r->retry);
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     went_offline(r);

@@ -9,7 +9,7 @@
 
 #include "client/disk.h"
 #include "client/ondisconnect.h"
-#include "net/ws_client.h"
+#include "client/link.h"
 #include "net/v5.h"
 #include "tree/codec.h"
 
@@ -112,7 +112,7 @@ struct hearth__remote {
     hearth__sync sync;
     hearth__remote_hooks hooks;
 
-    hearth__wsc *ws;       /* NULL when not connected */
+    hearth__link *ws;      /* NULL when not connected */
     bool connected;        /* hello received */
     bool ready;            /* and the credential settled: requests may go */
     char *auth_token;      /* sent first on every connection; NULL: none */

@@ -27,7 +27,7 @@ char *hearth__remote_path_text(const hearth__path *p) {
 }
 
 static int send_frame(void *ws, const char *frame, size_t len) {
-    return hearth__wsc_send(ws, frame, len);
+    return hearth__link_send(ws, frame, len);
 }
 
 /* Sends one message, in v5 pieces when long; HEARTH_ETOOBIG past what the

@@ -297,11 +297,17 @@ public final class Database: @unchecked Sendable {
                     atPath: cacheDir, withIntermediateDirectories: true)
             }
             config.cache_size = Int(settings.persistenceCacheSize)
+            // On Apple platforms the client reaches servers through
+            // URLSession (the system's TLS, trust and proxies).
+            var transport = URLSessionTransport.shared.cTransport
             status = server.withCString { text in
                 config.url = text
                 return withOptionalCString(cacheDir) { dir in
                     config.cache_dir = dir
-                    return hearth_db_open(&config, &db, &details)
+                    return withUnsafePointer(to: &transport) { carrier in
+                        if URLSessionTransport.isDefault { config.transport = carrier }
+                        return hearth_db_open(&config, &db, &details)  // copies it
+                    }
                 }
             }
         } else {

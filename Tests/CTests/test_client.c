@@ -7,6 +7,7 @@
 
 #include "client/disk.h"
 #include "client/remote.h"
+#include "net/ws_client.h"
 #include "tree/node.h"
 
 #include <arpa/inet.h>
@@ -1047,7 +1048,7 @@ static void test_hello_with_absurd_clock(void) {
     CHECK_INT(uv_loop_init(&loop), 0);
     hearth__event_queue events;
     hearth__events_init(&events);
-    hearth__remote_url url = {"127.0.0.1", 9, false, "clock"};
+    hearth__remote_url url = {.host = "127.0.0.1", .port = 9, .ns = "clock"};
     hearth__remote_hooks hooks = {events_dropped, NULL, NULL, &events};
     hearth__remote *r;
     CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);
@@ -1930,6 +1931,255 @@ static void test_keepalive(void) {
     finish_server(s);
 }
 
+/* ---- a transport of the test's own (hearth_transport_t) ---- */
+
+/* The program's transport, as an app's would be: its own thread and loop
+ * (here the built-in WebSocket client on them, as URLSession would be the
+ * system's), reporting from that thread. Commands from the database's
+ * loop are queued to it. */
+typedef struct tconn {
+    struct tconn *next;
+    struct ttransport *tt;
+    hearth_ws_t *ws;
+    hearth__wsc *c;
+    char url[256];
+    bool over; /* closed reported */
+} tconn;
+
+typedef struct tcmd {
+    struct tcmd *next;
+    enum { T_OPEN, T_SEND, T_CLOSE, T_QUIT } kind;
+    tconn *conn;
+    size_t len;
+    char text[];
+} tcmd;
+
+typedef struct ttransport {
+    uv_loop_t loop;
+    uv_async_t wake;
+    uv_thread_t thread;
+    pthread_mutex_t lock;
+    tcmd *head, *tail;
+    tconn *conns;
+    bool refuse; /* open returns NULL */
+    atomic_int opens, sends, closes, reported_closed;
+} ttransport;
+
+static void t_opened(void *user) { hearth_ws_opened(((tconn *)user)->ws); }
+
+static void t_message(void *user, const char *text, size_t len) {
+    hearth_ws_message(((tconn *)user)->ws, text, len);
+}
+
+static void t_closed(void *user, int status, const char *why) {
+    tconn *c = user;
+    c->c = NULL; /* the built-in client frees itself */
+    c->over = true;
+    atomic_fetch_add(&c->tt->reported_closed, 1);
+    hearth_ws_closed(c->ws, status, why);
+}
+
+static void t_run(tconn *c, tcmd *m) {
+    static const hearth__wsc_callbacks cb = {t_opened, t_message, t_closed};
+    if (m->kind == T_OPEN) {
+        char host[64], resource[160];
+        int port;
+        if (sscanf(c->url, "ws://%63[^:]:%d%159s", host, &port, resource) != 3 ||
+            hearth__wsc_connect(&c->tt->loop, host, port, resource, false, &cb,
+                                c, &c->c)) {
+            c->over = true;
+            atomic_fetch_add(&c->tt->reported_closed, 1);
+            hearth_ws_closed(c->ws, HEARTH_EIO, "cannot connect");
+        }
+    } else if (m->kind == T_SEND && c->c && !c->over) {
+        hearth__wsc_send(c->c, m->text, m->len);
+    } else if (m->kind == T_CLOSE && !c->over) {
+        if (c->c)
+            hearth__wsc_close(c->c); /* no callback after this */
+        c->c = NULL;
+        c->over = true;
+        atomic_fetch_add(&c->tt->reported_closed, 1);
+        hearth_ws_closed(c->ws, 0, "closed by the client");
+    }
+}
+
+static void t_wake(uv_async_t *a) {
+    ttransport *tt = a->data;
+    pthread_mutex_lock(&tt->lock);
+    tcmd *m = tt->head;
+    tt->head = tt->tail = NULL;
+    pthread_mutex_unlock(&tt->lock);
+    while (m) {
+        tcmd *next = m->next;
+        if (m->kind == T_QUIT)
+            uv_close((uv_handle_t *)&tt->wake, NULL);
+        else
+            t_run(m->conn, m);
+        free(m);
+        m = next;
+    }
+}
+
+static void t_main(void *arg) {
+    ttransport *tt = arg;
+    uv_run(&tt->loop, UV_RUN_DEFAULT);
+}
+
+static void t_post(ttransport *tt, int kind, tconn *c, const char *text,
+                   size_t len) {
+    tcmd *m = malloc(sizeof *m + len);
+    m->next = NULL;
+    m->kind = kind;
+    m->conn = c;
+    m->len = len;
+    if (len)
+        memcpy(m->text, text, len);
+    pthread_mutex_lock(&tt->lock);
+    if (tt->tail)
+        tt->tail->next = m;
+    else
+        tt->head = m;
+    tt->tail = m;
+    pthread_mutex_unlock(&tt->lock);
+    uv_async_send(&tt->wake);
+}
+
+static void *t_open(void *user, const char *url, hearth_ws_t *ws) {
+    ttransport *tt = user;
+    atomic_fetch_add(&tt->opens, 1);
+    if (tt->refuse)
+        return NULL;
+    tconn *c = calloc(1, sizeof *c);
+    c->tt = tt;
+    c->ws = ws;
+    snprintf(c->url, sizeof c->url, "%s", url);
+    pthread_mutex_lock(&tt->lock);
+    c->next = tt->conns;
+    tt->conns = c;
+    pthread_mutex_unlock(&tt->lock);
+    t_post(tt, T_OPEN, c, NULL, 0);
+    return c;
+}
+
+static int t_send(void *user, void *conn, const char *text, size_t len) {
+    atomic_fetch_add(&((ttransport *)user)->sends, 1);
+    t_post(user, T_SEND, conn, text, len);
+    return 0;
+}
+
+static void t_close(void *user, void *conn) {
+    atomic_fetch_add(&((ttransport *)user)->closes, 1);
+    t_post(user, T_CLOSE, conn, NULL, 0);
+}
+
+static void t_start(ttransport *tt) {
+    memset(tt, 0, sizeof *tt);
+    pthread_mutex_init(&tt->lock, NULL);
+    CHECK_INT(uv_loop_init(&tt->loop), 0);
+    CHECK_INT(uv_async_init(&tt->loop, &tt->wake, t_wake), 0);
+    tt->wake.data = tt;
+    CHECK_INT(uv_thread_create(&tt->thread, t_main, tt), 0);
+}
+
+static void t_stop(ttransport *tt) {
+    t_post(tt, T_QUIT, NULL, NULL, 0);
+    uv_thread_join(&tt->thread);
+    uv_loop_close(&tt->loop);
+    while (tt->conns) {
+        tconn *c = tt->conns;
+        tt->conns = c->next;
+        free(c);
+    }
+    pthread_mutex_destroy(&tt->lock);
+}
+
+static hearth_db_t *transport_client(int port, const char *ns, ttransport *tt) {
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
+    hearth_transport_t t = {tt, t_open, t_send, t_close};
+    hearth_db_config_t config = {.size = sizeof config, .url = url,
+                                 .transport = &t}; /* copied */
+    hearth_db_t *db = NULL;
+    CHECK_INT(hearth_db_open(&config, &db, NULL), 0);
+    return db;
+}
+
+/* A client whose every byte goes through the program's transport: writes
+ * reach the server (another client reads them), the server's pushes come
+ * back, going offline closes the transport's connection and coming back
+ * opens another; the database's close waits for the transport's closed. */
+static void test_transport_carries_the_client(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    ttransport tt;
+    t_start(&tt);
+    hearth_db_t *a = transport_client(port, "carried", &tt);
+    write_acked(a, "/x", "42");
+    hearth_db_t *b = client(port, "carried");
+    char *j = get_json(b, "/x");
+    CHECK_STR(j, "42");
+    free(j);
+    watch w;
+    watch_init(&w);
+    observe(a, "/y", NULL, &w);
+    write_acked(b, "/y", "\"from b\"");
+    CHECK(wait_value(&w, "\"from b\"", 5000));
+    CHECK_INT(atomic_load(&tt.opens), 1);
+    CHECK(atomic_load(&tt.sends) >= 2); /* the write, the listen */
+
+    watch conn;
+    watch_init(&conn);
+    observe(a, "/.info/connected", NULL, &conn);
+    CHECK(wait_value(&conn, "true", 5000));
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    CHECK(wait_value(&conn, "false", 5000));
+    CHECK_INT(atomic_load(&tt.closes), 1);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    CHECK(wait_value(&conn, "true", 5000));
+    CHECK_INT(atomic_load(&tt.opens), 2);
+    write_acked(a, "/z", "1");
+
+    hearth_db_close(a); /* returns once the transport reported closed */
+    CHECK_INT(atomic_load(&tt.closes), 2);
+    CHECK_INT(atomic_load(&tt.reported_closed), 2);
+    hearth_db_close(b);
+    t_stop(&tt);
+    finish_server(s);
+}
+
+/* A transport that refuses to open leaves the client offline, retrying
+ * through it (and never through the built-in one: the server sees no
+ * connection); one missing a function is refused at open. */
+static void test_transport_refusing(void) {
+    hearth_server_t *s = start_server(0);
+    ttransport tt;
+    t_start(&tt);
+    tt.refuse = true;
+    hearth_db_t *a = transport_client(hearth_server_port(s), "refused", &tt);
+    watch conn;
+    watch_init(&conn);
+    observe(a, "/.info/connected", NULL, &conn);
+    CHECK(wait_value(&conn, "false", 5000));
+    CHECK_INT(hearth_db_reconnect_now(a), 0);
+    for (int i = 0; i < 100 && atomic_load(&tt.opens) < 2; i++)
+        sleep_ms(10);
+    CHECK(atomic_load(&tt.opens) >= 2);
+    CHECK(!wait_value(&conn, "true", 300));
+    hearth_db_close(a);
+    CHECK_INT(atomic_load(&tt.reported_closed), 0);
+
+    hearth_transport_t partial = {&tt, t_open, NULL, t_close};
+    hearth_db_config_t config = {.size = sizeof config,
+                                 .url = "http://127.0.0.1:1?ns=x",
+                                 .transport = &partial};
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_db_open(&config, &db, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "open, send and close") != NULL);
+    t_stop(&tt);
+    finish_server(s);
+}
+
 const test_case client_tests[] = {
     {"client_local_events_first", test_local_events_first},
     {"client_two_clients", test_two_clients},
@@ -1965,6 +2215,8 @@ const test_case client_tests[] = {
     {"client_sigpipe_untouched", test_sigpipe_untouched},
     {"client_reconnect_now", test_reconnect_now},
     {"client_keepalive", test_keepalive},
+    {"client_transport_carries_the_client", test_transport_carries_the_client},
+    {"client_transport_refusing", test_transport_refusing},
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},

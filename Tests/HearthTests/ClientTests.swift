@@ -60,6 +60,26 @@ struct ClientTests {
         server.stop()
     }
 
+    /// On Apple platforms every client goes through the URLSession
+    /// transport; this checks one end to end. Not on Linux: corelibs
+    /// Foundation's URLSessionWebSocketTask runs on libcurl, and Debian's
+    /// libcurl has no WebSocket support (the transport only compiles
+    /// there; the C interface is tested with a transport of the tests' own,
+    /// client_transport_* in Tests/CTests).
+    @Test(.enabled(
+        if: URLSessionTransport.isDefault,
+        "Linux: Debian's libcurl has no WebSocket support, so URLSessionWebSocketTask cannot connect"))
+    func urlSessionTransportCarriesTheClient() async throws {
+        let ns = "urlsession-\(UUID().uuidString.prefix(8))"
+        let alice = client(ns), bob = client(ns)
+        let seen = Recorder<String>()
+        bob.reference(withPath: "m").observe(.value) { seen.append("\($0.value ?? "nil")") }
+        try await alice.reference(withPath: "m").setValue("over URLSession")
+        let values = try await seen.wait(for: 2)
+        #expect(values.last == "over URLSession")
+        server.stop()
+    }
+
     @Test func useEmulatorAndTransactions() async throws {
         let ns = "tx-\(UUID().uuidString.prefix(8))"
         let databases = (0..<4).map { _ in

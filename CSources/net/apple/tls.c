@@ -1,10 +1,11 @@
 /* apple/tls.c - net/tls.h on macOS and iOS, whose SDK has no OpenSSL:
- * no TLS client yet. The client there is to reach servers through the
- * system's own transport (URLSession: its TLS, trust store, proxies), not
- * a TLS library of its own; until that lands, an https:// or wss://
- * database URL is refused when the database opens
- * (hearth__tls_client_available, client/remote.c), so no session is ever
- * made and the functions below past the constructor are never reached.
+ * no TLS client of the core's own. The client there reaches servers
+ * through the program's transport (hearth_db_config_t.transport: the
+ * Swift module's URLSession one, with the system's TLS, trust store and
+ * proxies). Without one, an https:// or wss:// database URL is refused
+ * when the database opens (hearth__tls_client_available,
+ * db/backend_remote.c), so no session is ever made and the functions
+ * below past the constructor are never reached.
  * SwiftPM builds this file in place of net/tls.c on Apple platforms
  * (Package.swift, CHearthAppleTLS); the Makefile's Linux build never
  * does. */
