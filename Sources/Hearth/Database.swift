@@ -222,10 +222,35 @@ public final class Database: @unchecked Sendable {
     /// Where persistence keeps its files.
     static var cacheDirectory: String {
         if let dir = ProcessInfo.processInfo.environment["HEARTH_CACHE_DIR"] { return dir }
-        let base =
-            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first?.path
-            ?? NSTemporaryDirectory()
-        return base + "/hearth"
+        return Self.cacheDirectory(onApple: URLSessionTransport.isDefault)
+    }
+
+    /// Where persistence goes by default. On Apple platforms: Application
+    /// Support, since iOS purges Caches when space runs low and pending
+    /// offline writes would go with it; in a folder of the app's own
+    /// (bundle identifier: macOS shares the user's Application Support
+    /// between apps), excluded from backups (``excludeFromBackup(_:)``).
+    /// Elsewhere: the user's cache directory.
+    static func cacheDirectory(onApple: Bool) -> String {
+        let fm = FileManager.default
+        guard onApple,
+            let support = fm.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        else {
+            let base = fm.urls(for: .cachesDirectory, in: .userDomainMask).first?.path
+            return (base ?? NSTemporaryDirectory()) + "/hearth"
+        }
+        let app = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        return support.appendingPathComponent(app).appendingPathComponent("hearth").path
+    }
+
+    /// Marks the persistence directory as not for backups (iCloud, the
+    /// Mac's): it is a cache of the server's data plus writes the server
+    /// will have. Best effort.
+    static func excludeFromBackup(_ path: String) {
+        var url = URL(fileURLWithPath: path, isDirectory: true)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
     }
 
     /// The namespace a server keeps this instance's data in.
@@ -295,6 +320,7 @@ public final class Database: @unchecked Sendable {
             if let cacheDir {
                 try? FileManager.default.createDirectory(
                     atPath: cacheDir, withIntermediateDirectories: true)
+                if URLSessionTransport.isDefault { Self.excludeFromBackup(cacheDir) }
             }
             config.cache_size = Int(settings.persistenceCacheSize)
             // On Apple platforms the client reaches servers through
