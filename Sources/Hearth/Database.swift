@@ -641,8 +641,10 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Logs a problem that has no caller to report to (a write without a
-    /// completion block), as the SDK logs.
+    /// completion block), as the SDK logs: to `HearthLog`'s handler when
+    /// the app set one, else to standard error (the console).
     static func log(_ message: String) {
+        if HearthLog.deliver(.warning, message) { return }
         // The throwing form: a closed stderr must never stop the app
         // (the other one traps on EPIPE when SIGPIPE is ignored).
         try? FileHandle.standardError.write(contentsOf: Data("[Hearth] \(message)\n".utf8))

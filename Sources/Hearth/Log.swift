@@ -42,5 +42,13 @@ public enum HearthLog {
         hearth_set_log(hearth_log_stderr, nil)
     }
 
+    /// Hands a message of the Swift module's own to the handler: false
+    /// when none is set.
+    static func deliver(_ level: Level, _ message: String) -> Bool {
+        guard let handler = current.withLock({ $0 }) else { return false }
+        handler(level, message)
+        return true
+    }
+
     private static let current = Locked<(@Sendable (Level, String) -> Void)?>(nil)
 }

@@ -44,10 +44,12 @@ struct ClientTests {
         let ns = "log-\(UUID().uuidString.prefix(8))"
         let marker = "marker-\(UUID().uuidString.prefix(8))"
         let lines = Recorder<String>()
+        let warnings = Recorder<String>()
         HearthLog.setHandler { level, text in
             if level == .message && text.hasPrefix("> ") && text.contains(marker) {
                 lines.append(text)
             }
+            if level == .warning && text.contains("/\(marker)") { warnings.append(text) }
         }
         Database.setLoggingEnabled(true)
         defer {
@@ -57,6 +59,12 @@ struct ClientTests {
         try await client(ns).reference(withPath: "x").setValue(marker)
         let sent = try await lines.wait(for: 1)
         #expect(sent[0].contains("\"d\":\"\(marker)\""))
+        // The Swift module's own messages (a failed write without a
+        // completion block) go to the handler too, not to stderr.
+        let writeWithoutCompletion: (DatabaseReference) -> Void = { $0.setValue(["a.b": 1]) }
+        writeWithoutCompletion(makeDatabase().reference(withPath: marker))
+        let warned = try await warnings.wait(for: 1)
+        #expect(warned[0].contains("invalid key"))
         server.stop()
     }
 
