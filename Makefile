@@ -1,7 +1,8 @@
 # Hearth - build, test, install.
 #
 #   make            static + shared library, hearth.pc, and the hearth CLI
-#   make test       C tests (ASan + UBSan, leak-checked), swift test, the
+#   make test       C tests (ASan + UBSan, leak-checked), the client's C
+#                   files built for macOS and iOS (make test-darwin), swift test, the
 #                   console in headless Chromium (make test-console) and
 #                   the cluster on real nats-servers (make test-cluster)
 #   make cluster    3 nats-servers (JetStream) + 3 Hearth nodes on loopback
@@ -42,7 +43,7 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-layers test-fuzz test-install test-swift \
+.PHONY: all lib cli deps test test-c test-layers test-portable test-darwin test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
@@ -125,12 +126,32 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 test-layers:
 	scripts/check-layers.sh
 
+# Nothing Linux-only is called outside the platform layer, CSources/os/
+# (a scan of the source, under a second).
+test-portable:
+	scripts/check-portable.py
+
+# The client's C library as macOS and iOS build it (Package.swift's
+# CHearth, CHearthAppleTLS and Vendor/): every file compiled for
+# arm64-apple-macos13 and arm64-apple-ios16 with -Wall -Wextra -Werror
+# against Darwin's libc headers, then linked into a macOS dylib, with
+# clang and the Mach-O linker of the ziglang wheel (README "Apple
+# platforms"; about 40 s).
+ZIGVENV := $(BUILD)/zigvenv
+$(ZIGVENV)/ok:
+	python3 -m venv $(ZIGVENV)
+	$(ZIGVENV)/bin/pip install -q ziglang
+	touch $@
+
+test-darwin: $(ZIGVENV)/ok
+	scripts/check-darwin.py $(ZIGVENV)/bin/python
+
 # The console's files are embedded as C arrays (console_assets.c, made by
 # the script and committed, so that SwiftPM builds the same source).
 test-console-assets:
 	scripts/gen-console-assets.py --check
 
-test-c: deps test-layers test-console-assets $(BUILD)/ctest
+test-c: deps test-layers test-portable test-console-assets $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -237,7 +258,7 @@ cluster: deps
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE) \
 	  $(if $(CLUSTER_INSECURE),--insecure)
 
-test: test-layers test-c test-fuzz test-install test-swift test-e2e test-console \
+test: test-layers test-portable test-darwin test-c test-fuzz test-install test-swift test-e2e test-console \
       test-cluster
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----

@@ -37,6 +37,9 @@ struct HearthCommand: AsyncParsableCommand {
     /// arguments, failed validation) exit 64 (EX_USAGE), other failures
     /// their own code (1 by default).
     static func main() async {
+        // The library's diagnostics (a cache rebuilt, a token refused, the
+        // server's access lines) on standard error, where they always were.
+        HearthLog.toStandardError()
         do {
             var command = try parseAsRoot()
             // A server outlives its stdout (a logger reading it may die).

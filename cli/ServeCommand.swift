@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Hearth
+import HearthServer
 
 /// `hearth serve`: the REST and streaming API on a durable data directory.
 struct ServeCommand: ParsableCommand {

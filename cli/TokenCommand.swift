@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 @_spi(CLI) import Hearth
+@_spi(CLI) import HearthServer
 
 /// `hearth token`: a user token for tests and scripts, signed with the
 /// server's --auth-secret (or unsigned, for a server without keys).

@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "serve: cluster insecure (no "
                             "HEARTH_CLUSTER_SECRET_FILE): NATS is trusted\n");
     }
+    hearth_set_log(hearth_log_stderr, NULL); /* access lines, warnings */
     hearth_server_t *server;
     hearth_error_t err;
     if (hearth_server_start(&config, &server, &err)) {

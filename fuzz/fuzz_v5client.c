@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (uv_loop_init(&loop))
         abort();
     hearth__events_init(&events);
-    hearth__remote_url url = {"127.0.0.1", 9, false, "fuzz"};
+    hearth__remote_url url = {.host = "127.0.0.1", .port = 9, .ns = "fuzz"};
     hearth__remote *r;
     hearth__remote_hooks hooks = {raise_now, drop_now, NULL, NULL};
     if (hearth__remote_open(&loop, &url, &events, &hooks, &r))

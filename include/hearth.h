@@ -99,9 +99,47 @@ extern "C" {
 HEARTH_EXTERN const char *hearth_version(void);
 HEARTH_EXTERN unsigned hearth_version_number(void);
 
-/* Logs what clients of a server send and receive (one line per message,
- * "hearth: > ..." and "hearth: < ...") to stderr, for debugging; off by
- * default. Any thread. */
+/* ---- the log ----
+ * The library writes nothing to stderr by itself. What it has to say (a
+ * cache it rebuilt, a token the server refused, a cluster record it
+ * dropped, the server's access lines) goes to the one log function the
+ * program sets, as SQLite's SQLITE_CONFIG_LOG: none by default, so
+ * nothing is said. The hearth CLI sets hearth_log_stderr. */
+typedef enum hearth_log_level {
+    HEARTH_LOG_ERROR = 1,   /* something could not be used and was dropped or
+                               rebuilt (a cache, a stored write, a record) */
+    HEARTH_LOG_WARNING = 2, /* refused or degraded: a token, a listen, a
+                               rules file, a limit */
+    HEARTH_LOG_MESSAGE = 3, /* a message of the realtime protocol, "> ..."
+                               sent and "< ..." received (hearth_set_logging) */
+    HEARTH_LOG_ACCESS = 4   /* a server's access or event line, formatted as
+                               its log_format says */
+} hearth_log_level;
+
+/* message: one line of UTF-8 without its newline, valid during the call.
+ * Called on whatever thread has something to say (a database's loop, a
+ * server's, the caller's), possibly on several at once: the function must
+ * be thread-safe, quick, and must not call into Hearth. */
+typedef void (*hearth_log_fn)(void *HEARTH_NULLABLE user,
+                              hearth_log_level level, const char *message);
+
+/* Sets the log function (NULL: nothing is logged, the default) and the user
+ * pointer passed to it. Set it before opening databases or starting
+ * servers: a change while they run may reach a message in flight with the
+ * old function or the new one's user pointer. */
+HEARTH_EXTERN void hearth_set_log(hearth_log_fn HEARTH_NULLABLE fn,
+                                  void *HEARTH_NULLABLE user);
+
+/* A log function writing each message to stderr in one write (so lines of
+ * threads never interleave): "hearth: MESSAGE" for errors, warnings and
+ * protocol messages, the line alone for access lines. user is unused. */
+HEARTH_EXTERN void hearth_log_stderr(void *HEARTH_NULLABLE user,
+                                     hearth_log_level level,
+                                     const char *message);
+
+/* Logs what clients of a server send and receive (one HEARTH_LOG_MESSAGE
+ * per message, "> ..." and "< ...") to the log function, for debugging;
+ * off by default. Any thread. */
 HEARTH_EXTERN void hearth_set_logging(bool enabled);
 
 /* ------------------------------------------------------------------------ */
@@ -465,7 +503,7 @@ typedef struct hearth_db_config_s {
      * observers at once, answers reads from it, and sends the stored
      * writes in order when it connects. Writes still pending at close stay
      * stored (their completions get HEARTH_ECANCELED). A damaged or
-     * unusable file is reported on stderr and replaced, keeping the
+     * unusable file is reported to the log and replaced, keeping the
      * pending writes it can still read. NULL: memory only. */
     const char *HEARTH_NULLABLE cache_dir;
     /* The cache's bound in bytes, 1 MB to 100 MB (0: 10 MB): server data
@@ -484,7 +522,54 @@ typedef struct hearth_db_config_s {
     /* With rules: the rules' `auth` as JSON ({"uid": "ada", ...}); NULL or
      * "null": unauthenticated. */
     const char *HEARTH_NULLABLE auth_variable;
+    /* With url: the program's own WebSocket transport (copied), through
+     * which the client reaches the server instead of the built-in one
+     * (libuv, OpenSSL, wslay): on Apple platforms the Swift module's
+     * URLSession transport, so that TLS, trust, proxies and cellular are
+     * the system's. NULL: the built-in one. */
+    const struct hearth_transport_s *HEARTH_NULLABLE transport;
 } hearth_db_config_t;
+
+/* ---- a WebSocket transport of the program's (config.transport) ----
+ * The client asks the transport to open a connection, send text messages
+ * and close it; the transport reports what happens on the connection's
+ * hearth_ws_t with the three hearth_ws_* calls below, from any thread
+ * (they are queued to the database's loop). The contract:
+ * - open returns the transport's handle for the connection (passed back
+ *   to send and close), or NULL when it cannot start (nothing follows);
+ * - after a non-NULL open, hearth_ws_closed is called exactly once,
+ *   whatever happens (failure, the server's close, or close below), and
+ *   nothing is called on ws after it;
+ * - hearth_ws_opened once the WebSocket is open, then hearth_ws_message
+ *   for each text message received, in order (binary ones are dropped);
+ * - send and close are called on the database's loop thread, must not
+ *   block, and may come after the transport reported closed (it ignores
+ *   them then); send returns nonzero when it cannot send (the client then
+ *   closes and reconnects later);
+ * - close asks for the end; hearth_ws_closed follows promptly (the
+ *   database's close waits for it). */
+typedef struct hearth_ws_s hearth_ws_t;
+typedef struct hearth_transport_s {
+    void *HEARTH_NULLABLE user; /* passed to the three calls */
+    /* url: "ws://host:port/.ws?v=5&ns=NAME" or "wss://...". */
+    void *HEARTH_NULLABLE (*HEARTH_NONNULL open)(void *HEARTH_NULLABLE user,
+                                                 const char *url,
+                                                 hearth_ws_t *ws);
+    int (*HEARTH_NONNULL send)(void *HEARTH_NULLABLE user, void *conn,
+                               const char *text, size_t len);
+    void (*HEARTH_NONNULL close)(void *HEARTH_NULLABLE user, void *conn);
+} hearth_transport_t;
+
+/* The WebSocket is open: messages may be sent. */
+HEARTH_EXTERN void hearth_ws_opened(hearth_ws_t *ws);
+/* One text message received (copied before this returns). */
+HEARTH_EXTERN void hearth_ws_message(hearth_ws_t *ws, const char *text,
+                                     size_t len);
+/* The connection ended: status 0 for a clean close, else a negative
+ * HEARTH_E* code (HEARTH_EIO for a failure); reason: a short text (may be
+ * NULL). The last call on ws. */
+HEARTH_EXTERN void hearth_ws_closed(hearth_ws_t *ws, int status,
+                                    const char *HEARTH_NULLABLE reason);
 
 /* Opens a database. config may be NULL (in memory, own loop thread). With a
  * data directory, err (may be NULL) explains a failure to recover. */
@@ -531,8 +616,10 @@ HEARTH_EXTERN int hearth_repair(const char *data_dir,
  * the server's) into out_file as export-format JSON, consistent as of one
  * commit, while a server may hold the directory and go on writing: its
  * files are only read (held open first, so that a snapshot cannot remove
- * them meanwhile; links to them are made in a directory under $TMPDIR,
- * hearth-backup-pin-*, and removed after: Linux's /proc/self/fd). out_file is written whole or not at all (through
+ * them meanwhile; links to them are made in a directory, removed after:
+ * on Linux $TMPDIR/hearth-backup-pin-*, links to /proc/self/fd; on macOS
+ * and iOS hard links in .NAME.backup-pin-* beside data_dir, whose volume
+ * they cannot leave). out_file is written whole or not at all (through
  * out_file.tmp, synced, then renamed). HEARTH_EIO (err names the file)
  * when the directory cannot be read or is damaged, or out_file cannot be
  * written. `hearth import` (or `hearth restore`) puts it back. */
@@ -737,6 +824,15 @@ HEARTH_EXTERN int hearth_db_remove_observers_at(hearth_db_t *db,
  * HEARTH_EUNSUPPORTED for an embedded database. */
 HEARTH_EXTERN int hearth_db_set_online(hearth_db_t *db, bool online);
 
+/* The network came back or the app is in front again (what the SDK does
+ * on a reachability change and on entering the foreground): the reconnect
+ * backoff starts over and a client waiting to reconnect connects now,
+ * rather than after a delay grown while it had no network. Nothing else
+ * for a client connected, connecting, or set offline. While connected, a
+ * client sends the protocol's keep-alive after 45 s without sending, as
+ * the SDK does. HEARTH_EUNSUPPORTED for an embedded database. */
+HEARTH_EXTERN int hearth_db_reconnect_now(hearth_db_t *db);
+
 /* Gives up every write and transaction the server has not acknowledged:
  * their local effects are reverted (events raised) and their completions
  * get HEARTH_ECANCELED. A write already sent may still be applied by the
@@ -746,7 +842,7 @@ HEARTH_EXTERN int hearth_db_purge_outstanding_writes(hearth_db_t *db);
 /* Signs this client in: token (a JWT the server's keys verify; NULL signs
  * out) is sent at once when connected, and first on every connection, so
  * listens and writes are judged as its user. A token the server refuses
- * is reported on stderr and the connection goes on unauthenticated; with
+ * is reported to the log and the connection goes on unauthenticated; with
  * a provider, the token is dropped and the client connects again, asking
  * the provider for a new one (after 3 refusals in a row, every 30 s).
  * When the server revokes it (it expired), it is dropped and the
@@ -850,7 +946,8 @@ HEARTH_EXTERN int hearth_token_create_with_key(const char *HEARTH_NULLABLE uid, 
 
 typedef struct hearth_server_s hearth_server_t;
 
-/* Access and event logs on stderr, one line each. */
+/* Access and event logs, one line each (HEARTH_LOG_ACCESS to the log
+ * function: hearth_set_log). */
 typedef enum hearth_log_format {
     HEARTH_LOG_OFF = 0,
     HEARTH_LOG_TEXT = 1, /* time door type namespace path status in= out= ms */
@@ -867,7 +964,7 @@ typedef struct hearth_server_config_s {
     hearth_fsync_mode fsync_mode;
     /* A rules document (JSON with comments) for every namespace, replacing
      * their stored rules, and watched: when the file changes it is read
-     * again, and a document that does not check is reported on stderr
+     * again, and a document that does not check is reported to the log
      * while the rules in force stay. NULL keeps each namespace's own; a
      * new namespace starts open (read and write for all) when no keys are
      * configured, and locked (nothing but the admin) when they are. The
@@ -935,7 +1032,7 @@ typedef struct hearth_server_config_s {
      * error naming it. */
     const char *HEARTH_NULLABLE tls_cert_file;
     const char *HEARTH_NULLABLE tls_key_file;
-    /* Access and event logs on stderr (default off). */
+    /* Access and event logs to the log function (default off). */
     hearth_log_format log_format;
     /* GET /.metrics (Prometheus text) is the admin's on the main port;
      * with metrics_port it is also served on 127.0.0.1:metrics_port

@@ -72,8 +72,8 @@ static void move_old_cache(const char *dir, const char *url, const char *path) {
             moved = rename(from, to) == 0 || errno == ENOENT;
         }
         if (!moved || rename(old, path))
-            fprintf(stderr, "hearth: the cache %s could not be renamed to "
-                    "%s (%s); starting a new one\n", old, path,
+            hearth__log(HEARTH_LOG_WARNING, "the cache %s could not be renamed to "
+                    "%s (%s); starting a new one", old, path,
                     strerror(errno));
     }
     hearth__free(old);
@@ -227,7 +227,7 @@ int hearth__disk_open(const char *dir, const char *url, size_t bound,
         /* Damaged, unreadable or held: say so, keep what pending writes
          * can be read, and start a fresh file beside the old one. */
         const char *why = d->db ? sqlite3_errmsg(d->db) : sqlite3_errstr(rc);
-        fprintf(stderr, "hearth: the cache %s is unusable (%s); rebuilding it\n",
+        hearth__log(HEARTH_LOG_ERROR, "the cache %s is unusable (%s); rebuilding it",
                 path, rc == SQLITE_CORRUPT ? "damaged" : why);
         close_file(d);
         salvage s = {0};

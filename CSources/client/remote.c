@@ -19,9 +19,17 @@ atomic_bool hearth__remote_logging;
 void hearth_set_logging(bool enabled) { atomic_store(&hearth__remote_logging, enabled); }
 
 void hearth__remote_log_message(char direction, const char *text, size_t len) {
-    if (atomic_load_explicit(&hearth__remote_logging, memory_order_relaxed))
-        fprintf(stderr, "hearth: %c %.*s\n", direction,
-                len > 2000 ? 2000 : (int)len, text);
+    if (!atomic_load_explicit(&hearth__remote_logging, memory_order_relaxed) ||
+        !hearth__log_on())
+        return;
+    hearth__buf line;
+    hearth__buf_init(&line);
+    hearth__buf_printf(&line, "%c %.*s", direction,
+                       len > 2000 ? 2000 : (int)len, text);
+    hearth__buf_addc(&line, '\0');
+    if (!line.failed)
+        hearth__log_line(HEARTH_LOG_MESSAGE, line.data);
+    hearth__buf_free(&line);
 }
 
 /* ---- URLs ---- */
@@ -103,7 +111,8 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->sync.events = events;
     r->hooks = *hooks;
     r->online = true;
-    r->delay_ms = FIRST_DELAY_MS;
+    r->delay_ms = hearth__remote_first_delay();
+    hearth__rng_seed(&r->jitter);
     hearth__v5_joiner_init(&r->pieces, HEARTH__V5_MAX_TO_CLIENT);
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;
@@ -111,7 +120,9 @@ int hearth__remote_open(uv_loop_t *loop, const hearth__remote_url *url,
     r->get_timer.data = r;
     uv_timer_init(loop, &r->save_timer);
     r->save_timer.data = r;
-    r->open_handles = 3;
+    uv_timer_init(loop, &r->keepalive);
+    r->keepalive.data = r;
+    r->open_handles = 4;
     hearth__remote_set_info(r, "connected", hearth_node_boolean(false));
     *out = r;
     hearth__remote_connect_now(r);
@@ -133,7 +144,7 @@ void hearth__remote_close(hearth__remote *r) {
         hearth__remote_save_views(r); /* the last server data, before the views go */
     r->closing = true;
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     r->connected = false;
@@ -179,4 +190,5 @@ void hearth__remote_close(hearth__remote *r) {
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);
     uv_close((uv_handle_t *)&r->get_timer, on_timer_closed);
     uv_close((uv_handle_t *)&r->save_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&r->keepalive, on_timer_closed);
 }

@@ -30,6 +30,9 @@ typedef struct hearth__remote_url {
     int port;
     bool tls;
     char ns[128];
+    /* How to reach it: the program's transport (open set), else the
+     * built-in one. Not parsed: the owner sets it. */
+    hearth_transport_t transport;
 } hearth__remote_url;
 
 int hearth__remote_parse_url(const char *url, hearth__remote_url *out,
@@ -129,6 +132,14 @@ void hearth__remote_purge(hearth__remote *r);
 
 /* goOffline / goOnline. */
 void hearth__remote_set_online(hearth__remote *r, bool online);
+/* The network came back or the app is in front again: the backoff starts
+ * over, and a client waiting to reconnect connects now. */
+void hearth__remote_reconnect_now(hearth__remote *r);
+
+/* Tests only: when nonzero, the first reconnect delay (else 1 s) and the
+ * keep-alive interval (else 45 s), in ms, for clients made after. */
+extern _Atomic uint64_t hearth__remote_test_first_delay_ms;
+extern _Atomic uint64_t hearth__remote_test_keepalive_ms;
 
 /* Test hook: the most one message from the server may hold, joined
  * (HEARTH__V5_MAX_TO_CLIENT unless set). */

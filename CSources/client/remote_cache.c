@@ -254,7 +254,7 @@ static void replay_write(int64_t id, const char *action, const char *body,
     if (rc) {
         /* Unreadable: it can never be sent; drop it rather than block
          * the writes behind it. */
-        fprintf(stderr, "hearth: dropping an unreadable stored write %lld\n",
+        hearth__log(HEARTH_LOG_ERROR, "dropping an unreadable stored write %lld",
                 (long long)id);
         hearth__disk_write_remove(r->disk, id);
         json_decref(b);

@@ -1,12 +1,36 @@
 /* remote_connection.c - the realtime client's connection life: connect,
  * the hello, the credential (sent first, or asked of the owner), then
  * what was waiting; on a drop, what is lost, the onDisconnect writes the
- * server ran, and a reconnect after a growing backoff. */
+ * server ran, and a reconnect after a growing backoff (started over by
+ * hearth_db_reconnect_now); a keep-alive while idle. */
 #include "client/remote_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Atomic uint64_t hearth__remote_test_first_delay_ms;
+_Atomic uint64_t hearth__remote_test_keepalive_ms;
+
+uint64_t hearth__remote_first_delay(void) {
+    uint64_t t = atomic_load(&hearth__remote_test_first_delay_ms);
+    return t ? t : FIRST_DELAY_MS;
+}
+
+static uint64_t keepalive_interval(void) {
+    uint64_t t = atomic_load(&hearth__remote_test_keepalive_ms);
+    return t ? t : KEEPALIVE_MS;
+}
+
+/* Every interval while connected: "0" (the protocol's keep-alive, which
+ * the server skips) when nothing else was sent in it. */
+static void on_keepalive(uv_timer_t *t) {
+    hearth__remote *r = t->data;
+    uint64_t every = keepalive_interval();
+    if (r->ws && uv_now(r->loop) - r->last_send_ms >= every)
+        hearth__remote_send_keepalive(r);
+}
+
 
 static void send_auth(hearth__remote *r) {
     json_t *b = r->auth_token ? json_pack("{s:s}", "cred", r->auth_token)
@@ -41,7 +65,9 @@ void hearth__remote_on_hello(hearth__remote *r, json_t *d) {
     if (t > 0 && t < 9007199254740992.0)
         r->time_offset = (int64_t)t - hearth_now_ms();
     r->connected = true;
-    r->delay_ms = FIRST_DELAY_MS;
+    r->delay_ms = hearth__remote_first_delay();
+    uint64_t every = keepalive_interval();
+    uv_timer_start(&r->keepalive, on_keepalive, every, every);
     r->next_r = 0;
     hearth__remote_publish_info(r);
     hearth__remote_raise_events(r);
@@ -85,7 +111,7 @@ void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t 
         return;
     }
     /* The server goes on with this connection unauthenticated. */
-    fprintf(stderr, "hearth: the server refused the auth token: %s%s%s\n",
+    hearth__log(HEARTH_LOG_WARNING, "the server refused the auth token: %s%s%s",
             status, json_is_string(d) ? ": " : "",
             json_is_string(d) ? json_string_value(d) : "");
     /* With a provider, as the SDKs do: the token is dropped and the
@@ -96,8 +122,8 @@ void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t 
     if (!token_refused || !r->want_token || !r->hooks.token_wanted)
         return;
     if (++r->auth_refusals == AUTH_REFUSALS_SLOW)
-        fprintf(stderr, "hearth: the token provider's tokens were refused %d times "
-                        "in a row; asking it again every %d s\n",
+        hearth__log(HEARTH_LOG_WARNING, "the token provider's tokens were refused %d times "
+                        "in a row; asking it again every %d s",
                 AUTH_REFUSALS_SLOW, MAX_DELAY_MS / 1000);
     hearth__free(r->auth_token);
     r->auth_token = NULL;
@@ -138,7 +164,8 @@ static void schedule_retry(hearth__remote *r) {
     if (r->closing || !r->online || r->shut_down)
         return;
     /* Jittered, so that clients cut off together do not return together. */
-    uint64_t delay = r->delay_ms / 2 + (uint64_t)rand() % (r->delay_ms / 2 + 1);
+    uint64_t delay =
+        r->delay_ms / 2 + hearth__rng_below(&r->jitter, r->delay_ms / 2 + 1);
     r->delay_ms = r->delay_ms * 13 / 10;
     if (r->delay_ms > MAX_DELAY_MS)
         r->delay_ms = MAX_DELAY_MS;
@@ -173,6 +200,7 @@ static void run_on_disconnect(hearth__remote *r) {
 static void went_offline(hearth__remote *r) {
     bool was = r->connected;
     r->connected = false;
+    uv_timer_stop(&r->keepalive);
     r->ready = false;
     r->awaiting_token = false;
     hearth__v5_joiner_reset(&r->pieces);
@@ -222,7 +250,7 @@ static void on_close(void *user, int status, const char *why) {
  * backoff. */
 void hearth__remote_drop_connection(hearth__remote *r) {
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     went_offline(r);
@@ -233,11 +261,20 @@ void hearth__remote_connect_now(hearth__remote *r) {
     if (r->ws || r->closing || !r->online || r->shut_down)
         return;
     static const hearth__wsc_callbacks cb = {on_open, hearth__remote_on_message, on_close};
-    if (hearth__wsc_connect(r->loop, r->url.host, r->url.port, r->resource,
-                            r->url.tls, &cb, r, &r->ws)) {
+    if (hearth__link_connect(r->loop, &r->url.transport, r->url.host,
+                             r->url.port, r->resource, r->url.tls, &cb, r,
+                             &r->ws)) {
         r->ws = NULL;
         schedule_retry(r);
     }
+}
+
+void hearth__remote_reconnect_now(hearth__remote *r) {
+    r->delay_ms = hearth__remote_first_delay();
+    if (r->ws || r->closing || !r->online || r->shut_down)
+        return; /* connected or connecting, or not to be */
+    uv_timer_stop(&r->retry);
+    hearth__remote_connect_now(r);
 }
 
 void hearth__remote_set_online(hearth__remote *r, bool online) {
@@ -245,13 +282,13 @@ void hearth__remote_set_online(hearth__remote *r, bool online) {
         return;
     r->online = online;
     if (online) {
-        r->delay_ms = FIRST_DELAY_MS;
+        r->delay_ms = hearth__remote_first_delay();
         hearth__remote_connect_now(r);
         return;
     }
     uv_timer_stop(&r->retry);
     if (r->ws) {
-        hearth__wsc_close(r->ws);
+        hearth__link_close(r->ws);
         r->ws = NULL;
     }
     went_offline(r);

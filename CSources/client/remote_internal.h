@@ -9,7 +9,7 @@
 
 #include "client/disk.h"
 #include "client/ondisconnect.h"
-#include "net/ws_client.h"
+#include "client/link.h"
 #include "net/v5.h"
 #include "tree/codec.h"
 
@@ -20,6 +20,9 @@ enum {
     FIRST_DELAY_MS = 1000,    /* reconnect backoff: from 1 s */
     MAX_DELAY_MS = 30000,     /* to 30 s */
     AUTH_REFUSALS_SLOW = 3,   /* a provider's refused tokens, then 30 s */
+    KEEPALIVE_MS = 45000,     /* "0" after this long without sending, as
+                                 the SDK's WebSocket does: proxies and NATs
+                                 drop a connection silent for minutes */
     MAX_TX_ATTEMPTS = 25,
     GET_CONNECT_MS = 3000,    /* a get waits this long for a connection */
 };
@@ -110,7 +113,7 @@ struct hearth__remote {
     hearth__sync sync;
     hearth__remote_hooks hooks;
 
-    hearth__wsc *ws;       /* NULL when not connected */
+    hearth__link *ws;      /* NULL when not connected */
     bool connected;        /* hello received */
     bool ready;            /* and the credential settled: requests may go */
     char *auth_token;      /* sent first on every connection; NULL: none */
@@ -123,9 +126,12 @@ struct hearth__remote {
     uv_timer_t retry;
     uv_timer_t get_timer;  /* fails gets that waited too long to be sent */
     uv_timer_t save_timer; /* stores changed server data, coalesced */
+    uv_timer_t keepalive;  /* while connected: "0" when nothing was sent */
+    uint64_t last_send_ms; /* uv_now of the last message sent */
     int open_handles;
     hearth__disk *disk;    /* the cache on disk, or NULL */
     uint64_t delay_ms;
+    hearth__rng jitter;    /* spreads the reconnect delays */
     int64_t next_r;
     int64_t next_write;
     int64_t time_offset;   /* server clock minus ours, ms */
@@ -145,7 +151,8 @@ struct hearth__remote {
                                       connection ends */
 };
 
-/* Whether messages are logged to stderr (hearth_set_logging). */
+/* Whether messages are logged (hearth_set_logging, to hearth_set_log's
+ * function). */
 extern atomic_bool hearth__remote_logging;
 
 /* ---- remote.c ---- */
@@ -263,6 +270,10 @@ void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t 
  * backoff. */
 void hearth__remote_drop_connection(hearth__remote *r);
 
+/* The first reconnect delay: FIRST_DELAY_MS, or the tests' (remote.h). */
+uint64_t hearth__remote_first_delay(void);
+/* Sends the keep-alive, "0". */
+int hearth__remote_send_keepalive(hearth__remote *r);
 void hearth__remote_connect_now(hearth__remote *r);
 
 /* ---- remote_cache.c ---- */

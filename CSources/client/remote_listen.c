@@ -125,7 +125,7 @@ void hearth__remote_listen_done(hearth__remote *r, listen_rec *l, const char *st
     if (strcmp(status, "ok") != 0) {
         /* Refused (rules): the registrations end; nothing more arrives. */
         if (hearth__remote_logging)
-            fprintf(stderr, "hearth: listen at %s refused: %s\n", l->path,
+            hearth__log(HEARTH_LOG_WARNING, "listen at %s refused: %s", l->path,
                     status);
         hearth__remote_cancel_view(r, l->view, hearth__remote_status_code(status));
         return;

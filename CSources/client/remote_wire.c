@@ -27,7 +27,7 @@ char *hearth__remote_path_text(const hearth__path *p) {
 }
 
 static int send_frame(void *ws, const char *frame, size_t len) {
-    return hearth__wsc_send(ws, frame, len);
+    return hearth__link_send(ws, frame, len);
 }
 
 /* Sends one message, in v5 pieces when long; HEARTH_ETOOBIG past what the
@@ -37,8 +37,13 @@ static int send_text(hearth__remote *r, const char *text, size_t len) {
     if (!r->ws)
         return HEARTH_ECLOSED;
     hearth__remote_log_message('>', text, len);
+    r->last_send_ms = uv_now(r->loop);
     return hearth__v5_send(text, len, HEARTH__V5_MAX_TO_SERVER, send_frame,
                            r->ws);
+}
+
+int hearth__remote_send_keepalive(hearth__remote *r) {
+    return send_text(r, "0", 1);
 }
 
 static int send_json(hearth__remote *r, json_t *msg) {
@@ -205,7 +210,7 @@ static void on_response(hearth__remote *r, int64_t n, json_t *b) {
  * connection goes on unauthenticated; a provider is asked for a new one. */
 static void on_auth_revoked(hearth__remote *r, json_t *b) {
     const char *why = json_string_value(json_object_get(b, "s"));
-    fprintf(stderr, "hearth: the server revoked the auth token: %s\n",
+    hearth__log(HEARTH_LOG_WARNING, "the server revoked the auth token: %s",
             why ? why : "(no reason)");
     hearth__free(r->auth_token);
     r->auth_token = NULL;
@@ -262,8 +267,8 @@ void hearth__remote_on_message(void *user, const char *text, size_t len) {
     if (rc < 0) {
         /* Pieces past what one message may hold (a broken or hostile
          * server): this connection ends rather than the client growing. */
-        fprintf(stderr, "hearth: the server sent a message over %zu bytes "
-                        "(or one that did not fit in memory); reconnecting\n",
+        hearth__log(HEARTH_LOG_WARNING, "the server sent a message over %zu bytes "
+                        "(or one that did not fit in memory); reconnecting",
                 r->pieces.max);
         hearth__remote_drop_connection(r);
         return;

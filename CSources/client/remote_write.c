@@ -86,8 +86,8 @@ void hearth__remote_write_answered(hearth__remote *r, write_rec *w, int status) 
     if (w->action[0] == 'o' && status == 0 &&
         hearth__od_accepted(&r->on_disconnect, w->action, w->body) &&
         hearth__remote_logging)
-        fprintf(stderr, "hearth: an onDisconnect write will not show locally "
-                        "(out of memory)\n");
+        hearth__log(HEARTH_LOG_WARNING, "an onDisconnect write will not show locally "
+                        "(out of memory)");
     if (w->id >= 0) {
         hearth__sync_ack(&r->sync, w->id, status != 0);
         hearth__remote_raise_events(r);

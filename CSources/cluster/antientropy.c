@@ -6,7 +6,7 @@
  * sequences (checkpoints), publishes them in its liveness value, and
  * compares its own with its peers' at the same sequences. A node most of
  * whose peers saw another tree there stops serving the namespace (503,
- * never wrong data), says so on stderr, in the status and in /.metrics,
+ * never wrong data), says so in the log, in the status and in /.metrics,
  * and rebuilds it by itself from a peer's snapshot and the log.
  *
  * Where checkpoints come from: every second, the tree of the last good
@@ -185,21 +185,21 @@ static void rebuild_done(uv_work_t *w, int status) {
     rebuild_job *j = w->data;
     hearth__cluster_ns *n = hearth__cluster_find(j->c, j->name);
     if (n && n->ae.rebuilding && !j->root)
-        fprintf(stderr, "hearth: cluster: %s: no peer answered with a "
-                "snapshot; asking again\n", n->name);
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: no peer answered with a "
+                "snapshot; asking again", n->name);
     else if (n && n->ae.rebuilding && j->seq < hearth__cluster_applied_seq(n))
-        fprintf(stderr, "hearth: cluster: %s: a peer's snapshot at %llu is "
-                "behind this node's tail (%llu); asking again\n", n->name,
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a peer's snapshot at %llu is "
+                "behind this node's tail (%llu); asking again", n->name,
                 (unsigned long long)j->seq,
                 (unsigned long long)hearth__cluster_applied_seq(n));
     else if (n && n->ae.rebuilding) {
         hearth_error_t err = {0};
         if (replace_tree(n, j->root, j->seq, &err))
-            fprintf(stderr, "hearth: cluster: %s: rebuild failed (%s); "
-                    "trying again\n", n->name, err.message);
+            hearth__log(HEARTH_LOG_ERROR, "cluster: %s: rebuild failed (%s); "
+                    "trying again", n->name, err.message);
         else {
-            fprintf(stderr, "hearth: cluster: %s: rebuilt from a peer's "
-                    "snapshot at sequence %llu; serving it again\n",
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: rebuilt from a peer's "
+                    "snapshot at sequence %llu; serving it again",
                     n->name,
                     (unsigned long long)hearth__cluster_applied_seq(n));
             n->ae.diverged = false;
@@ -238,10 +238,10 @@ void hearth__cluster_rebuild_maybe(hearth__cluster_ns *n) {
 static void diverge(hearth__cluster_ns *n, int agree, int disagree) {
     n->ae.diverged = true;
     n->c->ae.divergences++;
-    fprintf(stderr, "hearth: cluster: %s: this node's tree differs from "
+    hearth__log(HEARTH_LOG_WARNING, "cluster: %s: this node's tree differs from "
             "its peers' at the same log sequence (%d of %d disagree); not "
             "serving it until it is rebuilt from a peer's snapshot and the "
-            "log\n", n->name, disagree, agree + disagree);
+            "log", n->name, disagree, agree + disagree);
     hearth__cluster_step_down(n);
     hearth__cluster_snapshot_stop(n); /* its tree must not seed a peer */
     hearth__cluster_rebuild_maybe(n);

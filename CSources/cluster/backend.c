@@ -216,8 +216,8 @@ static uint64_t join(hearth__cluster_ns *n, const char *dir) {
     if (joined < seq)
         return 0;
     if (joined + 1 < floor && floor != UINT64_MAX)
-        fprintf(stderr, "hearth: cluster: %s: the log below %llu is purged "
-                "and no peer had a snapshot: records are missing here\n",
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log below %llu is purged "
+                "and no peer had a snapshot: records are missing here",
                 n->name, (unsigned long long)floor);
     return joined;
 }

@@ -63,8 +63,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
          * (hearth__cluster_tree_exact): the tree is the log up to the
          * fence, and now up to this record. */
         if (n->log.applied_seq != n->log.batch_applied)
-            fprintf(stderr, "hearth: cluster: %s: records applied during "
-                    "an append (%llu, fence %llu)\n", n->name,
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: records applied during "
+                    "an append (%llu, fence %llu)", n->name,
                     (unsigned long long)n->log.applied_seq,
                     (unsigned long long)n->log.batch_applied);
         n->log.applied_seq = n->log.committed_seq = n->log.batch_seq;
@@ -84,8 +84,8 @@ static void replica_end(void *ctx, int rc, bool synced) {
     if (hearth__cluster_tail_queued(n))
         hearth__cluster_wake(n->c);
     if (rc && n->log.batch_published) {
-        fprintf(stderr, "hearth: cluster: %s: append refused (%s%s); "
-                "catching up from the log\n", n->name, hearth_strerror(rc),
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: append refused (%s%s); "
+                "catching up from the log", n->name, hearth_strerror(rc),
                 n->log.batch_jerr == 10071 ? ", a newer record is there" : "");
         if (n->log.batch_jerr == 10071) /* this node's tail must bring it */
             hearth__cluster_tail_expect(n, n->log.applied_seq + 1);

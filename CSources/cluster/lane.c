@@ -55,8 +55,8 @@ static void lane_done(uv_work_t *w, int status) {
     while (j) {
         lane_job *next = j->next;
         if (j->rc && j->kv == c->odc.orphans)
-            fprintf(stderr, "hearth: cluster: onDisconnect writes of %s not "
-                    "kept: %s\n", j->key, hearth_strerror(j->rc));
+            hearth__log(HEARTH_LOG_WARNING, "cluster: onDisconnect writes of %s not "
+                    "kept: %s", j->key, hearth_strerror(j->rc));
         if (j->done)
             j->done(j->ctx, j->rc);
         hearth__free(j->value);

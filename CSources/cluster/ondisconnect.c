@@ -135,13 +135,13 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
         hearth_error_t err;
         if (hearth__cluster_submit(n, json_array_get(writes, i), NULL, NULL,
                                    NULL, &err))
-            fprintf(stderr, "hearth: cluster: %s: an onDisconnect write of a "
-                    "dead node's session: %s\n", n->name, err.message);
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: an onDisconnect write of a "
+                    "dead node's session: %s", n->name, err.message);
     }
     json_decref(writes);
     if (!hearth__cluster_lane_put(c, c->odc.orphans, o->key, NULL, 0, NULL,
                                   NULL))
-        fprintf(stderr, "hearth: cluster: out of memory forgetting %s\n",
+        hearth__log(HEARTH_LOG_WARNING, "cluster: out of memory forgetting %s",
                 o->key);
 }
 

@@ -7,6 +7,7 @@
  * tail reads whatever the stream holds past cluster.seq instead. */
 #include "cluster/node.h"
 
+#include "os/os.h"
 #include "store/files.h"
 #include "store/logfile.h"
 
@@ -40,7 +41,7 @@ static int keep_aside(const char *dir, uint64_t gen, uint64_t keep,
                                      HEARTH__LOG_HEADER_LEN);
     if (!rc)
         rc = hearth__store_write_all(fd, data, len);
-    if (!rc && fdatasync(fd))
+    if (!rc && hearth__os_datasync(fd))
         rc = HEARTH_EIO;
     if (fd >= 0)
         close(fd);
@@ -50,7 +51,7 @@ static int keep_aside(const char *dir, uint64_t gen, uint64_t keep,
 /* Cuts the file at path down to keep bytes, synced. */
 static int cut_at(const char *path, uint64_t keep) {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
-    int rc = fd < 0 || ftruncate(fd, (off_t)keep) || fdatasync(fd)
+    int rc = fd < 0 || ftruncate(fd, (off_t)keep) || hearth__os_datasync(fd)
                  ? HEARTH_EIO
                  : 0;
     if (fd >= 0)
@@ -71,12 +72,12 @@ static void cut_log(const char *dir, uint64_t gen, uint64_t keep) {
         if (!rc)
             rc = cut_at(path, keep);
         if (rc)
-            fprintf(stderr, "hearth: cluster: cannot cut %s (%s): its end "
-                    "may hold a group the stream never got\n", path,
+            hearth__log(HEARTH_LOG_ERROR, "cluster: cannot cut %s (%s): its end "
+                    "may hold a group the stream never got", path,
                     hearth_strerror(rc));
         else
-            fprintf(stderr, "hearth: cluster: %s: %zu bytes past the "
-                    "stream's records cut off (kept in a cut.* file)\n",
+            hearth__log(HEARTH_LOG_ERROR, "cluster: %s: %zu bytes past the "
+                    "stream's records cut off (kept in a cut.* file)",
                     path, size - (size_t)keep);
     }
     hearth__free(data);

@@ -191,8 +191,8 @@ void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
                                 c, NULL, &so, &jerr);
     if (s != NATS_OK) {
         c->rules.rules_sub = NULL;
-        fprintf(stderr, "hearth: cluster: cannot follow the rules bucket "
-                "(%s); trying again\n", natsStatus_GetText(s));
+        hearth__log(HEARTH_LOG_WARNING, "cluster: cannot follow the rules bucket "
+                "(%s); trying again", natsStatus_GetText(s));
     }
 }
 
@@ -275,8 +275,8 @@ void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
     bool kept = remember(c, ns, v.text, v.len, v.version, v.by);
     hearth__buf_free(&plain);
     if (!kept) {
-        fprintf(stderr, "hearth: cluster: out of memory taking the rules of "
-                "%s\n", ns);
+        hearth__log(HEARTH_LOG_ERROR, "cluster: out of memory taking the rules of "
+                "%s", ns);
         return;
     }
     if (c->rules.on_rules)

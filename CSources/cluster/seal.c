@@ -197,8 +197,8 @@ int hearth__seal_create(const void *secret, size_t len, hearth__seal **out,
 static void warn_mode(const char *path, mode_t mode) {
     static atomic_bool warned;
     if ((mode & (S_IRGRP | S_IROTH)) && !atomic_exchange(&warned, true))
-        fprintf(stderr, "hearth: cluster: %s is readable by others; chmod 600 "
-                        "it\n", path);
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s is readable by others; chmod 600 "
+                        "it", path);
 }
 
 int hearth__seal_load_file(const char *path, hearth__seal **out,

@@ -44,7 +44,7 @@ int hearth__seal_create(const void *secret, size_t len, hearth__seal **out,
  * `openssl rand -base64 32` carry its 32 random bytes. HEARTH_ENOTFOUND
  * (no such file), HEARTH_EIO (unreadable), HEARTH_EINVAL (over 4096
  * bytes, or under HEARTH__SEAL_MIN_SECRET). A file readable by group or
- * others is used, with a warning on stderr (once per process). */
+ * others is used, with a warning in the log (once per process). */
 int hearth__seal_load_file(const char *path, hearth__seal **out,
                            hearth_error_t *err);
 void hearth__seal_free(hearth__seal *s);

@@ -156,13 +156,13 @@ void hearth__cluster_rejected(hearth__cluster *c, hearth__reject_kind kind,
     if (atomic_fetch_or(&c->sealing.rejected_logged, bit) & bit)
         return;
     if (replayed)
-        fprintf(stderr, "hearth: cluster: dropped a %s message that opens "
+        hearth__log(HEARTH_LOG_ERROR, "cluster: dropped a %s message that opens "
                 "but was sealed for another time or place (replayed); "
-                "counting in /.metrics\n", kind_names[kind]);
+                "counting in /.metrics", kind_names[kind]);
     else
-        fprintf(stderr, "hearth: cluster: dropped a %s message that does not "
+        hearth__log(HEARTH_LOG_ERROR, "cluster: dropped a %s message that does not "
                 "open with the cluster secret (forged, or another "
-                "cluster's); counting in /.metrics\n", kind_names[kind]);
+                "cluster's); counting in /.metrics", kind_names[kind]);
 }
 
 uint64_t hearth__cluster_rejected_count(hearth__cluster *c,

@@ -378,8 +378,8 @@ uint64_t hearth__cluster_snapshot_join(hearth__cluster *c, const char *name,
     int rc = seed(dir, root);
     hearth_node_decref(root);
     if (rc) {
-        fprintf(stderr, "hearth: cluster: %s: a peer's snapshot could not "
-                "be stored (%s); reading the log from its start\n", name,
+        hearth__log(HEARTH_LOG_ERROR, "cluster: %s: a peer's snapshot could not "
+                "be stored (%s); reading the log from its start", name,
                 hearth_strerror(rc));
         return 0;
     }

@@ -244,8 +244,8 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
     hearth__log_scan scan;
     hearth__log_check(data, size, false, &scan);
     if (scan.end != HEARTH__LOG_CLEAN)
-        fprintf(stderr, "hearth: cluster: %s: a damaged record in the log "
-                "(%s); applying its intact part\n", n->name,
+        hearth__log(HEARTH_LOG_ERROR, "cluster: %s: a damaged record in the log "
+                "(%s); applying its intact part", n->name,
                 scan.why ? scan.why : "torn");
     const char *payload;
     size_t off = 0, len;
@@ -253,8 +253,8 @@ static void apply_group(hearth__cluster_ns *n, const char *data, size_t size) {
         hearth__db_op *o = NULL;
         int rc = record_op(payload, len, &o);
         if (rc) {
-            fprintf(stderr, "hearth: cluster: %s: a record that does not "
-                    "parse: %s\n", n->name, hearth_strerror(rc));
+            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a record that does not "
+                    "parse: %s", n->name, hearth_strerror(rc));
             continue;
         }
         hearth__cluster_apply_record(n, o);
@@ -280,8 +280,8 @@ static bool genuine(hearth__cluster_ns *n, hearth__cluster_msg *q, size_t i,
             (void *)natsMsg_GetData(q->msg),
             (size_t)natsMsg_GetDataLength(q->msg), &q->plain, &q->plain_len);
         if (rc && rc != HEARTH_EDENIED)
-            fprintf(stderr, "hearth: cluster: %s: a record at %llu could not "
-                    "be opened (%s); skipped\n", n->name,
+            hearth__log(HEARTH_LOG_ERROR, "cluster: %s: a record at %llu could not "
+                    "be opened (%s); skipped", n->name,
                     (unsigned long long)q->seq, hearth_strerror(rc));
         q->opened = rc ? -1 : 1;
     }
@@ -317,8 +317,8 @@ static void apply_message(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     hearth__buf_add(&n->tail.chain, data, size);
     n->tail.chain_parts++;
     if (n->tail.chain.failed)
-        fprintf(stderr, "hearth: cluster: %s: no memory for a record of %zu "
-                "parts\n", n->name, k);
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: no memory for a record of %zu "
+                "parts", n->name, k);
     if (i == k && !n->tail.chain.failed)
         apply_group(n, n->tail.chain.data, n->tail.chain.len);
     if (i == k || n->tail.chain.failed)
@@ -407,9 +407,9 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
         return;
     /* Made again after what the tree holds; what is queued past it comes
      * again from the new consumer (the queue drops what it has). */
-    fprintf(stderr, "hearth: cluster: %s: the log holds records to %llu "
+    hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log holds records to %llu "
             "that this node's consumer did not deliver; it is made again "
-            "from %llu\n", n->name, (unsigned long long)n->tail.expected,
+            "from %llu", n->name, (unsigned long long)n->tail.expected,
             (unsigned long long)n->log.applied_seq + 1);
     uint64_t expected = n->tail.expected;
     hearth__cluster_tail_stop(n);
@@ -419,7 +419,7 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     hearth_error_t err;
     n->tail.behind_since = 0;
     if (hearth__cluster_tail_start(n, &err)) {
-        fprintf(stderr, "hearth: %s; tried again in %d ms\n", err.message,
+        hearth__log(HEARTH_LOG_WARNING, "%s; tried again in %d ms", err.message,
                 HEARTH__CLUSTER_TAIL_STALL_MS);
         n->tail.tail_sub = NULL;
     }

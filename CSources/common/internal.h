@@ -107,6 +107,31 @@ char *hearth__buf_detach(hearth__buf *b, size_t *len);
  * (EFBIG past max bytes). */
 char *hearth__read_file(const char *path, size_t max, size_t *len);
 
+/* ---- the log (common/log.c, hearth_set_log) ---- */
+
+/* Whether a log function is set (to skip building a message for none). */
+bool hearth__log_on(void);
+/* A message to the log function, formatted (cut at about 1 KB), or
+ * nothing when none is set. Any thread. */
+void hearth__log(hearth_log_level level, const char *fmt, ...)
+    HEARTH__PRINTF(2, 3);
+/* A line already built (NUL-terminated, no newline), whatever its length. */
+void hearth__log_line(hearth_log_level level, const char *line);
+
+/* ---- a seeded generator (common/rng.c) ---- */
+
+/* splitmix64: fast and spread evenly, not for secrets (hearth__os_random
+ * is). One per user, not shared between threads. */
+typedef struct hearth__rng {
+    uint64_t state;
+} hearth__rng;
+
+/* Seeds g from the system's generator (os/os.h). */
+void hearth__rng_seed(hearth__rng *g);
+uint64_t hearth__rng_next(hearth__rng *g);
+/* A draw in [0, n) (0 when n is 0). */
+uint64_t hearth__rng_below(hearth__rng *g, uint64_t n);
+
 /* ---- misc ---- */
 
 /* FNV-1a over len bytes, going on from h (HEARTH__FNV_SEED to begin):
@@ -117,6 +142,9 @@ uint64_t hearth__fnv1a(uint64_t h, const void *data, size_t len);
 /* Whether s is a plain name: 1 to max letters, digits, '-' and '_' (a
  * namespace, a trigger), so it is safe as a file name and in a URL. */
 bool hearth__plain_name(const char *s, size_t max);
+/* Base64 (RFC 4648, padded) of len bytes into out, NUL-terminated:
+ * room for 4 * ((len + 2) / 3) + 1. Returns the length written. */
+size_t hearth__base64(const unsigned char *in, size_t len, char *out);
 
 /* Validates UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 bool hearth__utf8_valid(const char *s, size_t len);

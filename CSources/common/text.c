@@ -60,3 +60,25 @@ bool hearth__plain_name(const char *s, size_t max) {
     }
     return true;
 }
+
+size_t hearth__base64(const unsigned char *in, size_t len, char *out) {
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0, i = 0;
+    for (; i + 3 <= len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = abc[v >> 18];
+        out[o++] = abc[(v >> 12) & 63];
+        out[o++] = abc[(v >> 6) & 63];
+        out[o++] = abc[v & 63];
+    }
+    if (i < len) { /* one or two bytes left: padded to four characters */
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+        out[o++] = abc[v >> 18];
+        out[o++] = abc[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+    return o;
+}

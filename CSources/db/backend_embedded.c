@@ -70,7 +70,7 @@ static int open_store_later(hearth__embedded *e) {
     int rc = hearth__store_open(e->store_later, e->store_later_fsync,
                                 &e->store, &stored, NULL, &err);
     if (rc) /* the write fails with rc; operators see why */
-        fprintf(stderr, "hearth: %s\n", err.message);
+        hearth__log(HEARTH_LOG_WARNING, "%s", err.message);
     if (!rc)
         hearth__store_set_retention(e->store, e->retain_ms);
     if (!rc && !hearth_node_equal(stored, e->root)) {
@@ -385,10 +385,10 @@ static int open_data(hearth__embedded *e, const hearth_db_config_t *config,
                                 &e->store, &e->root, &report, err);
     if (!rc && report.torn_bytes)
         /* Data was recovered up to a crash: say so where operators look. */
-        fprintf(stderr,
-                "hearth: %s: recovered up to the last complete commit; cut "
+        hearth__log(HEARTH_LOG_ERROR,
+                "%s: recovered up to the last complete commit; cut "
                 "%llu bytes of a commit torn by a crash (never acknowledged) "
-                "off log.%llu at offset %llu\n",
+                "off log.%llu at offset %llu",
                 config->data_dir, (unsigned long long)report.torn_bytes,
                 (unsigned long long)report.torn_gen,
                 (unsigned long long)report.torn_offset);

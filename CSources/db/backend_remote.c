@@ -5,6 +5,7 @@
 
 #include "client/disk.h"
 #include "client/remote.h"
+#include "net/tls.h"
 
 typedef struct remote_db {
     hearth__remote *remote; /* NULL once closed */
@@ -166,6 +167,9 @@ static bool run_client_op(hearth_db_t *db, hearth__db_op *o) {
     case OP_ONLINE:
         hearth__remote_set_online(r->remote, o->u.online);
         return false;
+    case OP_RECONNECT:
+        hearth__remote_reconnect_now(r->remote);
+        return false;
     case OP_PURGE:
         hearth__remote_purge(r->remote);
         return false;
@@ -226,6 +230,19 @@ static int remote_create(hearth_db_t *db, const hearth_db_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     db->impl = r;
     int rc = hearth__remote_parse_url(config->url, &r->url, err);
+    if (!rc && config->transport) {
+        r->url.transport = *config->transport;
+        if (!r->url.transport.open || !r->url.transport.send ||
+            !r->url.transport.close)
+            rc = hearth__error(err, HEARTH_EINVAL, NULL,
+                               "the transport needs open, send and close");
+    } else if (!rc && r->url.tls && !hearth__tls_client_available()) {
+        rc = hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
+                           "database URL \"%.64s\": this build has no TLS "
+                           "client of its own (on macOS and iOS the Swift "
+                           "module's transport carries https://)",
+                           config->url);
+    }
     if (!rc && config->cache_dir)
         rc = hearth__disk_open(config->cache_dir, config->url,
                                config->cache_size, &r->disk, err);

@@ -59,6 +59,12 @@ int hearth_db_set_online(hearth_db_t *db, bool online) {
     return hearth__db_submit(db, o);
 }
 
+int hearth_db_reconnect_now(hearth_db_t *db) {
+    hearth__db_op *o;
+    int rc = client_op(db, OP_RECONNECT, &o);
+    return rc ? rc : hearth__db_submit(db, o);
+}
+
 static int on_disconnect_submit(hearth_db_t *db, hearth__db_op *o, int kind,
                                 hearth_error_t *err) {
     o->kind = OP_ON_DISCONNECT;

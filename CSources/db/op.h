@@ -19,6 +19,7 @@ typedef enum hearth__db_op_kind {
     OP_STOP,
     /* Only queued for a client of a server (backend->client_op): */
     OP_ONLINE,        /* go online or offline */
+    OP_RECONNECT,     /* backoff over, reconnect now (hearth_db_reconnect_now) */
     OP_ON_DISCONNECT, /* one of HEARTH__ON_DISCONNECT_* */
     OP_PURGE,         /* cancel unacknowledged writes */
     OP_AUTH,          /* the token to send (o->text, may be NULL) */

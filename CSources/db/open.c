@@ -4,6 +4,8 @@
  * is canceled and the handle freed once its loop lets go of it. */
 #include "db/handle.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 /* The struct of version 0.2, the first with a size: what size 0 means. */
@@ -29,6 +31,15 @@ static int check_config(const hearth_db_config_t *config,
 
 static void loop_main(void *arg) {
     hearth_db_t *db = arg;
+    /* This thread writes to the servers' sockets (libuv's writev, which
+     * takes no MSG_NOSIGNAL): a write to a server gone away raises SIGPIPE
+     * here, which stays pending on this thread, blocked, instead of ending
+     * the program. This thread's mask only, never the process's
+     * disposition. (Darwin's sockets also get SO_NOSIGPIPE: net/ws_client.c.) */
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
     uv_run(db->loop, UV_RUN_DEFAULT);
     hearth__thread_cleanup();
 }

@@ -3,6 +3,7 @@
  * cancel descriptor, TLS through tls.c's memory BIOs, the answer parsed by
  * http-parser (Content-Length, chunked, or until the peer closes). */
 #include "net/https_get.h"
+#include "os/os.h"
 
 #include "net/tls.h"
 
@@ -166,8 +167,8 @@ static int connect_to(fetch *f, const url_parts *u) {
         return fail(f, "cannot resolve %s: %s", u->host, gai_strerror(gai));
     int last = 0;
     for (struct addrinfo *a = list; a; a = a->ai_next) {
-        f->fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                       a->ai_protocol);
+        f->fd = hearth__os_socket(a->ai_family, a->ai_socktype,
+                                  a->ai_protocol);
         if (f->fd < 0) {
             last = errno;
             continue;

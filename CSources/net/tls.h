@@ -21,6 +21,12 @@
 
 typedef struct hearth__tls hearth__tls;
 
+/* Whether this build has a TLS client: net/tls.c (OpenSSL, Linux) has;
+ * net/apple/tls.c (macOS, iOS, whose SDK has no OpenSSL) has not, so
+ * there an https:// or wss:// database URL needs the program's transport
+ * (hearth_db_config_t.transport) and is refused at open without one. */
+bool hearth__tls_client_available(void);
+
 /* A TLS client for host (a name or an IP literal): TLS 1.2 or later, the
  * system's trust store, the peer's certificate checked against host, SNI
  * for names, ALPN http/1.1. HEARTH_ENOMEM, or HEARTH_EIO when OpenSSL

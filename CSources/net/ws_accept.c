@@ -1,9 +1,9 @@
 /* ws_accept.c - the Sec-WebSocket-Accept value (see ws_accept.h). */
 #include "net/ws_accept.h"
 
-#include "hearth.h"
+#include "common/internal.h"
+#include "os/os.h"
 
-#include <openssl/evp.h>
 #include <string.h>
 
 int hearth__ws_accept_key(const char *key, char out[29]) {
@@ -14,11 +14,9 @@ int hearth__ws_accept_key(const char *key, char out[29]) {
         return HEARTH_EINVAL;
     memcpy(joined, key, klen);
     memcpy(joined + klen, guid, sizeof guid - 1);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen;
-    if (!EVP_Digest(joined, klen + sizeof guid - 1, md, &mdlen, EVP_sha1(),
-                    NULL))
+    unsigned char md[20];
+    if (hearth__os_sha1(joined, klen + sizeof guid - 1, md))
         return HEARTH_ENOMEM;
-    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+    hearth__base64(md, sizeof md, out);
     return 0;
 }

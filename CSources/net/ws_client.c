@@ -18,10 +18,8 @@
 #include "net/ws_handshake.h"
 
 #include "common/internal.h"
+#include "os/os.h"
 
-#include <openssl/err.h>
-#include <openssl/rand.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <wslay/wslay.h>
@@ -70,6 +68,12 @@ struct hearth__wsc {
     hearth__buf out; /* bytes to send, written once per flush */
 
     hearth__tls *tls; /* NULL for ws:// */
+
+    /* Masks, drawn from the system's generator 64 bytes (16 frames) at a
+     * time: fewer system calls per write, and none of the larger draws
+     * some kernels take milliseconds over (256 bytes: 8 ms seen). */
+    uint8_t masks[64];
+    size_t masks_left;
 
     char rbuf[READ_SIZE];
 };
@@ -269,10 +273,22 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data,
  * cryptographic generator, not rand(). */
 static int ws_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
                       void *user) {
-    (void)user;
-    if (RAND_bytes(buf, (int)len) != 1) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
+    hearth__wsc *c = user;
+    while (len) {
+        if (!c->masks_left) {
+            if (hearth__os_random(c->masks, sizeof c->masks)) {
+                wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+                return -1;
+            }
+            c->masks_left = sizeof c->masks;
+        }
+        size_t n = len < c->masks_left ? len : c->masks_left;
+        const uint8_t *from = c->masks + sizeof c->masks - c->masks_left;
+        memcpy(buf, from, n);
+        memset((uint8_t *)from, 0, n); /* each byte used once */
+        c->masks_left -= n;
+        buf += n;
+        len -= n;
     }
     return 0;
 }
@@ -474,6 +490,14 @@ static void on_connected(uv_connect_t *req, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1); /* small messages must not wait */
+    /* A server that goes away must not end the program with SIGPIPE on
+     * the next write: this socket alone is told so where the system has
+     * the option (Darwin); on Linux the database's loop thread blocks the
+     * signal (db/open.c). Never the process's disposition: it is the
+     * program's. */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        hearth__os_socket_quiet(fd);
     int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     if (rc) {
         fail(c, HEARTH_EIO, "cannot read: %s", uv_strerror(rc));
@@ -556,10 +580,8 @@ static int start(hearth__wsc *c, bool tls) {
         c->ws = NULL;
         rc = HEARTH_ENOMEM;
     }
-    if (rc) {
-        ERR_clear_error();
+    if (rc)
         return rc;
-    }
     wslay_event_config_set_max_recv_msg_length(c->ws, HEARTH__WS_MAX_MESSAGE);
     char service[16];
     snprintf(service, sizeof service, "%d", c->port);
@@ -583,12 +605,6 @@ int hearth__wsc_connect(uv_loop_t *loop, const char *host, int port,
         port > 65535 || !plain_text(host, 255, "/?#@[]\\") ||
         resource[0] != '/' || !plain_text(resource, MAX_RESOURCE, ""))
         return HEARTH_EINVAL;
-    /* A server that goes away would otherwise end the process with SIGPIPE
-     * on the next write (as the server does, unless the program chose). */
-    struct sigaction pipe_action;
-    if (sigaction(SIGPIPE, NULL, &pipe_action) == 0 &&
-        pipe_action.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
     hearth__wsc *c = hearth__calloc(1, sizeof *c);
     if (!c)
         return HEARTH_ENOMEM;

@@ -2,10 +2,8 @@
 #include "net/ws_handshake.h"
 
 #include "net/ws_accept.h"
+#include "os/os.h"
 
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,11 +17,9 @@ int hearth__ws_handshake_init(hearth__ws_handshake *h) {
     http_parser_init(&h->parser, HTTP_RESPONSE);
     h->parser.data = h;
     unsigned char raw[16];
-    if (RAND_bytes(raw, sizeof raw) != 1) {
-        ERR_clear_error();
+    if (hearth__os_random(raw, sizeof raw))
         return HEARTH_EIO;
-    }
-    EVP_EncodeBlock((unsigned char *)h->key, raw, sizeof raw);
+    hearth__base64(raw, sizeof raw, h->key);
     return hearth__ws_accept_key(h->key, h->accept);
 }
 

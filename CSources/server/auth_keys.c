@@ -3,6 +3,7 @@
  * its own and hands its outcome back through a mutex-guarded slot and a
  * uv_async wake-up, as does a reload asked from another thread. */
 #include "server/auth_keys.h"
+#include "os/os.h"
 
 #include "net/https_get.h"
 #include "server/log.h"
@@ -74,7 +75,7 @@ static void note(hearth__auth_keys *ak, const char *event, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     if (ak->srv->log_format == HEARTH_LOG_OFF)
-        fprintf(stderr, "hearth: %s\n", text);
+        hearth__log(HEARTH_LOG_WARNING, "%s", text);
     else
         hearth__log_event(ak->srv, event, text);
 }
@@ -355,7 +356,7 @@ int hearth__auth_keys_open(hearth__server *srv, const hearth_server_config_t *co
                                       strlen(config->auth_keys_file)))) ||
         (url && !(ak->url = hearth__strndup(url, strlen(url)))))
         return hearth__error_code(err, HEARTH_ENOMEM);
-    if (pipe2(ak->cancel, O_CLOEXEC | O_NONBLOCK))
+    if (hearth__os_pipe(ak->cancel))
         return hearth__error(err, HEARTH_EIO, NULL, "pipe: %s", strerror(errno));
     if (ak->file && (rc = read_file(ak, &ak->file_set, err)))
         return rc;

@@ -218,8 +218,8 @@ bool hearth__http_head_ok(const char *content_type, const char *headers) {
     if ((!content_type || value_ok(content_type, strlen(content_type))) &&
         hearth__http_header_lines_ok(headers))
         return true;
-    fprintf(stderr, "hearth: refused to send a header holding a control "
-                    "character\n");
+    hearth__log(HEARTH_LOG_WARNING, "refused to send a header holding a control "
+                    "character");
     return false;
 }
 

@@ -2,6 +2,7 @@
  * its own data directory, the rules the admin sets in that directory's
  * rules.json; onDisconnect writes live and die with their session. */
 #include "server/keeper.h"
+#include "os/os.h"
 
 #include "common/internal.h"
 
@@ -37,7 +38,7 @@ static int save_rules(const char *dir, const char *text, size_t len) {
     FILE *f = fopen(tmp, "wb");
     bool ok = f && fwrite(text, 1, len, f) == len;
     if (f)
-        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+        ok = fflush(f) == 0 && hearth__os_sync(fileno(f)) == 0 && ok;
     if (f)
         fclose(f);
     return ok && rename(tmp, path) == 0 ? 0 : HEARTH_EIO;

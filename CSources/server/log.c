@@ -1,5 +1,6 @@
-/* log.c - access and event logs on stderr, one line each: text (fields
- * separated by spaces) or JSON (see log.h). */
+/* log.c - access and event logs, one line each to the log function
+ * (hearth_set_log, HEARTH_LOG_ACCESS; the CLI's writes them to stderr):
+ * text (fields separated by spaces) or JSON (see log.h). */
 #include "server/log.h"
 
 #include "tree/json.h"
@@ -19,11 +20,12 @@ static void timestamp(char out[32]) {
     snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
-/* A line to stderr in one write, so lines of threads never interleave. */
+/* A line to the log function, whole (hearth_log_stderr writes it in one
+ * write, so lines of threads never interleave). */
 static void emit(hearth__buf *b) {
-    hearth__buf_addc(b, '\n');
+    hearth__buf_addc(b, '\0');
     if (!b->failed)
-        fwrite(b->data, 1, b->len, stderr);
+        hearth__log_line(HEARTH_LOG_ACCESS, b->data);
     hearth__buf_free(b);
 }
 
@@ -44,6 +46,8 @@ static void add_json_field(hearth__buf *b, const char *name, const char *v) {
 }
 
 void hearth__log_op(hearth__server *srv, const hearth__op *op) {
+    if (!hearth__log_on())
+        return;
     char when[32];
     timestamp(when);
     hearth__buf b;
@@ -91,7 +95,7 @@ void hearth__log_denial(hearth__server *srv, const char *ns,
 
 void hearth__log_event(hearth__server *srv, const char *what,
                        const char *detail) {
-    if (srv->log_format == HEARTH_LOG_OFF)
+    if (srv->log_format == HEARTH_LOG_OFF || !hearth__log_on())
         return;
     char when[32];
     timestamp(when);

@@ -1,5 +1,6 @@
 /*
- * log.h - the server's access and event logs on stderr (log_format): one
+ * log.h - the server's access and event logs (log_format), to the log
+ * function (hearth_set_log, HEARTH_LOG_ACCESS): one
  * line per operation or event, written in one call so that lines of
  * different threads never interleave; text (time, door, type, namespace,
  * path, status, bytes in and out, milliseconds) or one JSON object a line.

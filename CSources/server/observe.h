@@ -1,7 +1,7 @@
 /*
  * observe.h - what the server tells of each operation: the metrics'
- * counters, the access log on stderr (--log-format, log.c), and the operations
- * stream of anyone profiling (GET /.profile). Every REST request arrives
+ * counters, the access log (--log-format, log.c; to the log function),
+ * and the operations stream of anyone profiling (GET /.profile). Every REST request arrives
  * here from the HTTP server's observer, every realtime request from its
  * session; loop thread only.
  */

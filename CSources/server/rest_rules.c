@@ -3,6 +3,7 @@
  * read ends at once. */
 #include "server/rest_internal.h"
 
+#include "os/os.h"
 #include "server/realtime.h"
 
 #include <stdio.h>

@@ -216,8 +216,8 @@ static void on_kept_rules(void *ctx, const char *name, const char *text) {
             continue;
         hearth_error_t err;
         if (text ? set_rules_text(ns, text, &err) : load_rules(srv, ns, &err)) {
-            fprintf(stderr, "hearth: rules of %s not taken: %s; the rules "
-                    "in force stay\n", name, err.message);
+            hearth__log(HEARTH_LOG_WARNING, "rules of %s not taken: %s; the rules "
+                    "in force stay", name, err.message);
             return;
         }
         hearth__ns_drop_indexes(ns);
@@ -424,7 +424,7 @@ static void on_expiry(uv_timer_t *t) {
 static void rules_note(hearth__server *srv, const char *event,
                        const char *text) {
     if (srv->log_format == HEARTH_LOG_OFF)
-        fprintf(stderr, "hearth: %s\n", text);
+        hearth__log(HEARTH_LOG_WARNING, "%s", text);
     else
         hearth__log_event(srv, event, text);
 }

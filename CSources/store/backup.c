@@ -4,7 +4,8 @@
  * it on) are opened first and named, in a private directory under
  * $TMPDIR (hearth-backup-pin-*, removed after; a backup killed meanwhile
  * leaves it, holding only dangling links), by links to the open files
- * (/proc/self/fd/N): a snapshot that
+ * (/proc/self/fd/N; on Darwin hard links, in .NAME.backup-pin-* beside the
+ * data directory: os/os.h, hearth__os_pin): a snapshot that
  * removes them meanwhile cannot take them away, so the copy only starts
  * over when one lands in the microseconds between listing and opening.
  * Recovery then reads them (find_damage: nothing on disk changes); the
@@ -14,6 +15,7 @@
  * OUT is whole or absent, whenever the process is killed. */
 #include "store/files.h"
 #include "tree/json.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +54,7 @@ static void unpin(pinned *p) {
 /* Opens dir/name and names it in p->dir: 0, RACED when it is gone. */
 static int pin_one(pinned *p, const char *dir, const char *name,
                    hearth_error_t *err) {
-    char path[PATH_MAX + 64], link_path[PATH_MAX + 64], target[64];
+    char path[PATH_MAX + 64], link_path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -61,11 +63,14 @@ static int pin_one(pinned *p, const char *dir, const char *name,
                                                "cannot read %s: %s", path,
                                                strerror(errno));
     snprintf(link_path, sizeof link_path, "%s/%s", p->dir, name);
-    snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
-    if (symlink(target, link_path)) {
+    int pinned = hearth__os_pin(fd, path, link_path);
+    if (pinned) {
+        int saved = errno;
         close(fd);
-        return hearth__error(err, HEARTH_EIO, p->dir, "cannot link in %s: %s",
-                             p->dir, strerror(errno));
+        return pinned > 0 ? RACED
+                          : hearth__error(err, HEARTH_EIO, p->dir,
+                                          "cannot link in %s: %s", p->dir,
+                                          strerror(saved));
     }
     p->fds[p->n] = fd;
     snprintf(p->names[p->n++], sizeof p->names[0], "%s", name);
@@ -84,12 +89,13 @@ static int pin(const char *dir, pinned *p, hearth_error_t *err) {
                              strerror(errno));
     }
     uint64_t base = nsnaps ? snaps[nsnaps - 1] : 0;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof p->dir, "%s/hearth-backup-pin-XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
     int rc = 0;
-    if (!(p->fds = hearth__calloc(nlogs + 1, sizeof *p->fds)) ||
-        !(p->names = hearth__calloc(nlogs + 1, sizeof *p->names)))
+    if (hearth__os_pin_template(dir, p->dir, sizeof p->dir)) {
+        p->dir[0] = '\0'; /* cut short: nothing for unpin to remove */
+        rc = hearth__error(err, HEARTH_EINVAL, dir,
+                           "the path of the pins for %s is too long", dir);
+    } else if (!(p->fds = hearth__calloc(nlogs + 1, sizeof *p->fds)) ||
+               !(p->names = hearth__calloc(nlogs + 1, sizeof *p->names)))
         rc = hearth__error_code(err, HEARTH_ENOMEM);
     else if (!mkdtemp(p->dir))
         rc = hearth__error(err, HEARTH_EIO, p->dir, "cannot make %s: %s",
@@ -173,7 +179,7 @@ int hearth__store_write_atomically(const char *path, const char *data,
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp", 5);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int rc = fd < 0 || hearth__store_write_all(fd, data, len) || fsync(fd);
+    int rc = fd < 0 || hearth__store_write_all(fd, data, len) || hearth__os_sync(fd);
     if (fd >= 0)
         close(fd);
     if (!rc)

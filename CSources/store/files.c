@@ -1,5 +1,6 @@
 /* files.c - paths, whole-file reads and writes, generations, the lock. */
 #include "store/files.h"
+#include "os/os.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,7 +49,7 @@ int hearth__store_sync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
         return HEARTH_EIO;
-    int rc = fsync(fd) ? HEARTH_EIO : 0;
+    int rc = hearth__os_sync(fd) ? HEARTH_EIO : 0;
     close(fd);
     return rc;
 }

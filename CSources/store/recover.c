@@ -2,8 +2,8 @@
  * every log after it, refusing gaps and damage. */
 #include "store/files.h"
 #include "store/logfile.h"
+#include "os/os.h"
 
-#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -204,6 +204,6 @@ int hearth__store_recover(const char *dir, bool find_damage,
     /* Recovery held each log whole beside the tree, and later writes
      * replaced nodes of earlier ones: give the pages freed back, else the
      * process stays at its peak. */
-    malloc_trim(0);
+    hearth__os_trim_memory();
     return rc;
 }

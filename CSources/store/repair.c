@@ -2,6 +2,7 @@
  * copy of everything it removes. */
 #include "store/files.h"
 #include "store/logfile.h"
+#include "os/os.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ static int write_copy(const char *path, const char *data, size_t len,
     if (fd < 0)
         return hearth__store_io_error(err, "cannot create", path);
     int rc = hearth__store_write_all(fd, data, len);
-    if (!rc && fsync(fd))
+    if (!rc && hearth__os_sync(fd))
         rc = HEARTH_EIO;
     close(fd);
     if (rc) {
@@ -39,7 +40,7 @@ static int cut_file(const char *path, size_t len, hearth_error_t *err) {
         return unlink(path) ? hearth__store_io_error(err, "cannot remove", path)
                             : 0;
     int fd = open(path, O_WRONLY);
-    int rc = fd < 0 || ftruncate(fd, (off_t)len) || fsync(fd);
+    int rc = fd < 0 || ftruncate(fd, (off_t)len) || hearth__os_sync(fd);
     if (fd >= 0)
         close(fd);
     return rc ? hearth__store_io_error(err, "cannot cut", path) : 0;

@@ -3,6 +3,7 @@
 #include "store/files.h"
 #include "store/logfile.h"
 #include "tree/json.h"
+#include "os/os.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -168,7 +169,7 @@ void hearth__store_commit_write(hearth__store *s, hearth__store_batch *batch) {
             s->log_size = s->log_bytes + bytes.len;
         if (!batch->rc && batch->sync) {
             uint64_t start = uv_hrtime();
-            if (fdatasync(s->log_fd))
+            if (hearth__os_datasync(s->log_fd))
                 batch->rc = hearth__store_disk_error();
             batch->sync_ns = uv_hrtime() - start;
             hearth__hist_observe(&hearth__hist_log_fsync, batch->sync_ns);
@@ -188,7 +189,7 @@ void hearth__store_commit_undo(hearth__store *s, hearth__store_batch *batch,
                               int rc) {
     batch->rc = rc;
     /* Synced like the write: a restart must not find the records. */
-    if (cut_back(s) || (batch->sync && fdatasync(s->log_fd)))
+    if (cut_back(s) || (batch->sync && hearth__os_datasync(s->log_fd)))
         batch->cut_failed = true;
 }
 
@@ -239,7 +240,7 @@ static int open_log(hearth__store *s, uint64_t gen, bool create,
         close(fd);
         unlink(path);
     } else if (create && (hearth__store_write_all(fd, head.data, head.len) ||
-                          fdatasync(fd) || hearth__store_sync_dir(s->dir))) {
+                          hearth__os_datasync(fd) || hearth__store_sync_dir(s->dir))) {
         rc = hearth__store_io_error(err, "cannot create", path);
         close(fd);
         unlink(path); /* (a full disk) a later rotation tries again */
@@ -320,7 +321,7 @@ int hearth__store_close(hearth__store *s) {
     if (s->log_fd >= 0) {
         if (trim(s))
             rc = HEARTH_EIO;
-        if (s->fsync_mode != HEARTH_FSYNC_OFF && fdatasync(s->log_fd))
+        if (s->fsync_mode != HEARTH_FSYNC_OFF && hearth__os_datasync(s->log_fd))
             rc = HEARTH_EIO;
         close(s->log_fd);
     }
@@ -356,7 +357,7 @@ int hearth__store_rotate(hearth__store *s, uint64_t *gen) {
      * end in space. */
     bool had_space = s->log_size > s->log_bytes;
     if (trim(s) || ((s->fsync_mode != HEARTH_FSYNC_OFF || had_space) &&
-                    fdatasync(s->log_fd)))
+                    hearth__os_datasync(s->log_fd)))
         return HEARTH_EIO;
     int old_fd = s->log_fd;
     uint64_t old_gen = s->log_gen;
@@ -455,7 +456,7 @@ static int write_snapshot(const char *dir, uint64_t gen,
         rc = fd < 0 ? HEARTH_EIO : 0;
         if (!rc) {
             rc = hearth__store_write_all(fd, b.data, b.len);
-            if (!rc && fsync(fd))
+            if (!rc && hearth__os_sync(fd))
                 rc = HEARTH_EIO;
             close(fd);
         }

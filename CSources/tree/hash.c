@@ -3,8 +3,8 @@
  * cached in the node the first time they are asked for. */
 #include "tree/node.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include "os/os.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +52,10 @@ static void add_priority_prefix(hearth__buf *b, const hearth_node_t *n) {
 }
 
 static int digest(const hearth__buf *text, char out[HEARTH_HASH_SIZE]) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(text->data, text->len, md, &mdlen, EVP_sha1(), NULL))
+    unsigned char md[20];
+    if (hearth__os_sha1(text->data, text->len, md))
         return HEARTH_ENOMEM;
-    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+    hearth__base64(md, sizeof md, out);
     return 0;
 }
 
@@ -169,11 +168,11 @@ void hearth__thread_prepare(void) {
      * OPENSSL_thread_stop still frees its state; left to the thread's
      * first hash, it could come first and the state would leak. (The
      * options must be ones not yet done: 0 would return at once.) */
-    OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
+    hearth__os_crypto_init();
 }
 
 void hearth__thread_cleanup(void) {
     /* Hashing leaves per-thread state in OpenSSL; threads Hearth starts
      * release it before they end. */
-    OPENSSL_thread_stop();
+    hearth__os_crypto_thread_stop();
 }

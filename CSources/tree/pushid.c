@@ -1,13 +1,11 @@
 /* pushid.c - push IDs: 8 characters of time, 12 of randomness, strictly
  * increasing for one generator state. */
 #include "common/internal.h"
+#include "os/os.h"
 
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
-#if defined(__APPLE__)
-#include <sys/random.h>
-#endif
 
 static const char PUSH_CHARS[] =
     "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
@@ -39,7 +37,7 @@ int hearth_push_id(hearth_push_id_state_t *state, int64_t now_ms,
     }
     if (!same_time) {
         uint8_t random[12];
-        if (getentropy(random, sizeof random) != 0)
+        if (hearth__os_random(random, sizeof random))
             return HEARTH_EIO;
         for (int i = 0; i < 12; i++)
             state->last_random[i] = random[i] & 63;

@@ -5,6 +5,7 @@
  * A blocking client on a thread of its own: an endpoint that hangs holds
  * up only its own trigger, never the loop or the other triggers. */
 #include "triggers/internal.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,9 +119,9 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
         if (attempt >= t->max_attempts) {
             int rc = hearth__spool_append(t->dead, body, len, made_us);
             if (rc)
-                fprintf(stderr,
-                        "hearth: trigger %s: an event failed %d times and "
-                        "cannot be kept as a dead letter (%s): dropped\n",
+                hearth__log(HEARTH_LOG_WARNING,
+                        "trigger %s: an event failed %d times and "
+                        "cannot be kept as a dead letter (%s): dropped",
                         t->name, attempt, hearth_strerror(rc));
             atomic_fetch_add(&t->dead_count, 1);
             hearth__spool_advance(t->spool);
@@ -170,7 +171,7 @@ static void run(void *arg) {
 }
 
 int hearth__deliverer_start(hearth__trigger *t) {
-    if (pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK))
+    if (hearth__os_pipe(t->stop_pipe))
         return HEARTH_EIO;
     if (uv_thread_create(&t->thread, run, t)) {
         close(t->stop_pipe[0]);

@@ -26,8 +26,8 @@ hearth__trigger *hearth__triggers_live(hearth__triggers *e,
 
 void hearth__trigger_dropped(hearth__trigger *t, size_t n, int rc) {
     if (atomic_fetch_add(&t->dropped, n) == 0 || rc != HEARTH_ETOOBIG)
-        fprintf(stderr,
-                "hearth: trigger %s: %zu event(s) dropped: %s (its queue "
+        hearth__log(HEARTH_LOG_WARNING,
+                "trigger %s: %zu event(s) dropped: %s (its queue "
                 "holds %" PRIu64 " bytes)\n",
                 t->name, n,
                 rc == HEARTH_ETOOBIG ? "the queue is full" : hearth_strerror(rc),
@@ -74,8 +74,8 @@ static void save_admin(hearth__triggers *e) {
         snprintf(path, len, "%s/admin.json", e->dir);
         snprintf(tmp, len, "%s/admin.json.tmp", e->dir);
         if (json_dump_file(doc, tmp, JSON_INDENT(2)) || rename(tmp, path))
-            fprintf(stderr, "hearth: cannot keep the admin's triggers in %s: "
-                            "%s\n", path, strerror(errno));
+            hearth__log(HEARTH_LOG_WARNING, "cannot keep the admin's triggers in %s: "
+                            "%s", path, strerror(errno));
     }
     json_decref(doc);
     hearth__free(path);

@@ -1,5 +1,6 @@
 /* post.c - the deliverers' HTTP/1.1 client (post.h). */
 #include "triggers/post.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,9 +159,8 @@ static int connect_to(hearth__poster *p, int64_t deadline, char *why,
     int rc = HEARTH_EIO;
     snprintf(why, why_size, "cannot connect");
     for (struct addrinfo *a = res; a && rc; a = a->ai_next) {
-        p->fd = socket(a->ai_family,
-                       a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                       a->ai_protocol);
+        p->fd = hearth__os_socket(a->ai_family, a->ai_socktype,
+                                  a->ai_protocol);
         if (p->fd < 0)
             continue;
         int one = 1;

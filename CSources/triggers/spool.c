@@ -1,5 +1,6 @@
 /* spool.c - a trigger's durable event queue (spool.h). */
 #include "triggers/spool.h"
+#include "os/os.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -101,8 +102,8 @@ static void write_cursor(hearth__spool *s) {
     int n = snprintf(line, sizeof line, "%020" PRIu64 " %020" PRIu64 "\n",
                      s->rseg, s->roff);
     if (pwrite(s->cfd, line, (size_t)n, 0) != n)
-        fprintf(stderr, "hearth: trigger spool %s: cannot write its cursor: "
-                        "%s\n", s->dir, strerror(errno));
+        hearth__log(HEARTH_LOG_WARNING, "trigger spool %s: cannot write its cursor: "
+                        "%s", s->dir, strerror(errno));
 }
 
 /* The lowest and highest segment numbers in dir (0, 0: none). */
@@ -145,8 +146,8 @@ static int scan_segment(hearth__spool *s, uint64_t seg, uint64_t off, bool cut,
         atomic_fetch_add(&s->bytes, total);
     }
     if (r < 0) {
-        fprintf(stderr,
-                "hearth: trigger spool %s: segment %" PRIu64 " %s at "
+        hearth__log(HEARTH_LOG_WARNING,
+                "trigger spool %s: segment %" PRIu64 " %s at "
                 "offset %" PRIu64 " (%" PRIu64 " bytes after it)\n",
                 s->dir, seg, cut ? "cut: a torn record" : "ends early: damage",
                 off, size - off);
@@ -231,13 +232,13 @@ void hearth__spool_close(hearth__spool *s) {
     if (!s)
         return;
     if (s->wfd >= 0) {
-        fdatasync(s->wfd);
+        hearth__os_datasync(s->wfd);
         close(s->wfd);
     }
     if (s->rfd >= 0)
         close(s->rfd);
     if (s->cfd >= 0) {
-        fdatasync(s->cfd);
+        hearth__os_datasync(s->cfd);
         close(s->cfd);
     }
     uv_mutex_destroy(&s->mu);
@@ -286,7 +287,7 @@ int hearth__spool_append_frames(hearth__spool *s, const void *frames,
         if (fd < 0) {
             rc = HEARTH_EIO;
         } else {
-            fdatasync(s->wfd); /* the reader deletes it once read, not before */
+            hearth__os_datasync(s->wfd); /* the reader deletes it once read, not before */
             close(s->wfd);
             s->wfd = fd;
             s->wseg++;
@@ -324,14 +325,14 @@ void hearth__spool_sync_data(hearth__spool *s) {
     int fd = dup(s->wfd);
     uv_mutex_unlock(&s->mu);
     if (fd >= 0) {
-        fdatasync(fd);
+        hearth__os_datasync(fd);
         close(fd);
     }
 }
 
 void hearth__spool_sync(hearth__spool *s) {
     hearth__spool_sync_data(s);
-    fdatasync(s->cfd);
+    hearth__os_datasync(s->cfd);
 }
 
 /* Moves the reader to the next segment, deleting the one it leaves. */
@@ -380,8 +381,8 @@ int hearth__spool_peek(hearth__spool *s, hearth__buf *out, uint64_t *time_us) {
         }
         if (r == 1)
             return 1;
-        fprintf(stderr,
-                "hearth: trigger spool %s: damage in segment %" PRIu64
+        hearth__log(HEARTH_LOG_WARNING,
+                "trigger spool %s: damage in segment %" PRIu64
                 " at offset %" PRIu64 "; going on with the next segment\n",
                 s->dir, s->rseg, s->roff);
         if (s->rseg == wseg)

@@ -276,9 +276,9 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
         hearth__trigger_locations(&t->ref, old_root, new_root, paths, n,
                                   EVENTS_PER_WRITE_MAX, &more, fire, &f);
         if (more && atomic_fetch_add(&t->dropped, 1) == 0)
-            fprintf(stderr,
-                    "hearth: trigger %s: a write in %s changed more than %d "
-                    "matching locations; the events past them are dropped\n",
+            hearth__log(HEARTH_LOG_WARNING,
+                    "trigger %s: a write in %s changed more than %d "
+                    "matching locations; the events past them are dropped",
                     t->name, tap->ns, EVENTS_PER_WRITE_MAX);
     }
     memo_clear(&m);
@@ -330,8 +330,8 @@ void hearth__triggers_attach(hearth__triggers *e, const char *ns,
     if (tap)
         tap->ns = hearth__strndup(ns, strlen(ns));
     if (!tap || !tap->ns) {
-        fprintf(stderr, "hearth: no memory to watch namespace %s for "
-                        "triggers\n", ns);
+        hearth__log(HEARTH_LOG_WARNING, "no memory to watch namespace %s for "
+                        "triggers", ns);
         hearth__free(tap);
         return;
     }

@@ -229,10 +229,35 @@ public final class Database: @unchecked Sendable {
     /// Where persistence keeps its files.
     static var cacheDirectory: String {
         if let dir = ProcessInfo.processInfo.environment["HEARTH_CACHE_DIR"] { return dir }
-        let base =
-            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first?.path
-            ?? NSTemporaryDirectory()
-        return base + "/hearth"
+        return Self.cacheDirectory(onApple: URLSessionTransport.isDefault)
+    }
+
+    /// Where persistence goes by default. On Apple platforms: Application
+    /// Support, since iOS purges Caches when space runs low and pending
+    /// offline writes would go with it; in a folder of the app's own
+    /// (bundle identifier: macOS shares the user's Application Support
+    /// between apps), excluded from backups (``excludeFromBackup(_:)``).
+    /// Elsewhere: the user's cache directory.
+    static func cacheDirectory(onApple: Bool) -> String {
+        let fm = FileManager.default
+        guard onApple,
+            let support = fm.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        else {
+            let base = fm.urls(for: .cachesDirectory, in: .userDomainMask).first?.path
+            return (base ?? NSTemporaryDirectory()) + "/hearth"
+        }
+        let app = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        return support.appendingPathComponent(app).appendingPathComponent("hearth").path
+    }
+
+    /// Marks the persistence directory as not for backups (iCloud, the
+    /// Mac's): it is a cache of the server's data plus writes the server
+    /// will have. Best effort.
+    static func excludeFromBackup(_ path: String) {
+        var url = URL(fileURLWithPath: path, isDirectory: true)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
     }
 
     /// The namespace a server keeps this instance's data in.
@@ -328,13 +353,20 @@ public final class Database: @unchecked Sendable {
             if let cacheDir {
                 try? FileManager.default.createDirectory(
                     atPath: cacheDir, withIntermediateDirectories: true)
+                if URLSessionTransport.isDefault { Self.excludeFromBackup(cacheDir) }
             }
             config.cache_size = Int(settings.persistenceCacheSize)
+            // On Apple platforms the client reaches servers through
+            // URLSession (the system's TLS, trust and proxies).
+            var transport = URLSessionTransport.shared.cTransport
             status = server.withCString { text in
                 config.url = text
                 return withOptionalCString(cacheDir) { dir in
                     config.cache_dir = dir
-                    return hearth_db_open(&config, &db, &details)
+                    return withUnsafePointer(to: &transport) { carrier in
+                        if URLSessionTransport.isDefault { config.transport = carrier }
+                        return hearth_db_open(&config, &db, &details)  // copies it
+                    }
                 }
             }
         } else {
@@ -461,8 +493,9 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Logs the messages this process's clients exchange with servers to
-    /// standard error (for debugging), as the SDK's logging does.
+    /// Logs the messages this process's clients exchange with servers (for
+    /// debugging), as the SDK's logging does: to `HearthLog`'s handler, or
+    /// standard error after `HearthLog.toStandardError()`.
     public static func setLoggingEnabled(_ enabled: Bool) {
         hearth_set_logging(enabled)
     }
@@ -650,8 +683,10 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Logs a problem that has no caller to report to (a write without a
-    /// completion block), as the SDK logs.
+    /// completion block), as the SDK logs: to `HearthLog`'s handler when
+    /// the app set one, else to standard error (the console).
     static func log(_ message: String) {
+        if HearthLog.deliver(.warning, message) { return }
         // The throwing form: a closed stderr must never stop the app
         // (the other one traps on EPIPE when SIGPIPE is ignored).
         try? FileHandle.standardError.write(contentsOf: Data("[Hearth] \(message)\n".utf8))

@@ -1,4 +1,4 @@
-internal import CHearth
+package import CHearth
 import Foundation
 
 /// An error from Hearth: a code of the C core (`HEARTH_E*`, negative) with a
@@ -211,8 +211,8 @@ extension HearthError {
     }
 
     /// An error from a C return code and, when the call filled one, its
-    /// error details.
-    init(status: Int32, details: hearth_error_t? = nil) {
+    /// error details. (`package`: HearthServer makes them too.)
+    package init(status: Int32, details: hearth_error_t? = nil) {
         guard var details, details.code == status else {
             self.init(code: Code(rawValue: Int(status)))
             return

@@ -7,6 +7,7 @@
 
 #include "client/disk.h"
 #include "client/remote.h"
+#include "net/ws_client.h"
 #include "tree/node.h"
 
 #include <arpa/inet.h>
@@ -1089,7 +1090,7 @@ static void test_hello_with_absurd_clock(void) {
     CHECK_INT(uv_loop_init(&loop), 0);
     hearth__event_queue events;
     hearth__events_init(&events);
-    hearth__remote_url url = {"127.0.0.1", 9, false, "clock"};
+    hearth__remote_url url = {.host = "127.0.0.1", .port = 9, .ns = "clock"};
     hearth__remote_hooks hooks = {events_dropped, NULL, NULL, &events};
     hearth__remote *r;
     CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);
@@ -1581,31 +1582,97 @@ static void test_cache_prunes_least_recently_used(void) {
     remove_tree(dir);
 }
 
-/* hearth_set_logging: each message both ways, on stderr. */
-static void test_logging(void) {
-    hearth_server_t *s = start_server(0);
+/* What reaches stderr while a client of s in namespace ns, its messages
+ * logged, writes value at /x and closes (the barrier: its loop has said
+ * all it will): into buf, NUL-terminated. */
+static void stderr_of_logged_write(hearth_server_t *s, const char *ns,
+                                   const char *value, char *buf, size_t n) {
     int err_pipe[2];
     CHECK_INT(pipe(err_pipe), 0);
     fflush(stderr);
     int saved = dup(2);
     dup2(err_pipe[1], 2);
     hearth_set_logging(true);
-    hearth_db_t *a = client(hearth_server_port(s), "logged");
+    hearth_db_t *a = client(hearth_server_port(s), ns);
     done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    set_json(a, "/x", "42", &d);
+    set_json(a, "/x", value, &d);
     CHECK(wait_count(&d, 1, 5000));
-    hearth_set_logging(false);
     hearth_db_close(a);
+    hearth_set_logging(false);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
     close(err_pipe[1]);
-    char buf[8192];
-    ssize_t n = read(err_pipe[0], buf, sizeof buf - 1);
+    ssize_t got = read(err_pipe[0], buf, n - 1);
     close(err_pipe[0]);
-    buf[n > 0 ? n : 0] = '\0';
+    buf[got > 0 ? got : 0] = '\0';
+}
+
+/* hearth_set_logging: each message both ways, on stderr (the test
+ * program's log function is hearth_log_stderr, as the CLI's). */
+static void test_logging(void) {
+    hearth_server_t *s = start_server(0);
+    char buf[8192];
+    stderr_of_logged_write(s, "logged", "42", buf, sizeof buf);
     CHECK(strstr(buf, "hearth: < {\"t\":\"c\"") != NULL);
     CHECK(strstr(buf, "hearth: > {\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"p\"") != NULL);
+    finish_server(s);
+}
+
+/* A client leaves the program's SIGPIPE disposition as it was (it once
+ * set SIG_IGN for the whole process); its loop thread blocks the signal
+ * for itself instead. */
+static void test_sigpipe_untouched(void) {
+    hearth_server_t *s = start_server(0); /* the server sets SIG_IGN, */
+    signal(SIGPIPE, SIG_DFL);             /* so back to the default */
+    hearth_db_t *a = client(hearth_server_port(s), "quiet");
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    set_json(a, "/x", "1", &d);
+    CHECK(wait_count(&d, 1, 5000)); /* connected and written */
+    struct sigaction during;
+    CHECK_INT(sigaction(SIGPIPE, NULL, &during), 0);
+    CHECK(during.sa_handler == SIG_DFL);
+    signal(SIGPIPE, SIG_IGN); /* for the in-process server's writes */
+    hearth_db_close(a);
+    finish_server(s);
+}
+
+/* What a log function set with hearth_set_log gets. */
+typedef struct captured {
+    pthread_mutex_t lock;
+    hearth__buf text; /* "LEVEL message\n" per message */
+} captured;
+
+static void capture_log(void *user, hearth_log_level level,
+                        const char *message) {
+    captured *c = user;
+    pthread_mutex_lock(&c->lock);
+    hearth__buf_printf(&c->text, "%d %s\n", (int)level, message);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Messages reach the program's log function, with their level and without
+ * the "hearth: " of the stderr sink; with none set, nothing reaches stderr
+ * (closing the database is the barrier: its loop said all it would). */
+static void test_log_hook(void) {
+    hearth_server_t *s = start_server(0);
+    captured c = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    hearth__buf_init(&c.text);
+    hearth_set_log(capture_log, &c);
+    char buf[256];
+    stderr_of_logged_write(s, "hooked", "42", buf, sizeof buf);
+    CHECK_STR(buf, ""); /* all of it went to the function */
+    hearth__buf_addc(&c.text, '\0');
+    CHECK(strstr(c.text.data, "3 < {\"t\":\"c\"") != NULL);
+    CHECK(strstr(c.text.data, "3 > {\"t\":\"d\",\"d\":{\"r\":1,\"a\":\"p\"") !=
+          NULL);
+    CHECK(strstr(c.text.data, "hearth:") == NULL);
+    hearth__buf_free(&c.text);
+
+    hearth_set_log(NULL, NULL);
+    stderr_of_logged_write(s, "unhooked", "43", buf, sizeof buf);
+    CHECK_STR(buf, ""); /* no log function: not a byte on stderr */
+    hearth_set_log(hearth_log_stderr, NULL);
     finish_server(s);
 }
 
@@ -1877,6 +1944,329 @@ static void test_listen_hash_spares_unchanged_data(void) {
     finish_server(s);
 }
 
+/* Writes json at path and waits for the server's acknowledgement. */
+static void write_acked(hearth_db_t *db, const char *path, const char *json) {
+    done d = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    set_json(db, path, json, &d);
+    CHECK(wait_count(&d, 1, 5000));
+    CHECK_INT(d.errors, 0);
+}
+
+/* hearth_db_reconnect_now: a client waiting out its backoff connects at
+ * once. The first retry is made 10 to 20 s away, so a connection within
+ * the test can only come from the call; before it, the server has been up
+ * a second without the client connecting (the control). */
+static void test_reconnect_now(void) {
+    atomic_store(&hearth__remote_test_first_delay_ms, 20000);
+    int port = free_port();
+    hearth_db_t *a = client(port, "again"); /* refused: nothing listens */
+    watch w;
+    watch_init(&w);
+    observe(a, "/.info/connected", NULL, &w);
+    CHECK(wait_value(&w, "false", 5000));
+    sleep_ms(200); /* the refusal (loopback: at once) and the retry set */
+    char data[64] = "/tmp/hearth-again-XXXXXX";
+    CHECK(mkdtemp(data) != NULL);
+    char arg[128];
+    snprintf(arg, sizeof arg, "server:%d:%s", port, data);
+    pid_t server = spawn_child(arg);
+    CHECK(!wait_value(&w, "true", 1000)); /* the control: still waiting */
+    CHECK_INT(hearth_db_reconnect_now(a), 0);
+    CHECK(wait_value(&w, "true", 5000));
+    CHECK_INT(hearth_db_reconnect_now(a), 0); /* connected: nothing */
+    write_acked(a, "/x", "1");
+    hearth_db_close(a);
+    kill_child(server);
+    remove_tree(data);
+    hearth_db_t *e = NULL;
+    CHECK_INT(hearth_db_open(NULL, &e, NULL), 0); /* embedded: no server */
+    CHECK_INT(hearth_db_reconnect_now(e), HEARTH_EUNSUPPORTED);
+    hearth_db_close(e);
+}
+
+/* Sent messages seen through the log function. */
+static bool saw_sent(captured *c, const char *line) {
+    pthread_mutex_lock(&c->lock);
+    hearth__buf_addc(&c->text, '\0');
+    bool seen = !c->text.failed && strstr(c->text.data, line) != NULL;
+    c->text.len--;
+    pthread_mutex_unlock(&c->lock);
+    return seen;
+}
+
+/* While idle, a connected client sends the protocol's keep-alive ("0",
+ * here every 100 ms instead of 45 s), and the server takes it: writes go
+ * on being acknowledged on that connection. */
+static void test_keepalive(void) {
+    atomic_store(&hearth__remote_test_keepalive_ms, 100);
+    hearth_server_t *s = start_server(0);
+    captured c = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    hearth__buf_init(&c.text);
+    hearth_set_log(capture_log, &c);
+    hearth_set_logging(true);
+    hearth_db_t *a = client(hearth_server_port(s), "alive");
+    write_acked(a, "/x", "1");
+    bool seen = false;
+    for (int i = 0; i < 100 && !(seen = saw_sent(&c, "\n3 > 0\n")); i++)
+        sleep_ms(20);
+    CHECK(seen);
+    write_acked(a, "/y", "2"); /* after keep-alives: still acknowledged */
+    hearth_db_close(a);
+    hearth_set_logging(false);
+    hearth_set_log(hearth_log_stderr, NULL);
+    hearth__buf_free(&c.text);
+    finish_server(s);
+}
+
+/* ---- a transport of the test's own (hearth_transport_t) ---- */
+
+/* The program's transport, as an app's would be: its own thread and loop
+ * (here the built-in WebSocket client on them, as URLSession would be the
+ * system's), reporting from that thread. Commands from the database's
+ * loop are queued to it. */
+typedef struct tconn {
+    struct tconn *next;
+    struct ttransport *tt;
+    hearth_ws_t *ws;
+    hearth__wsc *c;
+    char url[256];
+    bool over; /* closed reported */
+} tconn;
+
+typedef struct tcmd {
+    struct tcmd *next;
+    enum { T_OPEN, T_SEND, T_CLOSE, T_QUIT } kind;
+    tconn *conn;
+    size_t len;
+    char text[];
+} tcmd;
+
+typedef struct ttransport {
+    uv_loop_t loop;
+    uv_async_t wake;
+    uv_thread_t thread;
+    pthread_mutex_t lock;
+    tcmd *head, *tail;
+    tconn *conns;
+    bool refuse; /* open returns NULL */
+    atomic_int opens, sends, closes, reported_closed;
+} ttransport;
+
+static void t_opened(void *user) { hearth_ws_opened(((tconn *)user)->ws); }
+
+static void t_message(void *user, const char *text, size_t len) {
+    hearth_ws_message(((tconn *)user)->ws, text, len);
+}
+
+static void t_closed(void *user, int status, const char *why) {
+    tconn *c = user;
+    c->c = NULL; /* the built-in client frees itself */
+    c->over = true;
+    atomic_fetch_add(&c->tt->reported_closed, 1);
+    hearth_ws_closed(c->ws, status, why);
+}
+
+static void t_run(tconn *c, tcmd *m) {
+    static const hearth__wsc_callbacks cb = {t_opened, t_message, t_closed};
+    if (m->kind == T_OPEN) {
+        char host[64], resource[160];
+        int port;
+        if (sscanf(c->url, "ws://%63[^:]:%d%159s", host, &port, resource) != 3 ||
+            hearth__wsc_connect(&c->tt->loop, host, port, resource, false, &cb,
+                                c, &c->c)) {
+            c->over = true;
+            atomic_fetch_add(&c->tt->reported_closed, 1);
+            hearth_ws_closed(c->ws, HEARTH_EIO, "cannot connect");
+        }
+    } else if (m->kind == T_SEND && c->c && !c->over) {
+        hearth__wsc_send(c->c, m->text, m->len);
+    } else if (m->kind == T_CLOSE && !c->over) {
+        if (c->c)
+            hearth__wsc_close(c->c); /* no callback after this */
+        c->c = NULL;
+        c->over = true;
+        atomic_fetch_add(&c->tt->reported_closed, 1);
+        hearth_ws_closed(c->ws, 0, "closed by the client");
+    }
+}
+
+static void t_wake(uv_async_t *a) {
+    ttransport *tt = a->data;
+    pthread_mutex_lock(&tt->lock);
+    tcmd *m = tt->head;
+    tt->head = tt->tail = NULL;
+    pthread_mutex_unlock(&tt->lock);
+    while (m) {
+        tcmd *next = m->next;
+        if (m->kind == T_QUIT)
+            uv_close((uv_handle_t *)&tt->wake, NULL);
+        else
+            t_run(m->conn, m);
+        free(m);
+        m = next;
+    }
+}
+
+static void t_main(void *arg) {
+    ttransport *tt = arg;
+    uv_run(&tt->loop, UV_RUN_DEFAULT);
+}
+
+static void t_post(ttransport *tt, int kind, tconn *c, const char *text,
+                   size_t len) {
+    tcmd *m = malloc(sizeof *m + len);
+    m->next = NULL;
+    m->kind = kind;
+    m->conn = c;
+    m->len = len;
+    if (len)
+        memcpy(m->text, text, len);
+    pthread_mutex_lock(&tt->lock);
+    if (tt->tail)
+        tt->tail->next = m;
+    else
+        tt->head = m;
+    tt->tail = m;
+    pthread_mutex_unlock(&tt->lock);
+    uv_async_send(&tt->wake);
+}
+
+static void *t_open(void *user, const char *url, hearth_ws_t *ws) {
+    ttransport *tt = user;
+    atomic_fetch_add(&tt->opens, 1);
+    if (tt->refuse)
+        return NULL;
+    tconn *c = calloc(1, sizeof *c);
+    c->tt = tt;
+    c->ws = ws;
+    snprintf(c->url, sizeof c->url, "%s", url);
+    pthread_mutex_lock(&tt->lock);
+    c->next = tt->conns;
+    tt->conns = c;
+    pthread_mutex_unlock(&tt->lock);
+    t_post(tt, T_OPEN, c, NULL, 0);
+    return c;
+}
+
+static int t_send(void *user, void *conn, const char *text, size_t len) {
+    atomic_fetch_add(&((ttransport *)user)->sends, 1);
+    t_post(user, T_SEND, conn, text, len);
+    return 0;
+}
+
+static void t_close(void *user, void *conn) {
+    atomic_fetch_add(&((ttransport *)user)->closes, 1);
+    t_post(user, T_CLOSE, conn, NULL, 0);
+}
+
+static void t_start(ttransport *tt) {
+    memset(tt, 0, sizeof *tt);
+    pthread_mutex_init(&tt->lock, NULL);
+    CHECK_INT(uv_loop_init(&tt->loop), 0);
+    CHECK_INT(uv_async_init(&tt->loop, &tt->wake, t_wake), 0);
+    tt->wake.data = tt;
+    CHECK_INT(uv_thread_create(&tt->thread, t_main, tt), 0);
+}
+
+static void t_stop(ttransport *tt) {
+    t_post(tt, T_QUIT, NULL, NULL, 0);
+    uv_thread_join(&tt->thread);
+    uv_loop_close(&tt->loop);
+    while (tt->conns) {
+        tconn *c = tt->conns;
+        tt->conns = c->next;
+        free(c);
+    }
+    pthread_mutex_destroy(&tt->lock);
+}
+
+static hearth_db_t *transport_client(int port, const char *ns, ttransport *tt) {
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
+    hearth_transport_t t = {tt, t_open, t_send, t_close};
+    hearth_db_config_t config = {.size = sizeof config, .url = url,
+                                 .transport = &t}; /* copied */
+    hearth_db_t *db = NULL;
+    CHECK_INT(hearth_db_open(&config, &db, NULL), 0);
+    return db;
+}
+
+/* A client whose every byte goes through the program's transport: writes
+ * reach the server (another client reads them), the server's pushes come
+ * back, going offline closes the transport's connection and coming back
+ * opens another; the database's close waits for the transport's closed. */
+static void test_transport_carries_the_client(void) {
+    hearth_server_t *s = start_server(0);
+    int port = hearth_server_port(s);
+    ttransport tt;
+    t_start(&tt);
+    hearth_db_t *a = transport_client(port, "carried", &tt);
+    write_acked(a, "/x", "42");
+    hearth_db_t *b = client(port, "carried");
+    char *j = get_json(b, "/x");
+    CHECK_STR(j, "42");
+    free(j);
+    watch w;
+    watch_init(&w);
+    observe(a, "/y", NULL, &w);
+    write_acked(b, "/y", "\"from b\"");
+    CHECK(wait_value(&w, "\"from b\"", 5000));
+    CHECK_INT(atomic_load(&tt.opens), 1);
+    CHECK(atomic_load(&tt.sends) >= 2); /* the write, the listen */
+
+    watch conn;
+    watch_init(&conn);
+    observe(a, "/.info/connected", NULL, &conn);
+    CHECK(wait_value(&conn, "true", 5000));
+    CHECK_INT(hearth_db_set_online(a, false), 0);
+    CHECK(wait_value(&conn, "false", 5000));
+    CHECK_INT(atomic_load(&tt.closes), 1);
+    CHECK_INT(hearth_db_set_online(a, true), 0);
+    CHECK(wait_value(&conn, "true", 5000));
+    CHECK_INT(atomic_load(&tt.opens), 2);
+    write_acked(a, "/z", "1");
+
+    hearth_db_close(a); /* returns once the transport reported closed */
+    CHECK_INT(atomic_load(&tt.closes), 2);
+    CHECK_INT(atomic_load(&tt.reported_closed), 2);
+    hearth_db_close(b);
+    t_stop(&tt);
+    finish_server(s);
+}
+
+/* A transport that refuses to open leaves the client offline, retrying
+ * through it (and never through the built-in one: the server sees no
+ * connection); one missing a function is refused at open. */
+static void test_transport_refusing(void) {
+    hearth_server_t *s = start_server(0);
+    ttransport tt;
+    t_start(&tt);
+    tt.refuse = true;
+    hearth_db_t *a = transport_client(hearth_server_port(s), "refused", &tt);
+    watch conn;
+    watch_init(&conn);
+    observe(a, "/.info/connected", NULL, &conn);
+    CHECK(wait_value(&conn, "false", 5000));
+    CHECK_INT(hearth_db_reconnect_now(a), 0);
+    for (int i = 0; i < 100 && atomic_load(&tt.opens) < 2; i++)
+        sleep_ms(10);
+    CHECK(atomic_load(&tt.opens) >= 2);
+    CHECK(!wait_value(&conn, "true", 300));
+    hearth_db_close(a);
+    CHECK_INT(atomic_load(&tt.reported_closed), 0);
+
+    hearth_transport_t partial = {&tt, t_open, NULL, t_close};
+    hearth_db_config_t config = {.size = sizeof config,
+                                 .url = "http://127.0.0.1:1?ns=x",
+                                 .transport = &partial};
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    CHECK_INT(hearth_db_open(&config, &db, &err), HEARTH_EINVAL);
+    CHECK(strstr(err.message, "open, send and close") != NULL);
+    t_stop(&tt);
+    finish_server(s);
+}
+
 const test_case client_tests[] = {
     {"client_local_events_first", test_local_events_first},
     {"client_two_clients", test_two_clients},
@@ -1909,6 +2299,12 @@ const test_case client_tests[] = {
     {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
     {"client_cache_of_the_old_name_moves", test_cache_of_the_old_name_moves},
     {"client_logging", test_logging},
+    {"client_log_hook", test_log_hook},
+    {"client_sigpipe_untouched", test_sigpipe_untouched},
+    {"client_reconnect_now", test_reconnect_now},
+    {"client_keepalive", test_keepalive},
+    {"client_transport_carries_the_client", test_transport_carries_the_client},
+    {"client_transport_refusing", test_transport_refusing},
     {"client_tokens_and_cancelled_listens", test_tokens_and_cancelled_listens},
     {"client_token_provider", test_token_provider},
     {"client_token_expiry", test_token_expiry},

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- errors and version ---- */
 
@@ -386,7 +387,27 @@ static void test_alloc_hook(void) {
     hearth__free(q);
 }
 
+/* RFC 4648's test vectors, each padding case. */
+static void test_base64(void) {
+    static const char *const cases[][2] = {
+        {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[16];
+        size_t n = hearth__base64((const unsigned char *)cases[i][0],
+                                  strlen(cases[i][0]), out);
+        CHECK_STR(out, cases[i][1]);
+        CHECK_INT(n, strlen(cases[i][1]));
+    }
+    const unsigned char high[] = {0xfb, 0xff, 0xbf};
+    char out[8];
+    hearth__base64(high, sizeof high, out);
+    CHECK_STR(out, "+/+/");
+}
+
 const test_case common_tests[] = {
+    {"common_base64", test_base64},
     {"common_errors", test_errors},
     {"common_version", test_version},
     {"common_error_fill", test_error_fill},

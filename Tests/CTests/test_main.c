@@ -30,7 +30,7 @@ int test_failures;
     X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
     X(tls_tests) X(operator_tests) X(backup_tests) X(http_tests)                \
     X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(trigger_tests)    \
-    X(coverage_tests) X(pitr_tests)
+    X(coverage_tests) X(pitr_tests) X(os_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
@@ -388,6 +388,9 @@ static void run_table(const test_table *table, int argc, char **argv,
 }
 
 int main(int argc, char **argv) {
+    /* As the CLI does: the library's messages on stderr, where the tests
+     * that read them look (client_log_hook sets its own). */
+    hearth_set_log(hearth_log_stderr, NULL);
     /* A test may run this binary again as a helper process. */
     const char *child = getenv("HEARTH_TEST_CHILD");
     if (child && test_child_main)

@@ -1176,7 +1176,7 @@ static void test_endless_pieces(void) {
     peer_listen(&pr);
     hearth__event_queue events;
     hearth__events_init(&events);
-    hearth__remote_url url = {"127.0.0.1", pr.port, false, "hostile"};
+    hearth__remote_url url = {.host = "127.0.0.1", .port = pr.port, .ns = "hostile"};
     hearth__remote_hooks hooks = {no_raise, no_drop, NULL, NULL};
     hearth__remote *r;
     CHECK_INT(hearth__remote_open(&loop, &url, &events, &hooks, &r), 0);

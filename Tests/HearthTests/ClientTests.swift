@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hearth
+import HearthServer
 
 /// Databases that are clients of a real `hearth serve` (HearthServer) on a
 /// free loopback port: the API an app ports over, against a server.
@@ -34,6 +35,56 @@ struct ClientTests {
         try await alice.reference(withPath: "chat").updateChildValues(["m2": "there"])
         let events = try await seen.wait(for: 2)
         #expect(events == ["m1=hello", "m2=there"])
+        server.stop()
+    }
+
+    /// The library's messages reach the handler the app set (here the
+    /// protocol trace of a write), as `HearthLog.Level` and text.
+    @Test func logHandlerGetsTheTrace() async throws {
+        let ns = "log-\(UUID().uuidString.prefix(8))"
+        let marker = "marker-\(UUID().uuidString.prefix(8))"
+        let lines = Recorder<String>()
+        let warnings = Recorder<String>()
+        HearthLog.setHandler { level, text in
+            if level == .message && text.hasPrefix("> ") && text.contains(marker) {
+                lines.append(text)
+            }
+            if level == .warning && text.contains("/\(marker)") { warnings.append(text) }
+        }
+        Database.setLoggingEnabled(true)
+        defer {
+            Database.setLoggingEnabled(false)
+            HearthLog.setHandler(nil)  // as the test process had it
+        }
+        try await client(ns).reference(withPath: "x").setValue(marker)
+        let sent = try await lines.wait(for: 1)
+        #expect(sent[0].contains("\"d\":\"\(marker)\""))
+        // The Swift module's own messages (a failed write without a
+        // completion block) go to the handler too, not to stderr.
+        let writeWithoutCompletion: (DatabaseReference) -> Void = { $0.setValue(["a.b": 1]) }
+        writeWithoutCompletion(makeDatabase().reference(withPath: marker))
+        let warned = try await warnings.wait(for: 1)
+        #expect(warned[0].contains("invalid key"))
+        server.stop()
+    }
+
+    /// On Apple platforms every client goes through the URLSession
+    /// transport; this checks one end to end. Not on Linux: corelibs
+    /// Foundation's URLSessionWebSocketTask runs on libcurl, and Debian's
+    /// libcurl has no WebSocket support (the transport only compiles
+    /// there; the C interface is tested with a transport of the tests' own,
+    /// client_transport_* in Tests/CTests).
+    @Test(.enabled(
+        if: URLSessionTransport.isDefault,
+        "Linux: Debian's libcurl has no WebSocket support, so URLSessionWebSocketTask cannot connect"))
+    func urlSessionTransportCarriesTheClient() async throws {
+        let ns = "urlsession-\(UUID().uuidString.prefix(8))"
+        let alice = client(ns), bob = client(ns)
+        let seen = Recorder<String>()
+        bob.reference(withPath: "m").observe(.value) { seen.append("\($0.value ?? "nil")") }
+        try await alice.reference(withPath: "m").setValue("over URLSession")
+        let values = try await seen.wait(for: 2)
+        #expect(values.last == "over URLSession")
         server.stop()
     }
 

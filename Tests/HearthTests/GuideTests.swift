@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hearth
+import HearthServer
 
 /// The examples of the Apple "Read and Write Data" guide for the Realtime
 /// Database, run as written there (names included) against a real server:

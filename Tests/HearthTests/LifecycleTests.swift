@@ -5,6 +5,21 @@ import Testing
 
 @Suite("Database lifecycle")
 struct LifecycleTests {
+    /// Persistence on Apple platforms goes to Application Support in a
+    /// folder of the app's (iOS purges Caches, pending writes included);
+    /// elsewhere to the user's cache directory. (The choice is made here
+    /// for both, whichever system runs the test.)
+    @Test func persistenceDirectoryPerPlatform() {
+        let fm = FileManager.default
+        let app = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        let support = fm.urls(for: .applicationSupportDirectory, in: .userDomainMask).first!
+        #expect(
+            Database.cacheDirectory(onApple: true)
+                == support.appendingPathComponent(app).appendingPathComponent("hearth").path)
+        let caches = fm.urls(for: .cachesDirectory, in: .userDomainMask).first!.path
+        #expect(Database.cacheDirectory(onApple: false) == caches + "/hearth")
+    }
+
     @Test func databasesCloseWhereverTheirLastReferenceGoes() async throws {
         // The last reference may go away on the loop thread (in a C
         // context-free callback); the database must still close cleanly.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hearth
+import HearthServer
 
 /// A fresh database whose callbacks run on a private serial queue, so
 /// tests never need the main queue: an in-memory embedded database, or,

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Hearth
+import HearthServer
 
 /// The threading contract of the blocks an app hands over: one at a time,
 /// on the callback queue, whatever queue the app set; and credentials

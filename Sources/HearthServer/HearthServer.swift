@@ -1,5 +1,6 @@
 internal import CHearth
 import Foundation
+import Hearth
 
 /// A Hearth server: the REST and streaming API of the Realtime Database on
 /// HTTP/1.1, with every namespace kept durably in a data directory. It runs
