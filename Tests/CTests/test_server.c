@@ -4,6 +4,10 @@
  * pipelining, server-sent events, and data surviving a restart. */
 #include "test.h"
 
+#include "http_raw.h"
+#include "server_fixture.h"
+#include "ws_raw.h"
+
 #include "server/http.h"
 #include "server/server.h"
 #include "net/ws_server.h"
@@ -21,136 +25,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char data_dir[64];
-
-#define OWNER "Authorization: Bearer owner\r\n"
-/* The admin of servers with keys ("owner" is the admin only without). */
-#define ADMIN_SECRET "0123456789abcdef-admin"
-#define ADMIN "Authorization: Bearer " ADMIN_SECRET "\r\n"
-
-static void make_data_dir(void) {
-    if (!data_dir[0]) {
-        strcpy(data_dir, "/tmp/hearth-server-XXXXXX");
-        CHECK(mkdtemp(data_dir) != NULL);
-    }
-}
-
-static hearth_server_t *start_with(hearth_server_config_t config) {
-    make_data_dir();
-    return start_test_server(config, data_dir);
-}
-
-static hearth_server_t *start(void) {
-    return start_with((hearth_server_config_t){0});
-}
-
-/* A server that syncs every commit (start_test_server's do not). */
-static hearth_server_t *start_syncing(void) {
-    make_data_dir();
-    hearth_server_config_t config = {.size = sizeof config, .host = "127.0.0.1",
-                                     .data_dir = data_dir,
-                                     .fsync_mode = HEARTH_FSYNC_ALWAYS};
-    hearth_server_t *s = NULL;
-    CHECK_INT(hearth_server_start(&config, &s, NULL), 0);
-    return s;
-}
-
-static void stop(hearth_server_t *s) {
-    CHECK_INT(hearth_server_stop(s), 0);
-}
-
-static void send_all(int fd, const char *data, size_t len) {
-    while (len) {
-        ssize_t n = write(fd, data, len);
-        if (n <= 0)
-            return;
-        data += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Reads until `count` whole responses (by Content-Length) or EOF. */
-static char *read_responses(int fd, int count) {
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int done = 0;
-    while (done < count) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 5000) <= 0)
-            break;
-        if (len + 4096 > cap)
-            buf = realloc(buf, cap *= 2);
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-        /* Count complete responses. */
-        done = 0;
-        const char *at = buf;
-        for (;;) {
-            const char *end = strstr(at, "\r\n\r\n");
-            if (!end)
-                break;
-            const char *cl = strstr(at, "Content-Length: ");
-            size_t body = cl && cl < end ? (size_t)atol(cl + 16) : 0;
-            if ((size_t)(end + 4 - buf) + body > len)
-                break;
-            done++;
-            at = end + 4 + body;
-        }
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-typedef struct response {
-    int status;
-    char head[2048];
-    char *body;
-} response;
-
-static response request(int port, const char *method, const char *target,
-                        const char *headers, const char *body) {
-    int fd = test_connect(port);
-    char head[4096];
-    bool own_host = headers && strstr(headers, "Host:");
-    int n = snprintf(head, sizeof head,
-                     "%s %s HTTP/1.1\r\n%s%sContent-Length: "
-                     "%zu\r\nConnection: close\r\n\r\n",
-                     method, target, own_host ? "" : "Host: 127.0.0.1\r\n",
-                     headers ? headers : "", body ? strlen(body) : 0);
-    send_all(fd, head, (size_t)n);
-    if (body)
-        send_all(fd, body, strlen(body));
-    char *raw = read_responses(fd, 1);
-    close(fd);
-    response r = {0};
-    sscanf(raw, "HTTP/1.1 %d", &r.status);
-    char *end = strstr(raw, "\r\n\r\n");
-    if (end) {
-        size_t hl = (size_t)(end - raw);
-        if (hl >= sizeof r.head)
-            hl = sizeof r.head - 1;
-        memcpy(r.head, raw, hl);
-        r.body = strdup(end + 4);
-    } else {
-        r.body = strdup("");
-    }
-    free(raw);
-    return r;
-}
-
-#define EXPECT_REQ(port_, method_, target_, headers_, body_, status_,          \
-                   expected)                                                   \
-    do {                                                                       \
-        response r_ = request(port_, method_, target_, headers_, body_);       \
-        CHECK_INT(r_.status, status_);                                         \
-        if (expected)                                                          \
-            CHECK_STR(r_.body, (const char *)(expected));                      \
-        free(r_.body);                                                         \
-    } while (0)
 
 static void test_rest_methods(void) {
     struct sigaction before;
@@ -405,26 +279,6 @@ static void test_signed_tokens(void) {
     free(r.body);
     stop(s);
     remove_tree(data_dir);
-}
-
-/* Reads from fd until `want` shows (or the connection ends, or ms pass);
- * closed tells whether it ended. */
-static size_t read_until(int fd, char *buf, size_t size, size_t got,
-                         const char *want, int ms, bool *closed) {
-    *closed = false;
-    while (got < size - 1 && !memmem(buf, got, want, strlen(want))) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, ms) <= 0)
-            break;
-        ssize_t n = read(fd, buf + got, size - 1 - got);
-        if (n <= 0) {
-            *closed = true;
-            break;
-        }
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    return got;
 }
 
 /* A stream held with a token ends with auth_revoked when the token
@@ -683,18 +537,6 @@ static void test_keep_alive_pipelining(void) {
     remove_tree(data_dir);
 }
 
-/* Open file descriptors of this process (the server runs in it). */
-static int open_fds(void) {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
 static void test_server_sent_events(void) {
     hearth_server_t *s = start();
     int port = hearth_server_port(s);
@@ -803,140 +645,6 @@ static void test_restart_keeps_data(void) {
 
 /* ---- the realtime protocol over a raw WebSocket ---- */
 
-/* Reads exactly n bytes; false on time out or end. */
-static bool read_exact(int fd, void *buf, size_t n) {
-    for (size_t got = 0; got < n;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 5000) <= 0)
-            return false;
-        ssize_t k = read(fd, (char *)buf + got, n - got);
-        if (k <= 0)
-            return false;
-        got += (size_t)k;
-    }
-    return true;
-}
-
-/* Opens /.ws on namespace ns (NULL: none given) with that Host header;
- * -1 when not upgraded. */
-static int ws_open_host(int port, const char *ns, const char *host) {
-    int fd = test_connect(port);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET /.ws?v=5%s%s HTTP/1.1\r\nHost: %s\r\n"
-                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\n\r\n",
-                     ns ? "&ns=" : "", ns ? ns : "", host);
-    send_all(fd, req, (size_t)n);
-    char head[1024];
-    size_t len = 0;
-    while (len < sizeof head - 1 && read_exact(fd, head + len, 1)) {
-        head[++len] = '\0';
-        if (len >= 4 && memcmp(head + len - 4, "\r\n\r\n", 4) == 0)
-            break;
-    }
-    head[len] = '\0';
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int ws_open(int port, const char *ns) {
-    return ws_open_host(port, ns, "127.0.0.1");
-}
-
-/* Sends one text frame, masked (with a zero key) as a client must. */
-static void ws_send(int fd, const char *text) {
-    size_t len = strlen(text);
-    unsigned char head[14] = {0x81};
-    size_t at = 2;
-    if (len < 126) {
-        head[1] = (unsigned char)(0x80 | len);
-    } else if (len < 65536) {
-        head[1] = 0x80 | 126;
-        head[2] = (unsigned char)(len >> 8);
-        head[3] = (unsigned char)len;
-        at = 4;
-    } else {
-        head[1] = 0x80 | 127;
-        for (int i = 0; i < 8; i++)
-            head[2 + i] = (unsigned char)((uint64_t)len >> (8 * (7 - i)));
-        at = 10;
-    }
-    at += 4; /* the mask key: zero */
-    char *frame = malloc(at + len); /* one write: no wait for an ACK */
-    memcpy(frame, head, at);
-    memcpy(frame + at, text, len);
-    send_all(fd, frame, at + len);
-    free(frame);
-}
-
-/* The next text frame from the server (free() it); NULL when the
- * connection ends or nothing comes within 5 s. */
-static char *ws_recv(int fd) {
-    for (;;) {
-        unsigned char h[2];
-        if (!read_exact(fd, h, 2))
-            return NULL;
-        uint64_t len = h[1] & 0x7f;
-        unsigned char ext[8];
-        if (len == 126 && read_exact(fd, ext, 2))
-            len = (uint64_t)ext[0] << 8 | ext[1];
-        else if (len == 127 && read_exact(fd, ext, 8))
-            for (int i = 0, j = (int)(len = 0); i < 8; i++, j++)
-                len = len << 8 | ext[i];
-        char *text = malloc(len + 1);
-        if (!read_exact(fd, text, len)) {
-            free(text);
-            return NULL;
-        }
-        text[len] = '\0';
-        if ((h[0] & 0x0f) == 1)
-            return text;
-        free(text);
-        if ((h[0] & 0x0f) == 8)
-            return NULL; /* closed */
-    }
-}
-
-/* Sends request r, its body of any length, and returns its reply (pushes
- * before it are skipped; free() it). */
-static char *ws_request(int fd, int r, const char *action, const char *body) {
-    size_t n = strlen(body) + 96;
-    char *msg = malloc(n);
-    snprintf(msg, n, "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"%s\",\"b\":%s}}", r,
-             action, body);
-    ws_send(fd, msg);
-    free(msg);
-    char want[32];
-    snprintf(want, sizeof want, "{\"r\":%d,", r);
-    char *text;
-    while ((text = ws_recv(fd)) && !strstr(text, want))
-        free(text);
-    return text;
-}
-
-#define EXPECT_WS(fd_, r_, action_, body_, reply_)                             \
-    do {                                                                       \
-        char *got_ = ws_request(fd_, r_, action_, body_);                      \
-        CHECK_STR(got_, reply_);                                               \
-        free(got_);                                                            \
-    } while (0)
-
-/* A realtime session on ns past its hello, authenticated as the admin
- * when `admin`. */
-static int rt_session(int port, const char *ns, bool admin) {
-    int fd = ws_open(port, ns);
-    CHECK(fd >= 0);
-    free(ws_recv(fd)); /* the hello */
-    if (admin)
-        free(ws_request(fd, 1, "auth", "{\"cred\":\"owner\"}"));
-    return fd;
-}
-
 /* n admin sessions on ns, each listening to path (request 2, answered
  * ok; the data goes first). */
 static void sessions_listening(int port, const char *ns, const char *path,
@@ -948,17 +656,6 @@ static void sessions_listening(int port, const char *ns, const char *path,
         EXPECT_WS(fds[i], 2, "q", body,
                   "{\"t\":\"d\",\"d\":{\"r\":2,\"b\":{\"s\":\"ok\",\"d\":{}}}}");
     }
-}
-
-/* A counter from /.metrics by its whole name (-1 when it is not there). */
-static long metric(int port, const char *name) {
-    response m = request(port, "GET", "/.metrics", OWNER, NULL);
-    char key[96];
-    snprintf(key, sizeof key, "\n%s ", name);
-    const char *at = m.body ? strstr(m.body, key) : NULL;
-    long n = at ? atol(at + strlen(key)) : -1;
-    free(m.body);
-    return n;
 }
 
 /* A realtime counter from /.metrics (-1 when it is not there). */
@@ -1375,19 +1072,6 @@ static void test_listen_hash_skips_known_data(void) {
     close(fd);
     stop(s);
     remove_tree(data_dir);
-}
-
-/* Entries of a directory, "." and ".." aside. */
-static int dir_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
 }
 
 /* Requests nobody may make, to 500 invented namespaces, leave nothing
