@@ -2,7 +2,8 @@
  * over real sockets to a real server: fragments, frames in pieces, pings,
  * closes and their codes, every protocol violation (answered with a close
  * and that connection ended, the server answering others after), the
- * size bound, UTF-8, and what an idle session costs. */
+ * size bound, UTF-8, and what an idle session costs; and the codec's
+ * frames and writes without a socket. */
 #include "test.h"
 
 #include "http_raw.h"
@@ -11,6 +12,7 @@
 
 #include "common/internal.h"
 #include "net/ws_accept.h"
+#include "net/ws_server.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -345,6 +347,88 @@ static void test_server_close(void) {
     server_stop(s);
 }
 
+/* ---- the codec without a socket ---- */
+
+/* Frames made once for many sessions read back as they were made, in
+ * each of the three length forms. */
+static void test_shared_frames(void) {
+    static const size_t lens[] = {0, 125, 126, 65535, 65536, 70000};
+    char *text = malloc(70000);
+    memset(text, 'y', 70000);
+    hearth__buf out;
+    hearth__buf_init(&out);
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++)
+        hearth__ws_frame_text(&out, text, lens[i]);
+    CHECK(!out.failed);
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        const char *payload;
+        size_t len;
+        size_t used = hearth__ws_frame_next(out.data + at, out.len - at, &payload, &len);
+        CHECK(used > 0);
+        CHECK_INT(len, lens[i]);
+        CHECK_INT((unsigned char)out.data[at], 0x81);
+        at += used;
+    }
+    CHECK_INT(at, out.len);
+    const char *payload;
+    size_t len;
+    /* the 125-byte frame, cut */
+    CHECK_INT(hearth__ws_frame_next(out.data + 2, 3, &payload, &len), 0);
+    hearth__buf_free(&out);
+    free(text);
+}
+
+/* What a WebSocket session writes, as its transport sees it. */
+typedef struct recorded {
+    int sends;
+    hearth__buf bytes;
+} recorded;
+
+static int record_send(void *conn, const char *head, size_t head_len,
+                       const char *payload, size_t len) {
+    recorded *r = conn;
+    r->sends++;
+    hearth__buf_add(&r->bytes, head, head_len);
+    hearth__buf_add(&r->bytes, payload, len);
+    return 0;
+}
+static bool record_hold(void *conn, size_t n) { (void)conn; (void)n; return true; }
+static void record_unhold(void *conn, size_t n) { (void)conn; (void)n; }
+static void record_end(void *conn) { (void)conn; }
+
+/* A message goes out in one write of the transport, header and payload
+ * together (a write each made a fan-out to N listeners 2N syscalls and 2N
+ * packets), a large one as well: the payload is not gathered (copied)
+ * behind its header first, its bytes intact and in order. */
+static void test_websocket_message_is_one_write(void) {
+    static const hearth__ws_transport t = {record_send, record_hold,
+                                           record_unhold, record_end};
+    recorded r = {0};
+    hearth__buf_init(&r.bytes);
+    hearth__ws *ws = hearth__ws_create(&t, &r, NULL, NULL, NULL);
+    CHECK(ws != NULL);
+    const char *msg = "{\"t\":\"d\",\"d\":{\"a\":\"d\"}}";
+    CHECK_INT(hearth__ws_send_text(ws, msg, strlen(msg)), 0);
+    CHECK_INT(r.sends, 1);
+    CHECK_INT((int)r.bytes.len, 2 + (int)strlen(msg));
+    CHECK_INT((unsigned char)r.bytes.data[0], 0x81);
+    CHECK(memcmp(r.bytes.data + 2, msg, strlen(msg)) == 0);
+
+    size_t big = 300 * 1024;
+    char *text = malloc(big);
+    memset(text, 'x', big);
+    r.sends = 0;
+    r.bytes.len = 0;
+    CHECK_INT(hearth__ws_send_text(ws, text, big), 0);
+    CHECK_INT(r.sends, 1); /* the header, and the payload as it is */
+    CHECK_INT((int)r.bytes.len, 10 + (int)big); /* a 64-bit length */
+    CHECK(memcmp(r.bytes.data + 10, text, big) == 0);
+    free(text);
+    hearth__ws_discard(ws);
+    hearth__buf_free(&r.bytes);
+}
+
 const test_case ws_server_tests[] = {
     {"ws_server_fragmented", test_fragmented},
     {"ws_server_frames_in_pieces", test_frames_in_pieces},
@@ -356,5 +440,7 @@ const test_case ws_server_tests[] = {
     {"ws_server_text_not_utf8", test_text_not_utf8},
     {"ws_server_too_big", test_too_big},
     {"ws_server_server_close", test_server_close},
+    {"ws_server_shared_frames", test_shared_frames},
+    {"ws_server_message_is_one_write", test_websocket_message_is_one_write},
     {NULL, NULL},
 };
