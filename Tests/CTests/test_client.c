@@ -50,15 +50,8 @@ static hearth_db_t *cached_client(int port, const char *ns,
                                   const char *cache_dir, size_t cache_size) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
-    hearth_db_config_t config = {.size = sizeof config, .url = url, .cache_dir = cache_dir,
-                                 .cache_size = cache_size};
-    hearth_db_t *db = NULL;
-    hearth_error_t err;
-    int rc = hearth_db_open(&config, &db, &err);
-    if (rc)
-        fprintf(stderr, "  client: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return db;
+    return test_db_open((hearth_db_config_t){.url = url, .cache_dir = cache_dir,
+                                             .cache_size = cache_size});
 }
 
 static hearth_db_t *client(int port, const char *ns) {
@@ -568,10 +561,7 @@ static const char *const private_rules =
 static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
     make_server_dir();
     snprintf(rules_path, size, "%s.rules.json", dir);
-    FILE *f = fopen(rules_path, "w");
-    CHECK(f != NULL);
-    fputs(private_rules, f);
-    fclose(f);
+    write_text(rules_path, private_rules);
     return start_configured((hearth_server_config_t){
         .rules_file = rules_path, .auth_secret = "s3cret",
         .admin_secret = "0123456789abcdef-admin"});

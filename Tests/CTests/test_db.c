@@ -778,14 +778,6 @@ static void fx_open_as(fixture *f, const char *auth) {
     CHECK_INT(rc, 0);
 }
 
-static int set_status(hearth_db_t *db, const char *path, const char *json) {
-    hearth_node_t *v = node_from(json);
-    int status = 1;
-    CHECK_INT(hearth_db_set(db, path, v, write_status, &status, NULL, NULL), 0);
-    hearth_node_decref(v);
-    return status;
-}
-
 /* Every call is judged as the handle's user; a refused write changes
  * nothing and raises nothing. */
 static void test_embedded_rules(void) {
@@ -794,11 +786,11 @@ static void test_embedded_rules(void) {
     event_log *log = log_new();
     observe(f.db, "users/ada", NULL, HEARTH_MASK_VALUE, log);
     EXPECT(log, "/users/ada value null");
-    CHECK_INT(set_status(f.db, "users/ada", "{\"age\": 36}"), 0);
+    CHECK_INT(set_and_wait(f.db, "users/ada", "{\"age\": 36}"), 0);
     EXPECT(log, "/users/ada value {\"age\":36}");
     /* Invalid, then someone else's: refused, nothing changes, no event. */
-    CHECK_INT(set_status(f.db, "users/ada/age", "-1"), HEARTH_EDENIED);
-    CHECK_INT(set_status(f.db, "users/bob", "1"), HEARTH_EDENIED);
+    CHECK_INT(set_and_wait(f.db, "users/ada/age", "-1"), HEARTH_EDENIED);
+    CHECK_INT(set_and_wait(f.db, "users/bob", "1"), HEARTH_EDENIED);
     const char *paths[] = {"ada/age", "bob/age"};
     hearth_node_t *one = node_from("1");
     const hearth_node_t *values[] = {one, one};
@@ -862,7 +854,7 @@ static void test_embedded_rules(void) {
 
     /* Unauthenticated: nothing under users. */
     fx_open_as(&f, NULL);
-    CHECK_INT(set_status(f.db, "users/ada/age", "1"), HEARTH_EDENIED);
+    CHECK_INT(set_and_wait(f.db, "users/ada/age", "1"), HEARTH_EDENIED);
     fx_close(&f);
 
     /* Bad configurations are refused at open. */

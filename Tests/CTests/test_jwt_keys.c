@@ -627,9 +627,7 @@ static void test_keyset_load(void) {
     free(t);
     hearth__jwt_keyset_free(set);
     /* Errors name the file. */
-    FILE *f = fopen(path, "w");
-    fputs("{\"keys\": [}", f);
-    fclose(f);
+    write_text(path, "{\"keys\": [}");
     set = (hearth__jwt_keyset *)1;
     CHECK_INT(hearth__jwt_keyset_load(path, &set, &err), HEARTH_EINVAL);
     CHECK(set == NULL);

@@ -60,6 +60,38 @@ char *to_json(const hearth_node_t *n) {
     return hearth_node_to_json(n, HEARTH_JSON_EXPORT, NULL);
 }
 
+void check_error(const char *what, int rc, const hearth_error_t *err,
+                 int code, const char *at_path, const char *in_message,
+                 const char *file, int line) {
+    if (rc == code && err->code == code &&
+        (!at_path || strcmp(err->path, at_path) == 0) &&
+        (!in_message || strstr(err->message, in_message)))
+        return;
+    fprintf(stderr,
+            "  %s:%d: %s gave %s (path \"%s\": %s), expected %s at \"%s\" "
+            "naming \"%s\"\n",
+            file, line, what, hearth_err_name(rc), err->path, err->message,
+            hearth_err_name(code), at_path ? at_path : "",
+            in_message ? in_message : "");
+    test_failures++;
+}
+
+int join_keys(const char *key, const hearth_node_t *child, void *ctx) {
+    (void)child;
+    char *out = ctx;
+    if (*out)
+        strcat(out, " ");
+    strcat(out, key);
+    return 0;
+}
+
+uint64_t test_rand(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
 void b64url(const void *data, size_t len, char *out) {
     hearth__buf b;
     hearth__buf_init(&b);
@@ -169,6 +201,17 @@ hearth_server_t *start_test_server(hearth_server_config_t config,
     return s;
 }
 
+hearth_db_t *test_db_open(hearth_db_config_t config) {
+    config.size = sizeof config;
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    int rc = hearth_db_open(&config, &db, &err);
+    if (rc)
+        fprintf(stderr, "  client: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return db;
+}
+
 struct pool_hold {
     uv_loop_t loop;
     uv_work_t jobs[128];
@@ -238,6 +281,48 @@ int test_tx_increment(const hearth_node_t *current, hearth_node_t **result,
                    : 0;
     *result = hearth_node_number(n + 1);
     return HEARTH_TX_COMMIT;
+}
+
+void write_text(const char *path, const char *text) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, path), 0);
+}
+
+void test_done_init(test_done *d) {
+    d->status = 0;
+    CHECK_INT(uv_sem_init(&d->sem, 0), 0);
+}
+
+void test_done_cb(int status, void *ctx) {
+    test_done *d = ctx;
+    d->status = status;
+    uv_sem_post(&d->sem);
+}
+
+int test_done_wait(test_done *d) {
+    uv_sem_wait(&d->sem);
+    return d->status;
+}
+
+void test_done_destroy(test_done *d) { uv_sem_destroy(&d->sem); }
+
+int set_and_wait(hearth_db_t *db, const char *path, const char *json) {
+    test_done d;
+    test_done_init(&d);
+    hearth_node_t *v = node_from(json);
+    int rc = hearth_db_set(db, path, v, test_done_cb, &d, NULL, NULL);
+    CHECK_INT(rc, 0);
+    hearth_node_decref(v);
+    int status = rc ? rc : test_done_wait(&d);
+    test_done_destroy(&d);
+    return status;
 }
 
 char *read_file(const char *path, size_t *len) {

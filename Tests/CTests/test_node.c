@@ -164,16 +164,6 @@ static void test_node_constructors(void) {
     }
 }
 
-static int collect_keys(const char *key, const hearth_node_t *child,
-                        void *ctx) {
-    (void)child;
-    char *out = ctx;
-    if (*out)
-        strcat(out, " ");
-    strcat(out, key);
-    return 0;
-}
-
 static int stop_at_third(const char *key, const hearth_node_t *child,
                          void *ctx) {
     (void)key;
@@ -205,7 +195,7 @@ static void test_node_accessors(void) {
               hearth_node_priority(hearth_node_child(n, "2"))) == 1);
 
     char keys[64] = "";
-    CHECK_INT(hearth_node_foreach_child(n, collect_keys, keys), 0);
+    CHECK_INT(hearth_node_foreach_child(n, join_keys, keys), 0);
     CHECK_STR(keys, "2 10 a b");
     int calls = 0;
     CHECK_INT(hearth_node_foreach_child(n, stop_at_third, &calls), 77);

@@ -395,17 +395,6 @@ static void test_profiler_streams_operations(void) {
 
 /* ---- the realtime door ---- */
 
-typedef struct acked {
-    uv_sem_t sem;
-    int status;
-} acked;
-
-static void on_set(int status, void *ctx) {
-    acked *a = ctx;
-    a->status = status;
-    uv_sem_post(&a->sem);
-}
-
 /* A realtime client's query and write reach the profiler (the query
  * flagged unindexed: no .indexOn for its child) and the metrics. */
 static void test_realtime_operations_observed(void) {
@@ -414,9 +403,7 @@ static void test_realtime_operations_observed(void) {
     int fd = open_profile(port);
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=default", port);
-    hearth_db_config_t config = {.size = sizeof config, .url = url};
-    hearth_db_t *db = NULL;
-    CHECK_INT(hearth_db_open(&config, &db, NULL), 0);
+    hearth_db_t *db = test_db_open((hearth_db_config_t){.url = url});
     hearth_query_t *q;
     CHECK_INT(hearth_query_create(&q), 0);
     CHECK_INT(hearth_query_order_by_child(q, "age", NULL), 0);
@@ -426,14 +413,7 @@ static void test_realtime_operations_observed(void) {
     hearth_node_decref(got);
     hearth_query_free(q);
     /* The write's acknowledgement is the barrier: its line went first. */
-    acked a;
-    uv_sem_init(&a.sem, 0);
-    hearth_node_t *v = node_from("{\"age\":36}");
-    CHECK_INT(hearth_db_set(db, "/people/ada", v, on_set, &a, NULL, NULL), 0);
-    hearth_node_decref(v);
-    uv_sem_wait(&a.sem);
-    uv_sem_destroy(&a.sem);
-    CHECK_INT(a.status, 0);
+    CHECK_INT(set_and_wait(db, "/people/ada", "{\"age\":36}"), 0);
     static char seen[1 << 16];
     bool closed;
     read_until(fd, seen, sizeof seen, 0, "\"type\":\"p\"", 5000, &closed);

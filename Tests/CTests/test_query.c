@@ -7,20 +7,10 @@
 #include "events/listeners.h"
 #include "query/index.h"
 
-/* Selected keys joined by spaces, in query order. */
-static int append_key(const char *key, const hearth_node_t *child, void *ctx) {
-    (void)child;
-    char *out = ctx;
-    if (*out)
-        strcat(out, " ");
-    strcat(out, key);
-    return 0;
-}
-
 static void check_keys(const hearth_query_t *q, const hearth_node_t *n,
                        const char *expected, int line) {
     char got[512] = "";
-    CHECK_INT(hearth_query_foreach(q, n, append_key, got), 0);
+    CHECK_INT(hearth_query_foreach(q, n, join_keys, got), 0);
     if (strcmp(got, expected) != 0) {
         fprintf(stderr, "  test_query.c:%d: selected \"%s\", expected \"%s\"\n",
                 line, got, expected);
@@ -390,10 +380,7 @@ static void test_many_listeners_at_one_location(void) {
 
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return test_rand(&rng);
 }
 
 /* A child {"s": value} with a value of any type, often equal to others. */

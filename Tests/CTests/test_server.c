@@ -318,18 +318,6 @@ static void test_expired_token_ends_stream(void) {
     remove_tree(data_dir);
 }
 
-static void write_text(const char *path, const char *text) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    fputs(text, f);
-    fclose(f);
-    CHECK_INT(rename(tmp, path), 0); /* as an editor saves */
-}
-
 /* --rules FILE is read again when it changes; a bad version is refused
  * and the rules in force stay. */
 static void test_rules_file_reloads(void) {

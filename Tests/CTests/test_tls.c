@@ -199,17 +199,6 @@ static void test_request_then_close_notify(void) {
 
 /* ---- Hearth's own client over wss:// ---- */
 
-typedef struct done_flag {
-    uv_sem_t sem;
-    int status;
-} done_flag;
-
-static void on_done(int status, void *ctx) {
-    done_flag *d = ctx;
-    d->status = status;
-    uv_sem_post(&d->sem);
-}
-
 static void test_own_client_over_wss(void) {
     setup();
     hearth_server_t *s = start_tls();
@@ -221,25 +210,13 @@ static void test_own_client_over_wss(void) {
     setenv("SSL_CERT_FILE", in_pki("ca.pem"), 1);
     char url[128];
     snprintf(url, sizeof url, "wss://127.0.0.1:%d?ns=default", port);
-    hearth_db_config_t config = {.size = sizeof config, .url = url};
-    hearth_db_t *db = NULL;
+    hearth_db_t *db = test_db_open((hearth_db_config_t){.url = url});
     hearth_error_t err;
-    int rc = hearth_db_open(&config, &db, &err);
-    if (rc)
-        fprintf(stderr, "  client: %s\n", err.message);
-    CHECK_INT(rc, 0);
     hearth_node_t *got = NULL;
     CHECK_INT(hearth_db_get(db, "/a", NULL, &got, &err), 0);
     CHECK_JSON(got, "\"from curl\"");
     hearth_node_decref(got);
-    done_flag d;
-    uv_sem_init(&d.sem, 0);
-    hearth_node_t *v = node_from("{\"over\":\"wss\"}");
-    CHECK_INT(hearth_db_set(db, "/b", v, on_done, &d, NULL, NULL), 0);
-    hearth_node_decref(v);
-    uv_sem_wait(&d.sem);
-    CHECK_INT(d.status, 0);
-    uv_sem_destroy(&d.sem);
+    CHECK_INT(set_and_wait(db, "/b", "{\"over\":\"wss\"}"), 0);
     CHECK_INT(hearth_db_close(db), 0);
     unsetenv("SSL_CERT_FILE");
     CHECK_CURL("", "ca.pem", port, "/b.json", "{\"over\":\"wss\"} 200");
