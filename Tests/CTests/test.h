@@ -85,6 +85,9 @@ int join_keys(const char *key, const hearth_node_t *child, void *ctx);
 /* xorshift64: the next number from *state (never 0): a test's random
  * choices repeat from one run to the next. */
 uint64_t test_rand(uint64_t *state);
+/* A JSON object of n members, member i being item_fmt filled with (i, i)
+ * ("\"k%d\":%d"); free() it. */
+char *object_json(int n, const char *item_fmt);
 /* base64url without padding of len bytes into out (4/3 len + 1 bytes). */
 void b64url(const void *data, size_t len, char *out);
 /* Token payloads every verifier must refuse, with a word its reason

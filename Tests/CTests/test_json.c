@@ -712,20 +712,6 @@ static void write_under_failures(const char *text, unsigned flags, int line) {
     hearth_node_decref(n);
 }
 
-/* An object of 700 members, each item_fmt filled with (separator, i, i);
- * free() it. */
-static char *wide_object(const char *item_fmt) {
-    char *wide = malloc(40000);
-    strcpy(wide, "{");
-    for (int i = 0; i < 700; i++) {
-        char item[64];
-        snprintf(item, sizeof item, item_fmt, i ? "," : "", i, i);
-        strcat(wide, item);
-    }
-    strcat(wide, "}");
-    return wide;
-}
-
 static void test_alloc_failure(void) {
     static const char *const texts[] = {
         "null",
@@ -747,7 +733,7 @@ static void test_alloc_failure(void) {
         write_under_failures(texts[i], HEARTH_JSON_PRETTY, __LINE__);
     }
     /* A wide object: many entries, a multi-level children tree. */
-    char *wide = wide_object("%s\"k%d\":%d");
+    char *wide = object_json(700, "\"k%d\":%d");
     parse_under_failures(wide, __LINE__);
     write_under_failures(wide, 0, __LINE__);
     free(wide);
@@ -823,7 +809,7 @@ static void test_direct_parser(void) {
     json_get_alloc_funcs(&was_malloc, &was_free);
     json_set_alloc_funcs(counting_malloc, free);
     jansson_allocs = 0;
-    char *wide = wide_object("%s\"k%d\":{\"n\":%d,\"s\":\"v\"}");
+    char *wide = object_json(700, "\"k%d\":{\"n\":%d,\"s\":\"v\"}");
     CHECK_INT(hearth_node_from_json(wide, (size_t)-1, 0, &n, NULL), 0);
     CHECK_INT(hearth_node_child_count(n), 700);
     hearth_node_decref(n);

@@ -92,6 +92,20 @@ uint64_t test_rand(uint64_t *state) {
     return *state;
 }
 
+char *object_json(int n, const char *item_fmt) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_addc(&b, '{');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            hearth__buf_addc(&b, ',');
+        hearth__buf_printf(&b, item_fmt, i, i);
+    }
+    hearth__buf_addc(&b, '}');
+    CHECK(!b.failed);
+    return hearth__buf_detach(&b, NULL);
+}
+
 void b64url(const void *data, size_t len, char *out) {
     hearth__buf b;
     hearth__buf_init(&b);

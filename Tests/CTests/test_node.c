@@ -835,13 +835,7 @@ static void test_node_alloc_failure(void) {
                                ops[i].expected, __LINE__);
 
     /* Over a multi-level children tree. */
-    char big[8192] = "{";
-    for (int i = 0; i < 300; i++) {
-        char item[32];
-        snprintf(item, sizeof item, "%s\"k%03d\":%d", i ? "," : "", i, i);
-        strcat(big, item);
-    }
-    strcat(big, "}");
+    char *big = object_json(300, "\"k%03d\":%d");
     hearth_node_t *model = node_from(big);
     const char *paths[] = {"k150", "k150/x", "k299", "zzz", "k000", "aaa"};
     const char *values[] = {"null", "1", "null", "{\"deep\":{\"er\":1}}",
@@ -857,6 +851,7 @@ static void test_node_alloc_failure(void) {
         hearth_node_decref(expected);
     }
     hearth_node_decref(model);
+    free(big);
 
     /* set_child_new takes its value whatever happens (LSan checks). */
     for (int shared = 0; shared < 2; shared++) {

@@ -819,17 +819,6 @@ static void check_root(hearth_db_t *db, const char *want) {
     free(json);
 }
 
-/* An object of n keys, as JSON. */
-static char *object_json(int n) {
-    hearth__buf b;
-    hearth__buf_init(&b);
-    hearth__buf_addc(&b, '{');
-    for (int i = 0; i < n; i++)
-        hearth__buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
-    hearth__buf_addc(&b, '}');
-    return hearth__buf_detach(&b, NULL);
-}
-
 /* Regression: an append serialized its record on the caller's (the
  * loop's) thread. Now the commit makes the bytes, so a record it cannot
  * make fails that commit: nothing reaches the log, the records are
@@ -841,7 +830,7 @@ static void test_record_made_by_commit(void) {
     char log[600];
     log_path(dir, log, sizeof log);
     size_t log_len = file_size(log);
-    char *json = object_json(100);
+    char *json = object_json(100, "\"k%d\":%d");
     append(s, "big", json);
     hearth__alloc_fail_after(0); /* appended: only the commit allocates */
     int rc = hearth__store_commit(s);
@@ -919,7 +908,7 @@ static void append_two(hearth__store *s, const char *path1, const char *json1,
 static void test_replay_reads_records_directly(void) {
     char *dir = temp_dir();
     hearth__store *s = open_store(dir);
-    char *json = object_json(5);
+    char *json = object_json(5, "\"k%d\":%d");
     append(s, "big", json);
     append_two(s, "q\"k/\u00e9", "[1,\"two\\n\",{\"x\":true}]", "big/k3",
                "null");
@@ -970,7 +959,7 @@ static void test_unserializable_group_commit(void) {
     char log[600];
     log_path(dir, log, sizeof log);
     size_t log_len = file_size(log);
-    char *json = object_json(1000);
+    char *json = object_json(1000, "\"k%d\":%d");
     hearth_node_t *big = node_from(json);
     pool_hold *hold = pool_hold_start();
     CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
