@@ -5,6 +5,8 @@
  * onDisconnect, and a server restarted under a writing client. */
 #include "test.h"
 
+#include "server_fixture.h"
+
 #include "client/disk.h"
 #include "client/remote.h"
 #include "tree/node.h"
@@ -20,28 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[64];
-
-static void make_server_dir(void) {
-    if (!dir[0]) {
-        strcpy(dir, "/tmp/hearth-client-XXXXXX");
-        CHECK(mkdtemp(dir) != NULL);
-    }
-}
-
-static hearth_server_t *start_configured(hearth_server_config_t config) {
-    make_server_dir();
-    return start_test_server(config, dir);
-}
-
 static hearth_server_t *start_server(int port) {
-    return start_configured((hearth_server_config_t){.port = port});
+    return start_with((hearth_server_config_t){.port = port});
 }
 
+/* The server stopped, its data removed, a new directory for the next. */
 static void finish_server(hearth_server_t *s) {
-    CHECK_INT(hearth_server_stop(s), 0);
-    remove_tree(dir);
-    dir[0] = '\0';
+    stop(s);
+    remove_tree(data_dir);
+    data_dir[0] = '\0';
 }
 
 /* A client of the server on port in namespace ns, keeping its cache in
@@ -559,10 +548,10 @@ static const char *const private_rules =
     "\".write\": \"auth != null && auth.uid == $uid\"}}}}";
 
 static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
-    make_server_dir();
-    snprintf(rules_path, size, "%s.rules.json", dir);
+    make_data_dir();
+    snprintf(rules_path, size, "%s.rules.json", data_dir);
     write_text(rules_path, private_rules);
-    return start_configured((hearth_server_config_t){
+    return start_with((hearth_server_config_t){
         .rules_file = rules_path, .auth_secret = "s3cret",
         .admin_secret = "0123456789abcdef-admin"});
 }
@@ -1148,7 +1137,7 @@ static hearth_server_t *exit_server;
 
 static void stop_exit_server(void) {
     hearth_server_stop(exit_server);
-    remove_tree(dir);
+    remove_tree(data_dir);
 }
 
 /* A program that stops its server in an atexit handler, the first use of

@@ -6,6 +6,8 @@
  * its handshake, hangs up, or speaks TLS with a certificate made here. */
 #include "test.h"
 
+#include "server_fixture.h"
+
 #include "client/remote.h"
 #include "net/ws_client.h"
 #include "net/ws_input.h"
@@ -25,16 +27,12 @@
 
 /* ---- a real server ---- */
 
-static char data_dir[64];
-
 static hearth_server_t *server_start(void) {
-    strcpy(data_dir, "/tmp/hearth-wsc-XXXXXX");
-    CHECK(mkdtemp(data_dir) != NULL);
-    return start_test_server((hearth_server_config_t){0}, data_dir);
+    return start();
 }
 
 static void server_stop(hearth_server_t *s) {
-    CHECK_INT(hearth_server_stop(s), 0);
+    stop(s);
     remove_tree(data_dir);
 }
 
