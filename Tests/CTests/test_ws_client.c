@@ -1120,10 +1120,12 @@ static void test_tls(void) {
     peer_free(&pr);
 }
 
-static void test_tls_untrusted(void) {
+/* A connection to host that never opens: its close says the certificate
+ * was refused. */
+static void expect_certificate_refused(const char *host, bool trust) {
     probe p;
     peer pr;
-    tls_case("localhost", false, &p, &pr);
+    tls_case(host, trust, &p, &pr);
     CHECK_INT(p.opens, 0);
     CHECK_INT(p.closes, 1);
     CHECK_INT(p.status, HEARTH_EIO);
@@ -1132,17 +1134,13 @@ static void test_tls_untrusted(void) {
     peer_free(&pr);
 }
 
+static void test_tls_untrusted(void) {
+    expect_certificate_refused("localhost", false);
+}
+
 /* A trusted certificate, but for another name than the one dialled. */
 static void test_tls_wrong_host(void) {
-    probe p;
-    peer pr;
-    tls_case("127.0.0.1", true, &p, &pr);
-    CHECK_INT(p.opens, 0);
-    CHECK_INT(p.closes, 1);
-    CHECK_INT(p.status, HEARTH_EIO);
-    CHECK(strstr(p.why, "certificate") != NULL);
-    probe_free(&p);
-    peer_free(&pr);
+    expect_certificate_refused("127.0.0.1", true);
 }
 
 /* ---- the realtime client against a hostile server ---- */
