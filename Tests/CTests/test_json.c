@@ -391,6 +391,19 @@ static void test_malformed(void) {
               HEARTH_EJSON);
 }
 
+/* Writes into out (large enough) `open` depth times, then inner, then
+ * `close` depth times: a value nested depth levels down. Returns out. */
+static char *nested(char *out, int depth, const char *open, const char *inner,
+                    const char *close) {
+    out[0] = '\0';
+    for (int i = 0; i < depth; i++)
+        strcat(out, open);
+    strcat(out, inner);
+    for (int i = 0; i < depth; i++)
+        strcat(out, close);
+    return out;
+}
+
 static void test_invalid_keys(void) {
     FAIL("{\"a.b\":1}", HEARTH_EKEY, "/", "a.b");
     FAIL("{\"a\":{\"b.c\":1}}", HEARTH_EKEY, "/a", "b.c");
@@ -425,18 +438,12 @@ static void test_invalid_keys(void) {
     FAIL(text, HEARTH_ETOOBIG, "/a", NULL);
     free(text);
     /* A long path is cut, not overflowed. */
-    char deep[4096] = "";
+    char deep[4096], open[128];
     char key[100];
     memset(key, 'p', 90);
     key[90] = '\0';
-    for (int i = 0; i < 10; i++) {
-        strcat(deep, "{\"");
-        strcat(deep, key);
-        strcat(deep, "\":");
-    }
-    strcat(deep, "{\"bad.key\":1}");
-    for (int i = 0; i < 10; i++)
-        strcat(deep, "}");
+    snprintf(open, sizeof open, "{\"%s\":", key);
+    nested(deep, 10, open, "{\"bad.key\":1}", "}");
     hearth_error_t err;
     CHECK_INT(hearth_node_from_json(deep, (size_t)-1, 0, &n, &err),
               HEARTH_EKEY);
@@ -448,15 +455,8 @@ static void test_invalid_keys(void) {
         memset(mb, 'q', (size_t)shift + 1);
         for (int i = 0; i < 10; i++)
             strcat(mb, "\xF0\x9F\x90\xB5");
-        deep[0] = '\0';
-        for (int i = 0; i < 10; i++) {
-            strcat(deep, "{\"");
-            strcat(deep, mb);
-            strcat(deep, "\":");
-        }
-        strcat(deep, "{\"bad.key\":1}");
-        for (int i = 0; i < 10; i++)
-            strcat(deep, "}");
+        snprintf(open, sizeof open, "{\"%s\":", mb);
+        nested(deep, 10, open, "{\"bad.key\":1}", "}");
         CHECK_INT(hearth_node_from_json(deep, (size_t)-1, 0, &n, &err),
                   HEARTH_EKEY);
         CHECK(hearth__utf8_valid(err.path, strlen(err.path)));
@@ -469,12 +469,7 @@ static void test_limits(void) {
     /* Depth: 32 keys down to a leaf is the limit. */
     char text[1024];
     for (int depth = 31; depth <= 34; depth++) {
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "{\"k\":");
-        strcat(text, "1");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "}");
+        nested(text, depth, "{\"k\":", "1", "}");
         hearth_node_t *n = NULL;
         hearth_error_t err;
         int rc = hearth_node_from_json(text, (size_t)-1, 0, &n, &err);
@@ -488,36 +483,21 @@ static void test_limits(void) {
             CHECK(strncmp(err.path, "/k/k/k", 6) == 0);
         }
         /* Arrays nest the same way. */
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "[");
-        strcat(text, "true");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "]");
+        nested(text, depth, "[", "true", "]");
         rc = hearth_node_from_json(text, (size_t)-1, 0, &n, &err);
         CHECK_INT(rc, depth <= HEARTH_MAX_DEPTH ? 0 : HEARTH_EDEPTH);
         if (!rc)
             hearth_node_decref(n);
     }
     /* Leaves with priorities are not deeper. */
-    text[0] = '\0';
-    for (int i = 0; i < 32; i++)
-        strcat(text, "{\"k\":");
-    strcat(text, "{\".value\":1,\".priority\":2}");
-    for (int i = 0; i < 32; i++)
-        strcat(text, "}");
+    nested(text, 32, "{\"k\":", "{\".value\":1,\".priority\":2}", "}");
     hearth_node_t *n = NULL;
     CHECK_INT(hearth_node_from_json(text, (size_t)-1, 0, &n, NULL), 0);
     hearth_node_decref(n);
     /* Keys count even when their value vanishes (as in the JavaScript
      * client's validation): 32 keys down to {} is null, 33 too deep. */
     for (int depth = 32; depth <= 33; depth++) {
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "{\"k\":");
-        strcat(text, "{}");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "}");
+        nested(text, depth, "{\"k\":", "{}", "}");
         n = NULL;
         int rc = hearth_node_from_json(text, (size_t)-1, 0, &n, NULL);
         CHECK_INT(rc, depth == 32 ? 0 : HEARTH_EDEPTH);
