@@ -23,6 +23,11 @@ static bool readable(int fd, int ms) {
     return poll(&p, 1, ms) > 0;
 }
 
+bool closed_within(int fd, int ms) {
+    char c;
+    return readable(fd, ms) && read(fd, &c, 1) <= 0;
+}
+
 bool read_exact(int fd, void *buf, size_t n) {
     for (size_t got = 0; got < n;) {
         if (!readable(fd, 5000))

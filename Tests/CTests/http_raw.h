@@ -14,6 +14,10 @@
  * before tells the test the rest). Never raises SIGPIPE. */
 void send_all(int fd, const void *data, size_t len);
 
+/* Whether the peer ends the connection, sending nothing more, within
+ * ms. */
+bool closed_within(int fd, int ms);
+
 /* Reads exactly n bytes; false when the connection ends or 5 s pass
  * without a byte. */
 bool read_exact(int fd, void *buf, size_t n);

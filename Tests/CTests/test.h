@@ -109,6 +109,9 @@ hearth_server_t *start_test_server(hearth_server_config_t config,
 hearth_db_t *test_db_open(hearth_db_config_t config);
 /* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
 int test_connect(int port);
+/* The same from the loopback address source ("127.0.0.2"), as another
+ * client machine would be. */
+int test_connect_from(int port, const char *source);
 /* Sends stderr to the file path (created or emptied) until
  * test_restore_stderr(the result). */
 int test_capture_stderr(const char *path);

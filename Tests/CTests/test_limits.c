@@ -262,18 +262,6 @@ static void test_connection_limit_answers_503(void) {
     remove_tree(data_dir);
 }
 
-/* A connection to port from another loopback address (127.0.0.x). */
-static int connect_from(int port, const char *source) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in from = {.sin_family = AF_INET};
-    inet_pton(AF_INET, source, &from.sin_addr);
-    CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    return fd;
-}
-
 /* The status of one request sent on fd. */
 static int status_on(int fd, const char *req) {
     send_all(fd, req, strlen(req));
@@ -305,7 +293,7 @@ static void test_connections_per_address_bounded(void) {
     int third = test_connect(port);
     CHECK_INT(status_on(third, get), 503);
     close(third);
-    int other = connect_from(port, "127.0.0.2");
+    int other = test_connect_from(port, "127.0.0.2");
     CHECK_INT(status_on(other, get), 200);
     close(other);
     /* Once the server closed a stream's end its place is free; then an

@@ -175,14 +175,20 @@ void free_disk(const char *dir) {
     CHECK_INT(unlink(path), 0);
 }
 
-/* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
-int test_connect(int port) {
+int test_connect_from(int port, const char *source) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (source) {
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        CHECK_INT(inet_pton(AF_INET, source, &from.sin_addr), 1);
+        CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     return fd;
 }
+
+int test_connect(int port) { return test_connect_from(port, NULL); }
 
 int test_capture_stderr(const char *path) {
     fflush(stderr);

@@ -4,6 +4,8 @@
  * certificate files that cannot be used, and the reload (SIGHUP). */
 #include "test.h"
 
+#include "http_raw.h"
+
 #include "server/handshake_rate.h"
 #include "server/server.h"
 
@@ -301,26 +303,6 @@ static void test_reload_takes_new_certificate(void) {
 
 /* ---- handshakes per address ---- */
 
-/* A TCP connection to port from the loopback address source. */
-static int connect_from(int port, const char *source) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in from = {.sin_family = AF_INET};
-    inet_pton(AF_INET, source, &from.sin_addr);
-    CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
-    struct sockaddr_in to = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_INT(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
-    return fd;
-}
-
-/* Whether the server closed fd (EOF) within ms. */
-static bool closed_within(int fd, int ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    char c;
-    return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, 0) <= 0;
-}
-
 /* One address may start 40 handshakes at once, then 20 a second: past
  * that its connections are closed unanswered (a full handshake costs the
  * loop over a millisecond before the peer proves anything). The host's
@@ -334,8 +316,8 @@ static void test_handshakes_per_address_bounded(void) {
     hearth__http_set_handshake_rate(http, 0, 40);
     int held[40];
     for (int i = 0; i < 40; i++)
-        held[i] = connect_from(port, "127.0.0.2");
-    int over = connect_from(port, "127.0.0.2");
+        held[i] = test_connect_from(port, "127.0.0.2");
+    int over = test_connect_from(port, "127.0.0.2");
     CHECK(closed_within(over, 5000));
     close(over);
     char *refused = curl("--interface 127.0.0.2", "ca.pem", port, "/.json");
