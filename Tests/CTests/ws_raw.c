@@ -78,6 +78,9 @@ int ws_next_frame(int fd, char **payload, size_t *len) {
         return -1;
     CHECK(!f.masked); /* a server never masks */
     CHECK(f.fin);     /* nor fragments */
+    CHECK(f.len < (1u << 30)); /* the server's bound is 16 MiB */
+    if (f.len >= (1u << 30))
+        return -1;
     *payload = malloc(f.len + 1);
     if (!read_exact(fd, *payload, f.len)) {
         free(*payload);
