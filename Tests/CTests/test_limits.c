@@ -7,6 +7,7 @@
 
 #include "http_raw.h"
 #include "server_fixture.h"
+#include "ws_wire.h"
 
 #include "common/internal.h"
 
@@ -88,16 +89,20 @@ static void test_slow_and_idle_connections_time_out(void) {
     remove_tree(data_dir);
 }
 
+/* The upgrade to /.ws?v=5 (the hello follows it). */
+static void send_upgrade(int fd) {
+    char req[512];
+    int n = ws_wire_upgrade(req, sizeof req, "/.ws?v=5", "x", WS_WIRE_SAMPLE_KEY);
+    send_all(fd, req, (size_t)n);
+}
+
 /* A WebSocket silent for the idle timeout gets a ping; silent for twice
  * the timeout, it is closed. */
 static void test_silent_websocket_is_pinged_then_closed(void) {
     hearth_server_t *s = start_with(fast_timeouts);
     int port = hearth_server_port(s);
     int fd = test_connect(port);
-    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
-    send_all(fd, hs, strlen(hs));
+    send_upgrade(fd);
     char buf[65536];
     size_t len;
     CHECK(closed_after(fd, buf, sizeof buf, &len));
@@ -106,11 +111,10 @@ static void test_silent_websocket_is_pinged_then_closed(void) {
     const char *head_end = strstr(buf, "\r\n\r\n");
     size_t at = head_end ? (size_t)(head_end + 4 - buf) : len;
     bool pinged = false;
-    while (at + 2 <= len) {
-        const unsigned char *f = (const unsigned char *)buf + at;
-        size_t n = f[1] & 0x7f;
-        pinged |= (f[0] & 0x0f) == 9;
-        at += n == 126 ? 4 + ((size_t)f[2] << 8 | f[3]) : 2 + n;
+    ws_wire_frame f;
+    while (ws_wire_parse(buf + at, len - at, &f)) {
+        pinged |= f.opcode == 9;
+        at += f.head + f.len;
     }
     CHECK(pinged);
     close(fd);
@@ -198,10 +202,8 @@ static void test_idle_connections_hold_no_read_buffer(void) {
     enum { N = 100 };
     int fds[N];
     const char *get = "GET /x.json HTTP/1.1\r\nHost: x\r\n\r\n";
-    const char *upgrade =
-        "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-        "Sec-WebSocket-Version: 13\r\n\r\n";
+    char upgrade[512];
+    ws_wire_upgrade(upgrade, sizeof upgrade, "/.ws?v=5", "x", WS_WIRE_SAMPLE_KEY);
     for (int kind = 0; kind < 2; kind++) {
         size_t before = __sanitizer_get_current_allocated_bytes();
         for (int i = 0; i < N; i++) {
@@ -348,13 +350,10 @@ static void test_held_request_data_is_bounded(void) {
     first = refused == first ? second : first;
     /* A WebSocket message of 2 MiB announced in its first fragment. */
     int ws = test_connect(port);
-    const char *hs = "GET /.ws?v=5 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
-    send_all(ws, hs, strlen(hs));
-    unsigned char frame[14] = {0x01, 0x80 | 127, 0, 0, 0, 0, 0, 0x20, 0, 0,
-                               1, 2, 3, 4}; /* text, not final, masked */
-    send_all(ws, (const char *)frame, sizeof frame);
+    send_upgrade(ws);
+    static const unsigned char key[4] = {1, 2, 3, 4};
+    unsigned char frame[WS_WIRE_HEAD_MAX]; /* text, not final, masked */
+    send_all(ws, frame, ws_wire_head(frame, 0x01, 2u << 20, key));
     send_all(ws, "abcd", 4);
     CHECK(read_until_closed(ws, buf, sizeof buf));
     close(ws);
