@@ -1,11 +1,12 @@
 /*
- * ws_wire.h - the client's side of RFC 6455 as bytes, with no I/O: frame
- * heads written and read, masking, the upgrade request and the accept
- * value it must be answered with. The C tests and the benchmarks speak
- * WebSocket to the server with this code of their own (so that they test
- * and measure the server, not a client library); each does its own
- * reading and writing (blocking with time limits in the tests, dying on
- * error or through libuv in the benchmarks). Needs libc and libcrypto.
+ * ws_wire.h - RFC 6455 as bytes, with no I/O: frame heads written and
+ * read, masking, the upgrade request and the accept value it must be
+ * answered with. The C tests and the benchmarks speak WebSocket to the
+ * server with this code of their own (so that they test and measure the
+ * server, not a client library), and test_ws_client.c's scripted server
+ * speaks it to Hearth's client; each does its own reading and writing
+ * (blocking with time limits in the tests, dying on error or through
+ * libuv in the benchmarks). Needs libc and libcrypto.
  */
 #ifndef HEARTH_WS_WIRE_H
 #define HEARTH_WS_WIRE_H
