@@ -29,7 +29,8 @@ int test_failures;
     X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \
     X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
     X(tls_tests) X(ops_tests) X(backup_tests) X(http_tests)                \
-    X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(realtime_tests) X(limits_tests)
+    X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(realtime_tests)       \
+    X(limits_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
