@@ -264,8 +264,10 @@ test: test-layers test-portable test-darwin test-c test-fuzz test-install test-s
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
 # Helpers the benchmarks share (bench_common.h); compiled into each one
-# that includes it: $(filter %.c,$^) is its own file and bench_common.c.
-BENCH_COMMON := bench/bench_common.c bench/bench_common.h
+# that includes it: $(filter %.c,$^) is its own file, bench_common.c and
+# ws_wire.c, the WebSocket client's bytes the C tests use too.
+WS_WIRE      := Tests/CTests/ws_wire.c Tests/CTests/ws_wire.h
+BENCH_COMMON := bench/bench_common.c bench/bench_common.h $(WS_WIRE)
 
 $(BUILD)/bench-tree: bench/tree_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
@@ -276,8 +278,8 @@ $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
 $(BUILD)/sse-fanout: bench/sse_fanout.c
 	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
-$(BUILD)/swarm: bench/swarm.c
-	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
+$(BUILD)/swarm: bench/swarm.c $(WS_WIRE)
+	$(CC) $(BASE_CFLAGS) -O2 $(filter %.c,$^) -o $@ $(LIBS)
 
 $(BUILD)/write-floor: bench/write_floor.c $(BENCH_COMMON) $(BUILD)/libhearth.a
 	$(CC) $(BASE_CFLAGS) -O2 $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)

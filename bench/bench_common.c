@@ -5,6 +5,7 @@
 #include "bench_common.h"
 
 #include "hearth.h"
+#include "../Tests/CTests/ws_wire.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -226,7 +227,7 @@ static uint64_t ws_next_random(rawws *w) {
 
 /* Masked, as RFC 6455 requires of clients. */
 void ws_frame(rawws *w, int opcode, const char *data, size_t len) {
-    size_t need = w->out_len + 14 + len;
+    size_t need = w->out_len + WS_WIRE_HEAD_MAX + len;
     if (need > w->out_cap) {
         size_t cap = need * 2;
         char *o = realloc(w->out, cap);
@@ -236,25 +237,12 @@ void ws_frame(rawws *w, int opcode, const char *data, size_t len) {
         w->out_cap = cap;
     }
     unsigned char *f = (unsigned char *)w->out + w->out_len;
-    size_t h = 0;
-    f[h++] = (unsigned char)(0x80 | opcode);
-    if (len < 126) {
-        f[h++] = (unsigned char)(0x80 | len);
-    } else if (len < 65536) {
-        f[h++] = 0x80 | 126;
-        f[h++] = (unsigned char)(len >> 8);
-        f[h++] = (unsigned char)len;
-    } else {
-        f[h++] = 0x80 | 127;
-        for (int i = 7; i >= 0; i--)
-            f[h++] = (unsigned char)((uint64_t)len >> (8 * i));
-    }
     uint64_t mask_bits = ws_next_random(w);
-    unsigned char *mask = f + h;
-    memcpy(mask, &mask_bits, 4);
-    h += 4;
-    for (size_t i = 0; i < len; i++)
-        f[h + i] = (unsigned char)data[i] ^ mask[i % 4];
+    unsigned char key[4];
+    memcpy(key, &mask_bits, 4);
+    size_t h = ws_wire_head(f, 0x80 | opcode, len, key);
+    memcpy(f + h, data, len);
+    ws_wire_mask(f + h, len, key);
     w->out_len += h + len;
 }
 
@@ -265,91 +253,49 @@ void ws_flush(rawws *w) {
 }
 
 bool ws_frame_ready(const rawws *w) {
-    const unsigned char *in = w->b.in;
-    if (w->b.len < 2)
-        return false;
-    bool masked = in[1] & 0x80;
-    uint64_t plen = in[1] & 0x7F;
-    size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
-    size_t h = 2 + ext + (masked ? 4 : 0);
-    if (w->b.len < h)
-        return false;
-    if (ext) {
-        plen = 0;
-        for (size_t i = 0; i < ext; i++)
-            plen = plen << 8 | in[2 + i];
-    }
-    return w->b.len >= h + plen;
+    ws_wire_frame f;
+    return ws_wire_parse(w->b.in, w->b.len, &f) && w->b.len >= f.head + f.len;
 }
 
 size_t ws_recv(rawws *w) {
     inbuf *b = &w->b;
     w->msg_len = 0;
     for (;;) {
-        while (b->len < 2)
+        ws_wire_frame f;
+        while (!ws_wire_parse(b->in, b->len, &f))
             inbuf_read_more(b);
-        bool fin = b->in[0] & 0x80, masked = b->in[1] & 0x80;
-        int opcode = b->in[0] & 0x0F;
-        size_t h = 2;
-        uint64_t plen = b->in[1] & 0x7F;
-        size_t ext = plen == 126 ? 2 : plen == 127 ? 8 : 0;
-        while (b->len < h + ext + (masked ? 4 : 0))
-            inbuf_read_more(b);
-        if (ext) {
-            plen = 0;
-            for (size_t i = 0; i < ext; i++)
-                plen = plen << 8 | b->in[h + i];
-            h += ext;
-        }
-        if (plen > (64u << 20))
-            die("websocket: a frame of %llu bytes", (unsigned long long)plen);
-        unsigned char mask[4] = {0};
-        if (masked) {
-            memcpy(mask, b->in + h, 4);
-            h += 4;
-        }
+        if (f.len > (64u << 20))
+            die("websocket: a frame of %llu bytes", (unsigned long long)f.len);
+        size_t h = f.head, plen = (size_t)f.len;
         while (b->len < h + plen)
             inbuf_read_more(b);
         unsigned char *p = b->in + h;
-        for (size_t i = 0; masked && i < plen; i++)
-            p[i] ^= mask[i % 4];
-        if (opcode == 0x8)
+        if (f.masked)
+            ws_wire_mask(p, plen, f.key);
+        if (f.opcode == 0x8)
             die("websocket: the server sent a close frame");
-        if (opcode == 0x9) {
-            ws_frame(w, 0xA, (const char *)p, (size_t)plen);
+        if (f.opcode == 0x9) {
+            ws_frame(w, 0xA, (const char *)p, plen);
             ws_flush(w);
-        } else if (opcode == 0x1 || opcode == 0x0) {
+        } else if (f.opcode == 0x1 || f.opcode == 0x0) {
             if (w->msg_len + plen + 1 > w->msg_cap) {
-                size_t cap = (w->msg_len + (size_t)plen + 1) * 2;
+                size_t cap = (w->msg_len + plen + 1) * 2;
                 char *m = realloc(w->msg, cap);
                 if (!m)
                     die("out of memory");
                 w->msg = m;
                 w->msg_cap = cap;
             }
-            memcpy(w->msg + w->msg_len, p, (size_t)plen);
-            w->msg_len += (size_t)plen;
+            memcpy(w->msg + w->msg_len, p, plen);
+            w->msg_len += plen;
             w->msg[w->msg_len] = '\0';
-            if (fin) {
-                inbuf_consume(b, h + (size_t)plen);
+            if (f.fin) {
+                inbuf_consume(b, h + plen);
                 return w->msg_len;
             }
         } /* pongs and binary frames: ignored */
-        inbuf_consume(b, h + (size_t)plen);
+        inbuf_consume(b, h + plen);
     }
-}
-
-/* base64 of SHA-1(key + RFC 6455's GUID), the expected
- * Sec-WebSocket-Accept. */
-static void ws_accept_for(const char *key, char out[64]) {
-    char joined[128];
-    int n = snprintf(joined, sizeof joined,
-                     "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    if (!EVP_Digest(joined, (size_t)n, digest, &dlen, EVP_sha1(), NULL))
-        die("SHA-1 failed");
-    EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
 }
 
 void ws_open(rawws *w, int port, const char *resource) {
@@ -359,15 +305,12 @@ void ws_open(rawws *w, int port, const char *resource) {
     unsigned char nonce[16];
     for (int i = 0; i < 16; i++)
         nonce[i] = (unsigned char)ws_next_random(w);
-    char key[32], want[64];
+    char key[32], want[32], host[32], req[512];
     EVP_EncodeBlock((unsigned char *)key, nonce, 16);
-    ws_accept_for(key, want);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                     resource, port, key);
+    if (!ws_wire_accept(key, want))
+        die("SHA-1 failed");
+    snprintf(host, sizeof host, "127.0.0.1:%d", port);
+    int n = ws_wire_upgrade(req, sizeof req, resource, host, key);
     send_all(w->b.fd, req, (size_t)n);
     char *end;
     for (;;) {

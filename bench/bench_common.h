@@ -3,8 +3,9 @@
  * a temporary data directory, the monotonic clock, latency samples and
  * their percentiles, the CPU's name for the report's first line, and a
  * minimal RFC 6455 client of our own (so that the figures measure the
- * server, not a client library). Compiled into each benchmark beside its
- * own file (see the Makefile's bench rules).
+ * server, not a client library; its frames and handshake bytes are
+ * Tests/CTests/ws_wire.c's, which the C tests use too). Compiled into each
+ * benchmark beside its own file (see the Makefile's bench rules).
  */
 #ifndef HEARTH_BENCH_COMMON_H
 #define HEARTH_BENCH_COMMON_H

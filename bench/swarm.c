@@ -37,6 +37,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "../Tests/CTests/ws_wire.h"
+
 enum { SOURCES = 64, CONN_BUF = 1024, PHASE_MS = 120000 };
 
 typedef enum mode { M_WS, M_HTTP, M_REDIS } mode;
@@ -85,12 +87,15 @@ static void send_text(conn *c, const char *text, size_t len) {
 /* A masked client frame (RFC 6455 requires the mask; a zero key leaves
  * the payload as it is). */
 static void ws_send(conn *c, int opcode, const char *data, size_t len) {
+    static const unsigned char zero_key[4];
     char f[256];
-    f[0] = (char)(0x80 | opcode);
-    f[1] = (char)(0x80 | len);
-    memset(f + 2, 0, 4);
-    memcpy(f + 6, data, len);
-    send_text(c, f, len + 6);
+    size_t h = ws_wire_head((unsigned char *)f, 0x80 | opcode, len, zero_key);
+    if (h + len > sizeof f) {
+        fprintf(stderr, "swarm: a message too big for this client\n");
+        _exit(2);
+    }
+    memcpy(f + h, data, len);
+    send_text(c, f, h + len);
 }
 
 static void became_ready(conn *c) {
@@ -151,29 +156,20 @@ static void ws_message(conn *c, const char *m) {
 /* Frames in c->buf: messages, pings answered. Returns bytes used. */
 static size_t ws_frames(conn *c) {
     size_t at = 0;
-    for (;;) {
-        const unsigned char *f = (const unsigned char *)c->buf + at;
-        size_t avail = c->len - at, h = 2, len;
-        if (avail < 2)
-            break;
-        len = f[1] & 0x7f;
-        if (len == 126) {
-            if (avail < 4)
-                break;
-            len = (size_t)f[2] << 8 | f[3];
-            h = 4;
-        } else if (len == 127) {
+    ws_wire_frame f;
+    while (ws_wire_parse(c->buf + at, c->len - at, &f)) {
+        if (f.len > CONN_BUF) {
             fprintf(stderr, "swarm: a message too big for this client\n");
             _exit(2);
         }
-        if (avail < h + len)
+        size_t h = f.head, len = (size_t)f.len;
+        if (c->len - at < h + len)
             break;
-        int op = f[0] & 0xf;
         char save = c->buf[at + h + len];
         c->buf[at + h + len] = '\0';
-        if (op == 0x9)
+        if (f.opcode == 0x9)
             ws_send(c, 0xA, c->buf + at + h, len);
-        else if (op == 0x1)
+        else if (f.opcode == 0x1)
             ws_message(c, c->buf + at + h);
         c->buf[at + h + len] = save;
         at += h + len;
@@ -250,10 +246,9 @@ static void on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
 }
 
 static const char *first_request(size_t *len) {
-    static const char ws[] =
-        "GET /.ws?v=5&ns=bench HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-        "Sec-WebSocket-Version: 13\r\n\r\n";
+    static char ws[256];
+    if (!ws[0])
+        ws_wire_upgrade(ws, sizeof ws, "/.ws?v=5&ns=bench", "x", WS_WIRE_SAMPLE_KEY);
     static const char http[] = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
     static const char redis[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$5\r\nswarm\r\n";
     const char *r = the_mode == M_WS ? ws : the_mode == M_HTTP ? http : redis;

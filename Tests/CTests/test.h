@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 typedef struct test_case {
     const char *name;
@@ -72,6 +73,21 @@ char *to_json(const hearth_node_t *n);      /* free() the result */
         CHECK_STR_AS(j_, "the JSON of " #n, expected);                         \
         free(j_);                                                              \
     } while (0)
+/* Fails the test, naming `what` and file:line, unless a call returned
+ * code (rc and err->code) with err->path equal to at_path (when not NULL)
+ * and err->message holding in_message (when not NULL). */
+void check_error(const char *what, int rc, const hearth_error_t *err,
+                 int code, const char *at_path, const char *in_message,
+                 const char *file, int line);
+/* Key-joining visitor of children: appends each key to the string ctx
+ * (large enough), separated by spaces. */
+int join_keys(const char *key, const hearth_node_t *child, void *ctx);
+/* xorshift64: the next number from *state (never 0): a test's random
+ * choices repeat from one run to the next. */
+uint64_t test_rand(uint64_t *state);
+/* A JSON object of n members, member i being item_fmt filled with (i, i)
+ * ("\"k%d\":%d"); free() it. */
+char *object_json(int n, const char *item_fmt);
 /* base64url without padding of len bytes into out (4/3 len + 1 bytes). */
 void b64url(const void *data, size_t len, char *out);
 /* Token payloads every verifier must refuse, with a word its reason
@@ -88,8 +104,14 @@ void remove_tree(const char *dir);
  * the reason on stderr, when it cannot start. */
 hearth_server_t *start_test_server(hearth_server_config_t config,
                                    const char *data_dir);
+/* A database opened with config (its size set here); the test fails,
+ * with the reason on stderr, when it cannot open. */
+hearth_db_t *test_db_open(hearth_db_config_t config);
 /* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
 int test_connect(int port);
+/* The same from the loopback address source ("127.0.0.2"), as another
+ * client machine would be. */
+int test_connect_from(int port, const char *source);
 /* Sends stderr to the file path (created or emptied) until
  * test_restore_stderr(the result). */
 int test_capture_stderr(const char *path);
@@ -109,6 +131,23 @@ void free_disk(const char *dir);
 typedef struct pool_hold pool_hold;
 pool_hold *pool_hold_start(void);
 void pool_hold_end(pool_hold *h);
+/* Writes text to path as an editor saves: a file beside it, renamed over
+ * it (a reader sees the old text or the new, never part). */
+void write_text(const char *path, const char *text);
+/* A completion that a callback (test_done_cb, with the test_done as its
+ * ctx) reports from another thread and the test waits for. */
+typedef struct test_done {
+    uv_sem_t sem;
+    int status;
+} test_done;
+void test_done_init(test_done *d);
+void test_done_cb(int status, void *ctx);
+/* Waits for the next report; its status. */
+int test_done_wait(test_done *d);
+void test_done_destroy(test_done *d);
+/* Sets path to json (node_from's) and waits for its completion: its
+ * status. */
+int set_and_wait(hearth_db_t *db, const char *path, const char *json);
 /* Reads a whole file (NULL when missing); free() the result. */
 char *read_file(const char *path, size_t *len);
 /* The monotonic clock in seconds: differences time a test's steps. */

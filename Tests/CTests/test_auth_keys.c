@@ -379,9 +379,7 @@ static void setup(void) {
     key3 = test_new_key("RSA");
     char path[128];
     snprintf(path, sizeof path, "%s/rules.json", pki);
-    FILE *f = fopen(path, "w");
-    fputs(rules, f);
-    fclose(f);
+    write_text(path, rules);
     ks_start();
 }
 
@@ -638,15 +636,6 @@ static void test_first_fetch_fails(void) {
     finish(s);
 }
 
-static void write_file(const char *path, const char *text) {
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    fputs(text, f);
-    fclose(f);
-    CHECK(rename(tmp, path) == 0);
-}
-
 /* The key file is read again when it changes and on reload; a bad one
  * keeps the keys in force. */
 static void test_file_reload(void) {
@@ -655,7 +644,7 @@ static void test_file_reload(void) {
     snprintf(keys_path, sizeof keys_path, "%s/keys.json", pki);
     snprintf(rules_path, sizeof rules_path, "%s/rules.json", pki);
     jwks(doc, true, false, false);
-    write_file(keys_path, doc);
+    write_text(keys_path, doc);
     hearth_server_config_t c = {.size = sizeof c, .auth_keys_file = keys_path,
                                 .rules_file = rules_path};
     hearth_server_t *s = start_test_server(c, dir);
@@ -665,14 +654,14 @@ static void test_file_reload(void) {
     CHECK_INT(read_as(port, t2), 401);
     /* Changed on disk: seen by the watch. */
     jwks(doc, false, true, false);
-    write_file(keys_path, doc);
+    write_text(keys_path, doc);
     double t0 = test_seconds();
     while (read_as(port, t2) != 200 && test_seconds() - t0 < 5)
         usleep(50000);
     CHECK_INT(read_as(port, t2), 200);
     CHECK_INT(read_as(port, t1), 401);
     /* A broken file: reload says so, naming it; the keys stay. */
-    write_file(keys_path, "{\"keys\": [{\"kty\": \"RSA\"");
+    write_text(keys_path, "{\"keys\": [{\"kty\": \"RSA\"");
     hearth_error_t err = {0};
     CHECK_INT(hearth_server_reload_auth_keys(s, &err), HEARTH_EINVAL);
     CHECK(strstr(err.message, keys_path) != NULL);
@@ -682,7 +671,7 @@ static void test_file_reload(void) {
     CHECK_INT(status_num(s, "file", "keys"), 1);
     /* Both keys, by reload (the loop adopts them: wait for it). */
     jwks(doc, true, true, false);
-    write_file(keys_path, doc);
+    write_text(keys_path, doc);
     CHECK_INT(hearth_server_reload_auth_keys(s, NULL), 0);
     t0 = test_seconds();
     while (read_as(port, t1) != 200 && test_seconds() - t0 < 3)
@@ -805,7 +794,7 @@ static void test_token_create_with_key(void) {
     char keys_path[128], rules_path[128];
     snprintf(keys_path, sizeof keys_path, "%s/ec.json", pki);
     snprintf(rules_path, sizeof rules_path, "%s/rules.json", pki);
-    write_file(keys_path, set_text);
+    write_text(keys_path, set_text);
     hearth_server_config_t c = {.size = sizeof c, .auth_keys_file = keys_path,
                                 .rules_file = rules_path};
     hearth_server_t *es = start_test_server(c, dir);

@@ -278,11 +278,6 @@ static void *copy_on(void *arg) {
     return NULL;
 }
 
-static void on_acked(int status, void *ctx) {
-    CHECK_INT(status, 0);
-    uv_sem_post(ctx);
-}
-
 static void test_backup_races_snapshots(void) {
     racer r = {0};
     strcpy(r.dir, "/tmp/hearth-backup-race-XXXXXX");
@@ -297,20 +292,20 @@ static void test_backup_races_snapshots(void) {
     hearth__store_set_snapshot_threshold(hearth__db_store(db), 300);
     atomic_init(&r.stop, false);
     pthread_create(&r.thread, NULL, copy_on, &r);
-    uv_sem_t acked;
-    uv_sem_init(&acked, 0);
+    test_done acked;
+    test_done_init(&acked);
     /* Until the copies have raced many snapshots. */
     for (int k = 0; k < 400 || (atomic_load(&r.copies) < 10 && k < 20000); k++) {
         char path[32];
         snprintf(path, sizeof path, "/w/%d", k);
         hearth_node_t *v = hearth_node_number(k);
-        CHECK_INT(hearth_db_set(db, path, v, on_acked, &acked, NULL, NULL), 0);
+        CHECK_INT(hearth_db_set(db, path, v, test_done_cb, &acked, NULL, NULL), 0);
         hearth_node_decref(v);
-        uv_sem_wait(&acked);
+        CHECK_INT(test_done_wait(&acked), 0);
     }
     atomic_store(&r.stop, true);
     pthread_join(r.thread, NULL);
-    uv_sem_destroy(&acked);
+    test_done_destroy(&acked);
     CHECK_INT(hearth_db_close(db), 0);
     CHECK(atomic_load(&r.copies) >= 10);
     CHECK_INT(r.failures, 0);

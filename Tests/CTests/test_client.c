@@ -5,6 +5,8 @@
  * onDisconnect, and a server restarted under a writing client. */
 #include "test.h"
 
+#include "server_fixture.h"
+
 #include "client/disk.h"
 #include "client/remote.h"
 #include "net/ws_client.h"
@@ -21,28 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[64];
-
-static void make_server_dir(void) {
-    if (!dir[0]) {
-        strcpy(dir, "/tmp/hearth-client-XXXXXX");
-        CHECK(mkdtemp(dir) != NULL);
-    }
-}
-
-static hearth_server_t *start_configured(hearth_server_config_t config) {
-    make_server_dir();
-    return start_test_server(config, dir);
-}
-
 static hearth_server_t *start_server(int port) {
-    return start_configured((hearth_server_config_t){.port = port});
+    return start_with((hearth_server_config_t){.port = port});
 }
 
+/* The server stopped, its data removed, a new directory for the next. */
 static void finish_server(hearth_server_t *s) {
-    CHECK_INT(hearth_server_stop(s), 0);
-    remove_tree(dir);
-    dir[0] = '\0';
+    stop(s);
+    remove_tree(data_dir);
+    data_dir[0] = '\0';
 }
 
 /* A client of the server on port in namespace ns, keeping its cache in
@@ -51,15 +40,8 @@ static hearth_db_t *cached_client(int port, const char *ns,
                                   const char *cache_dir, size_t cache_size) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=%s", port, ns);
-    hearth_db_config_t config = {.size = sizeof config, .url = url, .cache_dir = cache_dir,
-                                 .cache_size = cache_size};
-    hearth_db_t *db = NULL;
-    hearth_error_t err;
-    int rc = hearth_db_open(&config, &db, &err);
-    if (rc)
-        fprintf(stderr, "  client: %s\n", err.message);
-    CHECK_INT(rc, 0);
-    return db;
+    return test_db_open((hearth_db_config_t){.url = url, .cache_dir = cache_dir,
+                                             .cache_size = cache_size});
 }
 
 static hearth_db_t *client(int port, const char *ns) {
@@ -567,13 +549,10 @@ static const char *const private_rules =
     "\".write\": \"auth != null && auth.uid == $uid\"}}}}";
 
 static hearth_server_t *start_rules_server(char *rules_path, size_t size) {
-    make_server_dir();
-    snprintf(rules_path, size, "%s.rules.json", dir);
-    FILE *f = fopen(rules_path, "w");
-    CHECK(f != NULL);
-    fputs(private_rules, f);
-    fclose(f);
-    return start_configured((hearth_server_config_t){
+    make_data_dir();
+    snprintf(rules_path, size, "%s.rules.json", data_dir);
+    write_text(rules_path, private_rules);
+    return start_with((hearth_server_config_t){
         .rules_file = rules_path, .auth_secret = "s3cret",
         .admin_secret = "0123456789abcdef-admin"});
 }
@@ -1159,7 +1138,7 @@ static hearth_server_t *exit_server;
 
 static void stop_exit_server(void) {
     hearth_server_stop(exit_server);
-    remove_tree(dir);
+    remove_tree(data_dir);
 }
 
 /* A program that stops its server in an atexit handler, the first use of

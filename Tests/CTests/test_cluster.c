@@ -816,14 +816,12 @@ static void test_leader_purges_and_a_new_node_joins(void) {
 
 /* ---- trust: the cluster secret, NATS's credentials and TLS ---- */
 
-static void write_text(const char *dir, const char *name, const char *text) {
+/* dir/name holding text, readable by its owner alone (as key files are). */
+static void write_private(const char *dir, const char *name, const char *text) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    chmod(path, 0600);
+    write_text(path, text);
+    CHECK_INT(chmod(path, 0600), 0);
 }
 
 /* A user NKey: its seed (as `nk -gen user` writes it) and public key. */
@@ -853,7 +851,7 @@ static void test_trust_refusals(void) {
     CHECK(hearth__cluster_start(&loop, &o, &c, &err) != 0);
     CHECK(strstr(err.message, "cluster: ") == err.message);
     CHECK(strstr(err.message, "/nonexistent/cluster.key") != NULL);
-    write_text(dir, "short.key", "too short\n");
+    write_private(dir, "short.key", "too short\n");
     char path[128];
     snprintf(path, sizeof path, "%s/short.key", dir);
     o.secret_file = path;
@@ -904,7 +902,7 @@ static bool nats_start_secure(nats_proc *n, const char *pki) {
              " { nkey: \"%s\" }\n"
              "] }\n",
              p, n->dir, pki, pki, pki, NKEY_PUB);
-    write_text(n->dir, "nats.conf", conf);
+    write_private(n->dir, "nats.conf", conf);
     snprintf(path, sizeof path, "%s/nats.conf", n->dir);
     char *const argv[] = {(char *)bin, "-c", path, NULL};
     return nats_run(n, p, argv);
@@ -949,13 +947,13 @@ static void test_nats_auth_and_tls(void) {
         remove_tree(pki);
         return;
     }
-    write_text(pki, "cluster.key",
+    write_private(pki, "cluster.key",
                "0123456789abcdef0123456789abcdef0123456789ab\n");
-    write_text(pki, "nats.user", "hearth\ns3cret/pw\n");
-    write_text(pki, "one-line.user", "hearth\n");
-    write_text(pki, "user.nk", "# SUMMARY: a user's seed (SU...)\n" NKEY_SEED "\n");
-    write_text(pki, "bad.nk", "SUNOTASEED\n");
-    write_text(pki, "not.pem", "not a certificate\n");
+    write_private(pki, "nats.user", "hearth\ns3cret/pw\n");
+    write_private(pki, "one-line.user", "hearth\n");
+    write_private(pki, "user.nk", "# SUMMARY: a user's seed (SU...)\n" NKEY_SEED "\n");
+    write_private(pki, "bad.nk", "SUNOTASEED\n");
+    write_private(pki, "not.pem", "not a certificate\n");
     char secret[128], user[128], one_line[128], nk[128], bad_nk[128], ca[128],
         not_pem[128];
     snprintf(secret, sizeof secret, "%s/cluster.key", pki);
@@ -1037,7 +1035,7 @@ static void test_nats_auth_and_tls(void) {
 static bool sealed_start(pair *p, char *dir, bool (*start)(pair *)) {
     strcpy(dir, "/tmp/hearth-sealed-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
-    write_text(dir, "cluster.key",
+    write_private(dir, "cluster.key",
                "sealed-test-secret-0123456789abcdef0123456789\n");
     static char path[128];
     snprintf(path, sizeof path, "%s/cluster.key", dir);

@@ -182,10 +182,7 @@ static void test_format_number(void) {
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static uint64_t rng(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return test_rand(&rng_state);
 }
 
 /* Significant digits of a formatted number (zeros at either end dropped). */

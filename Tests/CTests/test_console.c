@@ -5,36 +5,24 @@
  * tickets that stand for the admin's credential on its event stream. */
 #include "test.h"
 
+#include "http_raw.h"
+#include "server_fixture.h"
+
 #include "server/console.h"
 #include "server/ticket.h"
 
 #include <jansson.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#define OWNER "Authorization: Bearer owner\r\n"
-
-static char dir[64];
-
-static hearth_server_t *start_with(hearth_server_config_t config) {
-    strcpy(dir, "/tmp/hearth-console-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL);
-    return start_test_server(config, dir);
-}
-
-static hearth_server_t *start(void) {
-    return start_with((hearth_server_config_t){0});
-}
-
-static void stop(hearth_server_t *s) {
-    CHECK_INT(hearth_server_stop(s), 0);
-    remove_tree(dir);
+/* The server stopped and its data removed. */
+static void finish(hearth_server_t *s) {
+    stop(s);
+    remove_tree(data_dir);
 }
 
 typedef struct answer {
@@ -46,11 +34,7 @@ typedef struct answer {
 /* One request on its own connection (Connection: close), read to EOF. */
 static answer ask(int port, const char *method, const char *target,
                   const char *headers, const char *body) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = test_connect(port);
     char *req = NULL;
     size_t blen = body ? strlen(body) : 0;
     int n = asprintf(&req,
@@ -58,7 +42,7 @@ static answer ask(int port, const char *method, const char *target,
                      "%zu\r\nConnection: close\r\n\r\n%s",
                      method, target, headers ? headers : "", blen,
                      body ? body : "");
-    CHECK_INT(write(fd, req, (size_t)n), n);
+    send_all(fd, req, (size_t)n);
     free(req);
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
@@ -138,7 +122,7 @@ static void test_console_files(void) {
     r = ask(port, "GET", "/a.json", NULL, NULL);
     CHECK_HEADER(r, "Cache-Control: no-store");
     answer_free(&r);
-    stop(s);
+    finish(s);
 }
 
 /* The embedded files are console/'s bytes: a change there without
@@ -223,7 +207,7 @@ static void test_playground_allow_deny_and_rule(void) {
     r = ask(port, "GET", "/users.json?ns=play", OWNER, NULL);
     CHECK_STR(r.body, "{\"ada\":{\"age\":36}}");
     answer_free(&r);
-    stop(s);
+    finish(s);
 }
 
 static void expect_refusal(int port, const char *method, const char *headers,
@@ -268,7 +252,7 @@ static void test_playground_bad_input(void) {
     answer r = ask(port, "GET", "/.settings/nothing.json", OWNER, NULL);
     CHECK_INT(r.status, 404);
     answer_free(&r);
-    stop(s);
+    finish(s);
 }
 
 static void test_namespaces_listed_for_the_admin(void) {
@@ -285,7 +269,7 @@ static void test_namespaces_listed_for_the_admin(void) {
     r = ask(port, "GET", "/.settings/namespaces.json", NULL, NULL);
     CHECK_INT(r.status, 401);
     answer_free(&r);
-    stop(s);
+    finish(s);
 }
 
 static void test_usage_counts_per_namespace(void) {
@@ -328,13 +312,11 @@ static void test_usage_counts_per_namespace(void) {
     r = ask(port, "GET", "/.settings/usage.json", NULL, NULL);
     CHECK_INT(r.status, 401);
     answer_free(&r);
-    stop(s);
+    finish(s);
 }
 
 /* ---- stream tickets ---- */
 
-#define ADMIN_SECRET "the-admins-secret-0123456789"
-#define ADMIN "Authorization: Bearer " ADMIN_SECRET "\r\n"
 
 /* GET target as an event stream, read until its first event (a 200) or
  * its head (any other status); the stream is then closed. */
@@ -345,7 +327,7 @@ static answer ask_stream(int port, const char *target) {
     char *req = NULL;
     int n = asprintf(&req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                            "Accept: text/event-stream\r\n\r\n", target);
-    CHECK_INT(write(fd, req, (size_t)n), n);
+    send_all(fd, req, (size_t)n);
     free(req);
     char buf[8192];
     size_t len = 0;
@@ -449,7 +431,7 @@ static void test_stream_ticket_opens_one_stream_once(void) {
     }
     CHECK_INT(stream_status(port, "/a", "t", ticket), 200); /* still unspent */
     CHECK_INT(stream_status(port, "/a", "t", "00112233445566778899aabbccddeeff"), 401);
-    stop(s);
+    finish(s);
 }
 
 /* The table itself, on a clock of the test's: a ticket lives

@@ -68,17 +68,11 @@ static void check_fail(const char *text, unsigned flags, int code,
     hearth_error_t err;
     memset(&err, 0, sizeof err);
     int rc = hearth_node_from_json(text, (size_t)-1, flags, &n, &err);
-    bool bad = rc != code || err.code != code || n != sentinel;
-    if (!bad && path && strcmp(err.path, path) != 0)
-        bad = true;
-    if (!bad && in_message && !strstr(err.message, in_message))
-        bad = true;
-    if (bad) {
-        fprintf(stderr,
-                "  test_json.c:%d: %.60s gave %s (path \"%s\": %s), expected "
-                "%s at \"%s\" naming \"%s\"\n",
-                line, text, hearth_err_name(rc), err.path, err.message,
-                hearth_err_name(code), path ? path : "", in_message ? in_message : "");
+    char what[80];
+    snprintf(what, sizeof what, "%.60s", text);
+    check_error(what, rc, &err, code, path, in_message, __FILE__, line);
+    if (n != sentinel) {
+        fprintf(stderr, "  %s:%d: %.60s wrote its output\n", __FILE__, line, text);
         test_failures++;
     }
     if (n != sentinel)
@@ -397,6 +391,19 @@ static void test_malformed(void) {
               HEARTH_EJSON);
 }
 
+/* Writes into out (large enough) `open` depth times, then inner, then
+ * `close` depth times: a value nested depth levels down. Returns out. */
+static char *nested(char *out, int depth, const char *open, const char *inner,
+                    const char *close) {
+    out[0] = '\0';
+    for (int i = 0; i < depth; i++)
+        strcat(out, open);
+    strcat(out, inner);
+    for (int i = 0; i < depth; i++)
+        strcat(out, close);
+    return out;
+}
+
 static void test_invalid_keys(void) {
     FAIL("{\"a.b\":1}", HEARTH_EKEY, "/", "a.b");
     FAIL("{\"a\":{\"b.c\":1}}", HEARTH_EKEY, "/a", "b.c");
@@ -431,18 +438,12 @@ static void test_invalid_keys(void) {
     FAIL(text, HEARTH_ETOOBIG, "/a", NULL);
     free(text);
     /* A long path is cut, not overflowed. */
-    char deep[4096] = "";
+    char deep[4096], open[128];
     char key[100];
     memset(key, 'p', 90);
     key[90] = '\0';
-    for (int i = 0; i < 10; i++) {
-        strcat(deep, "{\"");
-        strcat(deep, key);
-        strcat(deep, "\":");
-    }
-    strcat(deep, "{\"bad.key\":1}");
-    for (int i = 0; i < 10; i++)
-        strcat(deep, "}");
+    snprintf(open, sizeof open, "{\"%s\":", key);
+    nested(deep, 10, open, "{\"bad.key\":1}", "}");
     hearth_error_t err;
     CHECK_INT(hearth_node_from_json(deep, (size_t)-1, 0, &n, &err),
               HEARTH_EKEY);
@@ -454,15 +455,8 @@ static void test_invalid_keys(void) {
         memset(mb, 'q', (size_t)shift + 1);
         for (int i = 0; i < 10; i++)
             strcat(mb, "\xF0\x9F\x90\xB5");
-        deep[0] = '\0';
-        for (int i = 0; i < 10; i++) {
-            strcat(deep, "{\"");
-            strcat(deep, mb);
-            strcat(deep, "\":");
-        }
-        strcat(deep, "{\"bad.key\":1}");
-        for (int i = 0; i < 10; i++)
-            strcat(deep, "}");
+        snprintf(open, sizeof open, "{\"%s\":", mb);
+        nested(deep, 10, open, "{\"bad.key\":1}", "}");
         CHECK_INT(hearth_node_from_json(deep, (size_t)-1, 0, &n, &err),
                   HEARTH_EKEY);
         CHECK(hearth__utf8_valid(err.path, strlen(err.path)));
@@ -475,12 +469,7 @@ static void test_limits(void) {
     /* Depth: 32 keys down to a leaf is the limit. */
     char text[1024];
     for (int depth = 31; depth <= 34; depth++) {
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "{\"k\":");
-        strcat(text, "1");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "}");
+        nested(text, depth, "{\"k\":", "1", "}");
         hearth_node_t *n = NULL;
         hearth_error_t err;
         int rc = hearth_node_from_json(text, (size_t)-1, 0, &n, &err);
@@ -494,36 +483,21 @@ static void test_limits(void) {
             CHECK(strncmp(err.path, "/k/k/k", 6) == 0);
         }
         /* Arrays nest the same way. */
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "[");
-        strcat(text, "true");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "]");
+        nested(text, depth, "[", "true", "]");
         rc = hearth_node_from_json(text, (size_t)-1, 0, &n, &err);
         CHECK_INT(rc, depth <= HEARTH_MAX_DEPTH ? 0 : HEARTH_EDEPTH);
         if (!rc)
             hearth_node_decref(n);
     }
     /* Leaves with priorities are not deeper. */
-    text[0] = '\0';
-    for (int i = 0; i < 32; i++)
-        strcat(text, "{\"k\":");
-    strcat(text, "{\".value\":1,\".priority\":2}");
-    for (int i = 0; i < 32; i++)
-        strcat(text, "}");
+    nested(text, 32, "{\"k\":", "{\".value\":1,\".priority\":2}", "}");
     hearth_node_t *n = NULL;
     CHECK_INT(hearth_node_from_json(text, (size_t)-1, 0, &n, NULL), 0);
     hearth_node_decref(n);
     /* Keys count even when their value vanishes (as in the JavaScript
      * client's validation): 32 keys down to {} is null, 33 too deep. */
     for (int depth = 32; depth <= 33; depth++) {
-        text[0] = '\0';
-        for (int i = 0; i < depth; i++)
-            strcat(text, "{\"k\":");
-        strcat(text, "{}");
-        for (int i = 0; i < depth; i++)
-            strcat(text, "}");
+        nested(text, depth, "{\"k\":", "{}", "}");
         n = NULL;
         int rc = hearth_node_from_json(text, (size_t)-1, 0, &n, NULL);
         CHECK_INT(rc, depth == 32 ? 0 : HEARTH_EDEPTH);
@@ -718,20 +692,6 @@ static void write_under_failures(const char *text, unsigned flags, int line) {
     hearth_node_decref(n);
 }
 
-/* An object of 700 members, each item_fmt filled with (separator, i, i);
- * free() it. */
-static char *wide_object(const char *item_fmt) {
-    char *wide = malloc(40000);
-    strcpy(wide, "{");
-    for (int i = 0; i < 700; i++) {
-        char item[64];
-        snprintf(item, sizeof item, item_fmt, i ? "," : "", i, i);
-        strcat(wide, item);
-    }
-    strcat(wide, "}");
-    return wide;
-}
-
 static void test_alloc_failure(void) {
     static const char *const texts[] = {
         "null",
@@ -753,7 +713,7 @@ static void test_alloc_failure(void) {
         write_under_failures(texts[i], HEARTH_JSON_PRETTY, __LINE__);
     }
     /* A wide object: many entries, a multi-level children tree. */
-    char *wide = wide_object("%s\"k%d\":%d");
+    char *wide = object_json(700, "\"k%d\":%d");
     parse_under_failures(wide, __LINE__);
     write_under_failures(wide, 0, __LINE__);
     free(wide);
@@ -829,7 +789,7 @@ static void test_direct_parser(void) {
     json_get_alloc_funcs(&was_malloc, &was_free);
     json_set_alloc_funcs(counting_malloc, free);
     jansson_allocs = 0;
-    char *wide = wide_object("%s\"k%d\":{\"n\":%d,\"s\":\"v\"}");
+    char *wide = object_json(700, "\"k%d\":{\"n\":%d,\"s\":\"v\"}");
     CHECK_INT(hearth_node_from_json(wide, (size_t)-1, 0, &n, NULL), 0);
     CHECK_INT(hearth_node_child_count(n), 700);
     hearth_node_decref(n);

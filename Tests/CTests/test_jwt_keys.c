@@ -213,6 +213,26 @@ static int verify(const hearth__jwt_keyset *set, const char *token, char *why) {
         }                                                                      \
     } while (0)
 
+/* EXPECT_ACCEPTED and EXPECT_REFUSED of a token made for the check, which
+ * they free. */
+#define EXPECT_MADE_ACCEPTED(set, made)                                        \
+    do {                                                                       \
+        char *made_ = (made);                                                  \
+        EXPECT_ACCEPTED(set, made_);                                           \
+        free(made_);                                                           \
+    } while (0)
+#define EXPECT_MADE_REFUSED(set, made, expected)                               \
+    do {                                                                       \
+        char *made_ = (made);                                                  \
+        EXPECT_REFUSED(set, made_, expected);                                  \
+        free(made_);                                                           \
+    } while (0)
+
+/* A token of the good claims signed by k as alg says, naming kid. */
+static char *jws(EVP_PKEY *k, const char *alg, const char *kid) {
+    return test_sign_token(k, alg, kid, good_claims, SIG_JWS);
+}
+
 static hearth__jwt_keyset *parse_ok(const char *text) {
     hearth__jwt_keyset *set = NULL;
     hearth_error_t err = {0};
@@ -251,10 +271,10 @@ static void test_rs256_and_es256(void) {
     hearth__jwt_keyset *pems = parse_ok(text);
 
     char *tokens[] = {
-        test_sign_token(rsa, "RS256", "r1", good_claims, SIG_JWS),
-        test_sign_token(ec, "ES256", "e1", good_claims, SIG_JWS),
-        test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
-        test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
+        jws(rsa, "RS256", "r1"),
+        jws(ec, "ES256", "e1"),
+        jws(rsa, "RS256", NULL),
+        jws(ec, "ES256", NULL),
     };
     for (size_t i = 0; i < 4; i++) {
         EXPECT_ACCEPTED(jwks, tokens[i]);
@@ -263,7 +283,7 @@ static void test_rs256_and_es256(void) {
         free(tokens[i]);
     }
     /* The auth value is the claims', as for HS256. */
-    char *token = test_sign_token(ec, "ES256", "e1", good_claims, SIG_JWS);
+    char *token = jws(ec, "ES256", "e1");
     hearth__jwt_keys keys = {NULL, 0, false, NULL, NULL, jwks};
     hearth_node_t *auth = NULL;
     CHECK_INT(hearth__jwt_verify(token, strlen(token), &keys, 1.7e12, &auth, NULL), 0);
@@ -288,24 +308,17 @@ static void test_kid_selects_the_key(void) {
     test_jwk_of(b, "b", jwk_b);
     snprintf(text, sizeof text, "{\"keys\": [%s, %s]}", jwk_a, jwk_b);
     hearth__jwt_keyset *set = parse_ok(text);
-    char *t;
-    EXPECT_ACCEPTED(set, t = test_sign_token(b, "RS256", "b", good_claims, SIG_JWS));
-    free(t);
-    EXPECT_ACCEPTED(set, t = test_sign_token(a, "RS256", "a", good_claims, SIG_JWS));
-    free(t);
+    EXPECT_MADE_ACCEPTED(set, jws(b, "RS256", "b"));
+    EXPECT_MADE_ACCEPTED(set, jws(a, "RS256", "a"));
     /* Key a alone is tried, though b would verify it. */
-    EXPECT_REFUSED(set, t = test_sign_token(b, "RS256", "a", good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(b, "RS256", "a"),
                    "signature does not match");
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(b, "RS256", "c", good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(b, "RS256", "c"),
                    "unknown key id");
-    free(t);
-    EXPECT_ACCEPTED(set, t = test_sign_token(b, "RS256", NULL, good_claims, SIG_JWS));
-    free(t);
+    EXPECT_MADE_ACCEPTED(set, jws(b, "RS256", NULL));
     /* The key a kid names must be of the token's type. */
-    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", "a", good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(ec, "ES256", "a"),
                    "key \"a\" is not an ES256 key");
-    free(t);
     hearth__jwt_keyset_free(set);
     EVP_PKEY_free(a);
     EVP_PKEY_free(b);
@@ -319,18 +332,16 @@ static void test_wrong_key_and_tampering(void) {
     snprintf(text, sizeof text, "%s%s", pem_rsa, pem_ec);
     hearth__jwt_keyset *set = parse_ok(text);
     char *t, *forged;
-    EXPECT_REFUSED(set, t = test_sign_token(other_rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(other_rsa, "RS256", NULL),
                    "signature does not match");
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(other_ec, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(other_ec, "ES256", NULL),
                    "signature does not match");
-    free(t);
     static const char eve[] = "{\"sub\":\"eve\",\"aud\":\"my-project\","
                               "\"iss\":\"https://issuer.example\"}";
     EVP_PKEY *keys[] = {rsa, ec};
     const char *algs[] = {"RS256", "ES256"};
     for (int i = 0; i < 2; i++) {
-        t = test_sign_token(keys[i], algs[i], NULL, good_claims, SIG_JWS);
+        t = jws(keys[i], algs[i], NULL);
         EXPECT_ACCEPTED(set, t);
         EXPECT_REFUSED(set, forged = tampered(t, eve), "signature does not match");
         free(forged);
@@ -362,19 +373,14 @@ static void test_es256_signature_must_be_64_bytes(void) {
     test_jwk_of(ec, NULL, jwk);
     snprintf(text, sizeof text, "{\"keys\":[%s]}", jwk);
     hearth__jwt_keyset *set = parse_ok(text);
-    char *t;
-    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_SHORT),
+    EXPECT_MADE_ACCEPTED(set, jws(ec, "ES256", NULL));
+    EXPECT_MADE_REFUSED(set, test_sign_token(ec, "ES256", NULL, good_claims, SIG_SHORT),
                    "ES256 signature of 63 bytes");
-    free(t);
     /* A leading zero does not change r's value, yet is not JWS. */
-    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_LONG),
+    EXPECT_MADE_REFUSED(set, test_sign_token(ec, "ES256", NULL, good_claims, SIG_LONG),
                    "ES256 signature of 65 bytes");
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_DER),
+    EXPECT_MADE_REFUSED(set, test_sign_token(ec, "ES256", NULL, good_claims, SIG_DER),
                    "must be 64");
-    free(t);
     hearth__jwt_keyset_free(set);
     EVP_PKEY_free(ec);
 }
@@ -398,7 +404,7 @@ static void test_algorithm_confusion(void) {
     free(t2);
     /* ...and public keys alone RS256 ones: the secret is no RSA key. */
     hearth__jwt_keys secret_only = {pem, strlen(pem), false, audience, issuer, NULL};
-    t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS);
+    t = jws(rsa, "RS256", NULL);
     CHECK(verify_keys(&secret_only, t, why) == HEARTH_EDENIED &&
           strstr(why, "no RS256 key is configured"));
     free(t);
@@ -415,41 +421,33 @@ static void test_algorithm_confusion(void) {
 
 static void test_algorithm_must_match_the_key(void) {
     EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
-    char jwk[1024], text[2048], *t;
+    char jwk[1024], text[2048];
     test_jwk_of(ec, NULL, jwk);
     snprintf(text, sizeof text, "{\"keys\":[%s]}", jwk);
     hearth__jwt_keyset *ec_only = parse_ok(text);
     char *pem = test_pem_of(rsa);
     hearth__jwt_keyset *rsa_only = parse_ok(pem);
-    EXPECT_REFUSED(ec_only, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(ec_only, jws(rsa, "RS256", NULL),
                    "no RS256 key is configured");
-    free(t);
-    EXPECT_REFUSED(rsa_only, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(rsa_only, jws(ec, "ES256", NULL),
                    "no ES256 key is configured");
-    free(t);
     /* An RSA signature under an ES256 header. */
-    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "ES256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(rsa_only, jws(rsa, "ES256", NULL),
                    "ES256 signature of 256 bytes");
-    free(t);
     /* Same key and padding, other hash: not RS256. */
-    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS512", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(rsa_only, jws(rsa, "RS512", NULL),
                    "unsupported algorithm \"RS512\"");
-    free(t);
-    EXPECT_REFUSED(NULL, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(NULL, jws(rsa, "RS256", NULL),
                    "no RS256 key is configured");
-    free(t);
     /* Header parameters the token says must be understood. */
-    EXPECT_ACCEPTED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"x\":\"",
+    EXPECT_MADE_ACCEPTED(rsa_only, test_sign_token(rsa, "RS256", "k\",\"x\":\"",
                                              good_claims, SIG_JWS));
-    free(t);
-    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"crit\":[\"b64\"],\"x\":\"",
+    EXPECT_MADE_REFUSED(rsa_only, test_sign_token(rsa, "RS256", "k\",\"crit\":[\"b64\"],\"x\":\"",
                                             good_claims, SIG_JWS),
                    "unsupported critical header parameters (crit)");
-    free(t);
-    EXPECT_REFUSED(rsa_only, t = test_sign_token(rsa, "RS256", "k\",\"kid\":7,\"x\":\"",
+    EXPECT_MADE_REFUSED(rsa_only, test_sign_token(rsa, "RS256", "k\",\"kid\":7,\"x\":\"",
                                             good_claims, SIG_JWS),
                    "kid is not a string");
-    free(t);
     hearth__jwt_keyset_free(ec_only);
     hearth__jwt_keyset_free(rsa_only);
     free(pem);
@@ -459,15 +457,13 @@ static void test_algorithm_must_match_the_key(void) {
 
 static void test_claims_checked_for_rs256(void) {
     EVP_PKEY *rsa = test_new_key("RSA");
-    char *pem = test_pem_of(rsa), *t;
+    char *pem = test_pem_of(rsa);
     hearth__jwt_keyset *set = parse_ok(pem);
     for (size_t i = 0; refused_claims[i].payload; i++) {
-        EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", NULL, refused_claims[i].payload, SIG_JWS),
+        EXPECT_MADE_REFUSED(set, test_sign_token(rsa, "RS256", NULL, refused_claims[i].payload, SIG_JWS),
                        refused_claims[i].why);
-        free(t);
     }
-    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
-    free(t);
+    EXPECT_MADE_ACCEPTED(set, jws(rsa, "RS256", NULL));
     hearth__jwt_keyset_free(set);
     free(pem);
     EVP_PKEY_free(rsa);
@@ -574,31 +570,25 @@ static void test_pem_errors(void) {
 
 static void test_x509_map(void) {
     EVP_PKEY *rsa = test_new_key("RSA"), *ec = test_new_key("EC");
-    char *cert_rsa = test_cert_of(rsa), *cert_ec = test_cert_of(ec), *t;
+    char *cert_rsa = test_cert_of(rsa), *cert_ec = test_cert_of(ec);
     json_t *map = json_pack("{s:s,s:s}", "k1", cert_rsa, "k2", cert_ec);
     char *text = json_dumps(map, 0);
     json_decref(map);
     hearth__jwt_keyset *set = parse_ok(text);
-    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", "k1", good_claims, SIG_JWS));
-    free(t);
-    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", "k2", good_claims, SIG_JWS));
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", "k3", good_claims, SIG_JWS),
+    EXPECT_MADE_ACCEPTED(set, jws(rsa, "RS256", "k1"));
+    EXPECT_MADE_ACCEPTED(set, jws(ec, "ES256", "k2"));
+    EXPECT_MADE_REFUSED(set, jws(rsa, "RS256", "k3"),
                    "unknown key id");
-    free(t);
-    EXPECT_REFUSED(set, t = test_sign_token(rsa, "RS256", "k2", good_claims, SIG_JWS),
+    EXPECT_MADE_REFUSED(set, jws(rsa, "RS256", "k2"),
                    "key \"k2\" is not an RS256 key");
-    free(t);
     hearth__jwt_keyset_free(set);
     free(text);
     /* Certificates as PEM blocks too, beside a public key. */
     char *pem_rsa = test_pem_of(rsa), both[8192];
     snprintf(both, sizeof both, "%s%s", cert_ec, pem_rsa);
     set = parse_ok(both);
-    EXPECT_ACCEPTED(set, t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS));
-    free(t);
-    EXPECT_ACCEPTED(set, t = test_sign_token(rsa, "RS256", NULL, good_claims, SIG_JWS));
-    free(t);
+    EXPECT_MADE_ACCEPTED(set, jws(ec, "ES256", NULL));
+    EXPECT_MADE_ACCEPTED(set, jws(rsa, "RS256", NULL));
     hearth__jwt_keyset_free(set);
     /* One certificate per kid. */
     map = json_pack("{s:s++}", "k1", cert_ec, "", cert_rsa);
@@ -622,14 +612,12 @@ static void test_keyset_load(void) {
     hearth__jwt_keyset *set = NULL;
     hearth_error_t err = {0};
     CHECK_INT(hearth__jwt_keyset_load(path, &set, &err), 0);
-    char *t = test_sign_token(ec, "ES256", NULL, good_claims, SIG_JWS);
+    char *t = jws(ec, "ES256", NULL);
     EXPECT_ACCEPTED(set, t);
     free(t);
     hearth__jwt_keyset_free(set);
     /* Errors name the file. */
-    FILE *f = fopen(path, "w");
-    fputs("{\"keys\": [}", f);
-    fclose(f);
+    write_text(path, "{\"keys\": [}");
     set = (hearth__jwt_keyset *)1;
     CHECK_INT(hearth__jwt_keyset_load(path, &set, &err), HEARTH_EINVAL);
     CHECK(set == NULL);

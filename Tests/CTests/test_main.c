@@ -30,7 +30,8 @@ int test_failures;
     X(jwt_key_tests) X(client_tests) X(console_tests) X(cluster_tests)          \
     X(tls_tests) X(operator_tests) X(backup_tests) X(http_tests)                \
     X(ws_server_tests) X(seal_tests) X(auth_key_tests) X(trigger_tests)    \
-    X(coverage_tests) X(pitr_tests) X(os_tests)
+    X(coverage_tests) X(pitr_tests) X(os_tests) X(realtime_tests)          \
+    X(limits_tests)
 
 /* Table-driven suites: one test per row of a table read at run time. */
 #define TABLES(X) X(syncpoint_spec_table)
@@ -59,6 +60,52 @@ hearth_node_t *node_from(const char *json) {
 
 char *to_json(const hearth_node_t *n) {
     return hearth_node_to_json(n, HEARTH_JSON_EXPORT, NULL);
+}
+
+void check_error(const char *what, int rc, const hearth_error_t *err,
+                 int code, const char *at_path, const char *in_message,
+                 const char *file, int line) {
+    if (rc == code && err->code == code &&
+        (!at_path || strcmp(err->path, at_path) == 0) &&
+        (!in_message || strstr(err->message, in_message)))
+        return;
+    fprintf(stderr,
+            "  %s:%d: %s gave %s (path \"%s\": %s), expected %s at \"%s\" "
+            "naming \"%s\"\n",
+            file, line, what, hearth_err_name(rc), err->path, err->message,
+            hearth_err_name(code), at_path ? at_path : "",
+            in_message ? in_message : "");
+    test_failures++;
+}
+
+int join_keys(const char *key, const hearth_node_t *child, void *ctx) {
+    (void)child;
+    char *out = ctx;
+    if (*out)
+        strcat(out, " ");
+    strcat(out, key);
+    return 0;
+}
+
+uint64_t test_rand(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+char *object_json(int n, const char *item_fmt) {
+    hearth__buf b;
+    hearth__buf_init(&b);
+    hearth__buf_addc(&b, '{');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            hearth__buf_addc(&b, ',');
+        hearth__buf_printf(&b, item_fmt, i, i);
+    }
+    hearth__buf_addc(&b, '}');
+    CHECK(!b.failed);
+    return hearth__buf_detach(&b, NULL);
 }
 
 void b64url(const void *data, size_t len, char *out) {
@@ -130,14 +177,20 @@ void free_disk(const char *dir) {
     CHECK_INT(unlink(path), 0);
 }
 
-/* A socket connected to 127.0.0.1:port (the test fails when it cannot). */
-int test_connect(int port) {
+int test_connect_from(int port, const char *source) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (source) {
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        CHECK_INT(inet_pton(AF_INET, source, &from.sin_addr), 1);
+        CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     return fd;
 }
+
+int test_connect(int port) { return test_connect_from(port, NULL); }
 
 int test_capture_stderr(const char *path) {
     fflush(stderr);
@@ -168,6 +221,17 @@ hearth_server_t *start_test_server(hearth_server_config_t config,
         fprintf(stderr, "  server: %s\n", err.message);
     CHECK_INT(rc, 0);
     return s;
+}
+
+hearth_db_t *test_db_open(hearth_db_config_t config) {
+    config.size = sizeof config;
+    hearth_db_t *db = NULL;
+    hearth_error_t err;
+    int rc = hearth_db_open(&config, &db, &err);
+    if (rc)
+        fprintf(stderr, "  client: %s\n", err.message);
+    CHECK_INT(rc, 0);
+    return db;
 }
 
 struct pool_hold {
@@ -257,6 +321,48 @@ int test_tx_increment(const hearth_node_t *current, hearth_node_t **result,
                    : 0;
     *result = hearth_node_number(n + 1);
     return HEARTH_TX_COMMIT;
+}
+
+void write_text(const char *path, const char *text) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, path), 0);
+}
+
+void test_done_init(test_done *d) {
+    d->status = 0;
+    CHECK_INT(uv_sem_init(&d->sem, 0), 0);
+}
+
+void test_done_cb(int status, void *ctx) {
+    test_done *d = ctx;
+    d->status = status;
+    uv_sem_post(&d->sem);
+}
+
+int test_done_wait(test_done *d) {
+    uv_sem_wait(&d->sem);
+    return d->status;
+}
+
+void test_done_destroy(test_done *d) { uv_sem_destroy(&d->sem); }
+
+int set_and_wait(hearth_db_t *db, const char *path, const char *json) {
+    test_done d;
+    test_done_init(&d);
+    hearth_node_t *v = node_from(json);
+    int rc = hearth_db_set(db, path, v, test_done_cb, &d, NULL, NULL);
+    CHECK_INT(rc, 0);
+    hearth_node_decref(v);
+    int status = rc ? rc : test_done_wait(&d);
+    test_done_destroy(&d);
+    return status;
 }
 
 char *read_file(const char *path, size_t *len) {

@@ -164,16 +164,6 @@ static void test_node_constructors(void) {
     }
 }
 
-static int collect_keys(const char *key, const hearth_node_t *child,
-                        void *ctx) {
-    (void)child;
-    char *out = ctx;
-    if (*out)
-        strcat(out, " ");
-    strcat(out, key);
-    return 0;
-}
-
 static int stop_at_third(const char *key, const hearth_node_t *child,
                          void *ctx) {
     (void)key;
@@ -205,7 +195,7 @@ static void test_node_accessors(void) {
               hearth_node_priority(hearth_node_child(n, "2"))) == 1);
 
     char keys[64] = "";
-    CHECK_INT(hearth_node_foreach_child(n, collect_keys, keys), 0);
+    CHECK_INT(hearth_node_foreach_child(n, join_keys, keys), 0);
     CHECK_STR(keys, "2 10 a b");
     int calls = 0;
     CHECK_INT(hearth_node_foreach_child(n, stop_at_third, &calls), 77);
@@ -845,13 +835,7 @@ static void test_node_alloc_failure(void) {
                                ops[i].expected, __LINE__);
 
     /* Over a multi-level children tree. */
-    char big[8192] = "{";
-    for (int i = 0; i < 300; i++) {
-        char item[32];
-        snprintf(item, sizeof item, "%s\"k%03d\":%d", i ? "," : "", i, i);
-        strcat(big, item);
-    }
-    strcat(big, "}");
+    char *big = object_json(300, "\"k%03d\":%d");
     hearth_node_t *model = node_from(big);
     const char *paths[] = {"k150", "k150/x", "k299", "zzz", "k000", "aaa"};
     const char *values[] = {"null", "1", "null", "{\"deep\":{\"er\":1}}",
@@ -867,6 +851,7 @@ static void test_node_alloc_failure(void) {
         hearth_node_decref(expected);
     }
     hearth_node_decref(model);
+    free(big);
 
     /* set_child_new takes its value whatever happens (LSan checks). */
     for (int shared = 0; shared < 2; shared++) {

@@ -4,6 +4,8 @@
  * profiler's operations stream. */
 #include "test.h"
 
+#include "http_raw.h"
+
 #include <jansson.h>
 
 #include <arpa/inet.h>
@@ -337,25 +339,6 @@ static void test_namespace_counters_are_bounded(void) {
 
 /* ---- the profiler ---- */
 
-/* Reads from fd until `until` appears (or 5 s pass); the text so far. */
-static char *read_until(int fd, const char *until) {
-    size_t cap = 1 << 16, len = 0;
-    char *buf = calloc(1, cap);
-    while (!strstr(buf, until)) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 5000) <= 0)
-            break;
-        if (len + 4096 > cap)
-            buf = realloc(buf, cap *= 2);
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-    }
-    return buf;
-}
-
 static int count_lines_with(const char *text, const char *a, const char *b) {
     int n = 0;
     for (const char *line = text; line && *line; line = strchr(line, '\n')) {
@@ -379,7 +362,9 @@ static int open_profile(int port) {
     const char *ask = "GET /.profile HTTP/1.1\r\nHost: x\r\n"
                       "Authorization: Bearer owner\r\n\r\n";
     CHECK(write(fd, ask, strlen(ask)) == (ssize_t)strlen(ask));
-    free(read_until(fd, "\r\n\r\n"));
+    char head[4096];
+    bool closed;
+    read_until(fd, head, sizeof head, 0, "\r\n\r\n", 5000, &closed);
     return fd;
 }
 
@@ -394,12 +379,13 @@ static void test_profiler_streams_operations(void) {
               port));
     /* The barrier: its line comes after every line of the workload. */
     free(curl("http://127.0.0.1:%d/barrier.json", port));
-    char *got = read_until(fd, "\"/barrier\"");
+    static char got[1 << 16];
+    bool closed;
+    read_until(fd, got, sizeof got, 0, "\"/barrier\"", 5000, &closed);
     CHECK_INT(count_lines_with(got, "\"type\":\"PUT\"", "\"path\":\"/users/u"), 3);
     CHECK_INT(count_lines_with(got, "\"write\":true", "\"bytes_in\":3,"), 3);
     CHECK_INT(count_lines_with(got, "\"path\":\"/users\"", "\"unindexed\":true"), 1);
     CHECK_INT(count_lines_with(got, "\"path\":\"/barrier\"", "\"ms\":"), 1);
-    free(got);
     close(fd);
     /* Nobody profiles any more: the server goes on. */
     free(curl("http://127.0.0.1:%d/after.json", port));
@@ -409,17 +395,6 @@ static void test_profiler_streams_operations(void) {
 
 /* ---- the realtime door ---- */
 
-typedef struct acked {
-    uv_sem_t sem;
-    int status;
-} acked;
-
-static void on_set(int status, void *ctx) {
-    acked *a = ctx;
-    a->status = status;
-    uv_sem_post(&a->sem);
-}
-
 /* A realtime client's query and write reach the profiler (the query
  * flagged unindexed: no .indexOn for its child) and the metrics. */
 static void test_realtime_operations_observed(void) {
@@ -428,9 +403,7 @@ static void test_realtime_operations_observed(void) {
     int fd = open_profile(port);
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d?ns=default", port);
-    hearth_db_config_t config = {.size = sizeof config, .url = url};
-    hearth_db_t *db = NULL;
-    CHECK_INT(hearth_db_open(&config, &db, NULL), 0);
+    hearth_db_t *db = test_db_open((hearth_db_config_t){.url = url});
     hearth_query_t *q;
     CHECK_INT(hearth_query_create(&q), 0);
     CHECK_INT(hearth_query_order_by_child(q, "age", NULL), 0);
@@ -440,18 +413,12 @@ static void test_realtime_operations_observed(void) {
     hearth_node_decref(got);
     hearth_query_free(q);
     /* The write's acknowledgement is the barrier: its line went first. */
-    acked a;
-    uv_sem_init(&a.sem, 0);
-    hearth_node_t *v = node_from("{\"age\":36}");
-    CHECK_INT(hearth_db_set(db, "/people/ada", v, on_set, &a, NULL, NULL), 0);
-    hearth_node_decref(v);
-    uv_sem_wait(&a.sem);
-    uv_sem_destroy(&a.sem);
-    CHECK_INT(a.status, 0);
-    char *seen = read_until(fd, "\"type\":\"p\"");
+    CHECK_INT(set_and_wait(db, "/people/ada", "{\"age\":36}"), 0);
+    static char seen[1 << 16];
+    bool closed;
+    read_until(fd, seen, sizeof seen, 0, "\"type\":\"p\"", 5000, &closed);
     CHECK_INT(count_lines_with(seen, "\"door\":\"realtime\"", "\"path\":\"/people/ada\""), 1);
     CHECK_INT(count_lines_with(seen, "\"path\":\"/people\"", "\"unindexed\":true"), 1);
-    free(seen);
     exposition e;
     scrape(port, &e);
     CHECK_INT(value_of(&e, "hearth_writes_total{door=\"realtime\",status=\"ok\"}"), 1);

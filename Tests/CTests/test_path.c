@@ -15,17 +15,7 @@ static void check_key_error(const char *key, size_t len, int code,
     hearth_error_t err;
     memset(&err, 0, sizeof err);
     int rc = hearth__key_check(key, len, NULL, &err);
-    bool bad = rc != code || err.code != code;
-    if (!bad && in_message && !strstr(err.message, in_message))
-        bad = true;
-    if (bad) {
-        fprintf(stderr,
-                "  test_common.c:%d: key check gave %s \"%s\", expected %s "
-                "naming \"%s\"\n",
-                line, hearth_err_name(rc), err.message, hearth_err_name(code),
-                in_message ? in_message : "");
-        test_failures++;
-    }
+    check_error("key check", rc, &err, code, NULL, in_message, __FILE__, line);
 }
 #define KEY_ERROR(key, code, msg)                                              \
     check_key_error(key, sizeof(key) - 1, code, msg, __LINE__)
@@ -115,17 +105,9 @@ static void check_path_error(const char *path, unsigned flags, int code,
     hearth_error_t err;
     memset(&err, 0, sizeof err);
     int rc = hearth__path_parse(path, flags, &p, &err);
-    bool bad = rc != code || err.code != code;
-    if (!bad && in_message && !strstr(err.message, in_message))
-        bad = true;
-    if (bad) {
-        fprintf(stderr,
-                "  test_common.c:%d: path \"%s\" gave %s \"%s\", expected %s "
-                "naming \"%s\"\n",
-                line, path, hearth_err_name(rc), err.message,
-                hearth_err_name(code), in_message ? in_message : "");
-        test_failures++;
-    }
+    char what[300];
+    snprintf(what, sizeof what, "path \"%.256s\"", path);
+    check_error(what, rc, &err, code, NULL, in_message, __FILE__, line);
 }
 #define PATH_ERROR(path, flags, code, msg)                                     \
     check_path_error(path, flags, code, msg, __LINE__)

@@ -73,17 +73,8 @@ static void fx_close(fixture *f) {
 
 static void status_cb(int status, void *ctx) { *(int *)ctx = status; }
 
-/* The status a write completed with (the loop runs it synchronously). */
-static int set_status(hearth_db_t *db, const char *path, const char *json) {
-    hearth_node_t *v = node_from(json);
-    int status = 1;
-    CHECK_INT(hearth_db_set(db, path, v, status_cb, &status, NULL, NULL), 0);
-    hearth_node_decref(v);
-    return status;
-}
-
 static void set(hearth_db_t *db, const char *path, const char *json) {
-    CHECK_INT(set_status(db, path, json), 0); /* acknowledged: logged, synced */
+    CHECK_INT(set_and_wait(db, path, json), 0); /* acknowledged: logged, synced */
 }
 
 static char *export_root(hearth_db_t *db) {
@@ -749,7 +740,7 @@ static void test_disk_full(void) {
     size_t log_len = log_records(log);
     fill_disk(dir);
     for (int i = 0; i < 2; i++) { /* and again: not stuck, not healed */
-        CHECK_INT(set_status(f.db, "big", big_value()), HEARTH_ENOSPC);
+        CHECK_INT(set_and_wait(f.db, "big", big_value()), HEARTH_ENOSPC);
         char *json = export_root(f.db);
         CHECK_STR(json, "{\"a\":1}");
         free(json);
@@ -828,17 +819,6 @@ static void check_root(hearth_db_t *db, const char *want) {
     free(json);
 }
 
-/* An object of n keys, as JSON. */
-static char *object_json(int n) {
-    hearth__buf b;
-    hearth__buf_init(&b);
-    hearth__buf_addc(&b, '{');
-    for (int i = 0; i < n; i++)
-        hearth__buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
-    hearth__buf_addc(&b, '}');
-    return hearth__buf_detach(&b, NULL);
-}
-
 /* Regression: an append serialized its record on the caller's (the
  * loop's) thread. Now the commit makes the bytes, so a record it cannot
  * make fails that commit: nothing reaches the log, the records are
@@ -850,7 +830,7 @@ static void test_record_made_by_commit(void) {
     char log[600];
     log_path(dir, log, sizeof log);
     size_t log_len = file_size(log);
-    char *json = object_json(100);
+    char *json = object_json(100, "\"k%d\":%d");
     append(s, "big", json);
     hearth__alloc_fail_after(0); /* appended: only the commit allocates */
     int rc = hearth__store_commit(s);
@@ -928,7 +908,7 @@ static void append_two(hearth__store *s, const char *path1, const char *json1,
 static void test_replay_reads_records_directly(void) {
     char *dir = temp_dir();
     hearth__store *s = open_store(dir);
-    char *json = object_json(5);
+    char *json = object_json(5, "\"k%d\":%d");
     append(s, "big", json);
     append_two(s, "q\"k/\u00e9", "[1,\"two\\n\",{\"x\":true}]", "big/k3",
                "null");
@@ -979,7 +959,7 @@ static void test_unserializable_group_commit(void) {
     char log[600];
     log_path(dir, log, sizeof log);
     size_t log_len = file_size(log);
-    char *json = object_json(1000);
+    char *json = object_json(1000, "\"k%d\":%d");
     hearth_node_t *big = node_from(json);
     pool_hold *hold = pool_hold_start();
     CHECK_INT(hearth_db_set(f.db, "big", big, status_cb, &first, NULL, NULL),
@@ -1221,35 +1201,23 @@ static void test_unsynced_commit_fails_on_the_loop(void) {
 /* A child writes key i = i, one acknowledged write at a time, telling the
  * parent each acknowledgement through a pipe; the parent kills it with
  * SIGKILL mid-stream and checks every acknowledged write is there. */
-typedef struct ack {
-    uv_sem_t sem;
-    int status;
-} ack;
-
-static void on_ack(int status, void *ctx) {
-    ack *a = ctx;
-    a->status = status;
-    uv_sem_post(&a->sem);
-}
-
 static void child_writer(const char *dir, int ack_fd) {
     hearth_db_t *db;
     hearth_db_config_t config = {.size = sizeof config, .loop = NULL, .data_dir = dir,
                                  .fsync_mode = HEARTH_FSYNC_ALWAYS};
     if (hearth_db_open(&config, &db, NULL))
         _exit(2);
-    ack a;
-    uv_sem_init(&a.sem, 0);
+    test_done a;
+    test_done_init(&a);
     for (int i = 0;; i++) {
         char path[32];
         snprintf(path, sizeof path, "w/k%06d", i);
         hearth_node_t *v = hearth_node_number(i);
-        a.status = 1;
-        if (hearth_db_set(db, path, v, on_ack, &a, NULL, NULL))
+        if (hearth_db_set(db, path, v, test_done_cb, &a, NULL, NULL))
             _exit(3);
         hearth_node_decref(v);
-        uv_sem_wait(&a.sem); /* the completion: logged and synced */
-        if (a.status || write(ack_fd, &i, sizeof i) != sizeof i)
+        /* the completion: logged and synced */
+        if (test_done_wait(&a) || write(ack_fd, &i, sizeof i) != sizeof i)
             _exit(4);
     }
 }

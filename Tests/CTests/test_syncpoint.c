@@ -544,10 +544,7 @@ static void apply_event(const hearth_event_t *e, void *ctx) {
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
 static unsigned roll(unsigned n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng % n);
+    return (unsigned)(test_rand(&rng) % n);
 }
 
 /* An object of up to 40 of 60 keys with small values. */

@@ -4,6 +4,8 @@
  * certificate files that cannot be used, and the reload (SIGHUP). */
 #include "test.h"
 
+#include "http_raw.h"
+
 #include "server/handshake_rate.h"
 #include "server/server.h"
 
@@ -199,17 +201,6 @@ static void test_request_then_close_notify(void) {
 
 /* ---- Hearth's own client over wss:// ---- */
 
-typedef struct done_flag {
-    uv_sem_t sem;
-    int status;
-} done_flag;
-
-static void on_done(int status, void *ctx) {
-    done_flag *d = ctx;
-    d->status = status;
-    uv_sem_post(&d->sem);
-}
-
 static void test_own_client_over_wss(void) {
     setup();
     hearth_server_t *s = start_tls();
@@ -221,25 +212,13 @@ static void test_own_client_over_wss(void) {
     setenv("SSL_CERT_FILE", in_pki("ca.pem"), 1);
     char url[128];
     snprintf(url, sizeof url, "wss://127.0.0.1:%d?ns=default", port);
-    hearth_db_config_t config = {.size = sizeof config, .url = url};
-    hearth_db_t *db = NULL;
+    hearth_db_t *db = test_db_open((hearth_db_config_t){.url = url});
     hearth_error_t err;
-    int rc = hearth_db_open(&config, &db, &err);
-    if (rc)
-        fprintf(stderr, "  client: %s\n", err.message);
-    CHECK_INT(rc, 0);
     hearth_node_t *got = NULL;
     CHECK_INT(hearth_db_get(db, "/a", NULL, &got, &err), 0);
     CHECK_JSON(got, "\"from curl\"");
     hearth_node_decref(got);
-    done_flag d;
-    uv_sem_init(&d.sem, 0);
-    hearth_node_t *v = node_from("{\"over\":\"wss\"}");
-    CHECK_INT(hearth_db_set(db, "/b", v, on_done, &d, NULL, NULL), 0);
-    hearth_node_decref(v);
-    uv_sem_wait(&d.sem);
-    CHECK_INT(d.status, 0);
-    uv_sem_destroy(&d.sem);
+    CHECK_INT(set_and_wait(db, "/b", "{\"over\":\"wss\"}"), 0);
     CHECK_INT(hearth_db_close(db), 0);
     unsetenv("SSL_CERT_FILE");
     CHECK_CURL("", "ca.pem", port, "/b.json", "{\"over\":\"wss\"} 200");
@@ -324,26 +303,6 @@ static void test_reload_takes_new_certificate(void) {
 
 /* ---- handshakes per address ---- */
 
-/* A TCP connection to port from the loopback address source. */
-static int connect_from(int port, const char *source) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in from = {.sin_family = AF_INET};
-    inet_pton(AF_INET, source, &from.sin_addr);
-    CHECK_INT(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
-    struct sockaddr_in to = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_INT(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
-    return fd;
-}
-
-/* Whether the server closed fd (EOF) within ms. */
-static bool closed_within(int fd, int ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    char c;
-    return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, 0) <= 0;
-}
-
 /* One address may start 40 handshakes at once, then 20 a second: past
  * that its connections are closed unanswered (a full handshake costs the
  * loop over a millisecond before the peer proves anything). The host's
@@ -357,8 +316,8 @@ static void test_handshakes_per_address_bounded(void) {
     hearth__http_set_handshake_rate(http, 0, 40);
     int held[40];
     for (int i = 0; i < 40; i++)
-        held[i] = connect_from(port, "127.0.0.2");
-    int over = connect_from(port, "127.0.0.2");
+        held[i] = test_connect_from(port, "127.0.0.2");
+    int over = test_connect_from(port, "127.0.0.2");
     CHECK(closed_within(over, 5000));
     close(over);
     char *refused = curl("--interface 127.0.0.2", "ca.pem", port, "/.json");

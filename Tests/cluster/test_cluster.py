@@ -32,13 +32,11 @@ over REST and server-sent events:
    5 s, exit status 0.
 """
 import signal
-import base64
 import http.client
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +46,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cluster  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+from wsraw import WebSocket  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 EXAMPLE_CONF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -305,49 +305,25 @@ def test_stop_without_nats(c):
         check(rc == 0 and took <= STOP_S,
               "with every nats-server dead, %s stopped n%d in %.1f s "
               "(exit status %s)" % (sig.name, i + 1, took, rc))
-    session.s.close()
+    session.ws.close()
 
 
 class Realtime:
-    """A v5 session over a WebSocket of our own (stdlib only)."""
+    """A v5 session over our own WebSocket client (stdlib only)."""
 
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.s.sendall(("GET /.ws?v=5&ns=default HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
-                        % key).encode())
-        self.buf = b""
-        while b"\r\n\r\n" not in self.buf:
-            self.buf += self.s.recv(4096)
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        check(b" 101 " in head.split(b"\r\n")[0], "a realtime session opened")
+        try:
+            self.ws = WebSocket(f"ws://127.0.0.1:{port}/.ws?v=5&ns=default",
+                                host="127.0.0.1", timeout=10)
+        except ConnectionError as e:
+            raise AssertionError("a realtime session opened: %s" % e)
+        check(True, "a realtime session opened")
 
     def send(self, msg):
-        data = json.dumps(msg).encode()
-        mask = os.urandom(4)
-        assert len(data) < 126
-        self.s.sendall(bytes([0x81, 0x80 | len(data)]) + mask +
-                       bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def _need(self, n):
-        while len(self.buf) < n:
-            self.buf += self.s.recv(65536)
+        self.ws.send(json.dumps(msg))
 
     def recv(self):
-        self._need(2)
-        n = self.buf[1] & 0x7F
-        at = 2
-        if n == 126:
-            self._need(4)
-            n, at = int.from_bytes(self.buf[2:4], "big"), 4
-        elif n == 127:
-            self._need(10)
-            n, at = int.from_bytes(self.buf[2:10], "big"), 10
-        self._need(at + n)
-        data, self.buf = self.buf[at:at + n], self.buf[at + n:]
-        return json.loads(data)
+        return json.loads(self.ws.recv())
 
     def request(self, r, action, body):
         self.send({"t": "d", "d": {"r": r, "a": action, "b": body}})
@@ -390,7 +366,7 @@ def test_stalled_jetstream(c):
                                       "b": {"p": "/presence/u2", "d": "gone"}}})
         session.send({"t": "d", "d": {"r": 3, "a": "g",
                                       "b": {"p": "/presence", "q": {}}}})
-        session.s.settimeout(5)
+        session.ws.settimeout(5)
         first = session.recv()
         while first.get("t") != "d" or "r" not in first["d"]:
             first = session.recv()
@@ -401,14 +377,14 @@ def test_stalled_jetstream(c):
     check(first["d"]["r"] == 3 and took < 1.5,
           "with JetStream stalled, a get behind an onDisconnect set is answered "
           "first, in %.2f s (got r=%s)" % (took, first["d"].get("r")))
-    session.s.settimeout(30)
+    session.ws.settimeout(30)
     kept = session.recv()
     while kept.get("t") != "d" or kept["d"].get("r") != 2:
         kept = session.recv()
     check(kept["d"]["b"].get("s") == "ok",
           "the onDisconnect set is answered once JetStream is back, in %.1f s"
           % (time.time() - t0))
-    session.s.close()
+    session.ws.close()
     c.wait_ready()
 
 

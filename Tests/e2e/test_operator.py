@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_python_clients import HEARTH, Server, http, run_tests  # noqa: E402
+from test_python_clients import HEARTH, Server, ServerCase, http, run_tests  # noqa: E402
 
 
 def openssl(cwd, *args):
@@ -295,16 +295,8 @@ class ClosedStdout(unittest.TestCase):
                 self.assertEqual(err, "")
 
 
-class Profile(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-profile-")
-        cls.server = Server(cls.dir).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        shutil.rmtree(cls.dir, ignore_errors=True)
+class Profile(ServerCase):
+    dir_prefix = "hearth-e2e-profile-"
 
     def profiled(self, *extra):
         """Runs `hearth profile` over the workload; its stdout."""

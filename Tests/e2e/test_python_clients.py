@@ -66,6 +66,24 @@ class Server:
         return f"http://127.0.0.1:{self.port}{path}.json{query}"
 
 
+class ServerCase(unittest.TestCase):
+    """Tests sharing one `hearth serve` on a data directory of its own,
+    which must stop cleanly (exit status 0) after them."""
+
+    dir_prefix = "hearth-e2e-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix=cls.dir_prefix)
+        cls.server = Server(cls.dir).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        code, out = cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        assert code == 0, out
+
+
 def http(method, url, body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method,
@@ -77,13 +95,12 @@ def http(method, url, body=None, headers=None):
         return e.code, json.loads(e.read() or b"null")
 
 
-class AdminSDK(unittest.TestCase):
+class AdminSDK(ServerCase):
     @classmethod
     def setUpClass(cls):
         import firebase_admin
         from firebase_admin import db
-        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-")
-        cls.server = Server(cls.dir).start()
+        super().setUpClass()
         os.environ["FIREBASE_DATABASE_EMULATOR_HOST"] = \
             f"127.0.0.1:{cls.server.port}"
         cls.app = firebase_admin.initialize_app(
@@ -101,9 +118,7 @@ class AdminSDK(unittest.TestCase):
     def tearDownClass(cls):
         import firebase_admin
         firebase_admin.delete_app(cls.app)
-        code, out = cls.server.stop()
-        assert code == 0, out
-        shutil.rmtree(cls.dir)
+        super().tearDownClass()
 
     def ref(self, path):
         return self.db.reference(path, app=self.app)
@@ -411,20 +426,9 @@ class CommandLine(unittest.TestCase):
             shutil.rmtree(directory)
 
 
-class Realtime(unittest.TestCase):
+class Realtime(ServerCase):
     """The realtime protocol (v5) over WebSocket, as the official clients
     speak it, beside REST on the same server."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="hearth-e2e-")
-        cls.server = Server(cls.dir).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        code, out = cls.server.stop()
-        assert code == 0, out
-        shutil.rmtree(cls.dir)
 
     def connect(self, ns="rt"):
         import websocket

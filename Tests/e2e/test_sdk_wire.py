@@ -15,7 +15,6 @@ Run: HEARTH_BIN=.build/debug/hearth python Tests/e2e/test_sdk_wire.py
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,36 +22,17 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_python_clients import HEARTH, Server, run_tests  # noqa: E402
-
-
-def recv_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data
+from wsraw import WebSocket  # noqa: E402
 
 
 def hello(port, host_header):
-    """The first frame of a /.ws connection that says Host: host_header."""
-    with socket.create_connection(("127.0.0.1", port), 10) as sock:
-        sock.sendall((f"GET /.ws?v=5&ns=demo HTTP/1.1\r\nHost: {host_header}\r\n"
-                      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while not head.endswith(b"\r\n\r\n"):
-            head += recv_exact(sock, 1)
-        assert head.startswith(b"HTTP/1.1 101"), head
-        b0, b1 = recv_exact(sock, 2)
-        length = b1 & 0x7F
-        if length == 126:
-            length = int.from_bytes(recv_exact(sock, 2), "big")
-        elif length == 127:
-            length = int.from_bytes(recv_exact(sock, 8), "big")
-        return json.loads(recv_exact(sock, length))["d"]["d"]
+    """The first message of a /.ws connection that says Host: host_header."""
+    ws = WebSocket(f"ws://127.0.0.1:{port}/.ws?v=5&ns=demo", host=host_header,
+                   timeout=10)
+    try:
+        return json.loads(ws.recv())["d"]["d"]
+    finally:
+        ws.close()
 
 
 class PublicHost(unittest.TestCase):
