@@ -20,8 +20,9 @@ let apple: [Platform] = [.macOS, .iOS]
 // client library. scripts/check-darwin.sh reads this list (one source of
 // truth for what "the client's C files" are).
 let serverOnly = [
-    "server", "cluster", "rules/jwt.c", "rules/jwt_keys.c", "rules/token.c",
-    "net/ws_server.c",
+    "server", "cluster", "triggers", "rules/jwt.c", "rules/jwt_keys.c",
+    "rules/jwt_sign_key.c", "rules/token.c", "net/ws_server.c",
+    "net/https_get.c",
 ]
 // The client's TLS, one per system (net/tls.h): OpenSSL on Linux; on Apple
 // platforms none of the core's own (net/apple/tls.c): the Swift module's

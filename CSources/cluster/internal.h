@@ -23,11 +23,10 @@
 #define HEARTH__CLUSTER_FORWARD_MS 15000 /* a forwarded write's bound */
 #define HEARTH__CLUSTER_HEARTBEAT_MS 500 /* of the tail's consumer */
 /* a record the log is known to hold, and nothing delivered this long: the
- * tail's consumer is made again (tail.c). Well past libnats' own remaking
- * of a consumer after missed heartbeats, which a JetStream electing its
- * leaders can hold up for seconds: this is the last resort, for a
- * consumer that will never come back. */
-#define HEARTH__CLUSTER_TAIL_STALL_MS 15000
+ * tail's consumer is made again (tail.c). libnats makes an ordered
+ * consumer again itself after missed heartbeats, but not always: after a
+ * nats-server's kill -9, tails were seen silent for good. */
+#define HEARTH__CLUSTER_TAIL_STALL_MS 3000
 /* how long making it again may hold the loop */
 #define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 1000
 #define HEARTH__CLUSTER_REJECT_KINDS 5 /* sealing.h */

@@ -114,6 +114,14 @@ static int quiet_fd(int fd) {
                : 0;
 }
 
+int64_t hearth__os_mtime_ms(const char *path) {
+    struct stat st;
+    if (stat(path, &st))
+        return -1;
+    return (int64_t)st.st_mtimespec.tv_sec * 1000 +
+           st.st_mtimespec.tv_nsec / 1000000;
+}
+
 int hearth__os_socket(int family, int type, int protocol) {
     int fd = socket(family, type, protocol);
     if (fd >= 0 && (quiet_fd(fd) || hearth__os_socket_quiet(fd))) {

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <malloc.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -74,6 +75,13 @@ int hearth__os_pin(int fd, const char *path, const char *link_path) {
 int hearth__os_socket_quiet(int fd) {
     (void)fd;
     return 0;
+}
+
+int64_t hearth__os_mtime_ms(const char *path) {
+    struct stat st;
+    if (stat(path, &st))
+        return -1;
+    return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 int hearth__os_socket(int family, int type, int protocol) {

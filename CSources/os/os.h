@@ -10,6 +10,7 @@
 #define HEARTH_OS_OS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Flushes fd's data, and the metadata needed to read it back, past every
  * cache to the storage itself: fdatasync on Linux; F_FULLFSYNC on Darwin,
@@ -55,6 +56,13 @@ int hearth__os_pin_template(const char *data_dir, char *out, size_t n);
  * replaced. 0; 1 when path no longer names fd's file (replaced between
  * the open and now: the caller starts over); -1 with errno set. */
 int hearth__os_pin(int fd, const char *path, const char *link_path);
+
+/* ---- files ---- */
+
+/* When the file at path was last written, in ms since the epoch (-1 with
+ * errno set when it cannot be read): st_mtim on Linux, st_mtimespec on
+ * Darwin. */
+int64_t hearth__os_mtime_ms(const char *path);
 
 /* ---- sockets ---- */
 

@@ -384,10 +384,8 @@ static uint64_t retained_from(const char *dir, uint64_t gen,
     uint64_t from = gen;
     for (size_t i = 0; i < n && gens[i] < gen; i++) {
         char *path = hearth__store_path(dir, "log.%llu", gens[i]);
-        struct stat st;
-        bool recent = !path || stat(path, &st) != 0 ||
-                      (int64_t)st.st_mtime * 1000 +
-                              st.st_mtim.tv_nsec / 1000000 >= cutoff;
+        int64_t written = path ? hearth__os_mtime_ms(path) : -1;
+        bool recent = written < 0 || written >= cutoff;
         hearth__free(path);
         if (recent) {
             from = gens[i];
