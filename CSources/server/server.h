@@ -121,6 +121,21 @@ typedef struct hearth__server {
 /* Whether tokens must be signed (a secret or public keys configured). */
 bool hearth__server_has_keys(const hearth__server *srv);
 
+/* A rules file is at most this big (the service's limit is 256 KB). */
+#define HEARTH__MAX_RULES_FILE (16u * 1024 * 1024)
+
+/* ---- server_rules.c ---- */
+/* Loads ns's rules: the keeper's document comes first (a cluster's, set
+ * for every node); then --rules FILE; then DATA/NAME/rules.json; then the
+ * default (open without token keys, locked with them). */
+int hearth__ns_load_rules(hearth__server *srv, hearth__namespace *ns,
+                          hearth_error_t *err);
+/* The keeper's rules callback (keeper.h), ctx the server. */
+void hearth__server_kept_rules(void *ctx, const char *name, const char *text);
+/* The rules file's poll callback (uv_fs_poll_t.data: the server). */
+void hearth__server_rules_file_changed(uv_fs_poll_t *poll, int status,
+                                       const uv_stat_t *prev,
+                                       const uv_stat_t *now);
 /* Adopts a parsed rules document (taken over) and its compiled form;
  * _source notes where its rules are written in text (the coverage
  * report's positions; NULL: in the document as GET /.settings/rules.json

@@ -66,8 +66,8 @@ static int int_field(json_t *spec, const char *key, int lo, int hi, int dflt,
     return 0;
 }
 
-static int parse_into(hearth__trigger *t, json_t *spec, const char *who,
-                      hearth_error_t *err) {
+/* A registration names only fields it may have. */
+static int check_fields(json_t *spec, const char *who, hearth_error_t *err) {
     const char *key;
     json_t *v;
     json_object_foreach(spec, key, v) {
@@ -83,45 +83,14 @@ static int parse_into(hearth__trigger *t, json_t *spec, const char *who,
                                  "retry_max_ms)",
                                  who, key);
     }
-    const char *ref, *path, *event, *instance, *ns, *url, *format, *secret;
-    if (!string_field(spec, "ref", &ref) || !string_field(spec, "path", &path) ||
-        !string_field(spec, "event", &event) ||
-        !string_field(spec, "instance", &instance) ||
-        !string_field(spec, "namespace", &ns) ||
-        !string_field(spec, "url", &url) ||
-        !string_field(spec, "format", &format) ||
-        !string_field(spec, "secret", &secret))
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "trigger \"%s\": ref, event, instance, url, "
-                             "format and secret must be strings",
-                             who);
-    if (!ref)
-        ref = path;
-    if (!ref)
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "trigger \"%s\": no \"ref\" (the path pattern, "
-                             "such as \"/messages/{id}\")",
-                             who);
-    if (!instance)
-        instance = ns ? ns : "*";
-    if (!url)
-        return hearth__error(err, HEARTH_EINVAL, NULL,
-                             "trigger \"%s\": no \"url\" (the endpoint that "
-                             "receives its events)",
-                             who);
-    hearth_error_t perr;
-    int rc = hearth__pattern_parse(ref, &t->ref, &perr);
-    if (!rc && (rc = hearth__pattern_parse(instance, &t->instance, &perr)) == 0 &&
-        (t->instance.n != 1 || t->instance.segs[0].capture)) {
-        rc = HEARTH_EINVAL;
-        snprintf(perr.message, sizeof perr.message,
-                 "the instance pattern \"%.64s\" must be one name, with '*' "
-                 "for any characters",
-                 instance);
-    }
-    if (rc)
-        return hearth__error(err, rc, NULL, "trigger \"%s\": %s", who,
-                             perr.message);
+    return 0;
+}
+
+/* The event it fires on (written when none), the body's format and
+ * whether a secret may sign it. */
+static int parse_kind(hearth__trigger *t, const char *event,
+                      const char *format, const char *secret, const char *who,
+                      hearth_error_t *err) {
     const char *ename = event ? event : "written";
     if (strncmp(ename, TYPE_PREFIX, strlen(TYPE_PREFIX)) == 0)
         ename += strlen(TYPE_PREFIX);
@@ -149,6 +118,55 @@ static int parse_into(hearth__trigger *t, json_t *spec, const char *who,
                              "trigger \"%s\": a secret signs webhooks only "
                              "(\"format\": \"webhook\")",
                              who);
+    return 0;
+}
+
+static int parse_into(hearth__trigger *t, json_t *spec, const char *who,
+                      hearth_error_t *err) {
+    int rc = check_fields(spec, who, err);
+    if (rc)
+        return rc;
+    const char *ref, *path, *event, *instance, *ns, *url, *format, *secret;
+    if (!string_field(spec, "ref", &ref) || !string_field(spec, "path", &path) ||
+        !string_field(spec, "event", &event) ||
+        !string_field(spec, "instance", &instance) ||
+        !string_field(spec, "namespace", &ns) ||
+        !string_field(spec, "url", &url) ||
+        !string_field(spec, "format", &format) ||
+        !string_field(spec, "secret", &secret))
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "trigger \"%s\": ref, event, instance, url, "
+                             "format and secret must be strings",
+                             who);
+    if (!ref)
+        ref = path;
+    if (!ref)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "trigger \"%s\": no \"ref\" (the path pattern, "
+                             "such as \"/messages/{id}\")",
+                             who);
+    if (!instance)
+        instance = ns ? ns : "*";
+    if (!url)
+        return hearth__error(err, HEARTH_EINVAL, NULL,
+                             "trigger \"%s\": no \"url\" (the endpoint that "
+                             "receives its events)",
+                             who);
+    hearth_error_t perr;
+    rc = hearth__pattern_parse(ref, &t->ref, &perr);
+    if (!rc && (rc = hearth__pattern_parse(instance, &t->instance, &perr)) == 0 &&
+        (t->instance.n != 1 || t->instance.segs[0].capture)) {
+        rc = HEARTH_EINVAL;
+        snprintf(perr.message, sizeof perr.message,
+                 "the instance pattern \"%.64s\" must be one name, with '*' "
+                 "for any characters",
+                 instance);
+    }
+    if (rc)
+        return hearth__error(err, rc, NULL, "trigger \"%s\": %s", who,
+                             perr.message);
+    if ((rc = parse_kind(t, event, format, secret, who, err)))
+        return rc;
     if ((rc = hearth__endpoint_parse(url, &t->to, &perr)))
         return hearth__error(err, rc, NULL, "trigger \"%s\": %s", who,
                              perr.message);
