@@ -329,9 +329,15 @@ void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         tail_deadlines(n, now);
+    /* Sent on a connection since lost: no answer will come (the write
+     * may have been applied or not, as any write whose answer was lost). */
+    unsigned lost = hearth__cluster_disconnects(c);
+    bool dropped = lost != c->fwd.disconnects;
+    c->fwd.disconnects = lost;
     for (hearth__forward **p = &c->fwd.forwards; *p;) {
         hearth__forward *f = *p;
-        bool unanswered = f->sent_at && now - f->sent_at > HEARTH__CLUSTER_WAIT_MS;
+        bool unanswered = f->sent_at && (dropped || now - f->sent_at >
+                                                        HEARTH__CLUSTER_WAIT_MS);
         if (now > f->deadline || unanswered) {
             *p = f->next;
             f->n->fwd.forwarding--;

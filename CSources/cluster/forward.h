@@ -19,6 +19,7 @@ typedef struct hearth__cluster_forwards {
     char inbox[96];
     uint64_t next_id;
     hearth__forward *forwards;
+    unsigned disconnects; /* the link's count when last looked at */
     struct hearth__joining *joining; /* arriving in parts (serve.c) */
 } hearth__cluster_forwards;
 

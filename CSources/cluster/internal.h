@@ -27,8 +27,10 @@
  * consumer again itself after missed heartbeats, but not always: after a
  * nats-server's kill -9, tails were seen silent for good. */
 #define HEARTH__CLUSTER_TAIL_STALL_MS 3000
-/* how long making it again may hold the loop */
+/* how long making it again may hold the loop, and how soon it is tried
+ * again when JetStream did not answer (electing its leaders) */
 #define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 1000
+#define HEARTH__CLUSTER_TAIL_RETRY_MS 1000
 #define HEARTH__CLUSTER_REJECT_KINDS 5 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */

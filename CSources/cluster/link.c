@@ -126,6 +126,29 @@ static natsStatus set_servers(natsOptions *opts, const char *urls, int *count) {
     return s;
 }
 
+/* What the callback thread reports to the loop, which reads it at its
+ * ticks. */
+typedef struct hearth__link_events {
+    atomic_uint disconnects;
+} hearth__link_events;
+
+/* NATS's callback thread: the connection was lost. */
+static void on_disconnected(natsConnection *nc, void *closure) {
+    (void)nc;
+    hearth__link_events *e = closure;
+    atomic_fetch_add(&e->disconnects, 1);
+}
+
+/* NATS's callback thread: the connection is closed, its last callback. */
+static void on_closed(natsConnection *nc, void *closure) {
+    (void)nc;
+    hearth__free(closure);
+}
+
+unsigned hearth__cluster_disconnects(hearth__cluster *c) {
+    return c->link.events ? atomic_load(&c->link.events->disconnects) : 0;
+}
+
 static natsStatus connect_nats(hearth__cluster *c,
                                const hearth__cluster_options *o,
                                hearth_error_t *err, int *rc) {
@@ -161,12 +184,25 @@ static natsStatus connect_nats(hearth__cluster *c,
      * the next server, instead of waiting out its bound. */
     if (s == NATS_OK)
         s = natsOptions_SetFailRequestsOnDisconnect(opts, true);
+    /* ... and a forwarded write sent on it is answered at the next tick
+     * (forward.c), not at its 5 s bound. */
+    hearth__link_events *events = NULL;
+    if (s == NATS_OK && !(events = hearth__calloc(1, sizeof *events)))
+        s = NATS_NO_MEMORY;
+    if (s == NATS_OK)
+        s = natsOptions_SetDisconnectedCB(opts, on_disconnected, events);
+    if (s == NATS_OK)
+        s = natsOptions_SetClosedCB(opts, on_closed, events);
     /* Each forwarded write and its answer goes out at once, not when the
      * library's flusher thread next runs. */
     if (s == NATS_OK)
         s = natsOptions_SetSendAsap(opts, true);
     if (s == NATS_OK)
         s = natsConnection_Connect(&c->nc, opts);
+    if (s == NATS_OK)
+        c->link.events = events; /* on_closed frees it */
+    else
+        hearth__free(events); /* no connection: no callback */
     natsOptions_Destroy(opts);
     c->replicas = count < 3 ? count : 3;
     return s;
@@ -294,6 +330,7 @@ static void drop_link(hearth__cluster *c) {
     hearth__cluster_rules_close(c);
     jsCtx_Destroy(c->round_js);
     jsCtx_Destroy(c->js);
+    c->link.events = NULL; /* the connection's to free from here */
     natsConnection_Destroy(c->nc);
 }
 
@@ -422,8 +459,10 @@ static void finish_stop(hearth__cluster *c) {
 static void maybe_finish_stop(hearth__cluster *c) {
     if (!c->link.stop_asked || c->link.open_spaces > 0)
         return;
-    if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
+    if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED) {
+        c->link.events = NULL; /* the connection's to free from here */
         natsConnection_Close(c->nc);
+    }
     if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
         !hearth__cluster_lane_busy(c))
         finish_stop(c);

@@ -23,12 +23,19 @@ typedef struct hearth__cluster_link {
      * them (a stop asked meanwhile finishes with the last). */
     int open_spaces;
     bool stop_asked;
+    /* what NATS's callback thread reports (the connection lost: what was
+     * sent on it and not answered never will be); its own block, freed
+     * by the connection's last callback, since that may come after the
+     * node is freed. NULL once the connection is closing. */
+    struct hearth__link_events *events;
 } hearth__cluster_link;
 
 /* ---- link.c ---- */
 /* Any thread: wakes the loop to drain what NATS's threads queued and each
  * namespace's tail. */
 void hearth__cluster_wake(hearth__cluster *c);
+/* How many times the connection to NATS was lost (any thread). */
+unsigned hearth__cluster_disconnects(hearth__cluster *c);
 /* Whether the node was asked to stop (hearth__cluster_stop). */
 bool hearth__cluster_stop_asked(const hearth__cluster *c);
 /* Any thread: queues m for the loop (or drops it when stopping). */

@@ -418,11 +418,17 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     free_list(queued);
     hearth_error_t err;
     n->tail.behind_since = 0;
-    if (hearth__cluster_tail_start(n, &err)) {
+    bool made = hearth__cluster_tail_start(n, &err) == 0;
+    if (!made) {
         hearth__log(HEARTH_LOG_WARNING, "%s; tried again in %d ms", err.message,
-                HEARTH__CLUSTER_TAIL_STALL_MS);
+                    HEARTH__CLUSTER_TAIL_RETRY_MS);
         n->tail.tail_sub = NULL;
     }
-    /* watched again until it comes */
+    /* watched again until it comes; a consumer not made, sooner */
     hearth__cluster_tail_expect(n, expected);
+    uint64_t sooner = HEARTH__CLUSTER_TAIL_STALL_MS - HEARTH__CLUSTER_TAIL_RETRY_MS;
+    if (!made && n->tail.behind_since)
+        n->tail.behind_since = n->tail.behind_since > sooner
+                                   ? n->tail.behind_since - sooner
+                                   : 1; /* 0 would be "not behind" */
 }
