@@ -17,6 +17,9 @@
 #define HEARTH__CLUSTER_LEASE_MS 4000 /* a lease or liveness key's TTL */
 #define HEARTH__CLUSTER_TICK_MS 500   /* renewals, elections, retries */
 #define HEARTH__CLUSTER_WAIT_MS 5000  /* a JetStream call's bound */
+/* how long a node starting waits for JetStream to be ready (its meta
+ * leader elected) before it gives up */
+#define HEARTH__CLUSTER_START_WAIT_MS 20000
 /* ... on the leases' round (round_js): three calls that each wait it out
  * (a JetStream electing its leaders) still renew a lease within its TTL */
 #define HEARTH__CLUSTER_ROUND_WAIT_MS 1000

@@ -219,9 +219,21 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
     if (ttl)
         kc.TTL = (int64_t)HEARTH__CLUSTER_LEASE_MS * 1000000; /* ns */
     kc.Replicas = c->replicas;
-    natsStatus s = js_CreateKeyValue(out, c->js, &kc);
-    if (s != NATS_OK) /* made by another node already */
-        s = js_KeyValue(out, c->js, name);
+    /* nats-servers started together may not have elected JetStream's
+     * meta leader yet: a call it leaves unanswered, or that finds
+     * nothing, is made again for a while (a refusal is not). */
+    uint64_t until = uv_hrtime() / 1000000 + HEARTH__CLUSTER_START_WAIT_MS;
+    natsStatus s;
+    for (;;) {
+        s = js_CreateKeyValue(out, c->js, &kc);
+        if (s != NATS_OK) /* made by another node already */
+            s = js_KeyValue(out, c->js, name);
+        bool unsettled = s == NATS_NOT_FOUND || s == NATS_TIMEOUT ||
+                         s == NATS_NO_RESPONDERS;
+        if (!unsettled || uv_hrtime() / 1000000 >= until)
+            break;
+        uv_sleep(250);
+    }
     if (s == NATS_OK && js != c->js) {
         kvStore_Destroy(*out);
         *out = NULL;
