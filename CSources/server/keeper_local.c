@@ -2,7 +2,7 @@
  * its own data directory, the rules the admin sets in that directory's
  * rules.json; onDisconnect writes live and die with their session. */
 #include "server/keeper.h"
-#include "os/os.h"
+#include "store/files.h"
 
 #include "common/internal.h"
 
@@ -26,22 +26,15 @@ static const char *local_rules_of(hearth__keeper *k, const char *ns) {
     return NULL; /* the server's own: rules.json is one of them */
 }
 
-/* Writes text to dir/rules.json whole (a new file, synced, renamed over
- * the old one): a crash leaves the old rules or the new, never a mix. The
- * admin may set a namespace's rules before it holds any data. */
+/* Writes text to dir/rules.json whole: a crash leaves the old rules or
+ * the new, never a mix. The admin may set a namespace's rules before it
+ * holds any data. */
 static int save_rules(const char *dir, const char *text, size_t len) {
     if (mkdir(dir, 0755) && errno != EEXIST)
         return HEARTH_EIO;
-    char path[1024], tmp[1040];
+    char path[1024];
     snprintf(path, sizeof path, "%s/rules.json", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(text, 1, len, f) == len;
-    if (f)
-        ok = fflush(f) == 0 && hearth__os_sync(fileno(f)) == 0 && ok;
-    if (f)
-        fclose(f);
-    return ok && rename(tmp, path) == 0 ? 0 : HEARTH_EIO;
+    return hearth__store_write_atomically(path, text, len, 0644, NULL);
 }
 
 static void local_rules_put(hearth__keeper *k, const char *ns, const char *dir,

@@ -168,7 +168,7 @@ static int read_consistent(const char *dir, hearth_node_t **root,
 }
 
 int hearth__store_write_atomically(const char *path, const char *data,
-                                   size_t len, hearth_error_t *err) {
+                                   size_t len, int mode, hearth_error_t *err) {
     size_t n = strlen(path);
     char *tmp = hearth__malloc(n + 5), *dir_copy = hearth__strndup(path, n);
     if (!tmp || !dir_copy) {
@@ -178,7 +178,7 @@ int hearth__store_write_atomically(const char *path, const char *data,
     }
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp", 5);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
     int rc = fd < 0 || hearth__store_write_all(fd, data, len) || hearth__os_sync(fd);
     if (fd >= 0)
         close(fd);
@@ -213,7 +213,8 @@ int hearth__store_write_root(const char *path, const hearth_node_t *root,
     hearth__buf_init(&b);
     hearth__node_write_json(&b, root, HEARTH_JSON_EXPORT);
     int rc = b.failed ? hearth__error_code(err, HEARTH_ENOMEM)
-                      : hearth__store_write_atomically(path, b.data, b.len, err);
+                      : hearth__store_write_atomically(path, b.data, b.len, 0600,
+                                                       err);
     hearth__buf_free(&b);
     return rc;
 }

@@ -21,10 +21,11 @@ int hearth__store_write_all(int fd, const char *data, size_t len);
 /* The same at offset off (pwrite: the file position does not move). */
 int hearth__store_pwrite_all(int fd, const char *data, size_t len,
                              uint64_t off);
-/* Writes data to path through path.tmp, synced, renamed: all or nothing
+/* Writes data to path through path.tmp (made with mode), synced,
+ * renamed, its directory synced: all or nothing, whatever the crash
  * (backup.c). HEARTH_EIO naming path. */
 int hearth__store_write_atomically(const char *path, const char *data,
-                                   size_t len, hearth_error_t *err);
+                                   size_t len, int mode, hearth_error_t *err);
 /* root as export JSON into path, the same way. */
 int hearth__store_write_root(const char *path, const hearth_node_t *root,
                              hearth_error_t *err);

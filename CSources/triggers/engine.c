@@ -3,6 +3,8 @@
  * thread). The taps are tap.c's, what the admin sees admin.c's. */
 #include "triggers/internal.h"
 
+#include "store/files.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -68,18 +70,19 @@ static void save_admin(hearth__triggers *e) {
             json_array_append_new(list, spec);
         }
     json_t *doc = json_pack("{s:o}", "triggers", list);
-    size_t len = strlen(e->dir) + 32;
-    char *path = hearth__malloc(len), *tmp = hearth__malloc(len);
-    if (doc && path && tmp) {
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+    size_t len = strlen(e->dir) + sizeof "/admin.json";
+    char *path = hearth__malloc(len);
+    if (path)
         snprintf(path, len, "%s/admin.json", e->dir);
-        snprintf(tmp, len, "%s/admin.json.tmp", e->dir);
-        if (json_dump_file(doc, tmp, JSON_INDENT(2)) || rename(tmp, path))
-            hearth__log(HEARTH_LOG_WARNING, "cannot keep the admin's triggers in %s: "
-                            "%s", path, strerror(errno));
-    }
+    hearth_error_t err;
+    if (text && path &&
+        hearth__store_write_atomically(path, text, strlen(text), 0600, &err))
+        hearth__log(HEARTH_LOG_WARNING, "cannot keep the admin's triggers: %s",
+                    err.message);
     json_decref(doc);
+    free(text);
     hearth__free(path);
-    hearth__free(tmp);
 }
 
 /* Adds the parsed triggers (taken over), replacing those of their names. */
