@@ -18,6 +18,7 @@ Cluster(secure=False) (--insecure) is the old way: plain NATS without
 authorization, nodes with --cluster-insecure."""
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -50,10 +51,26 @@ SUBSCRIBE = ["hearth.>", "_INBOX.>"]
 NATS_USER = "hearth"
 
 
+_picked = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below Linux's ephemeral range (32768 and up): a port the
+    kernel hands out would be free when asked, then taken by a node's own
+    outgoing connection to NATS before the node listened on it (CI saw
+    'address already in use'). Never the same one twice in a run."""
+    for _ in range(2000):
+        port = random.randint(20000, 32000)
+        if port in _picked:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _picked.add(port)
+        return port
+    raise RuntimeError("no free port between 20000 and 32000")
 
 
 def conf_list(items):
