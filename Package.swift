@@ -22,7 +22,7 @@ let apple: [Platform] = [.macOS, .iOS]
 let serverOnly = [
     "server", "cluster", "triggers", "rules/jwt.c", "rules/jwt_keys.c",
     "rules/jwt_sign_key.c", "rules/token.c", "net/ws_server.c",
-    "net/https_get.c",
+    "net/https_get.c", "net/dial.c", "net/url.c",
 ]
 // The client's TLS, one per system (net/tls.h): OpenSSL on Linux; on Apple
 // platforms none of the core's own (net/apple/tls.c): the Swift module's

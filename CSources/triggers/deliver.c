@@ -140,7 +140,8 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
 
 static void run(void *arg) {
     hearth__trigger *t = arg;
-    hearth__poster p = {.to = &t->to, .fd = -1, .stop_fd = t->stop_pipe[0]};
+    hearth__poster p;
+    hearth__poster_init(&p, &t->to, t->stop_pipe[0]);
     hearth__buf body, headers;
     hearth__buf_init(&body);
     hearth__buf_init(&headers);

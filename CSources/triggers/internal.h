@@ -47,7 +47,7 @@ typedef struct hearth__trigger {
     const char *type; /* the CloudEvent type: ...ref.v1.written */
     int format;
     char *url;
-    hearth__endpoint to;
+    hearth__url to;
     char *secret; /* a webhook's HMAC key, or NULL */
     int max_attempts, timeout_ms, retry_min_ms, retry_max_ms;
     char *origin;

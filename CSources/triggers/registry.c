@@ -31,7 +31,7 @@ void hearth__trigger_release(hearth__trigger *t) {
         hearth__tqueue_put(t->q);
     hearth__pattern_free(&t->ref);
     hearth__pattern_free(&t->instance);
-    hearth__endpoint_free(&t->to);
+    hearth__url_free(&t->to);
     hearth__free(t->name);
     hearth__free(t->url);
     hearth__free(t->secret);
@@ -167,7 +167,8 @@ static int parse_into(hearth__trigger *t, json_t *spec, const char *who,
                              perr.message);
     if ((rc = parse_kind(t, event, format, secret, who, err)))
         return rc;
-    if ((rc = hearth__endpoint_parse(url, &t->to, &perr)))
+    if ((rc = hearth__url_parse(url, HEARTH__URL_HTTP | HEARTH__URL_HTTPS,
+                                 "URL", &t->to, &perr)))
         return hearth__error(err, rc, NULL, "trigger \"%s\": %s", who,
                              perr.message);
     if ((rc = int_field(spec, "max_attempts", 1, 1000, 20, &t->max_attempts,

@@ -4,6 +4,8 @@
  * certificate files that cannot be used, and the reload (SIGHUP). */
 #include "test.h"
 
+#include "net/url.h"
+
 #include "http_raw.h"
 
 #include "server/handshake_rate.h"
@@ -346,7 +348,53 @@ static void test_handshakes_per_address_bounded(void) {
     teardown();
 }
 
+/* The URLs the server dials out to: what a request needs, or an error
+ * naming what is wrong. */
+static void test_url_parse(void) {
+    struct {
+        const char *url;
+        unsigned schemes;
+        const char *host, *port, *authority, *path, *why;
+    } cases[] = {
+        {"http://h/", 3, "h", "80", "h", "/", NULL},
+        {"HTTPS://h:8443?q=1", 3, "h", "8443", "h:8443", "/?q=1", NULL},
+        {"https://[::1]:9/a/b", 3, "::1", "9", "[::1]:9", "/a/b", NULL},
+        {"https://[::1]", 2, "::1", "443", "[::1]", "/", NULL},
+        {"http://h/", 2, NULL, NULL, NULL, NULL, "is not https://"},
+        {"ftp://h/", 3, NULL, NULL, NULL, NULL, "is not http:// or https://"},
+        {"http://u:p@h/", 3, NULL, NULL, NULL, NULL, "credentials"},
+        {"http://h/#top", 3, NULL, NULL, NULL, NULL, "fragment"},
+        {"http://h:0/", 3, NULL, NULL, NULL, NULL, "port"},
+        {"http://h:65536/", 3, NULL, NULL, NULL, NULL, "port"},
+        {"http://h:/", 3, NULL, NULL, NULL, NULL, "port"},
+        {"http://:80/", 3, NULL, NULL, NULL, NULL, "no host"},
+        {"http:///x", 3, NULL, NULL, NULL, NULL, "no host"},
+        {"http://[::1/", 3, NULL, NULL, NULL, NULL, "without ']'"},
+        {"http://[::1]x/", 3, NULL, NULL, NULL, NULL, "after the IPv6"},
+        {"http://h/a b", 3, NULL, NULL, NULL, NULL, "space"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hearth__url u;
+        hearth_error_t err = {0};
+        int rc = hearth__url_parse(cases[i].url, cases[i].schemes, "URL", &u,
+                                   &err);
+        if (cases[i].why) {
+            CHECK_INT(rc, HEARTH_EINVAL);
+            CHECK(strstr(err.message, cases[i].why) != NULL);
+            continue;
+        }
+        CHECK_INT(rc, 0);
+        CHECK_STR(u.host, cases[i].host);
+        CHECK_STR(u.port, cases[i].port);
+        CHECK_STR(u.authority, cases[i].authority);
+        CHECK_STR(u.path, cases[i].path);
+        CHECK_INT(u.tls, (cases[i].url[4] | 0x20) == 's');
+        hearth__url_free(&u);
+    }
+}
+
 const test_case tls_tests[] = {
+    {"tls_url_parse", test_url_parse},
     {"tls_handshakes_per_address_bounded", test_handshakes_per_address_bounded},
     {"tls_https_with_curl", test_https_with_curl},
     {"tls_own_client_over_wss", test_own_client_over_wss},

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import socket
 import subprocess
 import sys
@@ -45,9 +46,10 @@ class Receiver:
     `status` is what it answers. stop() closes the port (connections are
     refused until start() again on the same port)."""
 
-    def __init__(self, port=None, status=200):
+    def __init__(self, port=None, status=200, tls=None):
         self.port = port or free_port()
         self.status = status
+        self.tls = tls  # an ssl.SSLContext: an https:// endpoint
         self.bodies = []
         self.lock = threading.Condition()
         self.server = None
@@ -81,6 +83,9 @@ class Receiver:
         self.server = httpserver.ThreadingHTTPServer(("127.0.0.1", self.port),
                                                       Handler)
         self.server.daemon_threads = True
+        if self.tls:
+            self.server.socket = self.tls.wrap_socket(self.server.socket,
+                                                      server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
@@ -121,6 +126,24 @@ def first_seen(values):
         if v not in out:
             out.append(v)
     return out
+
+
+def self_signed(directory, name):
+    """A certificate for 127.0.0.1 signed by its own key (cert, key)."""
+    cert = os.path.join(directory, name + ".pem")
+    key = os.path.join(directory, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out",
+                    cert], check=True, capture_output=True)
+    return cert, key
+
+
+def tls_context(cert, key):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
 
 
 def triggers_file(directory, triggers):
@@ -179,6 +202,42 @@ class Delivery(unittest.TestCase):
         self.assertEqual(stats["lag"], 0)
         self.assertGreater(stats["retried"], 0)
         self.assertEqual(stats["dead"], 0)
+
+    def test_https_endpoints(self):
+        """An https:// endpoint whose certificate the server trusts (its
+        SSL_CERT_FILE) takes events; one it does not trust takes none, and
+        the trigger's last error names the certificate."""
+        trusted = self_signed(self.dir, "trusted")
+        stranger = self_signed(self.dir, "stranger")
+        good = Receiver(tls=tls_context(*trusted)).start()
+        bad = Receiver(tls=tls_context(*stranger)).start()
+        os.environ["SSL_CERT_FILE"] = trusted[0]
+        try:
+            s = self.serve([
+                {"name": "good", "ref": "/tls/{id}",
+                 "url": f"https://127.0.0.1:{good.port}/hook?x=1"},
+                {"name": "bad", "ref": "/tls/{id}", "retry_min_ms": 20,
+                 "url": f"https://127.0.0.1:{bad.port}/"}])
+        finally:
+            del os.environ["SSL_CERT_FILE"]
+        for i in range(5):
+            self.assertEqual(http("PUT", s.url(f"/tls/k{i}"), i)[0], 200)
+        got = good.wait(5)
+        self.assertEqual(first_seen([e["data"]["delta"] for e in got]),
+                         list(range(5)))
+        deadline = time.time() + 20
+        while True:
+            _, listed = http("GET", s.url("/.settings/triggers"), headers=OWNER)
+            by_name = {t["name"]: t["stats"] for t in listed["triggers"]}
+            error = by_name["bad"]["last_error"] or ""
+            if "certificate" in error or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertIn("certificate", error)
+        self.assertEqual(bad.bodies, [])
+        self.assertEqual(by_name["bad"]["delivered"], 0)
+        good.stop()
+        bad.stop()
 
     def test_kill9_then_restart_delivers(self):
         port = free_port()
