@@ -12,7 +12,11 @@ import Glibc
 /// (`--signature-type cloudevent`) on a port of its own, with the
 /// environment the emulator sets, so that `initialize_app()` with no
 /// arguments writes back to this server; and the server delivers the
-/// function's events to it. The processes stop with the server.
+/// function's events to it. The processes stop with the server, even one
+/// killed with SIGKILL: each runs under a small guardian holding the read
+/// end of a pipe whose only writer is this process, and the end of that
+/// pipe (the server closing it, or the kernel when the server dies) stops
+/// the function.
 final class FunctionsRunner {
     struct Function {
         let name: String
@@ -28,6 +32,7 @@ final class FunctionsRunner {
     private(set) var functions: [Function] = []
     private(set) var skipped: [String] = []
     private var processes: [Process] = []
+    private var lifelines: [FileHandle] = [] /* the pipes' write ends */
     private let stopping = Locked<Bool>() /* set once stop() begins */
 
     init(directory: String, namespace: String) {
@@ -130,9 +135,15 @@ final class FunctionsRunner {
     func start(databaseHost: String) throws {
         for function in functions {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: venvBin + "/functions-framework")
-            process.arguments = ["--target", function.name, "--signature-type", "cloudevent",
+            process.executableURL = URL(fileURLWithPath: venvBin + "/python")
+            process.arguments = ["-c", Self.guardianScript, venvBin + "/functions-framework",
+                                 "--target", function.name, "--signature-type", "cloudevent",
                                  "--host", "127.0.0.1", "--port", String(function.port)]
+            let lifeline = Pipe()
+            // Only this process may hold the write end: a function started
+            // later must not inherit it, or its end would never come.
+            _ = fcntl(lifeline.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            process.standardInput = lifeline
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
             var env = environment(databaseHost: databaseHost)
             env["FUNCTION_TARGET"] = function.name
@@ -156,17 +167,20 @@ final class FunctionsRunner {
                 throw FunctionsError("--functions: cannot start functions-framework for \(function.name): \(error)")
             }
             processes.append(process)
+            lifelines.append(lifeline.fileHandleForWriting)
         }
     }
 
-    /// Stops the functions: SIGINT (gunicorn's quick shutdown), then
-    /// SIGKILL for any still running after 5 s.
+    /// Stops the functions: their lifelines closed (each guardian sends
+    /// SIGINT, gunicorn's quick shutdown, then SIGKILL after 5 s), then
+    /// SIGKILL for any guardian still running after 7 s.
     func stop() {
         stopping.set(true)
-        for process in processes where process.isRunning {
-            kill(process.processIdentifier, SIGINT)
+        for lifeline in lifelines {
+            try? lifeline.close()
         }
-        let deadline = Date().addingTimeInterval(5)
+        lifelines.removeAll()
+        let deadline = Date().addingTimeInterval(7)
         for process in processes {
             while process.isRunning && Date() < deadline {
                 usleep(20_000)
@@ -197,6 +211,31 @@ final class FunctionsRunner {
         guard bound else { throw FunctionsError("--functions: cannot find a free port") }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
+
+    /// Run by the folder's own Python in front of each functions-framework
+    /// (its command line): the function runs until it ends by itself (its
+    /// status is the guardian's), or until standard input, the server's
+    /// lifeline, ends: then SIGINT, and SIGKILL after 5 s.
+    static let guardianScript = #"""
+import os, signal, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+def lifeline():
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    child.send_signal(signal.SIGINT)
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+threading.Thread(target=lifeline, daemon=True).start()
+for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, lambda n, _: child.send_signal(n))
+status = child.wait()
+sys.exit(status if status >= 0 else 128 - status)
+"""#
 
     /// Run by the folder's own Python: starts the SDK's admin server as
     /// the Firebase tooling does (ADMIN_PORT, the folder as its working

@@ -359,6 +359,50 @@ def functions_venv_problem():
 
 
 @unittest.skipIf(functions_venv_problem(), functions_venv_problem())
+def serve_functions(src, port, data):
+    """`hearth serve --functions src`, once it says it is ready: (the
+    process, its log file)."""
+    log = open(data + ".log", "w+")
+    proc = subprocess.Popen(
+        [HEARTH, "serve", "--port", str(port), "--data", data,
+         "--functions", src],
+        stdout=log, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        log.seek(0)
+        if "stop with Ctrl-C" in log.read():
+            return proc, log
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError("hearth serve --functions exited: " + log.read())
+        time.sleep(0.1)
+    raise RuntimeError("hearth serve --functions was not ready in 60 s")
+
+
+def function_ports(port):
+    _, listed = http("GET", f"http://127.0.0.1:{port}/.settings/triggers.json",
+                     headers=OWNER)
+    return [int(t["url"].rsplit(":", 1)[1].strip("/")) for t in listed["triggers"]]
+
+
+def wait_ports(ports, closed, timeout=30):
+    """True once every port is closed (or, closed False, listened on)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if all(port_closed(p) == closed for p in ports):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def port_closed(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+        return False
+    except OSError:
+        return True
+
+
 class PythonFunctions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -369,20 +413,8 @@ class PythonFunctions(unittest.TestCase):
             f.write(MAIN_PY)
         os.symlink(os.path.abspath(FUNCTIONS_VENV), os.path.join(cls.src, "venv"))
         cls.port = free_port()
-        cls.log = open(os.path.join(cls.dir, "serve.log"), "w+")
-        cls.proc = subprocess.Popen(
-            [HEARTH, "serve", "--port", str(cls.port), "--data",
-             os.path.join(cls.dir, "data"), "--functions", cls.src],
-            stdout=cls.log, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            cls.log.seek(0)
-            if "stop with Ctrl-C" in cls.log.read():
-                break
-            if cls.proc.poll() is not None:
-                cls.log.seek(0)
-                raise RuntimeError("hearth serve --functions exited: " + cls.log.read())
-            time.sleep(0.1)
+        cls.proc, cls.log = serve_functions(cls.src, cls.port,
+                                            os.path.join(cls.dir, "data"))
 
     @classmethod
     def tearDownClass(cls):
@@ -466,13 +498,26 @@ class PythonFunctions(unittest.TestCase):
              "after": {"langs": {"en": 1, "fr": 2}}}])
 
     def test_4_functions_stop_with_the_server(self):
-        _, listed = http("GET", self.url("/.settings/triggers"), headers=OWNER)
-        ports = [int(t["url"].rsplit(":", 1)[1].strip("/")) for t in listed["triggers"]]
+        ports = function_ports(self.port)
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=30)
-        for port in ports:
-            with self.assertRaises(OSError):
-                socket.create_connection(("127.0.0.1", port), 1).close()
+        for port in ports:  # gone by the time the server has exited
+            self.assertTrue(port_closed(port), port)
+
+    def test_5_functions_end_when_the_server_is_killed(self):
+        """kill -9 leaves the server no chance to stop its functions: the
+        end of their lifeline does."""
+        port = free_port()
+        proc, log = serve_functions(self.src, port,
+                                    os.path.join(self.dir, "data-killed"))
+        ports = function_ports(port)
+        self.assertTrue(ports)
+        self.assertTrue(wait_ports(ports, closed=False), "the functions never ran")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        log.close()
+        self.assertTrue(wait_ports(ports, closed=True),
+                        f"functions on {ports} still run")
 
 
 if __name__ == "__main__":
