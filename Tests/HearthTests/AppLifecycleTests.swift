@@ -3,6 +3,12 @@ import Testing
 
 @testable import Hearth
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 // The app's lifecycle as a client sees it (AppLifecycle.swift): the
 // decisions, driven by a source and background tasks of the test's own
 // (on iOS they are NWPathMonitor's and UIApplication's, which cannot run
@@ -273,6 +279,34 @@ struct AppLifecycleTests {
         #expect(embedded.countWrite() == nil)
     }
 
+    /// The network's return makes a client waiting out its backoff
+    /// connect at once (through `hearth_db_reconnect_now`). A listener of
+    /// the test's own takes each attempt and closes it: 5 returns of the
+    /// network bring 5 more attempts within 2.5 s of the first, where the
+    /// backoff alone (from 0.5-1 s, growing by 1.3) allows 3 more at most.
+    /// (The network's report is repeated until the attempt comes: the
+    /// client may not have seen the last one fail yet.)
+    @Test func theNetworksReturnReconnectsAClientAtOnce() async throws {
+        let listener = try ClosingListener()
+        defer { listener.stop() }
+        let source = TestLifecycleSource()
+        let database = Database(url: "http://127.0.0.1:\(listener.port)?ns=back")
+        database.callbackQueue = DispatchQueue(label: "hearth.tests.lifecycle.back")
+        database.useLifecycle(sources: [source], backgroundTasks: nil)
+        _ = database.handle  // the first attempt
+        try await listener.attempts.wait(for: 1)
+        let first = ContinuousClock.now
+        for wanted in 2...6 {
+            while listener.attempts.all.count < wanted && ContinuousClock.now - first < .seconds(5) {
+                source.send(.networkPath(satisfied: false))
+                source.send(.networkPath(satisfied: true))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        #expect(listener.attempts.all.count >= 6)
+        #expect(ContinuousClock.now - first < .seconds(2.5))
+    }
+
     /// The supervisor goes with its database: its sources stop.
     @Test func closingStopsTheSources() async throws {
         let source = TestLifecycleSource()
@@ -281,5 +315,58 @@ struct AppLifecycleTests {
         #expect(source.started)
         database = nil
         #expect(source.stopped)
+    }
+}
+
+/// A TCP listener on a free loopback port that takes each connection and
+/// closes it at once, recording when it came.
+final class ClosingListener: @unchecked Sendable {
+    // @unchecked Sendable: `fd` and `port` are set in init; the thread
+    // only reads them.
+    let port: Int
+    let attempts = Recorder<ContinuousClock.Instant>()
+    private let fd: Int32
+    private let stopped = Locked(false)
+
+    struct Failure: Error { let call: String }
+
+    init() throws {
+        #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw Failure(call: "socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(fd, address, length) == 0 && listen(fd, 16) == 0
+                    && getsockname(fd, address, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw Failure(call: "bind")
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in
+            while true {
+                let connection = accept(fd, nil, nil)
+                if connection < 0 || stopped.withLock({ $0 }) { break }
+                close(connection)
+                attempts.append(.now)
+            }
+        }
+    }
+
+    /// Stops taking connections (the accepting thread ends on its next).
+    func stop() {
+        stopped.withLock { $0 = true }
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
     }
 }
