@@ -705,6 +705,13 @@ public final class Database: @unchecked Sendable {
         prepare: () throws -> WriteStart,
         completion: (@Sendable (HearthError?) -> Void)?
     ) {
+        let start: WriteStart
+        do {
+            start = try prepare()
+        } catch {
+            report(HearthError(error), of: description(), to: completion)
+            return
+        }
         var completion = completion
         if let counted = countWrite() {
             // Settled when C completes it; logged as before when the
@@ -719,13 +726,6 @@ public final class Database: @unchecked Sendable {
                 }
                 counted.writeSettled()
             }
-        }
-        let start: WriteStart
-        do {
-            start = try prepare()
-        } catch {
-            report(HearthError(error), of: description(), to: completion)
-            return
         }
         var details = hearth_error_t()
         guard let completion else {
