@@ -714,8 +714,9 @@ public final class Database: @unchecked Sendable {
         }
         var completion = completion
         if let counted = countWrite() {
-            // Settled when C completes it; logged as before when the
-            // caller gave no completion.
+            // Settled when C completes it. Without the caller's
+            // completion a failure is logged, as the SDK logs a failed
+            // write then.
             let given = completion
             let described = given == nil ? description() : ""
             completion = { error in
