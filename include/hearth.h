@@ -504,7 +504,13 @@ typedef struct hearth_db_config_s {
      * writes in order when it connects. Writes still pending at close stay
      * stored (their completions get HEARTH_ECANCELED). A damaged or
      * unusable file is reported to the log and replaced, keeping the
-     * pending writes it can still read. NULL: memory only. */
+     * pending writes it can still read. A database with its own loop opens
+     * the file there, after hearth_db_open returned (SQLite's checks and a
+     * rebuild never hold up the caller, an app's main thread say) and
+     * before any call made after it; with the caller's loop, in
+     * hearth_db_open. The directory is made with its parents; one that
+     * cannot be made is reported to the log and the client keeps its data
+     * in memory. NULL: memory only. */
     const char *HEARTH_NULLABLE cache_dir;
     /* The cache's bound in bytes, 1 MB to 100 MB (0: 10 MB): server data
      * no observer holds is pruned, least recently used first, past it;

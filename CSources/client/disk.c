@@ -2,6 +2,8 @@
  * data by view with least-recently-used pruning. */
 #include "client/disk.h"
 
+#include "store/files.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -198,16 +200,26 @@ static void salvage_writes(const char *path, salvage *s) {
     }
 }
 
-int hearth__disk_open(const char *dir, const char *url, size_t bound,
-                      hearth__disk **out, hearth_error_t *err) {
-    if (bound == 0)
-        bound = HEARTH__DISK_DEFAULT_BOUND;
-    if (bound < HEARTH__DISK_MIN_BOUND || bound > HEARTH__DISK_MAX_BOUND)
+int hearth__disk_check_bound(size_t bound, hearth_error_t *err) {
+    if (bound != 0 &&
+        (bound < HEARTH__DISK_MIN_BOUND || bound > HEARTH__DISK_MAX_BOUND))
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "the cache size must be between 1 MB and 100 MB "
                              "(got %zu bytes)",
                              bound);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    return 0;
+}
+
+int hearth__disk_open(const char *dir, const char *url, size_t bound,
+                      hearth__disk **out, hearth_error_t *err) {
+    int rc = hearth__disk_check_bound(bound, err);
+    if (rc)
+        return rc;
+    if (bound == 0)
+        bound = HEARTH__DISK_DEFAULT_BOUND;
+    /* With its parents: an app's folder in Application Support may not
+     * exist yet. */
+    if (hearth__store_mkdir_p(dir) != 0)
         return hearth__error(err, HEARTH_EIO, NULL,
                              "cannot create the cache directory %.160s: %s",
                              dir, strerror(errno));
@@ -222,7 +234,7 @@ int hearth__disk_open(const char *dir, const char *url, size_t bound,
     }
     d->path = path;
     d->bound = bound;
-    int rc = open_file(d, path);
+    rc = open_file(d, path);
     if (rc != SQLITE_OK) {
         /* Damaged, unreadable or held: say so, keep what pending writes
          * can be read, and start a fresh file beside the old one. */

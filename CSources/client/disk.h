@@ -25,8 +25,12 @@ typedef struct hearth__disk hearth__disk;
 #define HEARTH__DISK_MIN_BOUND (1u * 1024 * 1024)
 #define HEARTH__DISK_MAX_BOUND (100u * 1024 * 1024)
 
-/* Opens (creating) the cache for url in dir. bound is the byte limit for
- * server data, and separately for pending writes. */
+/* HEARTH_EINVAL (err says why) unless bound is 0 (the default) or in
+ * range. */
+int hearth__disk_check_bound(size_t bound, hearth_error_t *err);
+/* Opens (creating) the cache for url in dir, and dir with its parents.
+ * bound is the byte limit for server data, and separately for pending
+ * writes. */
 int hearth__disk_open(const char *dir, const char *url, size_t bound,
                       hearth__disk **out, hearth_error_t *err);
 void hearth__disk_close(hearth__disk *d);

@@ -7,10 +7,16 @@
 #include "client/remote.h"
 #include "net/tls.h"
 
+#include <string.h>
+
 typedef struct remote_db {
     hearth__remote *remote; /* NULL once closed */
     hearth__remote_url url;
-    hearth__disk *disk; /* until the client takes it over */
+    /* The cache to open (config.cache_dir, config.url, cache_size), kept
+     * until the loop opens it: NULL without one. */
+    char *cache_dir;
+    char *cache_url;
+    size_t cache_size;
     /* asked for a token on every connection */
     hearth_auth_provider_cb auth_provider;
     void *auth_ctx;
@@ -218,7 +224,8 @@ static void remote_free(hearth_db_t *db) {
     if (!r)
         return;
     set_auth_provider(r, NULL, NULL, NULL);
-    hearth__disk_close(r->disk);
+    hearth__free(r->cache_dir);
+    hearth__free(r->cache_url);
     hearth__free(r);
     db->impl = NULL;
 }
@@ -243,12 +250,43 @@ static int remote_create(hearth_db_t *db, const hearth_db_config_t *config,
                            "module's transport carries https://)",
                            config->url);
     }
-    if (!rc && config->cache_dir)
-        rc = hearth__disk_open(config->cache_dir, config->url,
-                               config->cache_size, &r->disk, err);
+    if (!rc && config->cache_dir) {
+        /* The bound is the caller's mistake: said now. The file is opened
+         * when the loop starts (open_cache). */
+        rc = hearth__disk_check_bound(config->cache_size, err);
+        r->cache_size = config->cache_size;
+        if (!rc && (!(r->cache_dir = hearth__strndup(config->cache_dir, strlen(config->cache_dir))) ||
+                    !(r->cache_url = hearth__strndup(config->url, strlen(config->url)))))
+            rc = hearth__error_code(err, HEARTH_ENOMEM);
+    }
     if (rc)
         remote_free(db);
     return rc;
+}
+
+/* Opens the cache and hands it to the client: its stored writes are
+ * queued, in order, before any write made after hearth_db_open, and its
+ * data answers the reads and listens that follow. On the loop thread:
+ * SQLite's checks, and the salvage of a damaged file, may take a while,
+ * and the caller is often an app's main thread. A failure leaves the
+ * client without a cache, as a damaged file the disk cannot replace does
+ * (client/disk.h: the cache never stops the client). */
+static void open_cache(void *ctx) {
+    hearth_db_t *db = ctx;
+    remote_db *r = db->impl;
+    hearth_error_t err;
+    hearth__disk *disk = NULL;
+    if (!r->remote || !r->cache_dir)
+        return;
+    if (hearth__disk_open(r->cache_dir, r->cache_url, r->cache_size, &disk,
+                          &err)) {
+        hearth__log(HEARTH_LOG_ERROR,
+                    "the cache in %.200s cannot be used (%s): this client "
+                    "keeps its writes and data in memory only",
+                    r->cache_dir, err.message);
+        return;
+    }
+    hearth__remote_use_disk(r->remote, disk); /* taken over */
 }
 
 static int remote_start(hearth_db_t *db) {
@@ -258,11 +296,16 @@ static int remote_start(hearth_db_t *db) {
     if (hearth__remote_open(db->loop, &r->url, &db->events, &hooks,
                             &r->remote))
         return HEARTH_ELOOP;
-    if (r->disk) {
-        hearth__remote_use_disk(r->remote, r->disk); /* taken over */
-        r->disk = NULL;
+    if (!r->cache_dir)
+        return 0;
+    /* The caller's loop: this is its thread, and nothing can come before. */
+    if (!db->owns_loop) {
+        open_cache(db);
+        return 0;
     }
-    return 0;
+    /* Its own loop: the first operation there, ahead of every call that
+     * follows hearth_db_open (the queue runs in order). */
+    return hearth_db_call(db, open_cache, db, NULL) ? HEARTH_ELOOP : 0;
 }
 
 static void settle(hearth_db_t *db, bool may_wait) {

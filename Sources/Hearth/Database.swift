@@ -34,9 +34,14 @@ public final class Database: @unchecked Sendable {
     /// (so that useEmulator can still choose where it lives).
     struct Opened {
         let handle: OpaquePointer
-        let loopThread: pthread_t
+        /// The thread running its loop, once the loop has said (see
+        /// ``noteLoopThread(of:_:)``).
+        let loopThread: Locked<pthread_t?>
         /// The serial queue every user block runs on (see ``callbacks``).
         let callbacks: DispatchQueue
+        /// A client's: reconnects when the network or the app returns, and
+        /// holds a background task while writes drain (AppLifecycle.swift).
+        let supervisor: ConnectionSupervisor?
     }
     /// What is chosen before the database is first used; frozen when it
     /// opens.
@@ -47,6 +52,9 @@ public final class Database: @unchecked Sendable {
         /// Embedded only: the rules document and the `auth` (JSON) it judges by.
         var rules: (document: String, auth: String?)?
         var callbackQueue: DispatchQueue = .main
+        /// A client's lifecycle sources and background tasks; nil: the
+        /// system's (``AppLifecycle/platform()``).
+        var lifecycle: (sources: [LifecycleSource], backgroundTasks: BackgroundTasks?)?
     }
     /// The credential to hand the C client; it may change at any time.
     private enum Credential {
@@ -167,11 +175,14 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Keeps this client's pending writes and the server data of the
-    /// locations it listens to on disk (SQLite, in the user's cache
-    /// directory, `hearth/` inside it), so that an app started offline shows
-    /// its data and keeps its writes; they are sent when the connection
-    /// returns. A setting, as in the SDK: set it before the database is
-    /// first used. (Embedded databases keep their data anyway.)
+    /// locations it listens to on disk (SQLite; on Apple platforms under
+    /// Application Support, in a folder of the app's own, excluded from
+    /// backups; elsewhere in the user's cache directory; `hearth/` inside
+    /// it), so that an app started offline shows its data and keeps its
+    /// writes; they are sent when the connection returns. The file is
+    /// opened on the database's own thread, never the caller's. A setting,
+    /// as in the SDK: set it before the database is first used. (Embedded
+    /// databases keep their data anyway.)
     public var isPersistenceEnabled: Bool {
         get { setting { $0.persistenceEnabled } }
         set { configure("isPersistenceEnabled must be set") { $0.persistenceEnabled = newValue } }
@@ -317,9 +328,16 @@ public final class Database: @unchecked Sendable {
                 let made: Opened
                 do throws(HearthError) {
                     let db = try openC(settings)
+                    let client = serverURL(settings) != nil
+                    let lifecycle = settings.lifecycle ?? AppLifecycle.platform()
                     made = Opened(
-                        handle: db, loopThread: Self.loopThread(of: db, whileOpening),
-                        callbacks: Self.serialQueue(targeting: settings.callbackQueue))
+                        handle: db, loopThread: Self.noteLoopThread(of: db, whileOpening),
+                        callbacks: Self.serialQueue(targeting: settings.callbackQueue),
+                        supervisor: client
+                            ? ConnectionSupervisor(
+                                sources: lifecycle.sources, backgroundTasks: lifecycle.backgroundTasks,
+                                reconnect: { [weak self] in self?.reconnectNow() })
+                            : nil)
                 } catch {
                     setup.withLock { $0.opening = nil }
                     throw error
@@ -332,29 +350,38 @@ public final class Database: @unchecked Sendable {
                     // credential in force now, set while opening or before).
                     apply(setup.credential, to: made.handle, generation: setup.credentialGeneration)
                 }
+                made.supervisor?.start()
+                if made.supervisor != nil, settings.persistenceEnabled, URLSessionTransport.isDefault {
+                    // On the loop too, after C made the folder there.
+                    let cacheDir = Self.cacheDirectory
+                    _ = LoopCall.submit(to: made.handle, { Self.excludeFromBackup(cacheDir) }, canceled: {})
+                }
                 return made
             }
         }
     }
 
-    /// Opens the C database `settings` describe.
+    /// The server this instance is a client of, or nil (embedded).
+    private func serverURL(_ settings: Settings) -> String? {
+        settings.emulator.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
+            ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
+    }
+
+    /// Opens the C database `settings` describe. Nothing here waits for
+    /// the disk: the C core opens a client's cache on its loop thread, and
+    /// the embedded stores (`file://`) are the exception README "Apple
+    /// platforms" names.
     private func openC(_ settings: Settings) throws(HearthError) -> OpaquePointer {
         var db: OpaquePointer?
         var details = hearth_error_t()
         var config = hearth_db_config_t()
         config.size = MemoryLayout<hearth_db_config_t>.size  // the struct of this header
-        let server: String? =
-            settings.emulator.map { "http://\($0.host):\($0.port)?ns=\(namespace)" }
-            ?? (Self.networkSchemes.contains(where: { url.hasPrefix($0) }) ? url : nil)
+        let server = serverURL(settings)
         let directory = url.hasPrefix("file://") && server == nil ? URL(string: url)?.path : nil
         let status: Int32
         if let server {
+            // C makes the folder (with its parents) on the loop thread.
             let cacheDir = settings.persistenceEnabled ? Self.cacheDirectory : nil
-            if let cacheDir {
-                try? FileManager.default.createDirectory(
-                    atPath: cacheDir, withIntermediateDirectories: true)
-                if URLSessionTransport.isDefault { Self.excludeFromBackup(cacheDir) }
-            }
             config.cache_size = Int(settings.persistenceCacheSize)
             // On Apple platforms the client reaches servers through
             // URLSession (the system's TLS, trust and proxies).
@@ -399,7 +426,9 @@ public final class Database: @unchecked Sendable {
     /// Whether the caller is the database's loop thread (false before it
     /// opens).
     var isLoopThread: Bool {
-        guard let loop = setup.withLock({ $0.opened?.loopThread }) else { return false }
+        guard let loop = setup.withLock({ $0.opened?.loopThread })?.withLock({ $0 }) else {
+            return false
+        }
         return pthread_equal(pthread_self(), loop) != 0
     }
 
@@ -411,26 +440,25 @@ public final class Database: @unchecked Sendable {
         QueueBound(block, on: callbacks)
     }
 
-    /// Asks the loop for its thread, waiting for the answer.
-    private static func loopThread(
+    /// Asks the loop for its thread, without waiting for the answer: the
+    /// loop may be opening a client's cache first (C queues that ahead of
+    /// everything), and the caller is often the main thread. No code of
+    /// this module runs on the loop before the answer (the call is the
+    /// first it queues), so until then the caller is not the loop thread.
+    private static func noteLoopThread(
         of db: OpaquePointer, _ whileOpening: (@Sendable () -> Void)?
-    ) -> pthread_t {
+    ) -> Locked<pthread_t?> {
         let thread = Locked<pthread_t?>(nil)
-        let answered = DispatchSemaphore(value: 0)
         let status = LoopCall.submit(
             to: db,
             {
                 whileOpening?()
                 thread.withLock { $0 = pthread_self() }
-                answered.signal()
-            }, canceled: { answered.signal() })
-        if status == 0 {
-            answered.wait()
-        }
-        guard let loopThread = thread.withLock({ $0 }) else {
+            }, canceled: {})
+        if status != 0 {
             preconditionFailure("Hearth: the database loop did not start")
         }
-        return loopThread
+        return thread
     }
 
     deinit {
@@ -438,8 +466,9 @@ public final class Database: @unchecked Sendable {
         // own database: if the last reference went away in a callback
         // context there, close from a thread of its own.
         guard let opened = setup.withLock({ $0.opened }) else { return }
+        opened.supervisor?.stop()
         let db = UncheckedSendable(opened.handle)  // @unchecked: used once, by one thread
-        if pthread_equal(pthread_self(), opened.loopThread) != 0 {
+        if let loop = opened.loopThread.withLock({ $0 }), pthread_equal(pthread_self(), loop) != 0 {
             Thread.detachNewThread { _ = hearth_db_close(db.value) }
         } else {
             _ = hearth_db_close(db.value)
@@ -595,6 +624,33 @@ public final class Database: @unchecked Sendable {
         _ = hearth_db_set_online(handle, true)
     }
 
+    /// The network or the app is back: the reconnect backoff starts over
+    /// and a client waiting to reconnect connects now (what the supervisor
+    /// calls; nothing before the database opens). The C status.
+    @discardableResult
+    func reconnectNow() -> Int32 {
+        guard let db = setup.withLock({ $0.opened?.handle }) else { return 0 }
+        return hearth_db_reconnect_now(db)
+    }
+
+    /// Tests: lifecycle sources and background tasks of the test's own
+    /// instead of the system's; before the database is used.
+    func useLifecycle(sources: [LifecycleSource], backgroundTasks: BackgroundTasks?) {
+        configure("useLifecycle(sources:backgroundTasks:) must be called") {
+            $0.lifecycle = (sources, backgroundTasks)
+        }
+    }
+
+    /// Counts a write or transaction until its completion runs, while a
+    /// background task may be held for it: the supervisor to tell
+    /// `writeSettled()` then, or nil when nothing counts (no background
+    /// tasks on this system, or an embedded database).
+    func countWrite() -> ConnectionSupervisor? {
+        guard let supervisor = open().supervisor, supervisor.tracksWrites else { return nil }
+        supervisor.writeStarted()
+        return supervisor
+    }
+
     // MARK: Public API
 
     /// The version of Hearth (the C core's `hearth_version()`).
@@ -655,6 +711,22 @@ public final class Database: @unchecked Sendable {
         } catch {
             report(HearthError(error), of: description(), to: completion)
             return
+        }
+        var completion = completion
+        if let counted = countWrite() {
+            // Settled when C completes it. Without the caller's
+            // completion a failure is logged, as the SDK logs a failed
+            // write then.
+            let given = completion
+            let described = given == nil ? description() : ""
+            completion = { error in
+                if let given {
+                    given(error)
+                } else if let error {
+                    Self.log("\(described) failed: \(error.message)")
+                }
+                counted.writeSettled()
+            }
         }
         var details = hearth_error_t()
         guard let completion else {

@@ -98,6 +98,14 @@ extension DatabaseReference {
         _ block: @escaping (MutableData) -> TransactionResult,
         completion: @escaping @Sendable (HearthError?, Bool, DataSnapshot?) -> Void
     ) {
+        var completion = completion
+        if let counted = db.countWrite() {
+            let given = completion
+            completion = { error, committed, snapshot in
+                given(error, committed, snapshot)
+                counted.writeSettled()
+            }
+        }
         let transaction = Transaction(ref: self, block: block, completion: completion)
         let context = Unmanaged.passRetained(transaction).toOpaque()
         var details = hearth_error_t()

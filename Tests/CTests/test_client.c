@@ -1410,6 +1410,16 @@ static void test_cache_keeps_pending_writes_through_kill(void) {
     remove_tree(data);
 }
 
+/* Random bytes over every cache file in dir (its WAL files removed). */
+static void scribble_over_caches(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "for f in '%s'/*.sqlite; do head -c 4096 /dev/urandom > \"$f\"; "
+             "done; rm -f '%s'/*-wal '%s'/*-shm",
+             dir, dir, dir);
+    CHECK_INT(system(cmd), 0);
+}
+
 static void test_cache_damaged_file_is_rebuilt(void) {
     char cache[64] = "/tmp/hearth-cache-XXXXXX";
     make_dir(cache);
@@ -1420,13 +1430,8 @@ static void test_cache_damaged_file_is_rebuilt(void) {
     set_json(a, "/k", "1", &d);
     CHECK(wait_count(&d, 1, 5000));
     hearth_db_close(a);
-    /* Scribble over every cache file. */
+    scribble_over_caches(cache);
     char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "for f in '%s'/*.sqlite; do head -c 4096 /dev/urandom > \"$f\"; "
-             "done; rm -f '%s'/*-wal '%s'/*-shm",
-             cache, cache, cache);
-    CHECK_INT(system(cmd), 0);
     hearth_db_t *b = cached_client(port, "dmg", cache, 0);
     CHECK(b != NULL);
     char *j = get_json(b, "/k");
@@ -1440,6 +1445,93 @@ static void test_cache_damaged_file_is_rebuilt(void) {
     snprintf(cmd, sizeof cmd, "ls '%s' | grep -q broken", cache);
     CHECK_INT(system(cmd), 0);
     finish_server(s);
+    remove_tree(cache);
+}
+
+/* Where the cache's messages came from: the thread of the first message
+ * naming `about`, and the messages' text. */
+typedef struct cache_log {
+    pthread_mutex_t lock;
+    const char *about;
+    bool seen;
+    pthread_t thread;
+    char text[1024];
+} cache_log;
+
+static void note_cache_log(void *user, hearth_log_level level,
+                           const char *message) {
+    (void)level;
+    cache_log *c = user;
+    pthread_mutex_lock(&c->lock);
+    if (!c->seen && strstr(message, c->about)) {
+        c->seen = true;
+        c->thread = pthread_self();
+        snprintf(c->text, sizeof c->text, "%s", message);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void note_thread(void *ctx) { *(pthread_t *)ctx = pthread_self(); }
+
+/* The cache file is opened on the database's loop thread, never the
+ * caller's (an app's main thread, usually): a damaged file's rebuild is
+ * reported from the loop's thread, before anything asked after open; its
+ * folder is made with its parents; one that cannot be made is reported
+ * there too, and the client works on, in memory. */
+static void test_cache_opens_on_the_loop_thread(void) {
+    char cache[64] = "/tmp/hearth-cache-XXXXXX";
+    make_dir(cache);
+    int port = free_port(); /* nothing there: offline throughout */
+    hearth_db_t *a = cached_client(port, "loop", cache, 0);
+    set_json(a, "/k", "1", NULL);
+    barrier(a);
+    hearth_db_close(a);
+    scribble_over_caches(cache);
+    char cmd[512];
+
+    cache_log c = {.lock = PTHREAD_MUTEX_INITIALIZER, .about = "rebuilding"};
+    hearth_set_log(note_cache_log, &c);
+    hearth_db_t *b = cached_client(port, "loop", cache, 0);
+    pthread_t loop;
+    CHECK_INT(hearth_db_call(b, note_thread, &loop, NULL), 0);
+    barrier(b); /* the cache was opened first, then note_thread ran */
+    pthread_mutex_lock(&c.lock);
+    CHECK(c.seen);
+    CHECK(c.seen && pthread_equal(c.thread, loop));
+    CHECK(c.seen && !pthread_equal(c.thread, pthread_self()));
+    pthread_mutex_unlock(&c.lock);
+    hearth_db_close(b);
+
+    /* Parents made: the file exists once the loop has run the open. */
+    char deep[128];
+    snprintf(deep, sizeof deep, "%s/app/support/hearth", cache);
+    hearth_db_t *d = cached_client(port, "loop", deep, 0);
+    barrier(d);
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '[.]sqlite$'", deep);
+    CHECK_INT(system(cmd), 0);
+    hearth_db_close(d);
+
+    /* Below a file: no folder can be made there. */
+    cache_log bad = {.lock = PTHREAD_MUTEX_INITIALIZER, .about = "cannot be used"};
+    hearth_set_log(note_cache_log, &bad);
+    snprintf(deep, sizeof deep, "%s/app/support/hearth/plain", cache);
+    FILE *f = fopen(deep, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    snprintf(deep, sizeof deep, "%s/app/support/hearth/plain/below", cache);
+    hearth_db_t *e = cached_client(port, "loop", deep, 0);
+    CHECK(e != NULL);
+    set_json(e, "/m", "2", NULL);
+    char *j = get_json(e, "/m"); /* in memory: the write shows */
+    CHECK_STR(j, "2");
+    free(j);
+    pthread_mutex_lock(&bad.lock);
+    CHECK(bad.seen);
+    CHECK(strstr(bad.text, "cannot create the cache directory") != NULL);
+    pthread_mutex_unlock(&bad.lock);
+    hearth_db_close(e);
+    hearth_set_log(hearth_log_stderr, NULL);
     remove_tree(cache);
 }
 
@@ -2274,6 +2366,7 @@ const test_case client_tests[] = {
     {"client_cache_keeps_pending_writes_through_kill",
      test_cache_keeps_pending_writes_through_kill},
     {"client_cache_damaged_file_is_rebuilt", test_cache_damaged_file_is_rebuilt},
+    {"client_cache_opens_on_the_loop_thread", test_cache_opens_on_the_loop_thread},
     {"client_cache_bounds", test_cache_bounds},
     {"client_cache_prunes_least_recently_used", test_cache_prunes_least_recently_used},
     {"client_cache_of_the_old_name_moves", test_cache_of_the_old_name_moves},
