@@ -37,7 +37,7 @@ struct listen {
      * first value: when that value hashes the same, it is not sent. */
     char client_hash[HEARTH_HASH_SIZE];
     bool has_client_hash;
-    listen_t *next, *prev; /* the session's, newest first */
+    hearth__list link;     /* in the session's listens, newest first */
     listen_t *same_slot;   /* in the session's index */
 };
 
@@ -54,9 +54,9 @@ struct session {
     hearth__server *srv;
     hearth__namespace *ns;
     hearth__principal who; /* set by auth / gauth, cleared by unauth */
-    session *prev, *next;  /* the server's open sessions */
+    hearth__list link;     /* in the server's open sessions */
     hearth__ws *ws; /* NULL once the connection closed */
-    listen_t *listens;
+    hearth__list listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
     /* (path, query) -> listen, chained, once the session holds more than
      * a few (realtime_listen.c): an unlisten walked every listen */
@@ -69,6 +69,9 @@ struct session {
     /* a message arriving in pieces, up to what one message may hold */
     hearth__v5_joiner pieces;
 };
+
+#define HEARTH__LISTEN_OF(n) HEARTH__LIST_ITEM(n, listen_t, link)
+#define HEARTH__SESSION_OF(n) HEARTH__LIST_ITEM(n, session, link)
 
 /* ---- a session's listens (realtime_listen.c) ---- */
 

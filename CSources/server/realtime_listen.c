@@ -43,7 +43,10 @@ static void index_build(session *s, size_t slots) {
     hearth__free(s->index);
     s->index = hearth__calloc(slots, sizeof *s->index);
     s->index_slots = s->index ? slots : 0;
-    for (listen_t *l = s->index ? s->listens : NULL; l; l = l->next) {
+    if (!s->index)
+        return;
+    HEARTH__LIST_EACH(n, &s->listens) {
+        listen_t *l = HEARTH__LISTEN_OF(n);
         listen_t **slot = slot_of(s, l->path, l->identity);
         l->same_slot = *slot;
         *slot = l;
@@ -51,11 +54,7 @@ static void index_build(session *s, size_t slots) {
 }
 
 void hearth__realtime_listen_link(session *s, listen_t *l) {
-    l->prev = NULL;
-    l->next = s->listens;
-    if (s->listens)
-        s->listens->prev = l;
-    s->listens = l;
+    hearth__list_push_front(&s->listens, &l->link);
     /* sized by nlistens, which counts the listens being made and freed
      * too: a little larger than the list at times */
     if (s->index && s->nlistens <= 2 * s->index_slots) {
@@ -68,32 +67,37 @@ void hearth__realtime_listen_link(session *s, listen_t *l) {
 }
 
 void hearth__realtime_listen_unlink(session *s, listen_t *l) {
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        s->listens = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    hearth__list_remove(&l->link);
     if (s->index) {
         listen_t **p = slot_of(s, l->path, l->identity);
         while (*p != l)
             p = &(*p)->same_slot;
         *p = l->same_slot;
     }
-    if (!s->listens) { /* a session that listens again starts small */
+    if (hearth__list_empty(&s->listens)) { /* a session that listens again starts small */
         hearth__free(s->index);
         s->index = NULL;
         s->index_slots = 0;
     }
 }
 
+static bool same_listen(const listen_t *l, const char *path,
+                        const char *identity) {
+    return strcmp(l->path, path) == 0 && strcmp(l->identity, identity) == 0;
+}
+
 /* The session's listen of path under the query of that identity. */
 static listen_t *find_listen(session *s, const char *path,
                              const char *identity) {
-    listen_t *l = s->index ? *slot_of(s, path, identity) : s->listens;
-    for (; l; l = s->index ? l->same_slot : l->next)
-        if (strcmp(l->path, path) == 0 && strcmp(l->identity, identity) == 0)
-            return l;
+    if (s->index) {
+        for (listen_t *l = *slot_of(s, path, identity); l; l = l->same_slot)
+            if (same_listen(l, path, identity))
+                return l;
+        return NULL;
+    }
+    HEARTH__LIST_EACH(n, &s->listens)
+        if (same_listen(HEARTH__LISTEN_OF(n), path, identity))
+            return HEARTH__LISTEN_OF(n);
     return NULL;
 }
 
