@@ -80,13 +80,13 @@ void hearth__remote_send_listen(hearth__remote *r, listen_rec *l) {
  * are taken first: a callback may remove observers itself. */
 void hearth__remote_cancel_view(hearth__remote *r, hearth__view *v, int status) {
     size_t n = 0;
-    for (hearth__reg *g = v->regs; g; g = g->next)
+    for (hearth__reg *g = hearth__reg_first(v); g; g = hearth__reg_next(v, g))
         n++;
     hearth_observer_t *handles = hearth__malloc((n ? n : 1) * sizeof *handles);
     if (!handles)
         return;
     size_t k = 0;
-    for (hearth__reg *g = v->regs; g; g = g->next)
+    for (hearth__reg *g = hearth__reg_first(v); g; g = hearth__reg_next(v, g))
         if (!g->removed && !hearth__events_push_cancel(r->sync.events, g, status))
             handles[k++] = g->handle;
     hearth__remote_raise_events(r);

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct hearth__list {
     struct hearth__list *next, *prev;
@@ -34,6 +35,13 @@ typedef struct hearth__list {
 /* The item of type `type` whose field `field` is the node n. */
 #define HEARTH__LIST_ITEM(n, type, field)                                      \
     ((type *)(void *)((char *)(n) - offsetof(type, field)))
+
+static inline void *hearth__list__item(const hearth__list *n, size_t offset) {
+    return n ? (void *)((char *)(uintptr_t)n - offset) : NULL;
+}
+/* The same where n may be NULL (as hearth__list_first gives): NULL then. */
+#define HEARTH__LIST_ITEM_OR_NULL(n, type, field)                              \
+    ((type *)hearth__list__item((n), offsetof(type, field)))
 
 static inline void hearth__list_init(hearth__list *h) { h->next = h->prev = h; }
 

@@ -532,7 +532,8 @@ static int queue_type(hearth__view *v, const hearth__filter *f,
     int rc = 0;
     for (size_t i = 0; !rc && i < s.n; i++) {
         const hearth__change *c = sel[i];
-        for (hearth__reg *r = v->regs; !rc && r; r = r->next) {
+        for (hearth__reg *r = hearth__reg_first(v); !rc && r;
+             r = hearth__reg_next(v, r)) {
             if ((only && r != only) || !wants(r, type))
                 continue;
             const hearth__key *prev =
@@ -582,7 +583,8 @@ static int queue_events(hearth__view *v, const hearth__filter *f,
     for (size_t t = 0; !rc && t < HEARTH__ARRAY_SIZE(order); t++)
         rc = queue_type(v, f, cs->c, cs->n, order[t], &preds, only, out);
     hearth__preds_clear(&preds);
-    for (hearth__reg *r = v->regs; !rc && value && r; r = r->next)
+    for (hearth__reg *r = hearth__reg_first(v); !rc && value && r;
+         r = hearth__reg_next(v, r))
         if ((!only || r == only) && wants(r, HEARTH_EVENT_VALUE))
             rc = hearth__events_push(out, r, HEARTH_EVENT_VALUE, NULL, NULL,
                                      event_node);
