@@ -221,10 +221,10 @@ static void replay_write(int64_t id, const char *action, const char *body,
         if (w)
             w->action = "p";
     } else if (!rc && !strcmp(action, "m") && json_is_object(data)) {
-        hearth__ptree *merge = hearth__ptree_create();
+        hearth__ptree *merge = NULL;
         const char *key;
         json_t *v;
-        rc = merge ? 0 : HEARTH_ENOMEM;
+        rc = hearth__ptree_create(&merge);
         json_object_foreach(data, key, v) {
             hearth__path at;
             hearth_node_t *value = NULL, *local = NULL;

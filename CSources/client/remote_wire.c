@@ -102,13 +102,15 @@ void hearth__remote_drop_requests_for(hearth__remote *r, const void *item) {
 /* ---- the server's messages ---- */
 
 static hearth__ptree *merge_tree(json_t *data) {
-    hearth__ptree *t = hearth__ptree_create();
+    hearth__ptree *t;
+    if (hearth__ptree_create(&t))
+        return NULL;
     const char *key;
     json_t *value;
     json_object_foreach(data, key, value) {
         hearth__path p;
         hearth_node_t *n = NULL;
-        if (!t || hearth__path_parse(key, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL) ||
+        if (hearth__path_parse(key, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL) ||
             hearth_node_from_jansson(value, 0, &n, NULL)) {
             hearth__ptree_free(t);
             return NULL;

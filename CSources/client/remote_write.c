@@ -160,10 +160,12 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
         hearth_node_decref(local);
     } else {
         /* One update at the root: keys are the written paths. */
-        hearth__ptree *merge = hearth__ptree_create();
+        hearth__ptree *merge = NULL;
         json_t *d = json_object();
         w->action = "m";
-        rc = merge && d ? 0 : HEARTH_ENOMEM;
+        rc = hearth__ptree_create(&merge);
+        if (!rc && !d)
+            rc = HEARTH_ENOMEM;
         for (size_t i = 0; !rc && i < n; i++) {
             char *p = hearth__remote_path_text(paths[i]);
             hearth_node_t *local = hearth__remote_estimate(r, paths[i], values[i]);

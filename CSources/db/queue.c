@@ -200,8 +200,8 @@ int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,
                    hearth_free_cb ctx_free) {
     if (!db || !fn)
         return HEARTH_EINVAL;
-    hearth__db_op *o = hearth__db_op_create(OP_CALL);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(OP_CALL, &o))
         return HEARTH_ENOMEM;
     o->u.call = fn;
     o->ctx = ctx;

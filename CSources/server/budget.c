@@ -19,13 +19,15 @@ struct hearth__budget {
     hearth__map peers; /* address bytes -> the peer */
 };
 
-hearth__budget *hearth__budget_create(size_t total, size_t peer_share) {
+int hearth__budget_create(size_t total, size_t peer_share,
+                          hearth__budget **out) {
     hearth__budget *b = hearth__calloc(1, sizeof *b);
-    if (b) {
-        b->total = total;
-        b->peer_share = peer_share;
-    }
-    return b;
+    if (!b)
+        return HEARTH_ENOMEM;
+    b->total = total;
+    b->peer_share = peer_share;
+    *out = b;
+    return 0;
 }
 
 void hearth__budget_free(hearth__budget *b) {

@@ -210,7 +210,7 @@ static bool handshake_allowed(hearth__http_server *s,
     size_t len = tls ? rate_key(addr, key) : 0;
     if (!len)
         return true;
-    if (!s->handshakes && !(s->handshakes = hearth__handshake_rate_create()))
+    if (!s->handshakes && hearth__handshake_rate_create(&s->handshakes))
         return false; /* no memory: refuse rather than pay unbounded */
     if (hearth__handshake_allowed(s->handshakes, key, len, uv_now(s->loop),
                                   atomic_load(&s->handshakes_per_s),
@@ -292,7 +292,8 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
     s->limits = *limits;
     atomic_init(&s->handshakes_per_s, HEARTH__HANDSHAKES_PER_S);
     atomic_init(&s->handshake_burst, HEARTH__HANDSHAKE_BURST);
-    if (!(s->budget = hearth__budget_create(limits->max_held, limits->peer_share)) ||
+    if (hearth__budget_create(limits->max_held, limits->peer_share,
+                              &s->budget) ||
         uv_mutex_init(&s->tls_lock)) {
         hearth__budget_free(s->budget);
         hearth__free(s);

@@ -8,7 +8,7 @@
 
 /* Sessions and streams open on the namespace called name (0: closed). */
 static int connections(const hearth__server *srv, const char *name) {
-    const hearth__namespace *ns = hearth__server_namespace_open(srv, name);
+    const hearth__namespace *ns = hearth__server_namespace_find(srv, name);
     return ns ? ns->users : 0;
 }
 

@@ -189,14 +189,14 @@ static int ns_open(hearth__server *srv, const char *name,
     return 0;
 }
 
-hearth__namespace *hearth__server_namespace_open(const hearth__server *srv,
+hearth__namespace *hearth__server_namespace_find(const hearth__server *srv,
                                                 const char *name) {
     return hearth__map_get_str(&srv->namespace_names, name);
 }
 
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err) {
-    hearth__namespace *open = hearth__server_namespace_open(srv, name);
+    hearth__namespace *open = hearth__server_namespace_find(srv, name);
     if (open) {
         open->last_used = uv_now(&srv->loop);
         *out = open;

@@ -150,7 +150,7 @@ int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
 
 /* The namespace called name if it is open now, else NULL (opens nothing). */
-hearth__namespace *hearth__server_namespace_open(const hearth__server *srv,
+hearth__namespace *hearth__server_namespace_find(const hearth__server *srv,
                                                 const char *name);
 /* The namespace called name, opened if it is not (creating nothing on
  * disk). Valid while the request is handled; hold it to keep it longer.

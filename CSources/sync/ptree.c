@@ -71,8 +71,12 @@ hearth_node_t *hearth__sync_update(const hearth_node_t *node,
 
 /* ---- path trees ---- */
 
-hearth__ptree *hearth__ptree_create(void) {
-    return hearth__calloc(1, sizeof(hearth__ptree));
+int hearth__ptree_create(hearth__ptree **out) {
+    hearth__ptree *t = hearth__calloc(1, sizeof *t);
+    if (!t)
+        return HEARTH_ENOMEM;
+    *out = t;
+    return 0;
 }
 
 static void clear_kids(hearth__ptree *t) {
@@ -146,8 +150,9 @@ static hearth__ptree *add_kid(hearth__ptree *t, const hearth__name *name) {
         t->kids = kids;
         t->cap = cap;
     }
-    hearth__ptree *k = hearth__ptree_create();
-    hearth__key *key = k ? hearth__key_create(name) : NULL;
+    hearth__ptree *k = NULL;
+    hearth__key *key =
+        hearth__ptree_create(&k) ? NULL : hearth__key_create(name);
     if (!key) {
         hearth__free(k);
         return NULL;

@@ -72,7 +72,8 @@ struct hearth__ptree {
     unsigned n, cap;
 };
 
-hearth__ptree *hearth__ptree_create(void);
+/* An empty tree: 0 and *out, or HEARTH_ENOMEM. */
+int hearth__ptree_create(hearth__ptree **out);
 void hearth__ptree_free(hearth__ptree *t);
 /* The kid under name, or NULL. */
 hearth__ptree *hearth__ptree_kid(const hearth__ptree *t,

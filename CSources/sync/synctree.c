@@ -430,8 +430,9 @@ int hearth__sync_ack(hearth__sync *s, int64_t id, bool revert) {
         return rc;
     }
     /* The paths the write touched. */
-    hearth__ptree *affected = hearth__ptree_create();
-    mark_ctx m = {affected, affected ? 0 : HEARTH_ENOMEM};
+    hearth__ptree *affected = NULL;
+    int made = hearth__ptree_create(&affected);
+    mark_ctx m = {affected, made};
     if (!m.rc && gone.value)
         m.rc = hearth__ptree_set(affected, NULL, 0, hearth__node_empty());
     else if (!m.rc)

@@ -400,8 +400,8 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
             return;
         /* Acknowledged here without all the data: lay what there is again,
          * as a merge of its children. */
-        hearth__ptree *children = hearth__ptree_create();
-        if (!children) {
+        hearth__ptree *children;
+        if (hearth__ptree_create(&children)) {
             x->oom = true;
             return;
         }
@@ -420,8 +420,8 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
         hearth__ptree_free(children);
         return;
     }
-    ack_ctx a = {vc, rel, n, hearth__ptree_create(), false};
-    if (!a.changed) {
+    ack_ctx a = {vc, rel, n, NULL, false};
+    if (hearth__ptree_create(&a.changed)) {
         x->oom = true;
         return;
     }

@@ -239,7 +239,8 @@ static int64_t our_tag(scenario *s, const json_t *tag) {
 }
 
 static hearth__ptree *merge_of(const json_t *data) {
-    hearth__ptree *t = hearth__ptree_create();
+    hearth__ptree *t = NULL;
+    CHECK_INT(hearth__ptree_create(&t), 0);
     const char *key;
     const json_t *value;
     json_object_foreach((json_t *)data, key, value) {
@@ -604,7 +605,8 @@ static void test_random_operations_keep_events_consistent(void) {
             case 2: hearth__sync_user_set(&s, &list, obj, next_id++, true); break;
             case 3: hearth__sync_user_set(&s, &one, v, next_id++, true); break;
             case 4: {
-                hearth__ptree *merge = hearth__ptree_create();
+                hearth__ptree *merge = NULL;
+                CHECK_INT(hearth__ptree_create(&merge), 0);
                 size_t count = hearth_node_child_count(obj);
                 for (size_t i = 0; i < count; i++) {
                     const char *k;
