@@ -47,7 +47,7 @@ typedef struct od_op {
     char *path;
     json_t *data;
     size_t bytes; /* data as compact JSON */
-    struct od_op *next;
+    hearth__list link; /* in the session's, in the order asked */
 } od_op;
 
 struct session {
@@ -62,7 +62,7 @@ struct session {
      * a few (realtime_listen.c): an unlisten walked every listen */
     listen_t **index;
     size_t index_slots;
-    od_op *ondisconnect;
+    hearth__list ondisconnect;
     size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
     struct od_keeping *keeping; /* in a cluster: kept there (NULL: never) */
     int refs;       /* the connection, and each write awaiting its commit */
@@ -72,6 +72,7 @@ struct session {
 
 #define HEARTH__LISTEN_OF(n) HEARTH__LIST_ITEM(n, listen_t, link)
 #define HEARTH__SESSION_OF(n) HEARTH__LIST_ITEM(n, session, link)
+#define HEARTH__OD_OF(n) HEARTH__LIST_ITEM(n, od_op, link)
 
 /* ---- a session's listens (realtime_listen.c) ---- */
 
