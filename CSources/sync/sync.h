@@ -65,11 +65,15 @@ hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
 /* ---- path trees ---- */
 
 typedef struct hearth__ptree hearth__ptree;
+typedef struct hearth__ptree_entry {
+    hearth__key *key;
+    hearth__ptree *tree;
+} hearth__ptree_entry;
 struct hearth__ptree {
-    hearth_node_t *value; /* NULL: nothing here */
-    hearth__key **keys;   /* kids, by UTF-16 code units of their keys */
-    hearth__ptree **kids;
-    unsigned n, cap;
+    hearth_node_t *value;      /* NULL: nothing here */
+    hearth__ptree_entry *kids; /* by UTF-16 code units of their keys */
+    unsigned n;
+    size_t cap;
 };
 
 /* An empty tree: 0 and *out, or HEARTH_ENOMEM. */

@@ -242,8 +242,8 @@ static void server_merge(vctx *x, vcache *vc, const hearth__name *rel,
             return;
         }
         for (unsigned i = 0; i < nparts; i++)
-            parts[i] = (merge_part){hearth__key_name(merge->keys[i]),
-                                    merge->kids[i], NULL, 0};
+            parts[i] = (merge_part){hearth__key_name(merge->kids[i].key),
+                                    merge->kids[i].tree, NULL, 0};
     }
     /* Children the server cache has first, then new ones. */
     for (unsigned i = 0; i < nparts; i++)

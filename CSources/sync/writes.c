@@ -272,8 +272,8 @@ static hearth_node_t *written_children(const hearth__ptree *t,
     if (!t)
         return out;
     for (unsigned i = 0; out && i < t->n; i++)
-        if (t->kids[i]->value)
-            out = put(out, t->keys[i], t->kids[i]->value);
+        if (t->kids[i].tree->value)
+            out = put(out, t->kids[i].key, t->kids[i].tree->value);
     return out;
 }
 
