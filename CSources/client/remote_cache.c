@@ -169,11 +169,13 @@ void hearth__remote_save_views(hearth__remote *r) {
     if (!r->disk)
         return;
     size_t n = 0;
-    for (listen_rec *l = r->listens; l; l = l->next)
+    HEARTH__LIST_EACH(q, &r->listens)
         n++;
     char **keys = hearth__calloc(n ? n : 1, sizeof *keys);
     size_t k = 0;
-    for (listen_rec *l = r->listens; keys && l; l = l->next) {
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link) {
+        if (!keys)
+            break;
         const hearth__sview *sv = hearth__sview_of(l->view);
         if (hearth__remote_is_info(l->path) || !sv || !sv->ready)
             continue;

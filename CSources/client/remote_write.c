@@ -22,28 +22,13 @@ void hearth__remote_send_write(hearth__remote *r, write_rec *w) {
 }
 
 void hearth__remote_enqueue_write(hearth__remote *r, write_rec *w) {
-    w->next = NULL;
-    if (r->writes_tail)
-        r->writes_tail->next = w;
-    else
-        r->writes = w;
-    r->writes_tail = w;
+    hearth__list_push_back(&r->writes, &w->link);
     hearth__remote_send_write(r, w);
 }
 
 void hearth__remote_unlink_write(hearth__remote *r, write_rec *w) {
-    write_rec *prev = NULL;
-    for (write_rec *x = r->writes; x; prev = x, x = x->next) {
-        if (x != w)
-            continue;
-        if (prev)
-            prev->next = x->next;
-        else
-            r->writes = x->next;
-        if (r->writes_tail == x)
-            r->writes_tail = prev;
-        return;
-    }
+    HEARTH__UNUSED(r); /* w knows its list */
+    hearth__list_remove(&w->link);
 }
 
 int hearth__remote_status_code(const char *status) {

@@ -125,6 +125,22 @@ static inline void hearth__list_splice_back(hearth__list *h,
     hearth__list_init(from);
 }
 
+/* The item of type `type` linked by `field` first in h, and the one after
+ * x; NULL at the end. */
+#define HEARTH__LIST_FIRST_ITEM(h, type, field)                                \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_first(h), type, field)
+#define HEARTH__LIST_NEXT_ITEM(h, x, type, field)                              \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_next((h), &(x)->field), type, field)
+
+/* Walks h's items of type `type` (linked by `field`), x each in turn; x
+ * may leave the list (and be freed) in the body, no other item may. */
+#define HEARTH__LIST_EACH_ITEM(x, h, type, field)                              \
+    for (type *x = HEARTH__LIST_FIRST_ITEM(h, type, field),                    \
+              *x##_next_ =                                                     \
+                  x ? HEARTH__LIST_NEXT_ITEM(h, x, type, field) : NULL;        \
+         x; x = x##_next_,                                                     \
+              x##_next_ = x ? HEARTH__LIST_NEXT_ITEM(h, x, type, field) : NULL)
+
 /* Walks h's nodes first to last, n each in turn. */
 #define HEARTH__LIST_EACH(n, h)                                                \
     for (hearth__list *n = hearth__list_first(h); n;                           \
