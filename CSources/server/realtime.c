@@ -63,7 +63,7 @@ void hearth__realtime_session_release(session *s) {
     hearth__principal_clear(&s->who);
     hearth__v5_joiner_reset(&s->pieces);
     hearth__realtime_ondisconnect_free(s);
-    hearth__free(s->index); /* none once the listens went: for safety */
+    hearth__map_free(&s->index); /* none once the listens went: for safety */
     hearth__free(s);
 }
 

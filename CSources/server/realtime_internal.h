@@ -26,8 +26,11 @@ typedef struct session session;
 
 struct listen {
     session *s;
-    char *path;
-    char *identity; /* the query's identity: "default" or its wire form */
+    char *key;      /* path, NUL, identity: the index's key (key_len) */
+    size_t key_len;
+    char *path;     /* in key */
+    char *identity; /* in key: the query's identity ("default" or its
+                       wire form) */
     json_t *tag;    /* NULL for untagged */
     bool filtered;  /* a query with bounds or a limit: whole values */
     hearth_node_t *last; /* what the client holds now */
@@ -38,7 +41,7 @@ struct listen {
     char client_hash[HEARTH_HASH_SIZE];
     bool has_client_hash;
     hearth__list link;     /* in the session's listens, newest first */
-    listen_t *same_slot;   /* in the session's index */
+    listen_t *same_key;    /* the older listen of the same key, if any */
 };
 
 /* An onDisconnect write: set (d) or merge (m) at path. */
@@ -58,10 +61,10 @@ struct session {
     hearth__ws *ws; /* NULL once the connection closed */
     hearth__list listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
-    /* (path, query) -> listen, chained, once the session holds more than
-     * a few (realtime_listen.c): an unlisten walked every listen */
-    listen_t **index;
-    size_t index_slots;
+    /* (path, query) -> its newest listen, once the session holds more
+     * than a few (realtime_listen.c): an unlisten walked every listen */
+    hearth__map index;
+    bool indexed;
     hearth__list ondisconnect;
     size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
     struct od_keeping *keeping; /* in a cluster: kept there (NULL: never) */
