@@ -41,17 +41,25 @@ void *hearth__map_get(const hearth__map *m, const void *key, size_t len) {
  * into it; false (m untouched) when memory fails or the size overflows. */
 static bool rehash(hearth__map *m, size_t need) {
     size_t cap = 0;
-    hearth__map_slot *slots = hearth__grow(NULL, &cap, need, sizeof *slots);
+    if (!hearth__grow_capacity(&cap, need, sizeof(hearth__map_slot)))
+        return false;
+    /* calloc: a large table comes zeroed from the system, not memset */
+    hearth__map_slot *slots = hearth__calloc(cap, sizeof *slots);
     if (!slots)
         return false;
-    memset(slots, 0, cap * sizeof *slots);
     hearth__map old = *m;
     m->slots = slots;
     m->cap = cap;
-    for (size_t i = 0; i < old.cap; i++)
-        if (old.slots[i].key)
-            m->slots[slot_of(m, old.slots[i].key, old.slots[i].len,
-                             old.slots[i].hash)] = old.slots[i];
+    size_t mask = cap - 1;
+    for (size_t i = 0; i < old.cap; i++) {
+        if (!old.slots[i].key)
+            continue;
+        /* keys are distinct: the first free slot of its probe is its own */
+        size_t at = (size_t)old.slots[i].hash & mask;
+        while (m->slots[at].key)
+            at = (at + 1) & mask;
+        m->slots[at] = old.slots[i];
+    }
     hearth__free(old.slots);
     return true;
 }

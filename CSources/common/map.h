@@ -14,9 +14,9 @@
  *   key is a field of the value, as a namespace's name), and freeing the
  *   map frees neither.
  * - Values are not NULL (NULL is "absent" to hearth__map_get).
- * - Growth doubles the table through hearth__grow, so a size that would
- *   overflow is HEARTH_ENOMEM as a failed allocation is; the map is then
- *   as it was.
+ * - Growth doubles the table as hearth__grow does
+ *   (hearth__grow_capacity), so a size that would overflow is
+ *   HEARTH_ENOMEM as a failed allocation is; the map is then as it was.
  * - Adding and removing move entries: hearth__map_next's cursor is good
  *   only while neither happens.
  * Not thread-safe: one map, one thread (or its owner's lock).
