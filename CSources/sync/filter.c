@@ -21,54 +21,64 @@ void hearth__changes_clear(hearth__changes *cs) {
     for (size_t i = 0; i < cs->n; i++)
         change_release(&cs->c[i]);
     hearth__free(cs->c);
-    hearth__map_free(&cs->index);
+    hearth__free(cs->slots);
     memset(cs, 0, sizeof *cs);
 }
 
 enum { LINEAR_CHANGES = 16 }; /* below this, a scan beats a table */
 
+static size_t key_hash(const hearth__key *k) {
+    return (size_t)hearth__fnv1a(HEARTH__FNV_SEED, k->s, k->len);
+}
+
 static bool same_key(const hearth__key *a, const hearth__key *b) {
     return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
 }
 
-static void index_drop(hearth__changes *cs) {
-    hearth__map_free(&cs->index);
-    cs->indexed = false;
+static void slot_put(hearth__changes *cs, size_t index) {
+    size_t mask = cs->nslots - 1;
+    size_t i = key_hash(cs->c[index].key) & mask;
+    while (cs->slots[i])
+        i = (i + 1) & mask;
+    cs->slots[i] = (uint32_t)index + 1;
 }
 
-/* Puts change i in the index by its key (the key's bytes live as long as
- * the change holds it); without memory there is no index (finding scans:
- * slower, still right). */
-static void index_put(hearth__changes *cs, size_t i) {
-    const hearth__key *k = cs->c[i].key;
-    if (hearth__map_put(&cs->index, k->s, k->len, (void *)(uintptr_t)(i + 1)))
-        index_drop(cs);
+/* (Re)builds the table for the changes there are, with room to grow. */
+static bool index_changes(hearth__changes *cs) {
+    size_t want = 64;
+    while (want < cs->n * 4)
+        want *= 2;
+    if (want != cs->nslots || !cs->slots) {
+        uint32_t *slots = hearth__calloc(want, sizeof *slots);
+        if (!slots)
+            return false;
+        hearth__free(cs->slots);
+        cs->slots = slots;
+        cs->nslots = want;
+    } else {
+        memset(cs->slots, 0, cs->nslots * sizeof *cs->slots);
+    }
+    for (size_t i = 0; i < cs->n; i++)
+        slot_put(cs, i);
+    cs->stale = false;
+    return true;
 }
 
 static hearth__change *find_change(hearth__changes *cs, const hearth__key *k) {
-    if (!cs->indexed && cs->n >= LINEAR_CHANGES) {
-        cs->indexed = true;
-        for (size_t i = 0; cs->indexed && i < cs->n; i++)
-            index_put(cs, i);
+    bool indexed = cs->n >= LINEAR_CHANGES &&
+                   ((cs->slots && !cs->stale && cs->n * 2 <= cs->nslots) ||
+                    index_changes(cs));
+    if (!indexed) {
+        for (size_t i = 0; i < cs->n; i++)
+            if (same_key(cs->c[i].key, k))
+                return &cs->c[i];
+        return NULL;
     }
-    if (cs->indexed) {
-        size_t at = (uintptr_t)hearth__map_get(&cs->index, k->s, k->len);
-        return at ? &cs->c[at - 1] : NULL;
-    }
-    for (size_t i = 0; i < cs->n; i++)
-        if (same_key(cs->c[i].key, k))
-            return &cs->c[i];
+    size_t mask = cs->nslots - 1;
+    for (size_t i = key_hash(k) & mask; cs->slots[i]; i = (i + 1) & mask)
+        if (same_key(cs->c[cs->slots[i] - 1].key, k))
+            return &cs->c[cs->slots[i] - 1];
     return NULL;
-}
-
-/* Drops change c, the last one taking its place. */
-static void drop_change(hearth__changes *cs, hearth__change *c) {
-    if (cs->indexed)
-        hearth__map_remove(&cs->index, c->key->s, c->key->len);
-    change_release(c);
-    *c = cs->c[--cs->n];
-    if (cs->indexed && (size_t)(c - cs->c) < cs->n) /* moved: same key */
-        index_put(cs, (size_t)(c - cs->c));
 }
 
 static void set_change(hearth__change *c, hearth_event_type type,
@@ -97,7 +107,9 @@ void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
             hearth_node_decref(before);
         } else if (type == HEARTH_EVENT_CHILD_REMOVED &&
                    was == HEARTH_EVENT_CHILD_ADDED) {
-            drop_change(cs, c);
+            change_release(c);
+            *c = cs->c[--cs->n];
+            cs->stale = true; /* an entry moved */
         } else if (type == HEARTH_EVENT_CHILD_REMOVED &&
                    was == HEARTH_EVENT_CHILD_CHANGED) {
             hearth_node_t *before = hearth_node_incref(c->old);
@@ -126,8 +138,10 @@ void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
     cs->c[cs->n++] = (hearth__change){
         type, hearth__key_incref((hearth__key *)key), hearth_node_incref(node),
         old ? hearth_node_incref(old) : NULL};
-    if (cs->indexed)
-        index_put(cs, cs->n - 1);
+    if (cs->slots && !cs->stale && cs->n * 2 <= cs->nslots)
+        slot_put(cs, cs->n - 1);
+    else
+        cs->stale = true;
 }
 
 void hearth__named_clear(hearth__named *nn) {

@@ -202,10 +202,11 @@ typedef struct hearth__changes {
     hearth__change *c;
     size_t n, cap;
     bool failed;
-    /* By key, once there are many (a whole list loading): the key's
-     * bytes -> 1 + the change's place */
-    hearth__map index;
-    bool indexed;
+    /* By key, once there are many (a whole list loading): index + 1 per
+     * slot, open addressing; rebuilt when stale. */
+    uint32_t *slots;
+    size_t nslots;
+    bool stale;
 } hearth__changes;
 
 void hearth__changes_track(hearth__changes *cs, hearth_event_type type,
