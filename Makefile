@@ -18,7 +18,10 @@
 PREFIX    ?= /usr/local
 CC        ?= cc
 BUILD     := build
-PKGS      := jansson libuv libssl libcrypto zlib sqlite3 libnats
+# The libraries linked are listed once, in LIBRARIES (Package.swift is
+# checked against it: make test-link): pkg-config modules, then the rest.
+PKGS      := $(shell sed -e 's/\#.*//' LIBRARIES | awk 'NF == 3 && $$1 != "-" {print $$1}')
+LINK_ONLY := $(shell sed -e 's/\#.*//' LIBRARIES | awk 'NF == 3 && $$1 == "-" {print "-l" $$2}')
 APT_PKGS  := libjansson-dev libuv1-dev libssl-dev zlib1g-dev libhttp-parser-dev \
              libwslay-dev libsqlite3-dev pkg-config libnats-dev nats-server
 
@@ -31,7 +34,7 @@ SONAME    := libhearth.so.$(call version_part,MAJOR)
 WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ICSources -Iinclude \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lwslay -lpthread -lm
+LIBS       = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(LINK_ONLY)
 
 SRC       := $(sort $(wildcard CSources/*/*.c))
 OBJ       := $(SRC:CSources/%.c=$(BUILD)/obj/%.o)
@@ -43,7 +46,7 @@ OPT_CFLAGS  = $(BASE_CFLAGS) -O2 -g -fPIC -fvisibility=hidden
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: all lib cli deps test test-c test-layers test-portable test-darwin test-fuzz test-install test-swift \
+.PHONY: all lib cli deps test test-c test-layers test-link test-portable test-darwin test-fuzz test-install test-swift \
         test-e2e test-console test-console-assets test-cluster cluster \
         bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
@@ -90,7 +93,7 @@ $(BUILD)/libhearth.a: $(OBJ)
 $(BUILD)/libhearth.so: $(OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS)
 
-$(BUILD)/hearth.pc: Makefile include/hearth.h
+$(BUILD)/hearth.pc: Makefile LIBRARIES include/hearth.h
 	@mkdir -p $(BUILD)
 	@printf '%s\n' \
 	  'prefix=$(PREFIX)' \
@@ -100,9 +103,9 @@ $(BUILD)/hearth.pc: Makefile include/hearth.h
 	  'Name: hearth' \
 	  'Description: Self-hostable realtime JSON database (C core)' \
 	  'Version: $(VERSION)' \
-	  'Requires.private: jansson libuv libssl libcrypto zlib sqlite3 libnats' \
+	  'Requires.private: $(PKGS)' \
 	  'Libs: -L$${libdir} -lhearth' \
-	  'Libs.private: -lhttp_parser -lwslay -lpthread -lm' \
+	  'Libs.private: $(LINK_ONLY)' \
 	  'Cflags: -I$${includedir}' > $@
 
 cli: deps
@@ -125,6 +128,11 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 # Every #include in CSources/ goes down the order in CSources/LAYERS.
 test-layers:
 	scripts/check-layers.sh
+
+# Package.swift links what LIBRARIES lists, no more, no less (a read of
+# both files, under a second).
+test-link:
+	scripts/check-link.py
 
 # Nothing Linux-only is called outside the platform layer, CSources/os/
 # (a scan of the source, under a second).
@@ -151,7 +159,7 @@ test-darwin: $(ZIGVENV)/ok
 test-console-assets:
 	scripts/gen-console-assets.py --check
 
-test-c: deps test-layers test-portable test-console-assets $(BUILD)/ctest
+test-c: deps test-layers test-link test-portable test-console-assets $(BUILD)/ctest
 	$(SAN_ENV) HEARTH_SHARED=../shared $(BUILD)/ctest
 
 # Each fuzz target, built with gcc and the sanitizers, over its seeds and
@@ -258,31 +266,62 @@ cluster: deps
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/cluster.py --base $(CLUSTER_BASE) \
 	  $(if $(CLUSTER_INSECURE),--insecure)
 
-test: test-layers test-portable test-darwin test-c test-fuzz test-install test-swift test-e2e test-console \
+test: test-layers test-link test-portable test-darwin test-c test-fuzz test-install test-swift test-e2e test-console \
       test-cluster
 
 # ---- benchmarks and fuzzing (never part of `make test`) ----
 
-# Helpers the benchmarks share (bench_common.h); compiled into each one
-# that includes it: $(filter %.c,$^) is its own file, bench_common.c and
+# Helpers the benchmarks share (bench_common.h): bench_common.c and
 # ws_wire.c, the WebSocket client's bytes the C tests use too.
 WS_WIRE      := Tests/CTests/ws_wire.c Tests/CTests/ws_wire.h
 BENCH_COMMON := bench/bench_common.c bench/bench_common.h $(WS_WIRE)
 
-$(BUILD)/bench-tree: bench/tree_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+# Every benchmark program is built one way: the .c files among its
+# prerequisites, and the static library when it is one of them.
+BENCH_CC = $(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(filter %.a,$^) -o $@ $(LIBS)
 
+# build/bench-NAME from bench/NAME_bench.c (a '-' in NAME is a '_' in the
+# file), the shared helpers and the library.
+BENCH_C := tree realtime rules stall listen-hash triggers
+$(BENCH_C:%=$(BUILD)/bench-%): $(BUILD)/bench-%: $(BENCH_COMMON) $(BUILD)/libhearth.a
+	$(BENCH_CC)
+$(foreach b,$(BENCH_C),$(eval $(BUILD)/bench-$(b): bench/$(subst -,_,$(b))_bench.c))
+
+$(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
+	$(BENCH_CC)
 $(BUILD)/hearth-serve: examples/serve.c $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-$(BUILD)/sse-fanout: bench/sse_fanout.c
-	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
-
-$(BUILD)/swarm: bench/swarm.c $(WS_WIRE)
-	$(CC) $(BASE_CFLAGS) -O2 $(filter %.c,$^) -o $@ $(LIBS)
-
+	$(BENCH_CC)
 $(BUILD)/write-floor: bench/write_floor.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
+	$(BENCH_CC)
+$(BUILD)/swarm: bench/swarm.c $(WS_WIRE)
+	$(BENCH_CC)
+$(BUILD)/sse-fanout: bench/sse_fanout.c
+	$(BENCH_CC)
+$(BUILD)/json-load: bench/json_load.c
+	$(BENCH_CC)
+$(BUILD)/jetstream-raw: bench/jetstream_raw.c
+	$(BENCH_CC)
+
+# The C benchmarks that run by themselves: `make bench-NAME` builds
+# build/bench-NAME and runs it.
+#   bench-cache        cold start of a client from its cache on disk (issue
+#                      goal: under 50 ms)
+#   bench-realtime     client databases against an in-process server
+#                      (about 15 s)
+#   bench-rules        write throughput with a realistic rules file beside
+#                      no rules (issue goal: at most 20% slower; about 30 s)
+#   bench-stall        how long a 200 MB denied PUT and a 1,000,000-key PUT
+#                      stall another client's small GETs (about 5 s)
+#   bench-listen-hash  bytes sent to a client reconnecting to 10,000
+#                      children it holds, with and without the listen's
+#                      hash (issue goal: 100x fewer; a second or two)
+#   bench-triggers     trigger delivery (events/s, p50/p99) beside a load
+#                      generator hitting the same endpoint, and the cost to
+#                      writes of 10 triggers (issue goals: 1,000 events/s,
+#                      under 10 %; about 30 s)
+BENCH_SOLO := cache realtime rules stall listen-hash triggers
+$(BENCH_SOLO:%=bench-%): bench-%: lib $(BUILD)/bench-%
+	$(BUILD)/$@
 
 # Server RSS per idle realtime session (one listen each) beside nginx per
 # idle keep-alive connection; N=sessions (default: what the open-file
@@ -297,47 +336,11 @@ bench-fanout: lib $(BUILD)/hearth-serve $(BUILD)/swarm $(BUILD)/sse-fanout \
               $(BUILD)/write-floor
 	bench/fanout_bench.sh
 
-$(BUILD)/json-load: bench/json_load.c
-	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
-
 # A 1 GB database written through the server, then a new server's start
 # to first answer and RSS beside jansson loading its export file (about
 # 2 minutes; SIZE=MB to change the size).
 bench-bigdata: lib $(BUILD)/hearth-serve $(BUILD)/json-load
 	bench/bigdata_bench.sh
-
-$(BUILD)/bench-cache: bench/cache_bench.c $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $< $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# Cold start of a client from its cache on disk (issue goal: under 50 ms).
-bench-cache: lib $(BUILD)/bench-cache
-	$(BUILD)/bench-cache
-
-$(BUILD)/bench-realtime: bench/realtime_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# Client databases against an in-process server (about 15 s).
-bench-realtime: lib $(BUILD)/bench-realtime
-	$(BUILD)/bench-realtime
-
-$(BUILD)/bench-rules: bench/rules_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# Write throughput with a realistic rules file beside no rules (issue goal:
-# at most 20% slower; about 30 s).
-bench-rules: lib $(BUILD)/bench-rules
-	$(BUILD)/bench-rules
-
-$(BUILD)/bench-stall: bench/stall_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# How long a 200 MB denied PUT and a 1,000,000-key PUT stall another
-# client's small GETs (about 5 s).
-bench-stall: lib $(BUILD)/bench-stall
-	$(BUILD)/bench-stall
-
-$(BUILD)/jetstream-raw: bench/jetstream_raw.c
-	$(CC) $(BASE_CFLAGS) -O2 $< -o $@ $(LIBS)
 
 # Cluster mode beside its anchors (single node --fsync always, raw
 # JetStream publish-with-ack), insecure and sealed (a cluster secret)
@@ -345,23 +348,6 @@ $(BUILD)/jetstream-raw: bench/jetstream_raw.c
 # (about 3 min).
 bench-cluster: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout $(BUILD)/jetstream-raw
 	python3 bench/cluster_bench.py
-
-$(BUILD)/bench-listen-hash: bench/listen_hash_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# Bytes sent to a client reconnecting to 10,000 children it holds, with
-# and without the listen's hash (issue goal: 100x fewer; a second or two).
-bench-listen-hash: lib $(BUILD)/bench-listen-hash
-	$(BUILD)/bench-listen-hash
-
-$(BUILD)/bench-triggers: bench/triggers_bench.c $(BENCH_COMMON) $(BUILD)/libhearth.a
-	$(CC) $(BASE_CFLAGS) -O2 -g $(filter %.c,$^) $(BUILD)/libhearth.a -o $@ $(LIBS)
-
-# Trigger delivery (events/s, p50/p99) beside a load generator hitting the
-# same endpoint, and the cost to writes of 10 triggers (issue goals: 1,000
-# events/s, under 10 %; about 30 s).
-bench-triggers: lib $(BUILD)/bench-triggers
-	$(BUILD)/bench-triggers
 
 # REST PUTs beside nginx and Redis, and the SSE fan-out (server_bench.sh).
 bench-server: lib $(BUILD)/hearth-serve $(BUILD)/sse-fanout

@@ -158,8 +158,10 @@ static void close_file(hearth__disk *d) {
 
 /* The pending writes still readable in a damaged file. */
 typedef struct salvage {
-    int64_t *ids;
-    char **actions, **bodies;
+    struct salvaged {
+        int64_t id;
+        char *action, *body; /* NULL when memory failed */
+    } *w;
     size_t n, cap;
 } salvage;
 
@@ -170,29 +172,18 @@ static void salvage_writes(const char *path, salvage *s) {
         if (sqlite3_prepare_v2(db, "SELECT id, action, body FROM writes ORDER BY id",
                                -1, &st, NULL) == SQLITE_OK) {
             while (sqlite3_step(st) == SQLITE_ROW) {
-                if (s->n == s->cap) {
-                    size_t cap = s->cap ? s->cap * 2 : 16;
-                    int64_t *ids = hearth__realloc(s->ids, cap * sizeof *ids);
-                    if (ids)
-                        s->ids = ids;
-                    char **a = hearth__realloc(s->actions, cap * sizeof *a);
-                    if (a)
-                        s->actions = a;
-                    char **b = hearth__realloc(s->bodies, cap * sizeof *b);
-                    if (b)
-                        s->bodies = b;
-                    if (!ids || !a || !b)
-                        break;
-                    s->cap = cap;
-                }
+                struct salvaged *w = hearth__grow(s->w, &s->cap, s->n + 1,
+                                                  sizeof *w);
+                if (!w)
+                    break;
+                s->w = w;
                 const char *a = (const char *)sqlite3_column_text(st, 1);
                 const char *b = (const char *)sqlite3_column_text(st, 2);
                 if (!a || !b)
                     continue;
-                s->ids[s->n] = sqlite3_column_int64(st, 0);
-                s->actions[s->n] = hearth__strndup(a, strlen(a));
-                s->bodies[s->n] = hearth__strndup(b, strlen(b));
-                s->n++;
+                s->w[s->n++] = (struct salvaged){
+                    sqlite3_column_int64(st, 0), hearth__strndup(a, strlen(a)),
+                    hearth__strndup(b, strlen(b))};
             }
             sqlite3_finalize(st);
         }
@@ -260,14 +251,13 @@ int hearth__disk_open(const char *dir, const char *url, size_t bound,
             rc = open_file(d, ":memory:");
         }
         for (size_t i = 0; i < s.n; i++) {
-            if (rc == SQLITE_OK && s.actions[i] && s.bodies[i])
-                hearth__disk_write_add(d, s.ids[i], s.actions[i], s.bodies[i]);
-            hearth__free(s.actions[i]);
-            hearth__free(s.bodies[i]);
+            struct salvaged *w = &s.w[i];
+            if (rc == SQLITE_OK && w->action && w->body)
+                hearth__disk_write_add(d, w->id, w->action, w->body);
+            hearth__free(w->action);
+            hearth__free(w->body);
         }
-        hearth__free(s.ids);
-        hearth__free(s.actions);
-        hearth__free(s.bodies);
+        hearth__free(s.w);
         if (rc != SQLITE_OK) {
             close_file(d);
             hearth__free(d->path);

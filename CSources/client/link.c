@@ -7,6 +7,7 @@
 #include "client/link.h"
 
 #include "common/internal.h"
+#include "common/list.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 enum report_kind { OPENED, MESSAGE, CLOSED };
 
 typedef struct report {
-    struct report *next;
+    hearth__list link; /* in the connection's reports */
     enum report_kind kind;
     int status;
     size_t len;
@@ -24,7 +25,7 @@ typedef struct report {
 struct hearth_ws_s {
     uv_async_t wake;
     uv_mutex_t lock;
-    report *head, *tail; /* under lock */
+    hearth__list reports; /* under lock, oldest first */
     bool lost;           /* under lock: a report did not fit in memory */
     bool reported_closed; /* loop thread: the last report was handled */
     hearth_transport_t t;
@@ -71,18 +72,13 @@ static void post(hearth_ws_t *ws, enum report_kind kind, int status,
     report *r = hearth__malloc(sizeof *r + len + 1);
     uv_mutex_lock(&ws->lock);
     if (r) {
-        r->next = NULL;
         r->kind = kind;
         r->status = status;
         r->len = len;
         if (len)
             memcpy(r->text, text, len);
         r->text[len] = '\0';
-        if (ws->tail)
-            ws->tail->next = r;
-        else
-            ws->head = r;
-        ws->tail = r;
+        hearth__list_push_back(&ws->reports, &r->link);
     } else {
         ws->lost = true; /* the stream has a hole: the connection ends */
     }
@@ -111,17 +107,19 @@ static void on_ws_freed(uv_handle_t *h) {
     hearth__free(ws);
 }
 
+static void free_reports(hearth__list *reports) {
+    for (hearth__list *n; (n = hearth__list_pop_front(reports));)
+        hearth__free(HEARTH__LIST_ITEM(n, report, link));
+}
+
 static void end_ws(hearth_ws_t *ws) {
     ws->reported_closed = true;
+    hearth__list left = {0};
     uv_mutex_lock(&ws->lock);
-    report *r = ws->head;
-    ws->head = ws->tail = NULL;
+    hearth__list_splice_back(&left, &ws->reports);
     uv_mutex_unlock(&ws->lock);
-    while (r) { /* the transport broke the contract: nothing after closed */
-        report *next = r->next;
-        hearth__free(r);
-        r = next;
-    }
+    free_reports(&left); /* the transport broke the contract: nothing
+                            after closed */
     uv_close((uv_handle_t *)&ws->wake, on_ws_freed);
 }
 
@@ -129,9 +127,9 @@ static void on_wake(uv_async_t *a) {
     hearth_ws_t *ws = a->data;
     if (ws->reported_closed)
         return;
+    hearth__list got = {0};
     uv_mutex_lock(&ws->lock);
-    report *r = ws->head;
-    ws->head = ws->tail = NULL;
+    hearth__list_splice_back(&got, &ws->reports);
     bool lost = ws->lost;
     ws->lost = false;
     uv_mutex_unlock(&ws->lock);
@@ -142,8 +140,8 @@ static void on_wake(uv_async_t *a) {
         if (ws->cb.on_close)
             ws->cb.on_close(user, HEARTH_ENOMEM, "out of memory for a message");
     }
-    while (r) {
-        report *next = r->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&got));) {
+        report *r = HEARTH__LIST_ITEM(n, report, link);
         bool closed = r->kind == CLOSED;
         void *user = ws->user;
         if (closed)
@@ -155,13 +153,8 @@ static void on_wake(uv_async_t *a) {
         else if (user && closed && ws->cb.on_close)
             ws->cb.on_close(user, r->status, r->len ? r->text : "closed");
         hearth__free(r);
-        r = next;
         if (closed) {
-            while (r) { /* nothing counts after closed */
-                next = r->next;
-                hearth__free(r);
-                r = next;
-            }
+            free_reports(&got); /* nothing counts after closed */
             end_ws(ws);
             return;
         }

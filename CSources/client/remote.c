@@ -149,13 +149,8 @@ void hearth__remote_close(hearth__remote *r) {
     }
     r->connected = false;
     r->ready = false;
-    while (r->reqs) {
-        outreq *q = r->reqs;
-        r->reqs = q->next;
-        hearth__free(q);
-    }
-    while (r->batches) {
-        batch *b = r->batches;
+    hearth__remote_free_requests(r);
+    for (batch *b; (b = HEARTH__LIST_FIRST_ITEM(&r->batches, batch, link));) {
         if (b->write) {
             hearth__remote_unlink_write(r, b->write);
             hearth__remote_write_free(b->write);
@@ -163,28 +158,21 @@ void hearth__remote_close(hearth__remote *r) {
         }
         hearth__remote_batch_finish(r, b, HEARTH_ECANCELED, false);
     }
-    while (r->txs)
-        hearth__remote_tx_finish(r->txs, HEARTH_ECANCELED, false);
+    hearth__remote_finish_all_txs(r);
     hearth__remote_flush_finished(r);
-    while (r->writes) {
-        write_rec *w = r->writes;
-        r->writes = w->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&r->writes));) {
+        write_rec *w = HEARTH__LIST_ITEM(n, write_rec, link);
         if (w->done)
             w->done(HEARTH_ECANCELED, w->arg);
         hearth__remote_write_free(w);
     }
-    r->writes_tail = NULL;
-    while (r->gets) {
-        get_rec *g = r->gets;
-        r->gets = g->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&r->gets));) {
+        get_rec *g = HEARTH__LIST_ITEM(n, get_rec, link);
         g->done(HEARTH_ECANCELED, NULL, g->arg);
         hearth__remote_get_free(g);
     }
-    while (r->listens) {
-        listen_rec *l = r->listens;
-        r->listens = l->next;
-        hearth__remote_listen_free(l);
-    }
+    for (hearth__list *n; (n = hearth__list_pop_front(&r->listens));)
+        hearth__remote_listen_free(HEARTH__LIST_ITEM(n, listen_rec, link));
     hearth__od_clear(&r->on_disconnect);
     hearth__sync_destroy(&r->sync);
     uv_close((uv_handle_t *)&r->retry, on_timer_closed);

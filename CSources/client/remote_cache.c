@@ -169,11 +169,13 @@ void hearth__remote_save_views(hearth__remote *r) {
     if (!r->disk)
         return;
     size_t n = 0;
-    for (listen_rec *l = r->listens; l; l = l->next)
+    HEARTH__LIST_EACH(q, &r->listens)
         n++;
     char **keys = hearth__calloc(n ? n : 1, sizeof *keys);
     size_t k = 0;
-    for (listen_rec *l = r->listens; keys && l; l = l->next) {
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link) {
+        if (!keys)
+            break;
         const hearth__sview *sv = hearth__sview_of(l->view);
         if (hearth__remote_is_info(l->path) || !sv || !sv->ready)
             continue;
@@ -221,10 +223,10 @@ static void replay_write(int64_t id, const char *action, const char *body,
         if (w)
             w->action = "p";
     } else if (!rc && !strcmp(action, "m") && json_is_object(data)) {
-        hearth__ptree *merge = hearth__ptree_create();
+        hearth__ptree *merge = NULL;
         const char *key;
         json_t *v;
-        rc = merge ? 0 : HEARTH_ENOMEM;
+        rc = hearth__ptree_create(&merge);
         json_object_foreach(data, key, v) {
             hearth__path at;
             hearth_node_t *value = NULL, *local = NULL;

@@ -48,11 +48,11 @@ static void become_ready(hearth__remote *r) {
     r->awaiting_token = false;
     if (r->auth_token)
         send_auth(r);
-    for (listen_rec *l = r->listens; l; l = l->next)
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link)
         hearth__remote_send_listen(r, l);
-    for (write_rec *w = r->writes; w; w = w->next)
+    HEARTH__LIST_EACH_ITEM(w, &r->writes, write_rec, link)
         hearth__remote_send_write(r, w);
-    for (get_rec *g = r->gets; g; g = g->next)
+    HEARTH__LIST_EACH_ITEM(g, &r->gets, get_rec, link)
         hearth__remote_send_get(r, g);
 }
 
@@ -133,12 +133,10 @@ void hearth__remote_auth_answered(hearth__remote *r, const char *status, json_t 
 
 
 void hearth__remote_purge(hearth__remote *r) {
-    while (r->batches)
-        hearth__remote_batch_abandon(r, r->batches, HEARTH_ECANCELED);
-    while (r->txs)
-        hearth__remote_tx_finish(r->txs, HEARTH_ECANCELED, false);
-    for (write_rec *w = r->writes; w;) {
-        write_rec *next = w->next;
+    for (batch *b; (b = HEARTH__LIST_FIRST_ITEM(&r->batches, batch, link));)
+        hearth__remote_batch_abandon(r, b, HEARTH_ECANCELED);
+    hearth__remote_finish_all_txs(r);
+    HEARTH__LIST_EACH_ITEM(w, &r->writes, write_rec, link) {
         if (w->id >= 0) {
             hearth__remote_unlink_write(r, w);
             hearth__remote_drop_requests_for(r, w);
@@ -148,7 +146,6 @@ void hearth__remote_purge(hearth__remote *r) {
                 w->done(HEARTH_ECANCELED, w->arg);
             hearth__remote_write_free(w);
         }
-        w = next;
     }
     hearth__remote_raise_events(r);
     hearth__remote_flush_finished(r);
@@ -204,23 +201,16 @@ static void went_offline(hearth__remote *r) {
     r->ready = false;
     r->awaiting_token = false;
     hearth__v5_joiner_reset(&r->pieces);
-    while (r->reqs) {
-        outreq *q = r->reqs;
-        r->reqs = q->next;
-        hearth__free(q);
-    }
-    for (batch *b = r->batches; b;) {
-        batch *next = b->next;
+    hearth__remote_free_requests(r);
+    HEARTH__LIST_EACH_ITEM(b, &r->batches, batch, link)
         if (b->write && b->write->sent)
             hearth__remote_batch_abandon(r, b, HEARTH_EDISCONNECTED);
-        b = next;
-    }
-    for (write_rec *w = r->writes; w; w = w->next)
+    HEARTH__LIST_EACH_ITEM(w, &r->writes, write_rec, link)
         w->sent = false;
-    for (listen_rec *l = r->listens; l; l = l->next)
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link)
         l->sent = false;
     bool waiting = false;
-    for (get_rec *g = r->gets; g; g = g->next) {
+    HEARTH__LIST_EACH_ITEM(g, &r->gets, get_rec, link) {
         g->sent = false;
         g->deadline = uv_now(r->loop) + GET_CONNECT_MS;
         waiting = true;

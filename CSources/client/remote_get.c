@@ -111,17 +111,9 @@ hearth_node_t *hearth__remote_cached(hearth__remote *r, const hearth__path *path
     return shown;
 }
 
-static void unlink_get(hearth__remote *r, get_rec *g) {
-    for (get_rec **p = &r->gets; *p; p = &(*p)->next)
-        if (*p == g) {
-            *p = g->next;
-            return;
-        }
-}
-
 void hearth__remote_get_answered(hearth__remote *r, get_rec *g, int status,
                                  json_t *data) {
-    unlink_get(r, g);
+    hearth__list_remove(&g->link);
     hearth__remote_drop_requests_for(r, g);
     hearth_node_t *value = NULL;
     if (!status && hearth_node_from_jansson(data, 0, &value, NULL))
@@ -147,13 +139,11 @@ void hearth__remote_send_get(hearth__remote *r, get_rec *g) {
 void hearth__remote_on_get_timer(uv_timer_t *timer) {
     hearth__remote *r = timer->data;
     uint64_t now = uv_now(r->loop), next = 0;
-    for (get_rec *g = r->gets; g;) {
-        get_rec *following = g->next;
+    HEARTH__LIST_EACH_ITEM(g, &r->gets, get_rec, link) {
         if (!g->sent && g->deadline <= now)
             hearth__remote_get_answered(r, g, HEARTH_EOFFLINE, NULL);
         else if (!g->sent && (!next || g->deadline < next))
             next = g->deadline;
-        g = following;
     }
     if (next)
         uv_timer_start(&r->get_timer, hearth__remote_on_get_timer, next - now, 0);
@@ -196,8 +186,7 @@ int hearth__remote_get(hearth__remote *r, const hearth__path *path,
         hearth__remote_get_free(g);
         return HEARTH_ENOMEM;
     }
-    g->next = r->gets;
-    r->gets = g;
+    hearth__list_push_front(&r->gets, &g->link);
     hearth__remote_send_get(r, g);
     if (!g->sent) {
         g->deadline = uv_now(r->loop) + GET_CONNECT_MS;

@@ -10,6 +10,7 @@
 #include "client/disk.h"
 #include "client/ondisconnect.h"
 #include "client/link.h"
+#include "common/list.h"
 #include "net/v5.h"
 #include "tree/codec.h"
 
@@ -36,7 +37,7 @@ typedef struct listen_rec {
     hearth_query_t *query; /* NULL: default */
     int64_t tag;
     bool sent;             /* on this connection */
-    struct listen_rec *next;
+    hearth__list link;     /* in the client's listens, newest first */
 } listen_rec;
 
 typedef struct tx tx;
@@ -52,7 +53,7 @@ typedef struct write_rec {
     hearth__remote_done done;
     void *arg;
     batch *owner;        /* the transactions it carries */
-    struct write_rec *next;
+    hearth__list link;   /* in the client's writes, in send order */
 } write_rec;
 
 typedef struct get_rec {
@@ -63,7 +64,7 @@ typedef struct get_rec {
     hearth_query_t *query;
     hearth__remote_get_done done;
     void *arg;
-    struct get_rec *next;
+    hearth__list link; /* in the client's gets, newest first */
 } get_rec;
 
 /* A request in flight on this connection. */
@@ -71,7 +72,7 @@ typedef struct outreq {
     int64_t r;
     req_kind kind;
     void *item;
-    struct outreq *next;
+    hearth__list link; /* in the client's requests, newest first */
 } outreq;
 
 struct tx {
@@ -90,7 +91,7 @@ struct tx {
     hearth_node_t *result; /* what its update function made of the value
                               (server values estimated): the snapshot a
                               committed transaction reports */
-    tx *next;            /* in the client's queue, oldest first; then in
+    hearth__list link;   /* in the client's queue, oldest first; then in
                             the queue of finished ones */
 };
 
@@ -103,7 +104,7 @@ struct batch {
     tx **txs;
     size_t n;
     write_rec *write;    /* the attempt in flight */
-    batch *next;
+    hearth__list link;   /* in the client's batches, newest first */
 };
 
 struct hearth__remote {
@@ -139,13 +140,13 @@ struct hearth__remote {
     /* v5 pieces of a long message, up to what one message may hold */
     hearth__v5_joiner pieces;
 
-    listen_rec *listens;
-    write_rec *writes, *writes_tail;
-    get_rec *gets;
-    outreq *reqs;
-    tx *txs, *txs_tail;
-    tx *finished, *finished_tail; /* their completions still to run */
-    batch *batches;
+    hearth__list listens; /* listen_rec */
+    hearth__list writes;  /* write_rec */
+    hearth__list gets;    /* get_rec */
+    hearth__list reqs;     /* outreq */
+    hearth__list txs;      /* tx, waiting or in a batch */
+    hearth__list finished; /* tx: their completions still to run */
+    hearth__list batches;  /* batch */
     hearth_observer_t next_handle; /* internal registrations */
     hearth__od_list on_disconnect; /* what the server will write when the
                                       connection ends */
@@ -169,6 +170,8 @@ char *hearth__remote_path_text(const hearth__path *p);
 int hearth__remote_send_request(hearth__remote *r, const char *action, json_t *body,
                                 req_kind kind, void *item);
 
+/* Forgets every request in flight (the connection is gone). */
+void hearth__remote_free_requests(hearth__remote *r);
 /* Forgets requests for item (it is going away). */
 void hearth__remote_drop_requests_for(hearth__remote *r, const void *item);
 
@@ -240,6 +243,8 @@ void hearth__remote_on_get_timer(uv_timer_t *timer);
  * the client's state is consistent again (a completion may start new
  * transactions or writes). */
 void hearth__remote_tx_finish(tx *t, int status, bool committed);
+/* Ends every queued transaction with HEARTH_ECANCELED. */
+void hearth__remote_finish_all_txs(hearth__remote *r);
 
 /* Runs the completions of finished transactions, oldest first. */
 void hearth__remote_flush_finished(hearth__remote *r);

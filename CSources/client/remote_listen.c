@@ -80,13 +80,13 @@ void hearth__remote_send_listen(hearth__remote *r, listen_rec *l) {
  * are taken first: a callback may remove observers itself. */
 void hearth__remote_cancel_view(hearth__remote *r, hearth__view *v, int status) {
     size_t n = 0;
-    for (hearth__reg *g = v->regs; g; g = g->next)
+    for (hearth__reg *g = hearth__reg_first(v); g; g = hearth__reg_next(v, g))
         n++;
     hearth_observer_t *handles = hearth__malloc((n ? n : 1) * sizeof *handles);
     if (!handles)
         return;
     size_t k = 0;
-    for (hearth__reg *g = v->regs; g; g = g->next)
+    for (hearth__reg *g = hearth__reg_first(v); g; g = hearth__reg_next(v, g))
         if (!g->removed && !hearth__events_push_cancel(r->sync.events, g, status))
             handles[k++] = g->handle;
     hearth__remote_raise_events(r);
@@ -104,7 +104,7 @@ listen_rec *hearth__remote_find_listen(hearth__remote *r, const char *path,
     hearth__path want, have;
     if (hearth__path_parse(path, 0, &want, NULL))
         return NULL;
-    for (listen_rec *l = r->listens; l; l = l->next) {
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link) {
         if (hearth__path_parse(l->path, 0, &have, NULL) ||
             !hearth__remote_same_path(&want, &have))
             continue;
@@ -156,8 +156,8 @@ int hearth__remote_observe(hearth__remote *r, const hearth__path *path,
             hearth__sync_unlisten(&r->sync, reg, &gone);
             return HEARTH_ENOMEM;
         }
-        *l = (listen_rec){reg->view, text, copy, tag, false, r->listens};
-        r->listens = l;
+        *l = (listen_rec){reg->view, text, copy, tag, false, {0}};
+        hearth__list_push_front(&r->listens, &l->link);
         if (hearth__remote_is_info(text))
             hearth__remote_publish_info(r);
         /* What the server sent last time, from disk, until it answers;
@@ -185,11 +185,10 @@ void hearth__remote_unobserve(hearth__remote *r, hearth__reg *reg) {
     hearth__sync_unlisten(&r->sync, reg, &gone);
     if (!gone)
         return;
-    for (listen_rec **p = &r->listens; *p; p = &(*p)->next) {
-        if ((*p)->view != v)
+    HEARTH__LIST_EACH_ITEM(l, &r->listens, listen_rec, link) {
+        if (l->view != v)
             continue;
-        listen_rec *l = *p;
-        *p = l->next;
+        hearth__list_remove(&l->link);
         hearth__remote_drop_requests_for(r, l);
         if (r->ready && !hearth__remote_is_info(l->path)) {
             json_t *b = listen_body(l, false);

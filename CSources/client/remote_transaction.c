@@ -19,34 +19,21 @@ static void ignore_event(const hearth_event_t *e, void *ctx) {
  * again (a completion may start new transactions or writes). */
 void hearth__remote_tx_finish(tx *t, int status, bool committed) {
     hearth__remote *r = t->r;
-    tx *prev = NULL;
-    for (tx *x = r->txs; x; prev = x, x = x->next)
-        if (x == t) {
-            if (prev)
-                prev->next = t->next;
-            else
-                r->txs = t->next;
-            if (r->txs_tail == t)
-                r->txs_tail = prev;
-            break;
-        }
+    hearth__list_remove(&t->link);
     t->status = status;
     t->committed = committed;
-    t->next = NULL;
-    if (r->finished_tail)
-        r->finished_tail->next = t;
-    else
-        r->finished = t;
-    r->finished_tail = t;
+    hearth__list_push_back(&r->finished, &t->link);
+}
+
+void hearth__remote_finish_all_txs(hearth__remote *r) {
+    for (tx *t; (t = HEARTH__LIST_FIRST_ITEM(&r->txs, tx, link));)
+        hearth__remote_tx_finish(t, HEARTH_ECANCELED, false);
 }
 
 /* Runs the completions of finished transactions, oldest first. */
 void hearth__remote_flush_finished(hearth__remote *r) {
-    while (r->finished) {
-        tx *t = r->finished;
-        r->finished = t->next;
-        if (!r->finished)
-            r->finished_tail = NULL;
+    for (hearth__list *n; (n = hearth__list_pop_front(&r->finished));) {
+        tx *t = HEARTH__LIST_ITEM(n, tx, link);
         hearth_node_t *now = t->committed && t->result
                                  ? hearth_node_incref(t->result)
                                  : hearth__sync_local(&r->sync, &t->path);
@@ -73,11 +60,8 @@ static bool overlaps(const hearth__path *a, const hearth__path *b) {
 }
 
 static void batch_free(hearth__remote *r, batch *b) {
-    for (batch **p = &r->batches; *p; p = &(*p)->next)
-        if (*p == b) {
-            *p = b->next;
-            break;
-        }
+    HEARTH__UNUSED(r); /* b knows its list */
+    hearth__list_remove(&b->link);
     hearth__free(b->path_text);
     hearth__free(b->txs);
     hearth__free(b);
@@ -192,16 +176,16 @@ static void batch_run(hearth__remote *r, batch *b) {
 /* Starts a batch for each path whose transactions wait and that no batch
  * in flight overlaps. */
 static void pump_transactions(hearth__remote *r) {
-    for (tx *t = r->txs; t; t = t->next) {
+    HEARTH__LIST_EACH_ITEM(t, &r->txs, tx, link) {
         if (t->in)
             continue;
         bool blocked = false;
-        for (batch *b = r->batches; b && !blocked; b = b->next)
-            blocked = overlaps(&b->path, &t->path);
+        HEARTH__LIST_EACH_ITEM(b, &r->batches, batch, link)
+            blocked = blocked || overlaps(&b->path, &t->path);
         if (blocked)
             continue;
         size_t n = 0;
-        for (tx *x = t; x; x = x->next)
+        for (tx *x = t; x; x = HEARTH__LIST_NEXT_ITEM(&r->txs, x, tx, link))
             n += !x->in && hearth__remote_same_path(&x->path, &t->path);
         batch *b = hearth__calloc(1, sizeof *b);
         tx **txs = hearth__malloc(n * sizeof *txs);
@@ -215,14 +199,13 @@ static void pump_transactions(hearth__remote *r) {
         b->path_text = text;
         /* Parsed before (t->path_text): cannot fail. */
         hearth__path_parse(text, HEARTH__PATH_ALLOW_PRIORITY, &b->path, NULL);
-        for (tx *x = t; x; x = x->next)
+        for (tx *x = t; x; x = HEARTH__LIST_NEXT_ITEM(&r->txs, x, tx, link))
             if (!x->in && hearth__remote_same_path(&x->path, &t->path)) {
                 x->in = b;
                 txs[b->n++] = x;
             }
         b->txs = txs;
-        b->next = r->batches;
-        r->batches = b;
+        hearth__list_push_front(&r->batches, &b->link);
         batch_run(r, b); /* may finish transactions: restart the scan */
         pump_transactions(r);
         return;
@@ -256,18 +239,12 @@ void hearth__remote_batch_abandon(hearth__remote *r, batch *b, int status) {
 
 void hearth__remote_abort_overridden_transactions(hearth__remote *r,
                                                   const hearth__path *path) {
-    for (batch *b = r->batches; b;) {
-        batch *next = b->next;
+    HEARTH__LIST_EACH_ITEM(b, &r->batches, batch, link)
         if (overlaps(&b->path, path))
             hearth__remote_batch_abandon(r, b, HEARTH_EOVERRIDDEN);
-        b = next;
-    }
-    for (tx *t = r->txs; t;) {
-        tx *next = t->next;
+    HEARTH__LIST_EACH_ITEM(t, &r->txs, tx, link)
         if (!t->in && overlaps(&t->path, path))
             hearth__remote_tx_finish(t, HEARTH_EOVERRIDDEN, false);
-        t = next;
-    }
 }
 
 int hearth__remote_transaction(hearth__remote *r, const hearth__path *path,
@@ -289,11 +266,7 @@ int hearth__remote_transaction(hearth__remote *r, const hearth__path *path,
     t->fn_ctx = fn_ctx;
     t->done = done;
     t->arg = arg;
-    if (r->txs_tail)
-        r->txs_tail->next = t;
-    else
-        r->txs = t;
-    r->txs_tail = t;
+    hearth__list_push_back(&r->txs, &t->link);
     /* Listen at the path so that the server's value (pushed before a
      * datastale answer) is in the cache for the next attempt. Internal
      * handles count down from the top so they never meet the owner's. */

@@ -70,16 +70,15 @@ int hearth__remote_send_request(hearth__remote *r, const char *action, json_t *b
         hearth__free(q);
         return rc;
     }
-    *q = (outreq){n, kind, item, r->reqs};
-    r->reqs = q;
+    *q = (outreq){n, kind, item, {0}};
+    hearth__list_push_front(&r->reqs, &q->link);
     return 0;
 }
 
 static outreq *take_request(hearth__remote *r, int64_t n) {
-    for (outreq **p = &r->reqs; *p; p = &(*p)->next)
-        if ((*p)->r == n) {
-            outreq *q = *p;
-            *p = q->next;
+    HEARTH__LIST_EACH_ITEM(q, &r->reqs, outreq, link)
+        if (q->r == n) {
+            hearth__list_remove(&q->link);
             return q;
         }
     return NULL;
@@ -87,28 +86,31 @@ static outreq *take_request(hearth__remote *r, int64_t n) {
 
 /* Forgets requests for item (it is going away). */
 void hearth__remote_drop_requests_for(hearth__remote *r, const void *item) {
-    for (outreq **p = &r->reqs; *p;) {
-        if ((*p)->item == item) {
-            outreq *q = *p;
-            *p = q->next;
+    HEARTH__LIST_EACH_ITEM(q, &r->reqs, outreq, link)
+        if (q->item == item) {
+            hearth__list_remove(&q->link);
             hearth__free(q);
-        } else {
-            p = &(*p)->next;
         }
-    }
+}
+
+void hearth__remote_free_requests(hearth__remote *r) {
+    for (hearth__list *n; (n = hearth__list_pop_front(&r->reqs));)
+        hearth__free(HEARTH__LIST_ITEM(n, outreq, link));
 }
 
 
 /* ---- the server's messages ---- */
 
 static hearth__ptree *merge_tree(json_t *data) {
-    hearth__ptree *t = hearth__ptree_create();
+    hearth__ptree *t;
+    if (hearth__ptree_create(&t))
+        return NULL;
     const char *key;
     json_t *value;
     json_object_foreach(data, key, value) {
         hearth__path p;
         hearth_node_t *n = NULL;
-        if (!t || hearth__path_parse(key, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL) ||
+        if (hearth__path_parse(key, HEARTH__PATH_ALLOW_PRIORITY, &p, NULL) ||
             hearth_node_from_jansson(value, 0, &n, NULL)) {
             hearth__ptree_free(t);
             return NULL;

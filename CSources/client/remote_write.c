@@ -22,28 +22,13 @@ void hearth__remote_send_write(hearth__remote *r, write_rec *w) {
 }
 
 void hearth__remote_enqueue_write(hearth__remote *r, write_rec *w) {
-    w->next = NULL;
-    if (r->writes_tail)
-        r->writes_tail->next = w;
-    else
-        r->writes = w;
-    r->writes_tail = w;
+    hearth__list_push_back(&r->writes, &w->link);
     hearth__remote_send_write(r, w);
 }
 
 void hearth__remote_unlink_write(hearth__remote *r, write_rec *w) {
-    write_rec *prev = NULL;
-    for (write_rec *x = r->writes; x; prev = x, x = x->next) {
-        if (x != w)
-            continue;
-        if (prev)
-            prev->next = x->next;
-        else
-            r->writes = x->next;
-        if (r->writes_tail == x)
-            r->writes_tail = prev;
-        return;
-    }
+    HEARTH__UNUSED(r); /* w knows its list */
+    hearth__list_remove(&w->link);
 }
 
 int hearth__remote_status_code(const char *status) {
@@ -160,10 +145,12 @@ int hearth__remote_write(hearth__remote *r, const hearth__path *const *paths,
         hearth_node_decref(local);
     } else {
         /* One update at the root: keys are the written paths. */
-        hearth__ptree *merge = hearth__ptree_create();
+        hearth__ptree *merge = NULL;
         json_t *d = json_object();
         w->action = "m";
-        rc = merge && d ? 0 : HEARTH_ENOMEM;
+        rc = hearth__ptree_create(&merge);
+        if (!rc && !d)
+            rc = HEARTH_ENOMEM;
         for (size_t i = 0; !rc && i < n; i++) {
             char *p = hearth__remote_path_text(paths[i]);
             hearth_node_t *local = hearth__remote_estimate(r, paths[i], values[i]);

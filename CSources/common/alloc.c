@@ -61,16 +61,24 @@ char *hearth__strndup(const char *s, size_t len) {
     return copy;
 }
 
-void *hearth__grow(void *items, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap && items)
-        return items;
+bool hearth__grow_capacity(size_t *cap, size_t need, size_t size) {
     size_t n = *cap ? *cap : 8;
     while (n < need) {
         if (n > SIZE_MAX / 2)
-            return NULL;
+            return false;
         n *= 2;
     }
     if (size && n > SIZE_MAX / size)
+        return false;
+    *cap = n;
+    return true;
+}
+
+void *hearth__grow(void *items, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap && items)
+        return items;
+    size_t n = *cap;
+    if (!hearth__grow_capacity(&n, need, size))
         return NULL;
     void *grown = hearth__realloc(items, n * size);
     if (grown)

@@ -39,6 +39,11 @@ void *hearth__realloc(void *ptr, size_t size);
  * and *cap untouched, when out of memory or when the bytes would not fit
  * a size_t. The one way arrays grow here. */
 void *hearth__grow(void *items, size_t *cap, size_t need, size_t size);
+/* The capacity hearth__grow would give (*cap doubled from 8 until it
+ * holds need), for a table that is made anew rather than extended (a
+ * hash map rehashing into zeroed memory); false, *cap untouched, when
+ * the bytes would not fit a size_t. */
+bool hearth__grow_capacity(size_t *cap, size_t need, size_t size);
 void hearth__free(void *ptr);
 char *hearth__strndup(const char *s, size_t len);
 

@@ -138,8 +138,8 @@ int hearth_db_transaction(hearth_db_t *db, const char *path,
                           hearth_free_cb ctx_free, hearth_error_t *err) {
     if (!db || !update || !done)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
-    hearth__db_op *o = hearth__db_op_create(OP_TRANSACTION);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(OP_TRANSACTION, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = hearth__db_parse_write_path(path, 0, &o->text, &o->path, err);
     if (rc)
@@ -154,8 +154,8 @@ int hearth_db_transaction(hearth_db_t *db, const char *path,
 static int read_op(hearth__db_op_kind kind, const char *path, unsigned flags,
                    const hearth_query_t *query, hearth__db_op **out,
                    hearth_error_t *err) {
-    hearth__db_op *o = hearth__db_op_create(kind);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(kind, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = hearth__db_parse_path(path, flags, &o->text, &o->path, err);
     if (!rc && query && !(o->query = hearth_query_copy(query)))
@@ -271,8 +271,8 @@ int hearth_db_remove_observer(hearth_db_t *db, hearth_observer_t handle) {
         hearth__db_remove_reg(db, reg);
         return 0;
     }
-    hearth__db_op *o = hearth__db_op_create(OP_UNOBSERVE);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(OP_UNOBSERVE, &o))
         return HEARTH_ENOMEM;
     o->u.handle = handle;
     return hearth__db_submit(db, o);

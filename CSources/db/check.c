@@ -59,8 +59,8 @@ int hearth__db_check_value(const hearth__path *p, const hearth_node_t *value,
 
 hearth__db_op *hearth__db_write_op(size_t nparts, hearth_completion_cb cb,
                                    void *ctx, hearth_free_cb ctx_free) {
-    hearth__db_op *o = hearth__db_op_create(OP_WRITE);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(OP_WRITE, &o))
         return NULL;
     o->parts = hearth__calloc(nparts ? nparts : 1, sizeof *o->parts);
     if (!o->parts) {

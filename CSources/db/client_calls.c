@@ -10,8 +10,9 @@ int hearth_db_purge_outstanding_writes(hearth_db_t *db) {
         return HEARTH_EINVAL;
     if (!db->backend->client)
         return 0; /* embedded writes never wait for anyone */
-    hearth__db_op *o = hearth__db_op_create(OP_PURGE);
-    return o ? hearth__db_submit(db, o) : HEARTH_ENOMEM;
+    hearth__db_op *o;
+    int rc = hearth__db_op_create(OP_PURGE, &o);
+    return rc ? rc : hearth__db_submit(db, o);
 }
 
 /* A client-only operation of kind for db, not yet submitted; or
@@ -22,8 +23,7 @@ static int client_op(hearth_db_t *db, hearth__db_op_kind kind,
         return HEARTH_EINVAL;
     if (!db->backend->client)
         return HEARTH_EUNSUPPORTED;
-    *out = hearth__db_op_create(kind);
-    return *out ? 0 : HEARTH_ENOMEM;
+    return hearth__db_op_create(kind, out);
 }
 
 int hearth_db_set_auth_token(hearth_db_t *db, const char *token) {

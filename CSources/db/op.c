@@ -2,11 +2,13 @@
  * freed. */
 #include "db/op.h"
 
-hearth__db_op *hearth__db_op_create(hearth__db_op_kind kind) {
+int hearth__db_op_create(hearth__db_op_kind kind, hearth__db_op **out) {
     hearth__db_op *o = hearth__calloc(1, sizeof *o);
-    if (o)
-        o->kind = kind;
-    return o;
+    if (!o)
+        return HEARTH_ENOMEM;
+    o->kind = kind;
+    *out = o;
+    return 0;
 }
 
 void hearth__db_op_free(hearth__db_op *o) {

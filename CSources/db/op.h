@@ -88,7 +88,8 @@ typedef struct hearth__db_op {
     } u;
 } hearth__db_op;
 
-hearth__db_op *hearth__db_op_create(hearth__db_op_kind kind);
+/* An operation of kind, nothing else set: 0 and *out, or HEARTH_ENOMEM. */
+int hearth__db_op_create(hearth__db_op_kind kind, hearth__db_op **out);
 /* Frees o without running any of its callbacks. */
 void hearth__db_op_free(hearth__db_op *o);
 /* Frees o after running its ctx_free: the end of an operation that ran. */

@@ -144,7 +144,8 @@ static void on_wake_closed(uv_handle_t *handle) {
 static int stop_own_loop(hearth_db_t *db) {
     if (hearth__db_on_loop_thread(db))
         return HEARTH_EINVAL; /* cannot join our own thread */
-    hearth__db_op *stop = hearth__db_op_create(OP_STOP);
+    hearth__db_op *stop = NULL;
+    hearth__db_op_create(OP_STOP, &stop); /* NULL: out of memory, below */
     uv_mutex_lock(&db->lock);
     db->head = db->tail = stop;
     uv_mutex_unlock(&db->lock);

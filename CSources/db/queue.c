@@ -58,15 +58,19 @@ static void run_unobserve_at(hearth_db_t *db, hearth__db_op *o) {
         return;
     /* Collect first: removal may free the trie node when not raising. */
     size_t n = 0;
-    for (hearth__view *v = t->views; v; v = v->next)
-        for (hearth__reg *r = v->regs; r; r = r->next)
+    for (hearth__view *v = hearth__view_first(t); v;
+         v = hearth__view_next(t, v))
+        for (hearth__reg *r = hearth__reg_first(v); r;
+             r = hearth__reg_next(v, r))
             n++;
     hearth__reg **regs = hearth__malloc((n ? n : 1) * sizeof *regs);
     if (!regs)
         return;
     n = 0;
-    for (hearth__view *v = t->views; v; v = v->next)
-        for (hearth__reg *r = v->regs; r; r = r->next)
+    for (hearth__view *v = hearth__view_first(t); v;
+         v = hearth__view_next(t, v))
+        for (hearth__reg *r = hearth__reg_first(v); r;
+             r = hearth__reg_next(v, r))
             regs[n++] = r;
     for (size_t i = 0; i < n; i++)
         hearth__db_remove_reg(db, regs[i]);
@@ -196,8 +200,8 @@ int hearth_db_call(hearth_db_t *db, void (*fn)(void *ctx), void *ctx,
                    hearth_free_cb ctx_free) {
     if (!db || !fn)
         return HEARTH_EINVAL;
-    hearth__db_op *o = hearth__db_op_create(OP_CALL);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_op_create(OP_CALL, &o))
         return HEARTH_ENOMEM;
     o->u.call = fn;
     o->ctx = ctx;

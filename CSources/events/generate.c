@@ -108,7 +108,8 @@ static void add_change(changes *cs, hearth_event_type type,
 
 static unsigned live_mask(const hearth__view *v) {
     unsigned mask = 0;
-    for (const hearth__reg *r = v->regs; r; r = r->next)
+    for (const hearth__reg *r = hearth__reg_first(v); r;
+         r = hearth__reg_next(v, r))
         if (!r->removed)
             mask |= r->mask;
     return mask;
@@ -284,7 +285,8 @@ static int queue_type(hearth__view *v, changes *cs, hearth_event_type type,
         qsort(sel, n, sizeof *sel, by_order);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
-        for (hearth__reg *r = v->regs; r && !rc; r = r->next)
+        for (hearth__reg *r = hearth__reg_first(v); r && !rc;
+             r = hearth__reg_next(v, r))
             if (!r->removed && (r->mask & (1u << type)))
                 rc = push(out, r, type, sel[i].key,
                           type == HEARTH_EVENT_CHILD_REMOVED ? NULL : sel[i].prev,
@@ -335,7 +337,8 @@ int hearth__view_generate(hearth__view *v, const hearth_node_t *old_full,
         hearth_node_t *shown = NULL;
         if (changed)
             rc = hearth__query_view_node(q, new_full, &shown);
-        for (hearth__reg *r = v->regs; changed && !rc && r; r = r->next)
+        for (hearth__reg *r = hearth__reg_first(v); changed && !rc && r;
+             r = hearth__reg_next(v, r))
             if (!r->removed && (r->mask & HEARTH_MASK_VALUE))
                 rc = push(out, r, HEARTH_EVENT_VALUE, NULL, NULL, shown);
         hearth_node_decref(shown);

@@ -5,137 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- handle map (open addressing, linear probing, with tombstones) ---- */
-
-static hearth__reg tombstone;
-
-static size_t slot_of(uint64_t handle, size_t nslots) {
-    handle ^= handle >> 33;
-    handle *= 0xff51afd7ed558ccdULL;
-    handle ^= handle >> 33;
-    return (size_t)handle & (nslots - 1);
-}
-
-static int map_grow(hearth__listeners *l) {
-    size_t nslots = l->nslots ? l->nslots * 2 : 16;
-    hearth__reg **slots = hearth__calloc(nslots, sizeof *slots);
-    if (!slots)
-        return HEARTH_ENOMEM;
-    for (size_t i = 0; i < l->nslots; i++) {
-        hearth__reg *r = l->slots[i];
-        if (!r || r == &tombstone)
-            continue;
-        size_t s = slot_of(r->handle, nslots);
-        while (slots[s])
-            s = (s + 1) & (nslots - 1);
-        slots[s] = r;
-    }
-    hearth__free(l->slots);
-    l->slots = slots;
-    l->nslots = nslots;
-    l->nused = l->nregs;
-    return 0;
-}
-
-static int map_put(hearth__listeners *l, hearth__reg *reg) {
-    if ((l->nused + 1) * 4 > l->nslots * 3) {
-        int rc = map_grow(l);
-        if (rc)
-            return rc;
-    }
-    size_t s = slot_of(reg->handle, l->nslots);
-    while (l->slots[s] && l->slots[s] != &tombstone)
-        s = (s + 1) & (l->nslots - 1);
-    if (!l->slots[s])
-        l->nused++;
-    l->slots[s] = reg;
-    return 0;
-}
-
-static hearth__reg **map_slot(hearth__listeners *l, hearth_observer_t handle) {
-    if (!l->nslots)
-        return NULL;
-    size_t s = slot_of(handle, l->nslots);
-    for (hearth__reg *r; (r = l->slots[s]); s = (s + 1) & (l->nslots - 1))
-        if (r != &tombstone && r->handle == handle)
-            return &l->slots[s];
-    return NULL;
-}
+/* ---- the indexes: handle -> registration, (trie node, identity) -> view
+ * (common/map.h) ---- */
 
 hearth__reg *hearth__listeners_find(hearth__listeners *l,
                                     hearth_observer_t handle) {
-    hearth__reg **slot = map_slot(l, handle);
-    return slot ? *slot : NULL;
+    return hearth__map_get(&l->regs, &handle, sizeof handle);
 }
 
-/* ---- view index (the same scheme, keyed by trie node and identity) ---- */
-
-static hearth__view view_tombstone;
-
-static size_t view_hash(const hearth__tnode *t, const char *identity,
-                        size_t nslots) {
-    uint64_t h = hearth__fnv1a(HEARTH__FNV_SEED ^ (uint64_t)(uintptr_t)t,
-                               identity, strlen(identity));
-    return slot_of(h, nslots);
-}
-
-static hearth__view *view_find(const hearth__listeners *l,
-                               const hearth__tnode *t, const char *identity) {
-    if (!l->nview_slots)
-        return NULL;
-    size_t mask = l->nview_slots - 1;
-    for (size_t s = view_hash(t, identity, l->nview_slots);
-         l->view_slots[s]; s = (s + 1) & mask) {
-        hearth__view *v = l->view_slots[s];
-        if (v != &view_tombstone && v->at == t &&
-            strcmp(v->identity, identity) == 0)
-            return v;
+/* A view's key: its trie node's address, then its identity with the NUL
+ * (a view of another node, or another query, is another key). NULL when
+ * memory fails. */
+static char *view_key(const hearth__tnode *t, const char *identity,
+                      size_t *len) {
+    size_t n = strlen(identity) + 1;
+    char *key = hearth__malloc(sizeof t + n);
+    if (key) {
+        memcpy(key, &t, sizeof t);
+        memcpy(key + sizeof t, identity, n);
+        *len = sizeof t + n;
     }
-    return NULL;
-}
-
-/* Puts v in the first free slot of its probe: whether that slot had never
- * been used (not a tombstone). */
-static bool view_place(hearth__view **slots, size_t nslots, hearth__view *v) {
-    size_t s = view_hash(v->at, v->identity, nslots);
-    while (slots[s] && slots[s] != &view_tombstone)
-        s = (s + 1) & (nslots - 1);
-    bool fresh = !slots[s];
-    slots[s] = v;
-    return fresh;
-}
-
-static int view_put(hearth__listeners *l, hearth__view *v) {
-    if ((l->nview_used + 1) * 4 > l->nview_slots * 3) {
-        size_t nslots = l->nview_slots ? l->nview_slots * 2 : 16;
-        while (l->nviews * 2 > nslots) /* mostly tombstones: same size */
-            nslots *= 2;
-        hearth__view **slots = hearth__calloc(nslots, sizeof *slots);
-        if (!slots)
-            return HEARTH_ENOMEM;
-        for (size_t i = 0; i < l->nview_slots; i++)
-            if (l->view_slots[i] && l->view_slots[i] != &view_tombstone)
-                view_place(slots, nslots, l->view_slots[i]);
-        hearth__free(l->view_slots);
-        l->view_slots = slots;
-        l->nview_slots = nslots;
-        l->nview_used = l->nviews;
-    }
-    if (view_place(l->view_slots, l->nview_slots, v))
-        l->nview_used++;
-    l->nviews++;
-    return 0;
-}
-
-static void view_drop(hearth__listeners *l, const hearth__view *v) {
-    size_t mask = l->nview_slots - 1;
-    for (size_t s = view_hash(v->at, v->identity, l->nview_slots);
-         l->view_slots[s]; s = (s + 1) & mask)
-        if (l->view_slots[s] == v) {
-            l->view_slots[s] = &view_tombstone;
-            l->nviews--;
-            return;
-        }
+    return key;
 }
 
 /* ---- trie ---- */
@@ -156,7 +46,7 @@ static void free_view(hearth__view *v) {
     if (v->data_free)
         v->data_free(v->data);
     hearth_query_free(v->query);
-    hearth__free(v->identity);
+    hearth__free(v->key);
     hearth__free(v->hints);
     hearth__free(v);
 }
@@ -167,14 +57,10 @@ static void destroy_node(hearth__tnode *t) {
         hearth__free(t->kids[i]);
     }
     hearth__free(t->kids);
-    while (t->views) {
-        hearth__view *v = t->views;
-        t->views = v->next;
-        while (v->regs) {
-            hearth__reg *r = v->regs;
-            v->regs = r->next;
-            free_reg(r);
-        }
+    for (hearth__list *vn; (vn = hearth__list_pop_front(&t->views));) {
+        hearth__view *v = HEARTH__LIST_ITEM(vn, hearth__view, link);
+        for (hearth__list *rn; (rn = hearth__list_pop_front(&v->regs));)
+            free_reg(HEARTH__LIST_ITEM(rn, hearth__reg, link));
         free_view(v);
     }
     hearth__key_decref(t->key);
@@ -183,8 +69,8 @@ static void destroy_node(hearth__tnode *t) {
 
 void hearth__listeners_destroy(hearth__listeners *l) {
     destroy_node(&l->root);
-    hearth__free(l->slots);
-    hearth__free(l->view_slots);
+    hearth__map_free(&l->regs);
+    hearth__map_free(&l->views);
     memset(l, 0, sizeof *l);
 }
 
@@ -253,7 +139,7 @@ static hearth__tnode *add_kid(hearth__tnode *t, const hearth__name *name) {
 
 /* Drops trie nodes left with neither views nor kids, bottom-up. */
 static void prune(hearth__tnode *t) {
-    while (t->parent && !t->views && !t->nkids) {
+    while (t->parent && hearth__list_empty(&t->views) && !t->nkids) {
         hearth__tnode *parent = t->parent;
         hearth__name name = hearth__key_name(t->key);
         bool found;
@@ -290,16 +176,8 @@ static hearth__tnode *deepest(hearth__listeners *l, const hearth__path *path) {
 /* Takes a view without registrations out of its trie node and the index,
  * and frees it. */
 static void unlink_view(hearth__listeners *l, hearth__view *v) {
-    hearth__tnode *t = v->at;
-    view_drop(l, v);
-    if (v->prev)
-        v->prev->next = v->next;
-    else
-        t->views = v->next;
-    if (v->next)
-        v->next->prev = v->prev;
-    else
-        t->views_tail = v->prev;
+    hearth__map_remove(&l->views, v->key, v->key_len);
+    hearth__list_remove(&v->link);
     free_view(v);
 }
 
@@ -308,13 +186,14 @@ int hearth__listeners_add(hearth__listeners *l, const hearth__path *path,
     char *identity = hearth__query_identity(q);
     if (!identity)
         return HEARTH_ENOMEM;
-    int rc = HEARTH_ENOMEM;
+    char *key = NULL;
+    size_t key_len = 0;
     hearth__tnode *t = &l->root;
     for (unsigned i = 0; t && i < path->n; i++)
         t = add_kid(t, &path->seg[i]);
-    if (!t)
+    if (!t || !(key = view_key(t, identity, &key_len)))
         goto fail;
-    hearth__view *v = view_find(l, t, identity);
+    hearth__view *v = hearth__map_get(&l->views, key, key_len);
     if (!v) {
         v = hearth__calloc(1, sizeof *v);
         if (!v)
@@ -323,60 +202,41 @@ int hearth__listeners_add(hearth__listeners *l, const hearth__path *path,
             hearth__free(v);
             goto fail;
         }
-        v->identity = identity;
-        identity = NULL;
+        v->key = key;
+        v->key_len = key_len;
+        v->identity = key + sizeof t;
+        key = NULL;
         v->at = t;
-        if (view_put(l, v)) {
+        if (hearth__map_put(&l->views, v->key, v->key_len, v)) {
             free_view(v);
             goto fail;
         }
         /* Views keep creation order, so events follow it too. */
-        v->prev = t->views_tail;
-        if (t->views_tail)
-            t->views_tail->next = v;
-        else
-            t->views = v;
-        t->views_tail = v;
+        hearth__list_push_back(&t->views, &v->link);
     }
-    if (map_put(l, reg)) {
-        if (!v->regs)
+    if (hearth__map_put(&l->regs, &reg->handle, sizeof reg->handle, reg)) {
+        if (hearth__list_empty(&v->regs))
             unlink_view(l, v);
         goto fail;
     }
-    l->nregs++;
     reg->view = v;
-    reg->next = NULL;
-    reg->prev = v->regs_tail;
-    if (v->regs_tail)
-        v->regs_tail->next = reg;
-    else
-        v->regs = reg;
-    v->regs_tail = reg;
+    hearth__list_push_back(&v->regs, &reg->link);
     hearth__free(identity);
+    hearth__free(key);
     return 0;
 fail:
     hearth__free(identity);
+    hearth__free(key);
     prune(deepest(l, path));
-    return rc;
+    return HEARTH_ENOMEM;
 }
 
 void hearth__listeners_remove(hearth__listeners *l, hearth__reg *reg) {
-    hearth__reg **slot = map_slot(l, reg->handle);
-    if (slot) {
-        *slot = &tombstone;
-        l->nregs--;
-    }
+    hearth__map_remove(&l->regs, &reg->handle, sizeof reg->handle);
     hearth__view *v = reg->view;
-    if (reg->prev)
-        reg->prev->next = reg->next;
-    else
-        v->regs = reg->next;
-    if (reg->next)
-        reg->next->prev = reg->prev;
-    else
-        v->regs_tail = reg->prev;
+    hearth__list_remove(&reg->link);
     free_reg(reg);
-    if (v->regs)
+    if (!hearth__list_empty(&v->regs))
         return;
     hearth__tnode *t = v->at;
     unlink_view(l, v);
@@ -425,7 +285,8 @@ static void collect_view(collector *c, hearth__view *v, bool full,
 }
 
 static void collect_below(collector *c, hearth__tnode *t) {
-    for (hearth__view *v = t->views; v; v = v->next)
+    for (hearth__view *v = hearth__view_first(t); v;
+         v = hearth__view_next(t, v))
         collect_view(c, v, true, NULL);
     for (size_t i = 0; i < t->nkids; i++)
         collect_below(c, t->kids[i]);
@@ -449,7 +310,8 @@ int hearth__listeners_collect(hearth__listeners *l,
         hearth__tnode *t = &l->root;
         unsigned d = 0;
         for (; t && d < w->n; d++) {
-            for (hearth__view *v = t->views; v; v = v->next)
+            for (hearth__view *v = hearth__view_first(t); v;
+                 v = hearth__view_next(t, v))
                 collect_view(&c, v, false, &w->seg[d]);
             t = kid(t, &w->seg[d]);
         }

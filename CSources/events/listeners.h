@@ -13,6 +13,8 @@
 #define HEARTH_EVENTS_LISTENERS_H
 
 #include "query/query.h"
+#include "common/list.h"
+#include "common/map.h"
 
 typedef struct hearth__view hearth__view;
 typedef struct hearth__tnode hearth__tnode;
@@ -28,15 +30,17 @@ typedef struct hearth__reg {
     /* in the view, registration order; both ways, so that adding and
      * removing one of a location's many listeners costs the same as one
      * of few (a walk made 10,000 listens of one path quadratic) */
-    struct hearth__reg *next, *prev;
+    hearth__list link;
 } hearth__reg;
 
 struct hearth__view {
-    char *identity;         /* "default" or the query's wire form */
+    char *key;              /* the trie node's address, then identity */
+    size_t key_len;
+    char *identity;         /* "default" or the query's wire form (in key) */
     hearth_query_t *query;  /* NULL for the default view */
-    hearth__reg *regs, *regs_tail;
+    hearth__list regs;      /* hearth__reg's link, registration order */
     hearth__tnode *at;
-    hearth__view *next, *prev; /* in the trie node, creation order */
+    hearth__list link;      /* in the trie node, creation order */
     /* State the index's owner keeps per view, freed with the view through
      * data_free (as uv_handle_t's data: this layer never looks inside). */
     void *data;
@@ -56,21 +60,31 @@ struct hearth__tnode {
     hearth__tnode *parent;
     hearth__tnode **kids;   /* sorted by key */
     size_t nkids, kids_cap;
-    hearth__view *views, *views_tail;
+    hearth__list views;     /* hearth__view's link, creation order */
 };
+
+/* A view's registrations and a trie node's views in order: the first, and
+ * the one after another (NULL at the end). */
+#define hearth__reg_first(v)                                                   \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_first(&(v)->regs), hearth__reg, link)
+#define hearth__reg_next(v, r)                                                 \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_next(&(v)->regs, &(r)->link),       \
+                              hearth__reg, link)
+#define hearth__view_first(t)                                                  \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_first(&(t)->views), hearth__view,   \
+                              link)
+#define hearth__view_next(t, v)                                                \
+    HEARTH__LIST_ITEM_OR_NULL(hearth__list_next(&(t)->views, &(v)->link),      \
+                              hearth__view, link)
 
 typedef struct hearth__listeners {
     hearth__tnode root;
     uint64_t stamp;
-    /* handle -> registration, open addressing */
-    hearth__reg **slots;
-    size_t nslots, nused;
-    size_t nregs;
-    /* (trie node, identity) -> view, open addressing: a location may
-     * have as many views as distinct queries are listened to there, and
-     * finding one by walking them made many of them quadratic */
-    hearth__view **view_slots;
-    size_t nview_slots, nview_used, nviews;
+    hearth__map regs; /* the handle's bytes -> its registration */
+    /* (trie node, identity) -> view (the view's key): a location may have
+     * as many views as distinct queries are listened to there, and finding
+     * one by walking them made many of them quadratic */
+    hearth__map views;
 } hearth__listeners;
 
 int hearth__listeners_init(hearth__listeners *l);

@@ -406,18 +406,20 @@ static void end_frame(hearth__ws *ws, char *payload) {
 
 /* ---- the session ---- */
 
-hearth__ws *hearth__ws_create(const hearth__ws_transport *t, void *conn,
-                           hearth__ws_message_cb on_message,
-                           hearth__ws_close_cb on_close, void *user) {
+int hearth__ws_create(const hearth__ws_transport *t, void *conn,
+                      hearth__ws_message_cb on_message,
+                      hearth__ws_close_cb on_close, void *user,
+                      hearth__ws **out) {
     hearth__ws *ws = hearth__calloc(1, sizeof *ws);
     if (!ws)
-        return NULL;
+        return HEARTH_ENOMEM;
     ws->t = t;
     ws->conn = conn;
     ws->on_message = on_message;
     ws->on_close = on_close;
     ws->user = user;
-    return ws;
+    *out = ws;
+    return 0;
 }
 
 void hearth__ws_discard(hearth__ws *ws) {

@@ -45,10 +45,12 @@ typedef struct hearth__ws_transport {
 int hearth__ws_check_request(const char *upgrade, const char *key,
                              const char *version, char accept[29]);
 
-/* A session on conn (t is borrowed for its life). NULL: out of memory. */
-hearth__ws *hearth__ws_create(const hearth__ws_transport *t, void *conn,
-                           hearth__ws_message_cb on_message,
-                           hearth__ws_close_cb on_close, void *user);
+/* A session on conn (t is borrowed for its life): 0 and *out, or
+ * HEARTH_ENOMEM. */
+int hearth__ws_create(const hearth__ws_transport *t, void *conn,
+                      hearth__ws_message_cb on_message,
+                      hearth__ws_close_cb on_close, void *user,
+                      hearth__ws **out);
 /* Frees a session whose connection never carried it (no callback). */
 void hearth__ws_discard(hearth__ws *ws);
 

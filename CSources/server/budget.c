@@ -1,15 +1,14 @@
 /* budget.c - the server-wide budget of held request data and each peer's
- * share of it (see budget.h): peers in a small hash table by address. */
+ * share of it (see budget.h): peers in a map by address. */
 #include "server/budget.h"
+
+#include "common/map.h"
 
 #include <netinet/in.h>
 #include <string.h>
 
-#define BUCKETS 256
-
 struct hearth__peer {
-    hearth__peer *next;
-    unsigned char addr[16];
+    unsigned char addr[16]; /* its key in the map */
     size_t addr_len;
     size_t refs;
     size_t held;
@@ -17,19 +16,25 @@ struct hearth__peer {
 
 struct hearth__budget {
     size_t total, used, peer_share;
-    hearth__peer *buckets[BUCKETS];
+    hearth__map peers; /* address bytes -> the peer */
 };
 
-hearth__budget *hearth__budget_create(size_t total, size_t peer_share) {
+int hearth__budget_create(size_t total, size_t peer_share,
+                          hearth__budget **out) {
     hearth__budget *b = hearth__calloc(1, sizeof *b);
-    if (b) {
-        b->total = total;
-        b->peer_share = peer_share;
-    }
-    return b;
+    if (!b)
+        return HEARTH_ENOMEM;
+    b->total = total;
+    b->peer_share = peer_share;
+    *out = b;
+    return 0;
 }
 
-void hearth__budget_free(hearth__budget *b) { hearth__free(b); }
+void hearth__budget_free(hearth__budget *b) {
+    if (b)
+        hearth__map_free(&b->peers);
+    hearth__free(b);
+}
 
 /* The address bytes of addr (4 for IPv4, 16 for IPv6). */
 static size_t address_of(const struct sockaddr_storage *addr,
@@ -45,39 +50,32 @@ static size_t address_of(const struct sockaddr_storage *addr,
     return 0; /* unknown: all such peers share one entry */
 }
 
-static hearth__peer **bucket_of(hearth__budget *b, const unsigned char *addr,
-                                size_t len) {
-    return &b->buckets[hearth__fnv1a(HEARTH__FNV_SEED, addr, len) % BUCKETS];
-}
-
 hearth__peer *hearth__budget_peer(hearth__budget *b,
                                   const struct sockaddr_storage *addr) {
     unsigned char key[16];
     size_t len = address_of(addr, key);
-    hearth__peer **head = bucket_of(b, key, len);
-    for (hearth__peer *p = *head; p; p = p->next)
-        if (p->addr_len == len && !memcmp(p->addr, key, len)) {
-            p->refs++;
-            return p;
-        }
-    hearth__peer *p = hearth__calloc(1, sizeof *p);
+    hearth__peer *p = hearth__map_get(&b->peers, key, len);
+    if (p) {
+        p->refs++;
+        return p;
+    }
+    p = hearth__calloc(1, sizeof *p);
     if (!p)
         return NULL;
     memcpy(p->addr, key, len);
     p->addr_len = len;
     p->refs = 1;
-    p->next = *head;
-    *head = p;
+    if (hearth__map_put(&b->peers, p->addr, len, p)) {
+        hearth__free(p);
+        return NULL;
+    }
     return p;
 }
 
 void hearth__budget_peer_release(hearth__budget *b, hearth__peer *p) {
     if (!p || --p->refs > 0)
         return;
-    hearth__peer **at = bucket_of(b, p->addr, p->addr_len);
-    while (*at != p)
-        at = &(*at)->next;
-    *at = p->next;
+    hearth__map_remove(&b->peers, p->addr, p->addr_len);
     b->used -= p->held; /* not reached: connections give back first */
     hearth__free(p);
 }

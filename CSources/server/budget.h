@@ -15,8 +15,10 @@
 typedef struct hearth__budget hearth__budget;
 typedef struct hearth__peer hearth__peer;
 
-/* A budget of total bytes, of which one peer may hold peer_share. */
-hearth__budget *hearth__budget_create(size_t total, size_t peer_share);
+/* A budget of total bytes, of which one peer may hold peer_share: 0 and
+ * *out, or HEARTH_ENOMEM. */
+int hearth__budget_create(size_t total, size_t peer_share,
+                          hearth__budget **out);
 /* Every peer must have been released. */
 void hearth__budget_free(hearth__budget *b);
 

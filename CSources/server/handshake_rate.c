@@ -20,8 +20,12 @@ struct hearth__handshake_rate {
     slot slots[SLOTS];
 };
 
-hearth__handshake_rate *hearth__handshake_rate_create(void) {
-    return hearth__calloc(1, sizeof(hearth__handshake_rate));
+int hearth__handshake_rate_create(hearth__handshake_rate **out) {
+    hearth__handshake_rate *r = hearth__calloc(1, sizeof *r);
+    if (!r)
+        return HEARTH_ENOMEM;
+    *out = r;
+    return 0;
 }
 
 void hearth__handshake_rate_free(hearth__handshake_rate *r) { hearth__free(r); }

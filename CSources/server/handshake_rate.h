@@ -20,7 +20,8 @@
 
 typedef struct hearth__handshake_rate hearth__handshake_rate;
 
-hearth__handshake_rate *hearth__handshake_rate_create(void);
+/* 0 and *out, or HEARTH_ENOMEM. */
+int hearth__handshake_rate_create(hearth__handshake_rate **out);
 void hearth__handshake_rate_free(hearth__handshake_rate *r);
 
 /* Whether the address (len bytes, at most 16) may start a handshake at

@@ -59,12 +59,7 @@ void hearth__http_conn_release(hearth__http_conn *c) {
 static void on_conn_closed(uv_handle_t *h) {
     hearth__http_conn *c = h->data;
     hearth__http_server *s = c->server;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    hearth__list_remove(&c->link);
     if (c->on_close) {
         void (*cb)(void *) = c->on_close;
         c->on_close = NULL;
@@ -115,8 +110,8 @@ static void check_deadline(hearth__http_conn *c, uint64_t now) {
 static void on_sweep(uv_timer_t *t) {
     hearth__http_server *s = t->data;
     uint64_t now = uv_now(s->loop);
-    for (hearth__http_conn *c = s->conns, *next; c; c = next) {
-        next = c->next;
+    HEARTH__LIST_EACH_SAFE(n, &s->conns) {
+        hearth__http_conn *c = HEARTH__CONN_OF(n);
         if (!c->closing)
             check_deadline(c, now);
     }
@@ -155,7 +150,8 @@ static bool make_room(hearth__http_server *s, const hearth__peer *peer,
                       const hearth__http_conn *keep) {
     hearth__http_conn *victim = NULL;
     int best = 0;
-    for (hearth__http_conn *c = s->conns; c; c = c->next) {
+    HEARTH__LIST_EACH(n, &s->conns) {
+        hearth__http_conn *c = HEARTH__CONN_OF(n);
         if (c == keep || (peer && c->peer != peer))
             continue;
         int rank = eviction_rank(c);
@@ -214,7 +210,7 @@ static bool handshake_allowed(hearth__http_server *s,
     size_t len = tls ? rate_key(addr, key) : 0;
     if (!len)
         return true;
-    if (!s->handshakes && !(s->handshakes = hearth__handshake_rate_create()))
+    if (!s->handshakes && hearth__handshake_rate_create(&s->handshakes))
         return false; /* no memory: refuse rather than pay unbounded */
     if (hearth__handshake_allowed(s->handshakes, key, len, uv_now(s->loop),
                                   atomic_load(&s->handshakes_per_s),
@@ -239,10 +235,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     s->live_conns++;
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    hearth__list_push_front(&s->conns, &c->link);
     s->open_handles++;
     s->nconns++;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
@@ -299,7 +292,8 @@ int hearth__http_listen(uv_loop_t *loop, const char *host, int port,
     s->limits = *limits;
     atomic_init(&s->handshakes_per_s, HEARTH__HANDSHAKES_PER_S);
     atomic_init(&s->handshake_burst, HEARTH__HANDSHAKE_BURST);
-    if (!(s->budget = hearth__budget_create(limits->max_held, limits->peer_share)) ||
+    if (hearth__budget_create(limits->max_held, limits->peer_share,
+                              &s->budget) ||
         uv_mutex_init(&s->tls_lock)) {
         hearth__budget_free(s->budget);
         hearth__free(s);
@@ -389,11 +383,13 @@ void hearth__http_close(hearth__http_server *s, void (*done)(void *ctx),
     s->closing = true;
     s->done = done;
     s->done_ctx = ctx;
-    for (hearth__http_conn *c = s->conns; c; c = c->next)
+    HEARTH__LIST_EACH_SAFE(n, &s->conns) {
+        hearth__http_conn *c = HEARTH__CONN_OF(n);
         if (!c->busy || c->streaming)
             hearth__http_conn_close(c); /* busy ones close once answered */
         else
             c->close_when_sent = true;
+    }
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
     uv_close((uv_handle_t *)&s->sweep, on_listener_closed);
     hearth__http_cork_stop(s, on_listener_closed);

@@ -12,6 +12,7 @@
 
 #include "server/http.h"
 
+#include "common/list.h"
 #include "server/budget.h"
 #include "server/handshake_rate.h"
 
@@ -40,7 +41,7 @@ struct hearth__http_server {
     uint64_t writes; /* writes to sockets begun (a writev or a uv_write) */
     uint64_t helper_writes; /* ... of which the cork's helper thread made */
     void *ctx;
-    hearth__http_conn *conns;
+    hearth__list conns; /* newest first */
     size_t nconns;   /* open, not closing */
     uv_timer_t sweep; /* times connections out */
     int port;
@@ -75,10 +76,12 @@ struct hearth__http_server {
     hearth__http_note spare_note;
 };
 
+#define HEARTH__CONN_OF(n) HEARTH__LIST_ITEM(n, hearth__http_conn, link)
+
 struct hearth__http_conn {
     uv_tcp_t tcp;
     hearth__http_server *server;
-    hearth__http_conn *prev, *next;
+    hearth__list link; /* in the server's conns */
     int refs; /* the handle, and a request being answered */
     http_parser parser;
     char *in; /* input kept past a read, unparsed from in_off; NULL: none */

@@ -23,7 +23,7 @@ void hearth__metrics_free(hearth__metrics *m) {
     for (size_t i = 0; i < m->n; i++)
         hearth__free(m->counters[i].key);
     hearth__free(m->counters);
-    hearth__free(m->index);
+    hearth__map_free(&m->index);
     memset(m, 0, sizeof *m);
 }
 
@@ -31,49 +31,27 @@ uint64_t hearth__metrics_hash(const char *key) {
     return hearth__fnv1a(HEARTH__FNV_SEED, key, strlen(key));
 }
 
-/* The slot of key in the index: where it is, or the empty one where it
- * would go. The index has twice the counters' capacity, so one is empty. */
-static size_t slot_of(const hearth__metrics *m, const char *key) {
-    size_t mask = m->cap * 2 - 1, i = (size_t)hearth__metrics_hash(key) & mask;
-    while (m->index[i] && strcmp(m->counters[m->index[i] - 1].key, key) != 0)
-        i = (i + 1) & mask;
-    return i;
-}
-
-/* Doubles the table and rebuilds the index; false when memory fails. */
-static bool grow(hearth__metrics *m) {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    hearth__counter *c = hearth__realloc(m->counters, cap * sizeof *c);
-    if (!c)
-        return false;
-    m->counters = c;
-    size_t *index = hearth__calloc(cap * 2, sizeof *index);
-    if (!index)
-        return false;
-    hearth__free(m->index);
-    m->index = index;
-    m->cap = cap;
-    for (size_t i = 0; i < m->n; i++)
-        m->index[slot_of(m, m->counters[i].key)] = i + 1;
-    return true;
-}
-
 size_t hearth__metrics_add(hearth__metrics *m, const char *key, uint64_t by) {
-    if (m->cap) {
-        size_t at = m->index[slot_of(m, key)];
-        if (at) {
-            m->counters[at - 1].value += by;
-            return at;
-        }
+    size_t at = (uintptr_t)hearth__map_get_str(&m->index, key);
+    if (at) {
+        m->counters[at - 1].value += by;
+        return at;
     }
-    if (m->n == m->cap && !grow(m))
+    hearth__counter *c = hearth__grow(m->counters, &m->cap, m->n + 1,
+                                      sizeof *c);
+    if (!c)
         return 0;
+    m->counters = c;
     char *copy = hearth__strndup(key, strlen(key));
-    if (!copy)
+    /* The map's value is the counter's place + 1: the array moves as it
+     * grows, the keys (each its own block) do not. */
+    if (!copy ||
+        hearth__map_put_str(&m->index, copy, (void *)(uintptr_t)(m->n + 1))) {
+        hearth__free(copy);
         return 0;
+    }
     m->counters[m->n] = (hearth__counter){copy, by};
-    m->index[slot_of(m, key)] = ++m->n;
-    return m->n;
+    return ++m->n;
 }
 
 static size_t name_len(const char *key) { return strcspn(key, "{"); }

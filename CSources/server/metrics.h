@@ -12,6 +12,7 @@
 
 #include "common/histogram.h"
 #include "common/internal.h"
+#include "common/map.h"
 
 typedef struct hearth__counter {
     char *key; /* name{labels} */
@@ -31,7 +32,7 @@ typedef struct hearth__metrics_memo {
 typedef struct hearth__metrics {
     hearth__counter *counters; /* in the order they appeared */
     size_t n, cap;
-    size_t *index; /* 2 * cap slots: 1 + a counter's place, 0: empty */
+    hearth__map index; /* key -> 1 + its counter's place */
     hearth__histogram request_seconds; /* every REST request's handling */
     hearth__metrics_memo memo[HEARTH__METRICS_MEMO];
 } hearth__metrics;

@@ -109,7 +109,7 @@ void hearth__observe_op(hearth__server *srv, const hearth__op *op) {
     count_op(&srv->metrics, op);
     if (srv->log_format != HEARTH_LOG_OFF)
         hearth__log_op(srv, op);
-    if (srv->profilers) /* the one branch it costs when nobody profiles */
+    if (!hearth__list_empty(&srv->profilers)) /* the one branch it costs when nobody profiles */
         hearth__profile_emit(srv, op);
 }
 

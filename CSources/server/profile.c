@@ -8,12 +8,7 @@
 
 static void on_profiler_closed(void *ctx) {
     hearth__profiler *p = ctx;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        p->srv->profilers = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
+    hearth__list_remove(&p->link);
     hearth__free(p);
 }
 
@@ -30,10 +25,7 @@ void hearth__profile_start(hearth__server *srv, hearth__http_conn *conn) {
         hearth__free(p);
         return;
     }
-    p->next = srv->profilers;
-    if (p->next)
-        p->next->prev = p;
-    srv->profilers = p;
+    hearth__list_push_front(&srv->profilers, &p->link);
 }
 
 static void add_string(hearth__buf *b, const char *name, const char *v) {
@@ -59,10 +51,11 @@ void hearth__profile_emit(hearth__server *srv, const hearth__op *op) {
                        op->bytes_out, (double)op->duration_ns / 1e6);
     if (!b.failed) {
         hearth__shared_buf *shared = hearth__shared_buf_create(b.data, b.len);
-        for (hearth__profiler *p = srv->profilers, *next; shared && p; p = next) {
-            next = p->next; /* a send may close p */
-            hearth__http_stream_send_shared(p->conn, shared);
-        }
+        /* a send may close its profiler */
+        HEARTH__LIST_EACH_SAFE(n, &srv->profilers)
+            if (shared)
+                hearth__http_stream_send_shared(
+                    HEARTH__LIST_ITEM(n, hearth__profiler, link)->conn, shared);
         hearth__shared_buf_release(shared);
     }
     hearth__buf_free(&b);

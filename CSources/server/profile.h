@@ -2,7 +2,7 @@
  * profile.h - GET /.profile (admin): a stream of every operation the
  * server handles, one JSON object a line, for `hearth profile` (as the
  * service's database:profile). While nobody profiles, the server pays one
- * branch per operation (srv->profilers is NULL).
+ * branch per operation (srv->profilers is empty).
  */
 #ifndef HEARTH_SERVER_PROFILE_H
 #define HEARTH_SERVER_PROFILE_H
@@ -12,7 +12,7 @@
 typedef struct hearth__profiler {
     hearth__server *srv;
     hearth__http_conn *conn;
-    struct hearth__profiler *prev, *next;
+    hearth__list link; /* in the server's profilers */
 } hearth__profiler;
 
 /* Answers the request on conn with the operations stream (until the

@@ -63,7 +63,7 @@ void hearth__realtime_session_release(session *s) {
     hearth__principal_clear(&s->who);
     hearth__v5_joiner_reset(&s->pieces);
     hearth__realtime_ondisconnect_free(s);
-    hearth__free(s->index); /* none once the listens went: for safety */
+    hearth__map_free(&s->index); /* none once the listens went: for safety */
     hearth__free(s);
 }
 
@@ -217,21 +217,11 @@ static void on_message(void *user, const char *text, size_t len) {
     json_decref(msg);
 }
 
-static void unlink_session(session *s) {
-    if (s->prev)
-        s->prev->next = s->next;
-    else if (s->srv->sessions == s)
-        s->srv->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
-}
-
 /* Ends the session's listens it may no longer read: the client cancels
  * its registrations there. */
 static void recheck_session(session *s) {
-    for (listen_t *l = s->listens, *next; l; l = next) {
-        next = l->next;
+    HEARTH__LIST_EACH_SAFE(n, &s->listens) {
+        listen_t *l = HEARTH__LISTEN_OF(n);
         if (hearth__realtime_may_read(s, l->path, l->wire_query))
             continue;
         json_t *body = json_pack("{s:s}", "p", l->path);
@@ -248,20 +238,23 @@ static void recheck_session(session *s) {
 void hearth__realtime_count(const hearth__server *srv, size_t *sessions,
                             size_t *listens) {
     *sessions = *listens = 0;
-    for (const session *s = srv->sessions; s; s = s->next) {
+    HEARTH__LIST_EACH(n, &srv->sessions) {
         *sessions += 1;
-        *listens += s->nlistens;
+        *listens += HEARTH__SESSION_OF(n)->nlistens;
     }
 }
 
 void hearth__realtime_recheck(hearth__server *srv, hearth__namespace *ns) {
-    for (session *s = srv->sessions; s; s = s->next)
+    HEARTH__LIST_EACH(n, &srv->sessions) {
+        session *s = HEARTH__SESSION_OF(n);
         if (s->ns == ns && s->ws)
             recheck_session(s);
+    }
 }
 
 void hearth__realtime_expire(hearth__server *srv, int64_t now_ms) {
-    for (session *s = srv->sessions; s; s = s->next) {
+    HEARTH__LIST_EACH(n, &srv->sessions) {
+        session *s = HEARTH__SESSION_OF(n);
         if (!s->ws || !hearth__principal_expired(&s->who, now_ms))
             continue;
         hearth__principal_clear(&s->who);
@@ -276,18 +269,20 @@ void hearth__realtime_close_unavailable(hearth__server *srv) {
     /* Closed, not answered: the SDKs reconnect by themselves and listen
      * again, meeting 503 until the data is served again (a listen
      * answered "unavailable" would cancel the app's observers). */
-    for (session *s = srv->sessions; s; s = s->next)
+    HEARTH__LIST_EACH_SAFE(n, &srv->sessions) {
+        session *s = HEARTH__SESSION_OF(n);
         if (s->ws && hearth__db_unavailable(s->ns->db))
             hearth__ws_close(s->ws);
+    }
 }
 
 static void on_close(void *user) {
     session *s = user;
     s->ws = NULL;
-    unlink_session(s);
+    hearth__list_remove(&s->link);
     hearth__realtime_run_ondisconnect(s);
-    while (s->listens) {
-        listen_t *l = s->listens;
+    for (hearth__list *n; (n = hearth__list_first(&s->listens));) {
+        listen_t *l = HEARTH__LISTEN_OF(n);
         hearth__realtime_listen_unlink(s, l);
         hearth_db_remove_observer(s->ns->db, l->handle);
     }
@@ -338,10 +333,7 @@ void hearth__realtime_accept(hearth__server *srv, hearth__http_conn *conn,
     /* Open: rules changes check its listens; the namespace stays open
      * until the connection closes. */
     hearth__ns_hold(ns);
-    s->next = srv->sessions;
-    if (srv->sessions)
-        srv->sessions->prev = s;
-    srv->sessions = s;
+    hearth__list_push_front(&srv->sessions, &s->link);
     /* The hello: server time, version, host, session id. */
     static atomic_ullong sessions; /* servers may share the process */
     char sid[32];

@@ -26,8 +26,11 @@ typedef struct session session;
 
 struct listen {
     session *s;
-    char *path;
-    char *identity; /* the query's identity: "default" or its wire form */
+    char *key;      /* path, NUL, identity: the index's key (key_len) */
+    size_t key_len;
+    char *path;     /* in key */
+    char *identity; /* in key: the query's identity ("default" or its
+                       wire form) */
     json_t *tag;    /* NULL for untagged */
     bool filtered;  /* a query with bounds or a limit: whole values */
     hearth_node_t *last; /* what the client holds now */
@@ -37,8 +40,8 @@ struct listen {
      * first value: when that value hashes the same, it is not sent. */
     char client_hash[HEARTH_HASH_SIZE];
     bool has_client_hash;
-    listen_t *next, *prev; /* the session's, newest first */
-    listen_t *same_slot;   /* in the session's index */
+    hearth__list link;     /* in the session's listens, newest first */
+    listen_t *same_key;    /* the older listen of the same key, if any */
 };
 
 /* An onDisconnect write: set (d) or merge (m) at path. */
@@ -47,28 +50,32 @@ typedef struct od_op {
     char *path;
     json_t *data;
     size_t bytes; /* data as compact JSON */
-    struct od_op *next;
+    hearth__list link; /* in the session's, in the order asked */
 } od_op;
 
 struct session {
     hearth__server *srv;
     hearth__namespace *ns;
     hearth__principal who; /* set by auth / gauth, cleared by unauth */
-    session *prev, *next;  /* the server's open sessions */
+    hearth__list link;     /* in the server's open sessions */
     hearth__ws *ws; /* NULL once the connection closed */
-    listen_t *listens;
+    hearth__list listens;
     size_t nlistens; /* listens not yet freed, MAX_LISTENS at most */
-    /* (path, query) -> listen, chained, once the session holds more than
-     * a few (realtime_listen.c): an unlisten walked every listen */
-    listen_t **index;
-    size_t index_slots;
-    od_op *ondisconnect;
+    /* (path, query) -> its newest listen, once the session holds more
+     * than a few (realtime_listen.c): an unlisten walked every listen */
+    hearth__map index;
+    bool indexed;
+    hearth__list ondisconnect;
     size_t nondisconnect, ondisconnect_bytes; /* within the MAX_ONDISCONNECTs */
     struct od_keeping *keeping; /* in a cluster: kept there (NULL: never) */
     int refs;       /* the connection, and each write awaiting its commit */
     /* a message arriving in pieces, up to what one message may hold */
     hearth__v5_joiner pieces;
 };
+
+#define HEARTH__LISTEN_OF(n) HEARTH__LIST_ITEM(n, listen_t, link)
+#define HEARTH__SESSION_OF(n) HEARTH__LIST_ITEM(n, session, link)
+#define HEARTH__OD_OF(n) HEARTH__LIST_ITEM(n, od_op, link)
 
 /* ---- a session's listens (realtime_listen.c) ---- */
 

@@ -12,8 +12,7 @@ static void listen_free(void *ctx) {
     l->s->nlistens--;
     json_decref(l->wire_query);
     hearth_node_decref(l->last);
-    hearth__free(l->path);
-    hearth__free(l->identity);
+    hearth__free(l->key); /* path and identity with it */
     json_decref(l->tag);
     hearth__realtime_session_release(l->s);
     hearth__free(l);
@@ -26,75 +25,89 @@ static void listen_free(void *ctx) {
  * a millisecond of the loop per unlisten, for any peer to repeat). */
 #define INDEX_FROM 8
 
-static size_t key_hash(const char *path, const char *identity) {
-    /* the terminating NUL between them: no byte of either */
-    uint64_t h = hearth__fnv1a(HEARTH__FNV_SEED, path, strlen(path) + 1);
-    h = hearth__fnv1a(h, identity, strlen(identity));
-    return (size_t)(h ^ (h >> 29));
-}
-
-static listen_t **slot_of(session *s, const char *path, const char *identity) {
-    return &s->index[key_hash(path, identity) & (s->index_slots - 1)];
-}
-
-/* Makes the index anew, with slots slots, from the list; without memory
- * there is none (finding walks the list: slower, still right). */
-static void index_build(session *s, size_t slots) {
-    hearth__free(s->index);
-    s->index = hearth__calloc(slots, sizeof *s->index);
-    s->index_slots = s->index ? slots : 0;
-    for (listen_t *l = s->index ? s->listens : NULL; l; l = l->next) {
-        listen_t **slot = slot_of(s, l->path, l->identity);
-        l->same_slot = *slot;
-        *slot = l;
+/* A listen's key: "path", NUL, "identity" (no byte of either is a NUL),
+ * in one block (hearth__free it); NULL when memory fails. */
+static char *listen_key(const char *path, const char *identity,
+                        size_t *len) {
+    size_t plen = strlen(path), ilen = strlen(identity);
+    char *key = hearth__malloc(plen + ilen + 2);
+    if (key) {
+        memcpy(key, path, plen + 1);
+        memcpy(key + plen + 1, identity, ilen + 1);
+        *len = plen + 1 + ilen;
     }
+    return key;
+}
+
+static void index_drop(session *s) {
+    hearth__map_free(&s->index);
+    s->indexed = false;
+}
+
+/* Puts l first among the listens of its key (a client may listen twice
+ * alike: the newest is the one found, the older one after it). */
+static bool index_add(session *s, listen_t *l) {
+    l->same_key = hearth__map_get(&s->index, l->key, l->key_len);
+    return hearth__map_put(&s->index, l->key, l->key_len, l) == 0;
+}
+
+/* Makes the index anew from the list, oldest first so that the newest
+ * of a key comes first; without memory there is none (finding walks the
+ * list: slower, still right). */
+static void index_build(session *s) {
+    index_drop(s);
+    s->indexed = true;
+    for (hearth__list *n = hearth__list_last(&s->listens); n && s->indexed;
+         n = hearth__list_prev(&s->listens, n))
+        if (!index_add(s, HEARTH__LISTEN_OF(n)))
+            index_drop(s);
 }
 
 void hearth__realtime_listen_link(session *s, listen_t *l) {
-    l->prev = NULL;
-    l->next = s->listens;
-    if (s->listens)
-        s->listens->prev = l;
-    s->listens = l;
-    /* sized by nlistens, which counts the listens being made and freed
-     * too: a little larger than the list at times */
-    if (s->index && s->nlistens <= 2 * s->index_slots) {
-        listen_t **slot = slot_of(s, l->path, l->identity);
-        l->same_slot = *slot;
-        *slot = l;
+    hearth__list_push_front(&s->listens, &l->link);
+    if (s->indexed) {
+        if (!index_add(s, l))
+            index_drop(s);
     } else if (s->nlistens > INDEX_FROM) {
-        index_build(s, s->index ? 2 * s->index_slots : 4 * INDEX_FROM);
+        index_build(s);
     }
 }
 
 void hearth__realtime_listen_unlink(session *s, listen_t *l) {
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        s->listens = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
-    if (s->index) {
-        listen_t **p = slot_of(s, l->path, l->identity);
-        while (*p != l)
-            p = &(*p)->same_slot;
-        *p = l->same_slot;
+    hearth__list_remove(&l->link);
+    if (s->indexed) {
+        listen_t *first = hearth__map_get(&s->index, l->key, l->key_len);
+        if (first == l && l->same_key) /* the next one's key: no growth */
+            hearth__map_put(&s->index, l->same_key->key, l->key_len,
+                            l->same_key);
+        else if (first == l)
+            hearth__map_remove(&s->index, l->key, l->key_len);
+        for (listen_t *p = first; p && p != l; p = p->same_key)
+            if (p->same_key == l)
+                p->same_key = l->same_key;
     }
-    if (!s->listens) { /* a session that listens again starts small */
-        hearth__free(s->index);
-        s->index = NULL;
-        s->index_slots = 0;
-    }
+    if (hearth__list_empty(&s->listens)) /* listening again starts small */
+        index_drop(s);
 }
 
-/* The session's listen of path under the query of that identity. */
+/* The session's listen of path under the query of that identity (the
+ * newest, when the client listened alike twice). */
 static listen_t *find_listen(session *s, const char *path,
                              const char *identity) {
-    listen_t *l = s->index ? *slot_of(s, path, identity) : s->listens;
-    for (; l; l = s->index ? l->same_slot : l->next)
-        if (strcmp(l->path, path) == 0 && strcmp(l->identity, identity) == 0)
-            return l;
-    return NULL;
+    size_t len;
+    char *key = listen_key(path, identity, &len);
+    listen_t *found = NULL;
+    if (key && s->indexed) {
+        found = hearth__map_get(&s->index, key, len);
+    } else if (key) {
+        HEARTH__LIST_EACH_ITEM(l, &s->listens, listen_t, link)
+            if (l->key_len == len && memcmp(l->key, key, len) == 0) {
+                found = l;
+                break;
+            }
+    }
+    hearth__free(key);
+    return found;
 }
 
 /* Whether the client already holds now: the first value, hashed as the
@@ -237,8 +250,13 @@ void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
         l->s = s;
         json_t *wq = json_object_get(b, "q");
         l->wire_query = wq ? json_incref(wq) : NULL;
-        l->path = hearth__strndup(path, strlen(path));
-        l->identity = hearth__query_identity(q);
+        char *identity = hearth__query_identity(q);
+        l->key = identity ? listen_key(path, identity, &l->key_len) : NULL;
+        hearth__free(identity);
+        if (l->key) {
+            l->path = l->key;
+            l->identity = l->key + strlen(path) + 1;
+        }
         json_t *tag = json_object_get(b, "t");
         l->tag = tag && !json_is_null(tag) ? json_incref(tag) : NULL;
         l->filtered = !hearth__query_loads_all(q);
@@ -252,7 +270,7 @@ void hearth__realtime_listen(session *s, json_int_t r, json_t *b) {
             l->has_client_hash = true;
         }
     }
-    if (!l || !l->path || !l->identity) {
+    if (!l || !l->key) {
         if (l) {
             s->refs++; /* listen_free releases one */
             listen_free(l);

@@ -120,8 +120,8 @@ static void keep_done(void *ctx, int rc) {
 static void keep_send(session *s) {
     od_keeping *k = s->keeping;
     json_t *all = json_array();
-    for (od_op *op = s->ondisconnect; op; op = op->next)
-        json_array_append_new(all, od_json(s, op));
+    HEARTH__LIST_EACH(n, &s->ondisconnect)
+        json_array_append_new(all, od_json(s, HEARTH__OD_OF(n)));
     char *text = all ? json_dumps(all, JSON_COMPACT) : NULL;
     json_decref(all);
     k->answering = k->asked;
@@ -208,14 +208,12 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
         /* Cancel what was set at path or below. */
         hearth__path cancel, at;
         hearth__path_parse(path, HEARTH__PATH_ALLOW_PRIORITY, &cancel, NULL);
-        for (od_op **p = &s->ondisconnect; *p;) {
-            od_op *op = *p;
+        HEARTH__LIST_EACH_SAFE(n, &s->ondisconnect) {
+            od_op *op = HEARTH__OD_OF(n);
             hearth__path_parse(op->path, HEARTH__PATH_ALLOW_PRIORITY, &at, NULL);
             if (hearth__path_is_prefix(&cancel, &at)) {
-                *p = op->next;
+                hearth__list_remove(&op->link);
                 od_free(s, op);
-            } else {
-                p = &op->next;
             }
         }
         keep_then_reply(s, r);
@@ -253,10 +251,7 @@ void hearth__realtime_ondisconnect(session *s, json_int_t r, const char *a, json
     op->bytes = bytes;
     s->nondisconnect++;
     s->ondisconnect_bytes += bytes;
-    od_op **tail = &s->ondisconnect;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = op;
+    hearth__list_push_back(&s->ondisconnect, &op->link);
     keep_then_reply(s, r);
 }
 
@@ -269,9 +264,8 @@ void hearth__realtime_run_ondisconnect(session *s) {
         s->srv->keeper->ops->ondisconnect_keep(s->srv->keeper, s->ns->db,
                                                session_key(s), NULL, NULL,
                                                NULL);
-    while (s->ondisconnect) {
-        od_op *op = s->ondisconnect;
-        s->ondisconnect = op->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&s->ondisconnect));) {
+        od_op *op = HEARTH__OD_OF(n);
         if (op->merge) {
             hearth__realtime_judged_update(s, op->path, op->data, NULL, NULL, NULL, NULL);
         } else {

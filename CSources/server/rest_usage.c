@@ -8,10 +8,8 @@
 
 /* Sessions and streams open on the namespace called name (0: closed). */
 static int connections(const hearth__server *srv, const char *name) {
-    for (size_t i = 0; i < srv->nnamespaces; i++)
-        if (!strcmp(srv->namespaces[i]->name, name))
-            return srv->namespaces[i]->users;
-    return 0;
+    const hearth__namespace *ns = hearth__server_namespace_find(srv, name);
+    return ns ? ns->users : 0;
 }
 
 static json_t *row_json(const hearth__server *srv, const hearth__usage_row *row) {

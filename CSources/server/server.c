@@ -73,6 +73,7 @@ static bool ns_idle(hearth__namespace *ns) {
 /* Closes namespaces[i]; the last one takes its place. */
 static void ns_forget(hearth__server *srv, size_t i) {
     hearth__inspect_closing(srv, srv->namespaces[i]); /* coverage kept */
+    hearth__map_remove_str(&srv->namespace_names, srv->namespaces[i]->name);
     ns_free(srv->namespaces[i]);
     srv->namespaces[i] = srv->namespaces[--srv->nnamespaces];
 }
@@ -188,14 +189,19 @@ static int ns_open(hearth__server *srv, const char *name,
     return 0;
 }
 
+hearth__namespace *hearth__server_namespace_find(const hearth__server *srv,
+                                                const char *name) {
+    return hearth__map_get_str(&srv->namespace_names, name);
+}
+
 int hearth__server_namespace(hearth__server *srv, const char *name,
                              hearth__namespace **out, hearth_error_t *err) {
-    for (size_t i = 0; i < srv->nnamespaces; i++)
-        if (strcmp(srv->namespaces[i]->name, name) == 0) {
-            *out = srv->namespaces[i];
-            (*out)->last_used = uv_now(&srv->loop);
-            return 0;
-        }
+    hearth__namespace *open = hearth__server_namespace_find(srv, name);
+    if (open) {
+        open->last_used = uv_now(&srv->loop);
+        *out = open;
+        return 0;
+    }
     if (!valid_namespace(name))
         return hearth__error(err, HEARTH_EINVAL, NULL,
                              "Invalid namespace \"%.64s\": use letters, "
@@ -218,6 +224,10 @@ int hearth__server_namespace(hearth__server *srv, const char *name,
         return rc;
     ns->last_used = uv_now(&srv->loop);
     srv->namespaces[srv->nnamespaces++] = ns;
+    if (hearth__map_put_str(&srv->namespace_names, ns->name, ns)) {
+        ns_forget(srv, srv->nnamespaces - 1);
+        return hearth__error_code(err, HEARTH_ENOMEM);
+    }
     *out = ns;
     return 0;
 }
@@ -378,6 +388,7 @@ static void free_server(hearth__server *srv) {
     hearth__free(srv->auth_issuer);
     hearth__auth_keys_free(srv->auth_keys);
     hearth__free(srv->namespaces);
+    hearth__map_free(&srv->namespace_names);
     hearth__usage_free(srv->usage);
     hearth__inspect_free(srv->inspect);
     hearth__metrics_free(&srv->metrics);

@@ -7,6 +7,8 @@
 #define HEARTH_SERVER_SERVER_H
 
 #include "server/keeper.h"
+#include "common/list.h"
+#include "common/map.h"
 #include "db/db.h"
 #include "rules/ruleset.h"
 #include "server/http.h"
@@ -101,16 +103,17 @@ typedef struct hearth__server {
      * pointers to theirs (hearth__ns_hold) while the array changes. */
     hearth__namespace **namespaces;
     size_t nnamespaces, namespaces_cap;
+    hearth__map namespace_names; /* name -> the namespace, for each request */
     atomic_uint_fast64_t namespace_idle_ms; /* unused this long: closed */
-    hearth__stream *streams; /* server-sent event streams, for keep-alives */
-    struct session *sessions; /* realtime sessions, for rules changes */
+    hearth__list streams; /* server-sent event streams, for keep-alives */
+    hearth__list sessions; /* realtime sessions, for rules changes */
     hearth__sse_memo memo;
     hearth__push_memo push_memo;
     struct hearth__usage *usage; /* per namespace (usage.h), or NULL */
     hearth__metrics metrics;    /* GET /.metrics */
     hearth__tickets tickets;    /* the admin's stream tickets (ticket.h) */
     hearth_log_format log_format;
-    struct hearth__profiler *profilers; /* GET /.profile streams */
+    hearth__list profilers; /* GET /.profile streams */
     hearth__http_server *metrics_http;  /* metrics_port's, or NULL */
     bool stopping;
     uv_sem_t started;
@@ -146,6 +149,9 @@ int hearth__ns_set_rules_source(hearth__namespace *ns, json_t *doc,
 int hearth__ns_set_rules(hearth__namespace *ns, json_t *doc,
                          hearth_error_t *err);
 
+/* The namespace called name if it is open now, else NULL (opens nothing). */
+hearth__namespace *hearth__server_namespace_find(const hearth__server *srv,
+                                                const char *name);
 /* The namespace called name, opened if it is not (creating nothing on
  * disk). Valid while the request is handled; hold it to keep it longer.
  * HEARTH_EINVAL for an invalid name, HEARTH_ETOOBIG when the server holds

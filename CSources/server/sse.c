@@ -28,8 +28,10 @@ struct hearth__stream {
     char *path;
     hearth__principal who;    /* checked again when the rules change */
     hearth_node_t *query_var;
-    hearth__stream *prev, *next;
+    hearth__list link; /* in the server's streams, newest first */
 };
+
+#define STREAM(n) HEARTH__LIST_ITEM(n, hearth__stream, link)
 
 /* Appends one event ("event: NAME\ndata: DATA\n\n") to out. */
 static void add_event(hearth__buf *out, const char *event, const char *data,
@@ -153,12 +155,7 @@ static void on_value(const hearth_event_t *ev, void *ctx) {
 /* The observer is gone: nothing refers to the stream any more. */
 static void stream_free(void *ctx) {
     hearth__stream *st = ctx;
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        st->srv->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
+    hearth__list_remove(&st->link);
     hearth_node_decref(st->last);
     hearth__free(st->path);
     hearth__principal_clear(&st->who);
@@ -204,10 +201,7 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
     st->query_var = query_var ? hearth_node_incref(query_var) : NULL;
     st->json_flags = json_flags;
     st->filtered = !hearth__query_loads_all(query);
-    st->next = srv->streams;
-    if (srv->streams)
-        srv->streams->prev = st;
-    srv->streams = st;
+    hearth__list_push_front(&srv->streams, &st->link);
     if (hearth__http_stream_begin(conn, 200, "text/event-stream; charset=utf-8",
                                   NULL, on_conn_closed, st)) {
         stream_free(st);
@@ -224,7 +218,8 @@ void hearth__sse_start(hearth__server *srv, hearth__http_conn *conn,
 }
 
 void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns) {
-    for (hearth__stream *st = srv->streams; st; st = st->next) {
+    HEARTH__LIST_EACH_SAFE(n, &srv->streams) {
+        hearth__stream *st = STREAM(n);
         if (st->ns != ns || !st->conn ||
             hearth__ns_may_read(ns, &st->who, st->path, st->query_var))
             continue;
@@ -235,7 +230,8 @@ void hearth__sse_recheck(hearth__server *srv, hearth__namespace *ns) {
 }
 
 void hearth__sse_expire(hearth__server *srv, int64_t now_ms) {
-    for (hearth__stream *st = srv->streams; st; st = st->next) {
+    HEARTH__LIST_EACH_SAFE(n, &srv->streams) {
+        hearth__stream *st = STREAM(n);
         if (!st->conn || !hearth__principal_expired(&st->who, now_ms))
             continue;
         static const char why[] = "\"credential is no longer valid\"";
@@ -246,26 +242,26 @@ void hearth__sse_expire(hearth__server *srv, int64_t now_ms) {
 
 void hearth__sse_close_unavailable(hearth__server *srv) {
     /* Ended without an event: EventSource reconnects by itself. */
-    for (hearth__stream *st = srv->streams; st; st = st->next)
-        if (st->conn && hearth__db_unavailable(st->ns->db))
-            hearth__http_stream_end(st->conn);
+    HEARTH__LIST_EACH_SAFE(n, &srv->streams)
+        if (STREAM(n)->conn && hearth__db_unavailable(STREAM(n)->ns->db))
+            hearth__http_stream_end(STREAM(n)->conn);
 }
 
 void hearth__sse_keepalive(hearth__server *srv) {
-    for (hearth__stream *st = srv->streams; st; st = st->next)
-        send_event(st, "keep-alive", "null", 4);
+    HEARTH__LIST_EACH(n, &srv->streams)
+        send_event(STREAM(n), "keep-alive", "null", 4);
 }
 
 void hearth__sse_close_all(hearth__server *srv) {
     memo_clear(&srv->memo);
-    for (hearth__stream *st = srv->streams; st; st = st->next)
-        if (st->conn)
-            hearth__http_stream_end(st->conn);
+    HEARTH__LIST_EACH_SAFE(n, &srv->streams)
+        if (STREAM(n)->conn)
+            hearth__http_stream_end(STREAM(n)->conn);
 }
 
 size_t hearth__sse_count(const hearth__server *srv) {
     size_t n = 0;
-    for (const hearth__stream *st = srv->streams; st; st = st->next)
-        n += st->conn != NULL;
+    HEARTH__LIST_EACH(q, &srv->streams)
+        n += STREAM(q)->conn != NULL;
     return n;
 }

@@ -24,7 +24,7 @@ static void emit_delivery(void *ctx, const hearth__delivery *d) {
                      .status = d->status > 0 ? status : "error",
                      .bytes_out = d->bytes,
                      .duration_ns = d->duration_ns};
-    if (srv->profilers)
+    if (!hearth__list_empty(&srv->profilers))
         hearth__profile_emit(srv, &op);
 }
 
@@ -32,7 +32,7 @@ static void emit_delivery(void *ctx, const hearth__delivery *d) {
  * to the profile streams a tenth of a second later at most. */
 static void on_profile_tick(uv_timer_t *timer) {
     hearth__server *srv = timer->data;
-    hearth__triggers_record(srv->triggers, srv->profilers != NULL);
+    hearth__triggers_record(srv->triggers, !hearth__list_empty(&srv->profilers));
     hearth__triggers_drain(srv->triggers, emit_delivery, srv);
 }
 

@@ -23,9 +23,9 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
     if (!srv->usage && !(srv->usage = hearth__calloc(1, sizeof *srv->usage)))
         return NULL;
     hearth__usage *u = srv->usage;
-    for (size_t i = 0; i < u->n; i++)
-        if (!strcmp(u->rows[i]->name, name))
-            return u->rows[i];
+    hearth__usage_row *found = hearth__map_get_str(&u->by_name, name);
+    if (found)
+        return found;
     if (u->n == HEARTH__USAGE_MAX_ROWS)
         return u->other ? u->other
                         : (u->other = row_create(HEARTH__USAGE_OTHER));
@@ -35,6 +35,10 @@ hearth__usage_row *hearth__usage_row_of(hearth__server *srv, const char *name) {
         return NULL;
     u->rows = rows;
     hearth__usage_row *row = row_create(name);
+    if (row && hearth__map_put_str(&u->by_name, row->name, row)) {
+        row_free(row);
+        row = NULL;
+    }
     if (row)
         u->rows[u->n++] = row;
     return row;
@@ -141,5 +145,6 @@ void hearth__usage_free(hearth__usage *u) {
         row_free(u->rows[i]);
     row_free(u->other);
     hearth__free(u->rows);
+    hearth__map_free(&u->by_name);
     hearth__free(u);
 }

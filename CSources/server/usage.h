@@ -26,8 +26,9 @@ typedef struct hearth__usage_row {
 } hearth__usage_row;
 
 typedef struct hearth__usage {
-    hearth__usage_row **rows;
+    hearth__usage_row **rows; /* in the order made */
     size_t n, cap;
+    hearth__map by_name; /* name -> its row */
     hearth__usage_row *other; /* names past the bound (NULL: none yet) */
 } hearth__usage;
 

@@ -31,10 +31,11 @@ int hearth__ws_accept(hearth__http_conn *conn, const hearth__http_request *req,
             hearth__http_get_header(req, "sec-websocket-key"),
             hearth__http_get_header(req, "sec-websocket-version"), accept))
         return HEARTH_EINVAL;
-    hearth__ws *ws = hearth__ws_create(&upgraded, conn, on_message, on_close,
-                                    user);
-    if (!ws)
-        return HEARTH_ENOMEM;
+    hearth__ws *ws;
+    int rc = hearth__ws_create(&upgraded, conn, on_message, on_close, user,
+                               &ws);
+    if (rc)
+        return rc;
     *out = ws;
     char headers[96];
     snprintf(headers, sizeof headers, "Sec-WebSocket-Accept: %s\r\n", accept);

@@ -12,6 +12,7 @@ struct hearth__record_part {
 };
 
 struct hearth__record_info {
+    size_t end; /* its parts are parts[the previous one's end, end) */
     bool has_meta;
     int64_t time_ms;
     uint64_t seq;
@@ -28,32 +29,12 @@ void hearth__records_clear(hearth__records *r) {
         hearth_node_decref(r->parts[i].value);
     hearth__buf_free(&r->paths);
     hearth__free(r->parts);
-    hearth__free(r->ends);
-    hearth__free(r->info);
+    hearth__free(r->records);
     hearth__records_init(r);
 }
 
 bool hearth__records_empty(const hearth__records *r) {
     return r->nrecords == 0;
-}
-
-/* Makes room for `more` elements of `size` bytes after `used`. */
-static bool grow(void **items, size_t *cap, size_t used, size_t more,
-                 size_t size) {
-    if (more <= *cap - used)
-        return true;
-    size_t want = *cap ? *cap : 16;
-    while (want - used < more) {
-        if (want > SIZE_MAX / 2 / size)
-            return false;
-        want *= 2;
-    }
-    void *bigger = hearth__realloc(*items, want * size);
-    if (!bigger)
-        return false;
-    *items = bigger;
-    *cap = want;
-    return true;
 }
 
 /* Appends p as the JSON string the record holds ("/a/b", "/" for the
@@ -85,17 +66,22 @@ int hearth__records_add_meta(hearth__records *r,
                              const hearth__record_meta *meta,
                              const hearth__path *const *paths,
                              const hearth_node_t *const *values, size_t n) {
-    size_t cap = r->records_cap;
-    if (!grow((void **)&r->parts, &r->parts_cap, r->nparts, n,
-              sizeof *r->parts) ||
-        !grow((void **)&r->ends, &cap, r->nrecords, 1, sizeof *r->ends) ||
-        !grow((void **)&r->info, &r->records_cap, r->nrecords, 1,
-              sizeof *r->info))
-        return HEARTH_ENOMEM; /* ends and info grow alike: one cap */
+    if (n > SIZE_MAX - r->nparts)
+        return HEARTH_ENOMEM;
+    hearth__record_part *parts = hearth__grow(r->parts, &r->parts_cap,
+                                              r->nparts + n, sizeof *parts);
+    if (!parts)
+        return HEARTH_ENOMEM;
+    r->parts = parts;
+    hearth__record_info *records = hearth__grow(
+        r->records, &r->records_cap, r->nrecords + 1, sizeof *records);
+    if (!records)
+        return HEARTH_ENOMEM;
+    r->records = records;
     size_t paths_len = r->paths.len;
     hearth__record_info info = {0};
     if (meta) {
-        info = (hearth__record_info){true, meta->time_ms, meta->seq, 0, 0};
+        info = (hearth__record_info){0, true, meta->time_ms, meta->seq, 0, 0};
         if (meta->identity) {
             info.by = r->paths.len;
             hearth__json_write_string(&r->paths, meta->identity,
@@ -117,8 +103,8 @@ int hearth__records_add_meta(hearth__records *r,
     for (size_t i = 0; i < n; i++)
         r->parts[r->nparts + i].value = hearth_node_incref(values[i]);
     r->nparts += n;
-    r->info[r->nrecords] = info;
-    r->ends[r->nrecords++] = r->nparts;
+    info.end = r->nparts;
+    r->records[r->nrecords++] = info;
     return 0;
 }
 
@@ -157,7 +143,7 @@ static int write_record(const hearth__records *r, size_t k, size_t from,
     char header[HEARTH__LOG_RECORD_HEADER] = {0};
     hearth__buf_add(out, header, sizeof header);
     hearth__buf_addc(out, '[');
-    const hearth__record_info *info = &r->info[k];
+    const hearth__record_info *info = &r->records[k];
     if (info->has_meta)
         write_meta(out, info->time_ms, info->seq, r->paths.data + info->by,
                    info->by_len);
@@ -183,13 +169,13 @@ static int write_record(const hearth__records *r, size_t k, size_t from,
 int hearth__records_write(const hearth__records *r, hearth__buf *out) {
     size_t start = out->len, from = 0;
     for (size_t i = 0; i < r->nrecords; i++) {
-        int rc = write_record(r, i, from, r->ends[i], out);
+        int rc = write_record(r, i, from, r->records[i].end, out);
         if (rc) {
             out->failed = false;
             out->len = start;
             return rc;
         }
-        from = r->ends[i];
+        from = r->records[i].end;
     }
     if (out->len > start)
         hearth__log_seal_batch(out->data + start, out->len - start);

@@ -35,8 +35,7 @@ typedef struct hearth__records {
     hearth__buf paths;          /* every part's path, JSON strings in a row */
     hearth__record_part *parts; /* in write order */
     size_t nparts, parts_cap;
-    size_t *ends;               /* record i is parts[ends[i-1], ends[i]) */
-    hearth__record_info *info;  /* record i's meta, or none (ends' size) */
+    hearth__record_info *records; /* where each one's parts end, its meta */
     size_t nrecords, records_cap;
 } hearth__records;
 

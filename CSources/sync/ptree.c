@@ -71,18 +71,20 @@ hearth_node_t *hearth__sync_update(const hearth_node_t *node,
 
 /* ---- path trees ---- */
 
-hearth__ptree *hearth__ptree_create(void) {
-    return hearth__calloc(1, sizeof(hearth__ptree));
+int hearth__ptree_create(hearth__ptree **out) {
+    hearth__ptree *t = hearth__calloc(1, sizeof *t);
+    if (!t)
+        return HEARTH_ENOMEM;
+    *out = t;
+    return 0;
 }
 
 static void clear_kids(hearth__ptree *t) {
     for (unsigned i = 0; i < t->n; i++) {
-        hearth__key_decref(t->keys[i]);
-        hearth__ptree_free(t->kids[i]);
+        hearth__key_decref(t->kids[i].key);
+        hearth__ptree_free(t->kids[i].tree);
     }
-    hearth__free(t->keys);
     hearth__free(t->kids);
-    t->keys = NULL;
     t->kids = NULL;
     t->n = t->cap = 0;
 }
@@ -106,12 +108,12 @@ static unsigned kid_index(const hearth__ptree *t, const hearth__name *name,
     unsigned lo = 0, hi = t->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (name_order(t->keys[mid], name) < 0)
+        if (name_order(t->kids[mid].key, name) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    *found = lo < t->n && name_order(t->keys[lo], name) == 0;
+    *found = lo < t->n && name_order(t->kids[lo].key, name) == 0;
     return lo;
 }
 
@@ -119,7 +121,7 @@ hearth__ptree *hearth__ptree_kid(const hearth__ptree *t,
                                  const hearth__name *name) {
     bool found;
     unsigned i = kid_index(t, name, &found);
-    return found ? t->kids[i] : NULL;
+    return found ? t->kids[i].tree : NULL;
 }
 
 hearth__ptree *hearth__ptree_at(const hearth__ptree *t, const hearth__name *seg,
@@ -133,29 +135,21 @@ static hearth__ptree *add_kid(hearth__ptree *t, const hearth__name *name) {
     bool found;
     unsigned i = kid_index(t, name, &found);
     if (found)
-        return t->kids[i];
-    if (t->n == t->cap) {
-        unsigned cap = t->cap ? t->cap * 2 : 4;
-        hearth__key **keys = hearth__realloc(t->keys, cap * sizeof *keys);
-        if (!keys)
-            return NULL;
-        t->keys = keys;
-        hearth__ptree **kids = hearth__realloc(t->kids, cap * sizeof *kids);
-        if (!kids)
-            return NULL;
-        t->kids = kids;
-        t->cap = cap;
-    }
-    hearth__ptree *k = hearth__ptree_create();
-    hearth__key *key = k ? hearth__key_create(name) : NULL;
+        return t->kids[i].tree;
+    hearth__ptree_entry *kids = hearth__grow(t->kids, &t->cap, t->n + 1,
+                                           sizeof *kids);
+    if (!kids)
+        return NULL;
+    t->kids = kids;
+    hearth__ptree *k = NULL;
+    hearth__key *key =
+        hearth__ptree_create(&k) ? NULL : hearth__key_create(name);
     if (!key) {
         hearth__free(k);
         return NULL;
     }
-    memmove(t->keys + i + 1, t->keys + i, (t->n - i) * sizeof *t->keys);
     memmove(t->kids + i + 1, t->kids + i, (t->n - i) * sizeof *t->kids);
-    t->keys[i] = key;
-    t->kids[i] = k;
+    t->kids[i] = (hearth__ptree_entry){key, k};
     t->n++;
     return k;
 }
@@ -165,9 +159,8 @@ static void remove_kid(hearth__ptree *t, const hearth__name *name) {
     unsigned i = kid_index(t, name, &found);
     if (!found)
         return;
-    hearth__key_decref(t->keys[i]);
-    hearth__ptree_free(t->kids[i]);
-    memmove(t->keys + i, t->keys + i + 1, (t->n - i - 1) * sizeof *t->keys);
+    hearth__key_decref(t->kids[i].key);
+    hearth__ptree_free(t->kids[i].tree);
     memmove(t->kids + i, t->kids + i + 1, (t->n - i - 1) * sizeof *t->kids);
     t->n--;
 }
@@ -189,7 +182,7 @@ bool hearth__ptree_empty(const hearth__ptree *t) {
     if (t->value)
         return false;
     for (unsigned i = 0; i < t->n; i++)
-        if (!hearth__ptree_empty(t->kids[i]))
+        if (!hearth__ptree_empty(t->kids[i].tree))
             return false;
     return true;
 }
@@ -199,8 +192,8 @@ static int foreach_at(const hearth__ptree *t, hearth__name *seg, unsigned n,
     for (unsigned i = 0; i < t->n; i++) {
         if (n == HEARTH_MAX_DEPTH + 1)
             break;
-        seg[n] = hearth__key_name(t->keys[i]);
-        int rc = foreach_at(t->kids[i], seg, n + 1, cb, ctx);
+        seg[n] = hearth__key_name(t->kids[i].key);
+        int rc = foreach_at(t->kids[i].tree, seg, n + 1, cb, ctx);
         if (rc)
             return rc;
     }
@@ -290,15 +283,15 @@ static hearth_node_t *apply_tree(const hearth__ptree *t, hearth__name *rel,
     }
     const hearth_node_t *prio = NULL;
     for (unsigned i = 0; node && i < t->n; i++) {
-        hearth__name name = hearth__key_name(t->keys[i]);
+        hearth__name name = hearth__key_name(t->kids[i].key);
         if (hearth__name_is_priority(&name)) {
-            prio = t->kids[i]->value;
+            prio = t->kids[i].tree->value;
             continue;
         }
         if (n == HEARTH_MAX_DEPTH)
             break;
         rel[n] = name;
-        node = apply_tree(t->kids[i], rel, n + 1, node);
+        node = apply_tree(t->kids[i].tree, rel, n + 1, node);
     }
     if (node && prio &&
         !hearth__node_is_empty(hearth__sync_get(node, rel, n))) {

@@ -65,14 +65,19 @@ hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
 /* ---- path trees ---- */
 
 typedef struct hearth__ptree hearth__ptree;
+typedef struct hearth__ptree_entry {
+    hearth__key *key;
+    hearth__ptree *tree;
+} hearth__ptree_entry;
 struct hearth__ptree {
-    hearth_node_t *value; /* NULL: nothing here */
-    hearth__key **keys;   /* kids, by UTF-16 code units of their keys */
-    hearth__ptree **kids;
-    unsigned n, cap;
+    hearth_node_t *value;      /* NULL: nothing here */
+    hearth__ptree_entry *kids; /* by UTF-16 code units of their keys */
+    unsigned n;
+    size_t cap;
 };
 
-hearth__ptree *hearth__ptree_create(void);
+/* An empty tree: 0 and *out, or HEARTH_ENOMEM. */
+int hearth__ptree_create(hearth__ptree **out);
 void hearth__ptree_free(hearth__ptree *t);
 /* The kid under name, or NULL. */
 hearth__ptree *hearth__ptree_kid(const hearth__ptree *t,

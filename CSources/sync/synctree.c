@@ -61,7 +61,8 @@ hearth__view *hearth__sync_tagged(hearth__sync *s, int64_t tag) {
 static const hearth_node_t *point_complete(const hearth__tnode *t,
                                            const hearth__name *rel,
                                            unsigned n) {
-    for (const hearth__view *v = t->views; v; v = v->next) {
+    for (const hearth__view *v = hearth__view_first(t); v;
+         v = hearth__view_next(t, v)) {
         const hearth_node_t *c = hearth__view_complete_server(v, rel, n);
         if (c)
             return c;
@@ -92,7 +93,8 @@ hearth_node_t *hearth__sync_add_children(const hearth_node_t *node,
  * the complete data of views just below it. */
 static hearth_node_t *known_children(const hearth__tnode *t) {
     hearth_node_t *out = hearth_node_null();
-    for (const hearth__view *v = t ? t->views : NULL; out && v; v = v->next) {
+    for (const hearth__view *v = t ? hearth__view_first(t) : NULL; out && v;
+         v = hearth__view_next(t, v)) {
         const hearth__sview *sv = hearth__sview_of(v);
         if (!sv || !sv->ready || !sv->server.complete)
             continue;
@@ -235,7 +237,7 @@ int hearth__sync_listen(hearth__sync *s, const hearth__path *path,
 
 void hearth__sync_unlisten(hearth__sync *s, hearth__reg *reg, bool *view_gone) {
     hearth__view *v = reg->view;
-    *view_gone = v->regs == reg && !reg->next;
+    *view_gone = hearth__reg_first(v) == reg && !hearth__reg_next(v, reg);
     hearth__listeners_remove(&s->listeners, reg);
 }
 
@@ -286,7 +288,8 @@ typedef struct walk {
 static void apply_point(walk *w, hearth__tnode *t, unsigned depth,
                         const hearth__op *op, const hearth_node_t *server) {
     hearth__wref writes = {&w->s->writes, w->at, depth};
-    for (hearth__view *v = t->views; v; v = v->next) {
+    for (hearth__view *v = hearth__view_first(t); v;
+         v = hearth__view_next(t, v)) {
         const hearth__sview *sv = hearth__sview_of(v);
         if (!sv || !sv->ready)
             continue;
@@ -427,8 +430,9 @@ int hearth__sync_ack(hearth__sync *s, int64_t id, bool revert) {
         return rc;
     }
     /* The paths the write touched. */
-    hearth__ptree *affected = hearth__ptree_create();
-    mark_ctx m = {affected, affected ? 0 : HEARTH_ENOMEM};
+    hearth__ptree *affected = NULL;
+    int made = hearth__ptree_create(&affected);
+    mark_ctx m = {affected, made};
     if (!m.rc && gone.value)
         m.rc = hearth__ptree_set(affected, NULL, 0, hearth__node_empty());
     else if (!m.rc)

@@ -242,8 +242,8 @@ static void server_merge(vctx *x, vcache *vc, const hearth__name *rel,
             return;
         }
         for (unsigned i = 0; i < nparts; i++)
-            parts[i] = (merge_part){hearth__key_name(merge->keys[i]),
-                                    merge->kids[i], NULL, 0};
+            parts[i] = (merge_part){hearth__key_name(merge->kids[i].key),
+                                    merge->kids[i].tree, NULL, 0};
     }
     /* Children the server cache has first, then new ones. */
     for (unsigned i = 0; i < nparts; i++)
@@ -400,8 +400,8 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
             return;
         /* Acknowledged here without all the data: lay what there is again,
          * as a merge of its children. */
-        hearth__ptree *children = hearth__ptree_create();
-        if (!children) {
+        hearth__ptree *children;
+        if (hearth__ptree_create(&children)) {
             x->oom = true;
             return;
         }
@@ -420,8 +420,8 @@ static void ack_write(vctx *x, vcache *vc, const hearth__name *rel, unsigned n,
         hearth__ptree_free(children);
         return;
     }
-    ack_ctx a = {vc, rel, n, hearth__ptree_create(), false};
-    if (!a.changed) {
+    ack_ctx a = {vc, rel, n, NULL, false};
+    if (hearth__ptree_create(&a.changed)) {
         x->oom = true;
         return;
     }
@@ -532,7 +532,8 @@ static int queue_type(hearth__view *v, const hearth__filter *f,
     int rc = 0;
     for (size_t i = 0; !rc && i < s.n; i++) {
         const hearth__change *c = sel[i];
-        for (hearth__reg *r = v->regs; !rc && r; r = r->next) {
+        for (hearth__reg *r = hearth__reg_first(v); !rc && r;
+             r = hearth__reg_next(v, r)) {
             if ((only && r != only) || !wants(r, type))
                 continue;
             const hearth__key *prev =
@@ -582,7 +583,8 @@ static int queue_events(hearth__view *v, const hearth__filter *f,
     for (size_t t = 0; !rc && t < HEARTH__ARRAY_SIZE(order); t++)
         rc = queue_type(v, f, cs->c, cs->n, order[t], &preds, only, out);
     hearth__preds_clear(&preds);
-    for (hearth__reg *r = v->regs; !rc && value && r; r = r->next)
+    for (hearth__reg *r = hearth__reg_first(v); !rc && value && r;
+         r = hearth__reg_next(v, r))
         if ((!only || r == only) && wants(r, HEARTH_EVENT_VALUE))
             rc = hearth__events_push(out, r, HEARTH_EVENT_VALUE, NULL, NULL,
                                      event_node);

@@ -8,8 +8,7 @@
 
 int hearth__writes_init(hearth__writes *ws) {
     memset(ws, 0, sizeof *ws);
-    ws->visible = hearth__ptree_create();
-    return ws->visible ? 0 : HEARTH_ENOMEM;
+    return hearth__ptree_create(&ws->visible);
 }
 
 void hearth__pending_clear(hearth__pending *p) {
@@ -177,8 +176,8 @@ int hearth__writes_remove(hearth__writes *ws, int64_t id, bool *changed,
         return 0;
     }
     /* Other writes share its ground: lay the rest again, in order. */
-    hearth__ptree *cw = hearth__ptree_create();
-    int rc = cw ? 0 : HEARTH_ENOMEM;
+    hearth__ptree *cw = NULL;
+    int rc = hearth__ptree_create(&cw);
     for (size_t i = 0; !rc && i < ws->n; i++)
         if (ws->w[i].visible)
             rc = layer(cw, &ws->w[i]);
@@ -273,8 +272,8 @@ static hearth_node_t *written_children(const hearth__ptree *t,
     if (!t)
         return out;
     for (unsigned i = 0; out && i < t->n; i++)
-        if (t->kids[i]->value)
-            out = put(out, t->keys[i], t->kids[i]->value);
+        if (t->kids[i].tree->value)
+            out = put(out, t->kids[i].key, t->kids[i].tree->value);
     return out;
 }
 

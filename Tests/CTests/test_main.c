@@ -23,7 +23,7 @@
 int test_failures;
 
 #define SUITES(X)                                                              \
-    X(common_tests) X(path_tests) X(v5_tests) X(key_tests) X(children_tests) X(node_tests) X(pool_tests) \
+    X(common_tests) X(block_tests) X(path_tests) X(v5_tests) X(key_tests) X(children_tests) X(node_tests) X(pool_tests) \
     X(json_tests) X(query_tests) X(db_tests) X(store_tests) X(server_tests)    \
     X(conformance_tests) X(ws_client_tests) X(sync_random_tests)               \
     X(codec_tests) X(rules_tests) X(ruleset_tests) X(jwt_tests)                \

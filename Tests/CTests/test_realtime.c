@@ -368,6 +368,61 @@ static bool listen_pushes(int fd, int r, const char *body, const char *path) {
     return pushed;
 }
 
+/* Writes `value` at path over REST, then sends get r as a barrier: the
+ * pushes for path that came before its reply. */
+static int pushes_of_write(int port, int fd, int r, const char *path,
+                           const char *value) {
+    char url[64], msg[256], want[32], push[128];
+    snprintf(url, sizeof url, "%s.json", path);
+    EXPECT_REQ(port, "PUT", url, OWNER, value, 200, value);
+    snprintf(msg, sizeof msg,
+             "{\"t\":\"d\",\"d\":{\"r\":%d,\"a\":\"g\",\"b\":{\"p\":\"/barrier\"}}}", r);
+    ws_send(fd, msg);
+    snprintf(want, sizeof want, "{\"r\":%d,", r);
+    snprintf(push, sizeof push, "\"a\":\"d\",\"b\":{\"p\":\"%s\"", path);
+    int pushes = 0;
+    char *text;
+    while ((text = ws_recv(fd)) && !strstr(text, want)) {
+        pushes += strstr(text, push) != NULL;
+        free(text);
+    }
+    CHECK(text != NULL);
+    free(text);
+    return pushes;
+}
+
+/* A client may listen alike twice: each unlisten ends one of them, the
+ * newest first, in a session that holds enough listens to index them
+ * (server/realtime_listen.c, past INDEX_FROM) and in one that walks its
+ * list. */
+static void test_listened_twice_unlistens_one_at_a_time(void) {
+    hearth_server_t *s = start();
+    int port = hearth_server_port(s);
+    for (int others = 0; others <= 20; others += 20) {
+        int fd = rt_session(port, "default", false);
+        int r = 10;
+        char body[64];
+        for (int i = 0; i < others; i++) {
+            snprintf(body, sizeof body, "{\"p\":\"/l/%d\",\"h\":\"\"}", i);
+            free(ws_request(fd, r++, "q", body));
+        }
+        free(ws_request(fd, r++, "q", "{\"p\":\"/dup\",\"h\":\"\"}"));
+        free(ws_request(fd, r++, "q", "{\"p\":\"/dup\",\"h\":\"\"}"));
+        /* each write a value /dup never had: a push for every listen */
+        CHECK_INT(pushes_of_write(port, fd, r++, "/dup", others ? "11" : "1"), 2);
+        free(ws_request(fd, r++, "n", "{\"p\":\"/dup\"}"));
+        CHECK_INT(pushes_of_write(port, fd, r++, "/dup", others ? "12" : "2"), 1);
+        free(ws_request(fd, r++, "n", "{\"p\":\"/dup\"}"));
+        CHECK_INT(pushes_of_write(port, fd, r++, "/dup", others ? "13" : "3"), 0);
+        /* and the others are where they were */
+        CHECK_INT(pushes_of_write(port, fd, r++, "/l/0", others ? "5" : "4"),
+                  others ? 1 : 0);
+        close(fd);
+    }
+    stop(s);
+    remove_tree(data_dir);
+}
+
 /* A listen whose h is the hash of the data (or of a tagged query's
  * window) is answered ok without the data; a wrong or empty h gets the
  * data; and a matched listen still pushes later changes. */
@@ -660,6 +715,8 @@ const test_case realtime_tests[] = {
     {"realtime_invented_actions_are_not_metric_labels",
      test_invented_actions_are_not_metric_labels},
     {"realtime_listens_per_session_capped", test_listens_per_session_capped},
+    {"realtime_listened_twice_unlistens_one_at_a_time",
+     test_listened_twice_unlistens_one_at_a_time},
     {"realtime_listen_hash_skips_known_data",
      test_listen_hash_skips_known_data},
     {"realtime_sdk_start_after_end_before_sentinels",

@@ -239,7 +239,8 @@ static int64_t our_tag(scenario *s, const json_t *tag) {
 }
 
 static hearth__ptree *merge_of(const json_t *data) {
-    hearth__ptree *t = hearth__ptree_create();
+    hearth__ptree *t = NULL;
+    CHECK_INT(hearth__ptree_create(&t), 0);
     const char *key;
     const json_t *value;
     json_object_foreach((json_t *)data, key, value) {
@@ -604,7 +605,8 @@ static void test_random_operations_keep_events_consistent(void) {
             case 2: hearth__sync_user_set(&s, &list, obj, next_id++, true); break;
             case 3: hearth__sync_user_set(&s, &one, v, next_id++, true); break;
             case 4: {
-                hearth__ptree *merge = hearth__ptree_create();
+                hearth__ptree *merge = NULL;
+                CHECK_INT(hearth__ptree_create(&merge), 0);
                 size_t count = hearth_node_child_count(obj);
                 for (size_t i = 0; i < count; i++) {
                     const char *k;
@@ -639,8 +641,60 @@ static void test_random_operations_keep_events_consistent(void) {
     }
 }
 
+/* A view's child changes folded by key (sync/filter.c), past the count
+ * at which they are found through an index: 64 children added, every
+ * other one removed again (nothing is left of it: the last change moves
+ * into its place, which the index follows), the rest changed, each
+ * found by its key afterwards. */
+static void test_child_changes_fold_by_key(void) {
+    enum { N = 64 };
+    hearth__changes cs = {0};
+    hearth__key *keys[N];
+    hearth_node_t *one = node_from("1"), *two = node_from("2");
+    for (int i = 0; i < N; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "k%d", i);
+        hearth__name name;
+        hearth__name_init(&name, text, strlen(text));
+        keys[i] = hearth__key_create(&name);
+        CHECK(keys[i] != NULL);
+        hearth__changes_track(&cs, HEARTH_EVENT_CHILD_ADDED, keys[i], one, NULL);
+    }
+    for (int i = 0; i < N; i += 2)
+        hearth__changes_track(&cs, HEARTH_EVENT_CHILD_REMOVED, keys[i], one,
+                              NULL);
+    for (int i = 1; i < N; i += 2)
+        hearth__changes_track(&cs, HEARTH_EVENT_CHILD_CHANGED, keys[i], two,
+                              one);
+    CHECK(!cs.failed);
+    CHECK_INT(cs.n, N / 2);
+    for (size_t i = 0; i < cs.n; i++) {
+        int k = atoi(cs.c[i].key->s + 1);
+        CHECK(k % 2 == 1);
+        /* added, then changed: still an addition, of the new value */
+        CHECK_INT(cs.c[i].type, HEARTH_EVENT_CHILD_ADDED);
+        CHECK(cs.c[i].node == two);
+    }
+    /* a removed one added again is an addition; a kept one removed goes */
+    hearth__changes_track(&cs, HEARTH_EVENT_CHILD_ADDED, keys[0], two, NULL);
+    hearth__changes_track(&cs, HEARTH_EVENT_CHILD_REMOVED, keys[1], two, NULL);
+    CHECK_INT(cs.n, N / 2);
+    bool found0 = false, found1 = false;
+    for (size_t i = 0; i < cs.n; i++) {
+        found0 |= cs.c[i].key == keys[0];
+        found1 |= cs.c[i].key == keys[1];
+    }
+    CHECK(found0 && !found1);
+    hearth__changes_clear(&cs);
+    for (int i = 0; i < N; i++)
+        hearth__key_decref(keys[i]);
+    hearth_node_decref(one);
+    hearth_node_decref(two);
+}
+
 const test_case sync_random_tests[] = {
     {"sync_random_operations_keep_events_consistent",
      test_random_operations_keep_events_consistent},
+    {"sync_child_changes_fold_by_key", test_child_changes_fold_by_key},
     {NULL, NULL},
 };

@@ -399,7 +399,8 @@ static void test_websocket_message_is_one_write(void) {
                                            record_unhold, record_end};
     recorded r = {0};
     hearth__buf_init(&r.bytes);
-    hearth__ws *ws = hearth__ws_create(&t, &r, NULL, NULL, NULL);
+    hearth__ws *ws = NULL;
+    CHECK_INT(hearth__ws_create(&t, &r, NULL, NULL, NULL, &ws), 0);
     CHECK(ws != NULL);
     const char *msg = "{\"t\":\"d\",\"d\":{\"a\":\"d\"}}";
     CHECK_INT(hearth__ws_send_text(ws, msg, strlen(msg)), 0);
