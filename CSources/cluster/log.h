@@ -189,6 +189,12 @@ typedef struct hearth__retain_job {
     uint64_t cap;  /* retain_cap */
     uint64_t purged;
     uint64_t purged_to; /* set by the round: the new purged */
+    /* point-in-time recovery (pitr.h): the window (0: off), the time the
+     * round began, and the tree a checkpoint would hold (a reference the
+     * round drops; NULL: none whole yet) and its sequence */
+    int64_t retain_ms, now_ms;
+    hearth_node_t *snap_root;
+    uint64_t snap_seq;
 } hearth__retain_job;
 /* Loop, as a leases' round begins, for a namespace this node leads: true
  * when its purge is due at this tick (every retain_ticks), j then filled
@@ -196,13 +202,16 @@ typedef struct hearth__retain_job {
  * log is now. */
 bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
                                  hearth__retain_job *j);
-/* Worker thread: purges j's subject as far as every live node allows. */
-void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
+/* Worker thread: purges j's subject as far as every live node allows
+ * and the retention window keeps (pitr.h), when this node kept the lease
+ * (kept); drops j's tree either way. */
+void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j,
+                            bool kept);
 /* Loop, the round ended: what j purged. */
 void hearth__cluster_retain_done(hearth__cluster_ns *n,
                                  const hearth__retain_job *j);
 /* name's purge floor: records below it are gone (0: none; UINT64_MAX:
- * unknown, its value does not open). */
+ * unknown, its value does not open or read). */
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name);
 
 #endif
