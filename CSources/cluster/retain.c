@@ -68,12 +68,15 @@ static void retain_round(hearth__cluster *c, hearth__retain_job *j) {
     uint64_t hist_below = 0;
     bool changed = j->retain_ms &&
                    hearth__pitr_round(c, j, &idx, &floor, &hist_below);
-    moves = floor > j->purged + 1 && floor > 1 && floor > idx.floor;
+    moves = floor > j->purged + 1 && floor > 1;
+    /* never lowered: a new leader's purged starts at 0, and a purge that
+     * failed after its floor was written is made again */
+    bool raised = moves && floor > idx.floor;
     if (!moves && !changed)
         return;
-    if (moves)
+    if (raised)
         idx.floor = floor;
-    if (hearth__pitr_index_put(c, j->name, &idx))
+    if ((raised || changed) && hearth__pitr_index_put(c, j->name, &idx))
         return; /* purge nothing a joining node would not know of */
     if (moves && purge_below(c, j->stream, j->subject, floor))
         j->purged_to = floor - 1;

@@ -9,7 +9,7 @@ the admin:
    `--at-seq N` (N from `hearth log --url`) equals the state after that
    write;
    (the log read back past a burst of 300 writes, more than a reader's
-   batch);
+   batch, and a write of 1.5 MB, a chain of parts);
 2. the log is trimmed (the leader's status shows it purged) and an
    instant from before the oldest checkpoint kept is refused as not
    retained, never answered wrong;
@@ -116,6 +116,8 @@ def test_pitr(c):
     # every backup below.
     for b in range(BURST):
         rest(c, 0, "PUT", "/burst/b%d" % b, b, admin=False)
+    # A record past NATS's largest message: a chain of parts in the log.
+    rest(c, 1, "PUT", "/big", "x" * (1536 * 1024))
     inside = len(states)
     write_phase(c, 12, 18, states)
     rest(c, 1, "PUT", "/other", "kept")  # not part of the restore below
