@@ -109,30 +109,29 @@ static int load_checkpoint(hearth__cluster *c, const char *name,
     int rc = reader_open(c, HEARTH__PITR_STREAM, subject, cp->first, &r, err);
     hearth__buf json;
     hearth__buf_init(&json);
-    for (size_t want = 1; !rc && want <= cp->parts; want++) {
+    /* Parts in order from FIRST; anything else on the subject (one an
+     * outsider put there, which does not open) is passed over. */
+    size_t want = 1;
+    while (!rc && want <= cp->parts) {
         natsMsg *m = NULL;
         uint64_t seq = 0;
         size_t i = 0, k = 0;
-        rc = reader_next(&r, subject, &m, &seq, err) == 1 ? 0 : -1;
-        if (!rc) {
-            hearth__aad a;
-            hearth__pitr_part_context(&a, subject, cp, want);
-            rc = !hearth__cluster_part(m, &i, &k) || i != want ||
-                         k != cp->parts ||
-                         hearth__cluster_unseal(
-                             c, HEARTH__REJECT_LOG, "hist", &a,
-                             natsMsg_GetData(m),
-                             (size_t)natsMsg_GetDataLength(m), &json)
-                     ? -1
-                     : 0;
-        }
-        natsMsg_Destroy(m);
-        if (rc)
+        if (reader_next(&r, subject, &m, &seq, err) != 1) {
             rc = hearth__error(err, HEARTH_EIO, subject,
                                "cluster: %s: the checkpoint at sequence "
                                "%" PRIu64 " is missing or damaged (part %zu "
-                               "of %u at %" PRIu64 ")",
-                               name, cp->seq, want, cp->parts, seq);
+                               "of %u not found from %" PRIu64 ")",
+                               name, cp->seq, want, cp->parts, cp->first);
+            break;
+        }
+        hearth__aad a;
+        hearth__pitr_part_context(&a, subject, cp, want);
+        if (hearth__cluster_part(m, &i, &k) && i == want && k == cp->parts &&
+            !hearth__cluster_unseal(c, HEARTH__REJECT_LOG, "hist", &a,
+                                    natsMsg_GetData(m),
+                                    (size_t)natsMsg_GetDataLength(m), &json))
+            want++;
+        natsMsg_Destroy(m);
     }
     reader_close(c, &r);
     if (!rc && json.failed)
