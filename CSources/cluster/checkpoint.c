@@ -19,6 +19,7 @@
 #include <string.h>
 
 #define BUCKET "hearth_retained"
+#define SLOW_MS 1000 /* a checkpoint longer than this is logged */
 
 void hearth__pitr_subject(const char *name, char out[160]) {
     snprintf(out, 160, "hearth.hist.%s", name);
@@ -179,6 +180,7 @@ static int write_checkpoint(hearth__cluster *c, const hearth__retain_job *j,
         return rc;
     char subject[160];
     hearth__pitr_subject(j->name, subject);
+    int64_t began = hearth_now_ms();
     hearth__buf json;
     hearth__buf_init(&json);
     hearth__node_write_json(&json, j->snap_root, HEARTH_JSON_EXPORT);
@@ -196,6 +198,13 @@ static int write_checkpoint(hearth__cluster *c, const hearth__retain_job *j,
         if (!rc && i == 0)
             cp->first = seq;
     }
+    /* The leases' round waited for it: past a second, the operator hears
+     * of it (README "Point-in-time recovery": the leases' TTL is 4 s). */
+    int64_t took = hearth_now_ms() - began;
+    if (!rc && took > SLOW_MS)
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a checkpoint of %zu "
+                    "bytes (%u parts) took %lld ms in the leases' round",
+                    j->name, json.len, cp->parts, (long long)took);
     hearth__buf_free(&json);
     return rc;
 }
