@@ -281,8 +281,11 @@ natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *stream,
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
     jsStreamInfo_Destroy(si);
-    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
-        /* Made by another node with other settings: use it as it is. */
+    if (s != NATS_OK && jerr == JSStreamNameExistErr)
+        return NATS_OK; /* made by another node with other settings (a node
+                           knowing fewer servers asks fewer replicas): used
+                           as it is */
+    if (s != NATS_OK) {
         si = NULL;
         s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
         jsStreamInfo_Destroy(si);
