@@ -3,12 +3,14 @@
  * HEARTH_HIST in its purge rounds, their index beside the purge floor,
  * and the floor kept below what the retention window needs.
  *
- * A checkpoint is the tree the snapshot box held when the round began
+ * A checkpoint is the tree the snapshot box holds when the round ends
  * (exactly the log up to its sequence), as export JSON in parts of at
  * most a message each, every part sealed for the subject, the sequence,
  * the time and its place (cluster/sealing.h), so a part cannot stand in
- * for another's. Written on the leases' round's worker, after every
- * lease of the round is renewed (cluster/lease.c). */
+ * for another's. The purge round (the leases' worker) only says one is
+ * due; it is written on a worker of its own once the round ends, one at
+ * a time per namespace, and added to the index on the revision read, as
+ * the round writes it. */
 #include "cluster/node.h"
 
 #include "tree/json.h"
@@ -72,8 +74,11 @@ static bool parse_index(const char *text, hearth__pitr_index *idx,
 }
 
 int hearth__pitr_index_read(hearth__cluster *c, const char *name,
-                            hearth__pitr_index *idx, hearth_error_t *err) {
+                            hearth__pitr_index *idx, uint64_t *rev,
+                            hearth_error_t *err) {
     *idx = (hearth__pitr_index){0};
+    if (rev)
+        *rev = 0;
     kvEntry *e = NULL;
     natsStatus s = kvStore_Get(&e, c->log.retained, name);
     if (s == NATS_NOT_FOUND)
@@ -82,6 +87,8 @@ int hearth__pitr_index_read(hearth__cluster *c, const char *name,
         return hearth__error(err, hearth__cluster_error(s), name,
                              "cluster: %s: the purge floor cannot be read: %s",
                              name, natsStatus_GetText(s));
+    if (rev)
+        *rev = kvEntry_Revision(e);
     hearth__buf text;
     hearth__buf_init(&text);
     int rc = hearth__cluster_open_value(c, BUCKET, name, kvEntry_Value(e),
@@ -105,7 +112,7 @@ int hearth__pitr_index_read(hearth__cluster *c, const char *name,
 }
 
 int hearth__pitr_index_put(hearth__cluster *c, const char *name,
-                           const hearth__pitr_index *idx) {
+                           const hearth__pitr_index *idx, uint64_t last) {
     hearth__buf text, value;
     hearth__buf_init(&text);
     hearth__buf_init(&value);
@@ -118,8 +125,10 @@ int hearth__pitr_index_put(hearth__cluster *c, const char *name,
                          : hearth__cluster_seal_value(c, BUCKET, name, text.data,
                                                       text.len, &value);
     uint64_t rev;
-    if (!rc && kvStore_Put(&rev, c->log.retained, name, value.data,
-                           (int)value.len) != NATS_OK)
+    if (!rc && (last ? kvStore_Update(&rev, c->log.retained, name, value.data,
+                                      (int)value.len, last)
+                     : kvStore_Create(&rev, c->log.retained, name, value.data,
+                                      (int)value.len)) != NATS_OK)
         rc = HEARTH_EIO;
     hearth__buf_free(&text);
     hearth__buf_free(&value);
@@ -171,19 +180,20 @@ static int publish_part(hearth__cluster *c, const char *subject,
     return rc;
 }
 
-/* Writes j's tree as checkpoint *cp (seq and time set; first and parts
- * set here). */
-static int write_checkpoint(hearth__cluster *c, const hearth__retain_job *j,
+/* Writes root as name's checkpoint *cp (seq and time set; first and
+ * parts set here). */
+static int write_checkpoint(hearth__cluster *c, const char *name,
+                            const hearth_node_t *root,
                             hearth__pitr_checkpoint *cp) {
     int rc = hist_stream(c);
     if (rc)
         return rc;
     char subject[160];
-    hearth__pitr_subject(j->name, subject);
+    hearth__pitr_subject(name, subject);
     int64_t began = hearth_now_ms();
     hearth__buf json;
     hearth__buf_init(&json);
-    hearth__node_write_json(&json, j->snap_root, HEARTH_JSON_EXPORT);
+    hearth__node_write_json(&json, root, HEARTH_JSON_EXPORT);
     if (json.failed) {
         hearth__buf_free(&json);
         return HEARTH_ENOMEM;
@@ -198,41 +208,26 @@ static int write_checkpoint(hearth__cluster *c, const hearth__retain_job *j,
         if (!rc && i == 0)
             cp->first = seq;
     }
-    /* The leases' round waited for it: past a second, the operator hears
-     * of it (README "Point-in-time recovery": the leases' TTL is 4 s). */
+    /* A slow one holds the next checkpoints of the node back (one at a
+     * time per namespace): the operator hears of it. */
     int64_t took = hearth_now_ms() - began;
     if (!rc && took > SLOW_MS)
         hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a checkpoint of %zu "
-                    "bytes (%u parts) took %lld ms in the leases' round",
-                    j->name, json.len, cp->parts, (long long)took);
+                    "bytes (%u parts) took %lld ms", name, json.len,
+                    cp->parts, (long long)took);
     hearth__buf_free(&json);
     return rc;
 }
 
-bool hearth__pitr_round(hearth__cluster *c, hearth__retain_job *j,
-                        hearth__pitr_index *idx, uint64_t *floor,
-                        uint64_t *hist_below) {
+bool hearth__pitr_round(hearth__retain_job *j, hearth__pitr_index *idx,
+                        uint64_t *floor, uint64_t *hist_below) {
     bool changed = false;
     *hist_below = 0;
     int64_t every = j->retain_ms / 8 ? j->retain_ms / 8 : 1;
     const hearth__pitr_checkpoint *newest = idx->n ? &idx->cp[idx->n - 1] : NULL;
-    bool due = j->snap_root && j->snap_seq &&
-               idx->n < HEARTH__PITR_MAX_CHECKPOINTS &&
-               (!newest || (j->now_ms - newest->time_ms >= every &&
-                            j->snap_seq > newest->seq));
-    if (due) {
-        hearth__pitr_checkpoint cp = {.seq = j->snap_seq, .time_ms = j->now_ms};
-        int rc = write_checkpoint(c, j, &cp);
-        if (rc)
-            hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a checkpoint for "
-                        "point-in-time recovery could not be written (%s); "
-                        "the log is kept until one is", j->name,
-                        hearth_strerror(rc));
-        else {
-            idx->cp[idx->n++] = cp;
-            changed = true;
-        }
-    }
+    j->cp_due = idx->n < HEARTH__PITR_MAX_CHECKPOINTS &&
+                (!newest || j->now_ms - newest->time_ms >= every);
+    j->cp_newest = newest ? newest->seq : 0;
     /* The newest checkpoint older than the window: every instant since is
      * it plus the records after it. */
     size_t keep = idx->n;
@@ -256,4 +251,90 @@ bool hearth__pitr_round(hearth__cluster *c, hearth__retain_job *j,
         changed = true;
     }
     return changed;
+}
+
+/* ---- a checkpoint, on a worker of its own ---- */
+
+typedef struct checkpoint_job {
+    uv_work_t work;
+    hearth__cluster *c;
+    char name[130];
+    hearth_node_t *root;
+    hearth__pitr_checkpoint cp;
+    int rc;
+} checkpoint_job;
+
+/* Adds cp to name's index, on the revision read (the purge round may
+ * write it meanwhile: read again, a few times). */
+static int add_to_index(hearth__cluster *c, const char *name,
+                        const hearth__pitr_checkpoint *cp) {
+    int rc = HEARTH_EIO;
+    for (int tries = 0; rc && tries < 5; tries++) {
+        hearth__pitr_index idx;
+        uint64_t rev;
+        rc = hearth__pitr_index_read(c, name, &idx, &rev, NULL);
+        if (rc)
+            return rc;
+        if (idx.n && idx.cp[idx.n - 1].seq >= cp->seq)
+            return 0; /* another leader's, as new */
+        if (idx.n == HEARTH__PITR_MAX_CHECKPOINTS)
+            return HEARTH_ETOOBIG;
+        idx.cp[idx.n++] = *cp;
+        rc = hearth__pitr_index_put(c, name, &idx, rev);
+    }
+    return rc;
+}
+
+static void checkpoint_work(uv_work_t *w) {
+    checkpoint_job *j = w->data;
+    j->rc = write_checkpoint(j->c, j->name, j->root, &j->cp);
+    if (!j->rc)
+        j->rc = add_to_index(j->c, j->name, &j->cp);
+}
+
+static void checkpoint_done(uv_work_t *w, int status) {
+    (void)status;
+    checkpoint_job *j = w->data;
+    hearth__cluster *c = j->c;
+    if (j->rc)
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: a checkpoint for "
+                    "point-in-time recovery could not be kept (%s); the log "
+                    "is kept until one is", j->name, hearth_strerror(j->rc));
+    hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
+    if (n)
+        n->pitr.writing = false;
+    hearth_node_decref(j->root);
+    hearth__free(j);
+    c->pitr.writing--;
+    hearth__cluster_round_ended(c); /* a stop may wait for it */
+}
+
+void hearth__pitr_checkpoint_start(hearth__cluster_ns *n, uint64_t newest) {
+    uint64_t seq = 0;
+    if (n->pitr.writing || hearth__cluster_stop_asked(n->c))
+        return;
+    hearth_node_t *root = hearth__cluster_snapshot_root(n, &seq);
+    checkpoint_job *j = root && seq > newest ? hearth__calloc(1, sizeof *j)
+                                             : NULL;
+    if (!j) {
+        hearth_node_decref(root); /* the log has not moved, or no memory */
+        return;
+    }
+    j->c = n->c;
+    snprintf(j->name, sizeof j->name, "%s", n->name);
+    j->root = root;
+    /* now, after the tree was noted: no record it holds is younger */
+    j->cp = (hearth__pitr_checkpoint){.seq = seq, .time_ms = hearth_now_ms()};
+    j->work.data = j;
+    if (uv_queue_work(n->c->loop, &j->work, checkpoint_work, checkpoint_done)) {
+        hearth_node_decref(root);
+        hearth__free(j);
+        return;
+    }
+    n->pitr.writing = true;
+    n->c->pitr.writing++;
+}
+
+bool hearth__cluster_pitr_busy(const hearth__cluster *c) {
+    return c->pitr.writing != 0;
 }

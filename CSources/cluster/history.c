@@ -275,7 +275,7 @@ static int walk_from_start(hearth__cluster *c, const char *name,
                            hearth__history *walk, bool listing,
                            hearth_error_t *err) {
     hearth__pitr_index idx;
-    int rc = hearth__pitr_index_read(c, name, &idx, err);
+    int rc = hearth__pitr_index_read(c, name, &idx, NULL, err);
     const hearth__pitr_checkpoint *cp = NULL;
     if (!rc)
         rc = pick_start(name, &idx,

@@ -207,14 +207,11 @@ static void round_work(uv_work_t *w) {
     r->releases = NULL;
     if (r->renew)
         r->live = hearth__cluster_live_nodes(c);
-    for (size_t i = 0; i < r->njobs; i++)
+    for (size_t i = 0; i < r->njobs; i++) {
         lease_job_run(c, &r->jobs[i], r->renew);
-    /* Purges (and checkpoints, which take longer) once every lease is
-     * renewed. */
-    for (size_t i = 0; i < r->njobs; i++)
-        if (r->jobs[i].retain)
-            hearth__cluster_retain(c, &r->jobs[i].purge,
-                                   r->jobs[i].outcome == KEPT);
+        if (r->jobs[i].retain && r->jobs[i].outcome == KEPT)
+            hearth__cluster_retain(c, &r->jobs[i].purge);
+    }
 }
 
 static void lead(hearth__cluster_ns *n, const lease_job *j) {

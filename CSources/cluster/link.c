@@ -473,7 +473,7 @@ static void finish_stop(hearth__cluster *c) {
 }
 
 /* The link goes once stopping was asked, every namespace's database is
- * freed and no leases' round or onDisconnect call uses it.
+ * freed and no leases' round, onDisconnect call or checkpoint uses it.
  *
  * A NATS that cannot be reached then is not waited for: the connection
  * closes, so that every call still waiting (a round's, the lane's) and
@@ -492,7 +492,7 @@ static void maybe_finish_stop(hearth__cluster *c) {
         natsConnection_Close(c->nc);
     }
     if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
-        !hearth__cluster_lane_busy(c))
+        !hearth__cluster_lane_busy(c) && !hearth__cluster_pitr_busy(c))
         finish_stop(c);
 }
 

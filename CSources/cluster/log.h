@@ -189,12 +189,12 @@ typedef struct hearth__retain_job {
     uint64_t cap;  /* retain_cap */
     uint64_t purged;
     uint64_t purged_to; /* set by the round: the new purged */
-    /* point-in-time recovery (pitr.h): the window (0: off), the time the
-     * round began, and the tree a checkpoint would hold (a reference the
-     * round drops; NULL: none whole yet) and its sequence */
+    /* point-in-time recovery (pitr.h): the window (0: off) and the time
+     * the round began; set by the round: a checkpoint is due if the log
+     * moved past the newest's sequence */
     int64_t retain_ms, now_ms;
-    hearth_node_t *snap_root;
-    uint64_t snap_seq;
+    bool cp_due;
+    uint64_t cp_newest;
 } hearth__retain_job;
 /* Loop, as a leases' round begins, for a namespace this node leads: true
  * when its purge is due at this tick (every retain_ticks), j then filled
@@ -203,11 +203,10 @@ typedef struct hearth__retain_job {
 bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
                                  hearth__retain_job *j);
 /* Worker thread: purges j's subject as far as every live node allows
- * and the retention window keeps (pitr.h), when this node kept the lease
- * (kept); drops j's tree either way. */
-void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j,
-                            bool kept);
-/* Loop, the round ended: what j purged. */
+ * and the retention window keeps (pitr.h). */
+void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
+/* Loop, the round ended: what j purged; a checkpoint it found due is
+ * begun (pitr.h). */
 void hearth__cluster_retain_done(hearth__cluster_ns *n,
                                  const hearth__retain_job *j);
 /* name's purge floor: records below it are gone (0: none; UINT64_MAX:

@@ -64,6 +64,7 @@ struct hearth__cluster_ns {
     hearth__cluster_hold hold;        /* backend.h: backend.c */
     hearth__cluster_ns_forwards fwd;  /* forward.h: forward.c, serve.c */
     hearth__cluster_snap snap;        /* snapshot.h: snapshot.c */
+    hearth__cluster_ns_pitr pitr;     /* pitr.h: checkpoint.c */
     hearth__cluster_ns_checks ae;     /* antientropy.h: antientropy.c */
 };
 

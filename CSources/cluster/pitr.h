@@ -19,12 +19,19 @@
 
 #include "cluster/internal.h"
 
-/* The node's part: the window (0: off) and whether the checkpoints'
- * stream is made (by the first round that needs it). */
+/* The node's part: the window (0: off), whether the checkpoints' stream
+ * is made (by the first checkpoint), and the checkpoints being written
+ * (a stop waits for them). */
 typedef struct hearth__cluster_pitr {
     int64_t retain_ms;
     atomic_bool hist_made;
+    unsigned writing;
 } hearth__cluster_pitr;
+
+/* A namespace's part: whether its checkpoint is being written. */
+typedef struct hearth__cluster_ns_pitr {
+    bool writing;
+} hearth__cluster_ns_pitr;
 
 #define HEARTH__PITR_STREAM "HEARTH_HIST"
 /* At most this many checkpoints are kept per namespace: one every eighth
@@ -45,14 +52,18 @@ typedef struct hearth__pitr_index {
 } hearth__pitr_index;
 
 /* ---- checkpoint.c ---- */
-/* name's index (none kept: empty, floor 0). HEARTH_EDENIED when the value
+/* name's index (none kept: empty, floor 0) and its revision in the
+ * bucket (*rev, may be NULL; 0: none). HEARTH_EDENIED when the value
  * does not open, HEARTH_EIO when it does not read (err says which),
  * HEARTH_EDISCONNECTED when JetStream does not answer. Any thread. */
 int hearth__pitr_index_read(hearth__cluster *c, const char *name,
-                            hearth__pitr_index *idx, hearth_error_t *err);
-/* Writes idx as name's (worker thread). 0 or why not. */
+                            hearth__pitr_index *idx, uint64_t *rev,
+                            hearth_error_t *err);
+/* Writes idx as name's if the value is still at revision rev (0: there is
+ * none): the purge round and a checkpoint each read, change and write it
+ * (worker threads). 0, or HEARTH_EIO (another wrote first, or no answer). */
 int hearth__pitr_index_put(hearth__cluster *c, const char *name,
-                           const hearth__pitr_index *idx);
+                           const hearth__pitr_index *idx, uint64_t rev);
 /* The subject of name's checkpoints (hearth.hist.<name>). */
 void hearth__pitr_subject(const char *name, char out[160]);
 /* The context a checkpoint's part is sealed for (history.c opens it
@@ -62,15 +73,21 @@ void hearth__pitr_part_context(struct hearth__aad *a, const char *subject,
                                const hearth__pitr_checkpoint *cp, size_t i);
 
 struct hearth__retain_job;
-/* A leader's purge round with a window (worker thread): writes a
- * checkpoint of j's tree when one is due (none yet, or the newest is an
- * eighth of the window old and the log moved), lowers *floor to keep
- * every record after the newest checkpoint older than the window (none:
- * every record), and drops the checkpoints before that one from idx
- * (*hist_below: purge HEARTH_HIST's subject below it; 0: nothing).
- * Whether idx changed. */
-bool hearth__pitr_round(hearth__cluster *c, struct hearth__retain_job *j,
-                        hearth__pitr_index *idx, uint64_t *floor,
-                        uint64_t *hist_below);
+/* A leader's purge round with a window (worker thread): notes in j
+ * whether a checkpoint is due (none yet, or the newest is an eighth of
+ * the window old; written once the round ends if the log moved past
+ * it), lowers *floor to keep every record after the newest checkpoint
+ * older than the window (none: every record), and drops the checkpoints
+ * before that one from idx (*hist_below: purge HEARTH_HIST's subject
+ * below it; 0: nothing). Whether idx changed. */
+bool hearth__pitr_round(struct hearth__retain_job *j, hearth__pitr_index *idx,
+                        uint64_t *floor, uint64_t *hist_below);
+/* Loop, the round ended: writes n's tree as a checkpoint, on a worker of
+ * its own (never the leases' round, which a big tree would hold past the
+ * leases' TTL), if the tree is past sequence newest and no checkpoint of
+ * n is being written. */
+void hearth__pitr_checkpoint_start(hearth__cluster_ns *n, uint64_t newest);
+/* Whether a checkpoint is being written (a stop waits for it). */
+bool hearth__cluster_pitr_busy(const hearth__cluster *c);
 
 #endif

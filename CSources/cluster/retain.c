@@ -47,11 +47,10 @@ static bool purge_below(hearth__cluster *c, const char *stream,
     return js_PurgeStream(c->js, stream, &jo, NULL) == NATS_OK;
 }
 
-/* The round itself, for a lease this node kept. With a retention window
- * (pitr.h) the index of checkpoints goes with the floor, read first so
- * that neither a checkpoint nor a higher floor (a previous leader's) is
- * lost. */
-static void retain_round(hearth__cluster *c, hearth__retain_job *j) {
+/* With a retention window (pitr.h) the index of checkpoints goes with the
+ * floor, read first so that neither a checkpoint nor a higher floor (a
+ * previous leader's) is lost. */
+void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     uint64_t floor = min_kept(c, j->name);
     floor = floor == UINT64_MAX || floor > j->kept ? j->kept : floor;
     floor = floor < j->cap ? floor : j->cap;
@@ -60,14 +59,15 @@ static void retain_round(hearth__cluster *c, hearth__retain_job *j) {
     if (!moves && !j->retain_ms)
         return;
     hearth__pitr_index idx;
-    if (hearth__pitr_index_read(c, j->name, &idx, NULL)) {
+    uint64_t rev = 0;
+    if (hearth__pitr_index_read(c, j->name, &idx, &rev, NULL)) {
         if (j->retain_ms)
             return; /* the checkpoints are not known: keep everything */
         idx = (hearth__pitr_index){0}; /* unknown: written anew */
     }
     uint64_t hist_below = 0;
     bool changed = j->retain_ms &&
-                   hearth__pitr_round(c, j, &idx, &floor, &hist_below);
+                   hearth__pitr_round(j, &idx, &floor, &hist_below);
     moves = floor > j->purged + 1 && floor > 1;
     /* never lowered: a new leader's purged starts at 0, and a purge that
      * failed after its floor was written is made again */
@@ -76,7 +76,9 @@ static void retain_round(hearth__cluster *c, hearth__retain_job *j) {
         return;
     if (raised)
         idx.floor = floor;
-    if ((raised || changed) && hearth__pitr_index_put(c, j->name, &idx))
+    /* on the revision read: a checkpoint added meanwhile is not lost (the
+     * next round tries again) */
+    if ((raised || changed) && hearth__pitr_index_put(c, j->name, &idx, rev))
         return; /* purge nothing a joining node would not know of */
     if (moves && purge_below(c, j->stream, j->subject, floor))
         j->purged_to = floor - 1;
@@ -84,14 +86,6 @@ static void retain_round(hearth__cluster *c, hearth__retain_job *j) {
     hearth__pitr_subject(j->name, subject);
     if (hist_below)
         purge_below(c, HEARTH__PITR_STREAM, subject, hist_below);
-}
-
-void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j,
-                            bool kept) {
-    if (kept)
-        retain_round(c, j);
-    hearth_node_decref(j->snap_root);
-    j->snap_root = NULL;
 }
 
 natsStatus hearth__cluster_retain_open(hearth__cluster *c) {
@@ -118,8 +112,6 @@ bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
     n->retain.retain_cap = n->log.applied_seq;
     j->retain_ms = n->c->pitr.retain_ms;
     j->now_ms = hearth_now_ms();
-    if (j->retain_ms)
-        j->snap_root = hearth__cluster_snapshot_root(n, &j->snap_seq);
     return true;
 }
 
@@ -127,6 +119,8 @@ void hearth__cluster_retain_done(hearth__cluster_ns *n,
                                  const hearth__retain_job *j) {
     if (j->purged_to > n->retain.purged)
         n->retain.purged = j->purged_to;
+    if (j->cp_due)
+        hearth__pitr_checkpoint_start(n, j->cp_newest);
 }
 
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
@@ -146,7 +140,7 @@ void hearth__cluster_set_retention(hearth__cluster *c, int64_t retain_ms) {
 
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {
     hearth__pitr_index idx;
-    int rc = hearth__pitr_index_read(c, name, &idx, NULL);
+    int rc = hearth__pitr_index_read(c, name, &idx, NULL, NULL);
     /* a floor that does not open (or read) is not known */
     return rc == HEARTH_EDENIED || rc == HEARTH_EIO ? UINT64_MAX
            : rc                                    ? 0
