@@ -1,4 +1,5 @@
-/* retain.c - the log's retention. Every minute the leader of a
+/* retain.c - the log's retention. Every minute (with a retention window,
+ * every eighth of it if that is sooner: pitr.h) the leader of a
  * namespace purges its subject below what every live node has applied
  * (its liveness value), never its last record (the next append is
  * fenced on it) and never past where the log was at the previous purge
@@ -7,7 +8,8 @@
  * node coming back from behind it joins from a peer's snapshot
  * (snapshot.c) instead of missing what was purged; so does a node that
  * dies with applied records its local log had not synced yet (a
- * follower syncs at most once a second). The purge runs in the
+ * follower syncs at most once a second); with a window, never a record
+ * of the window nor what rebuilds it (pitr.h). The purge runs in the
  * leases' round, on its worker thread. The floor is sealed for its key
  * (cluster/sealing.h); one that does not open is not known, and a node
  * joining then takes a peer's snapshot rather than trust its own place in
