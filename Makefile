@@ -247,11 +247,14 @@ test-console: deps $(BUILD)/console-serve
 # the leader, a follower and a nats-server, kill -9 during a big write, a
 # node cut off from NATS, a paused node restarted; about 3 minutes). One
 # scenario: python3 Tests/cluster/test_faults.py NAME (--list names them).
-# Between them, attacks by a NATS user without the cluster secret
+# Between them, point-in-time recovery with --retain (test_pitr.py: backup
+# --at and log through any node, the log trimmed, restore --path; about
+# 20 s) and attacks by a NATS user without the cluster secret
 # (test_attacks.py: forged writes, rules and reads, all refused).
 test-cluster: deps
 	HEARTH_STRICT=1 swift build --product hearth
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_cluster.py
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_pitr.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_attacks.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_faults.py
 

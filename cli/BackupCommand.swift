@@ -19,7 +19,8 @@ struct BackupCommand: ParsableCommand {
             --at TIME (ISO 8601, or Unix ms) or --at-seq N writes the namespace as it \
             was after the last write made at or before TIME (or numbered at most N), \
             rebuilt from the snapshots and logs the namespace keeps (hearth serve \
-            --retain 7d keeps a week; hearth log lists the moments).
+            --retain 7d keeps a week; hearth log lists the moments). On a cluster, \
+            use --url: any node rebuilds it from the cluster's log in JetStream.
 
             Examples:
               hearth backup --url http://127.0.0.1:9000/?ns=shop shop.json
@@ -49,9 +50,10 @@ struct BackupCommand: ParsableCommand {
         do {
             let pointInTime = at != nil || atSeq != nil
             if let data = source.data, pointInTime {
+                let dir = try PointInTime.historyDirectory(data: data, namespace: source.namespace)
                 try failing { () throws(HearthError) in
                     try Database.backup(
-                        dataDirectory: data + "/" + source.namespace, to: out,
+                        dataDirectory: dir, to: out,
                         atMilliseconds: at?.milliseconds ?? 0, atSequence: atSeq ?? 0)
                 }
             } else if let data = source.data {

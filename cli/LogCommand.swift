@@ -18,16 +18,19 @@ struct LogCommand: ParsableCommand {
             back further than the last snapshot is kept only with hearth serve \
             --retain. --path keeps the changes at, above or below a path.
 
+            With --url the server lists them (GET /.log, the admin's): a single \
+            server from its data directory, a cluster node from the cluster's log \
+            in JetStream (sequence is then the record's in the stream). A cluster \
+            node's --data directory is that node's copy, not the cluster's history: \
+            it is refused; ask a node with --url.
+
             Examples:
               hearth log --data ./hearth-data --namespace shop --path /users
               hearth log --data ./hearth-data --since 2026-11-27T10:00:00Z --until 2026-11-27T10:05:00Z
+              hearth log --url 'http://127.0.0.1:9000/?ns=shop' --path /users
             """)
 
-    @Option(help: "The data directory (the server's: one subdirectory per namespace).")
-    var data: String
-
-    @Option(help: "The namespace within --data.")
-    var namespace = "default"
+    @OptionGroup var source: SourceOptions
 
     @Option(help: "Only changes at, above or below this path.")
     var path: String?
@@ -40,9 +43,18 @@ struct LogCommand: ParsableCommand {
 
     func run() throws {
         do {
+            guard let data = source.data else {
+                var query: [URLQueryItem] = []
+                if let path { query.append(URLQueryItem(name: "path", value: PointInTime.normalizedPath(path))) }
+                if let since { query.append(URLQueryItem(name: "since", value: String(since.milliseconds))) }
+                if let until { query.append(URLQueryItem(name: "until", value: String(until.milliseconds))) }
+                Output.result(try source.server().endpoint("/.log", query: query))
+                return
+            }
+            let dir = try PointInTime.historyDirectory(data: data, namespace: source.namespace)
             try failing { () throws(HearthError) in
                 try Database.changes(
-                    dataDirectory: data + "/" + namespace, path: path.map(PointInTime.normalizedPath),
+                    dataDirectory: dir, path: path.map(PointInTime.normalizedPath),
                     since: since?.milliseconds ?? 0, until: until?.milliseconds ?? 0
                 ) { change in
                     let time = change.timeMilliseconds == 0
@@ -104,6 +116,19 @@ struct PointInTime: ExpressibleByArgument {
             }
         }
         return out + "\""
+    }
+
+    /// The namespace's directory within data, whose history a command
+    /// reads; a cluster node's (it holds cluster.seq) is refused: its files
+    /// are that node's copy, not the cluster's history.
+    static func historyDirectory(data: String, namespace: String) throws -> String {
+        let dir = data + "/" + namespace
+        if FileManager.default.fileExists(atPath: dir + "/cluster.seq") {
+            throw CommandFailure(
+                description: "\(dir) is a cluster node's copy of the namespace, not the cluster's history: "
+                    + "ask a node instead, with --url http://NODE:PORT/?ns=\(namespace)")
+        }
+        return dir
     }
 
     /// "/users/" and "users" as "/users"; "" as "/".

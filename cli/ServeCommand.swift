@@ -165,7 +165,7 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "A Python Cloud Functions folder (DIR/main.py, DIR/venv): its database triggers run under functions-framework and fire on this server's writes.")
     var functions: String?
-    @Option(help: "Keep each namespace's log this long across snapshots, for point-in-time recovery (hearth backup --at, hearth log): a number and s, m, h or d, such as 7d (default: off).")
+    @Option(help: "Keep each namespace's log this long across snapshots, for point-in-time recovery (hearth backup --at, hearth log): a number and s, m, h or d, such as 7d (default: off). On a cluster node, the cluster's log in JetStream, with checkpoints of each namespace (give every node the same).")
     var retain: RetainWindow?
 
     @Option(help: "A JSON file of these options: keys are the option names without -- ({\"port\": 8080, \"tls-cert\": \"cert.pem\"}); options on the command line override it; an unknown key is an error.")
@@ -297,7 +297,10 @@ struct ServeCommand: ParsableCommand {
         Output.line("hearth \(Database.sdkVersion()) listening on \(scheme)://\(host):\(server.port)")
         Output.line("data: \(data) (fsync \(fsync.rawValue)); default namespace: \(namespace)")
         if let retain, retain.seconds > 0 {
-            Output.line("log kept for \(retain.text) across snapshots: hearth log and hearth backup --at reach back that far")
+            Output.line(
+                cluster == nil
+                    ? "log kept for \(retain.text) across snapshots: hearth log and hearth backup --at reach back that far"
+                    : "the cluster's log kept for \(retain.text) with checkpoints: hearth log --url and hearth backup --at --url reach back that far")
         }
         Output.line("rules in force for namespace \(namespace): \(rulesInForce(hasKeys: hasKeys))")
         Output.line(

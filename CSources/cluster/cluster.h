@@ -103,6 +103,31 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
                                const char *text, hearth__cluster_kept_cb done,
                                void *ctx);
 
+/* Point-in-time recovery (cluster/pitr.h). The window (hearth serve
+ * --retain; 0: off), set before the first namespace opens: the leaders'
+ * purges keep every record younger than it and the checkpoints that
+ * rebuild any instant of it. Give every node the same. */
+void hearth__cluster_set_retention(hearth__cluster *c, int64_t retain_ms);
+/* Namespace name as it was after the last write made at or before at_ms
+ * (Unix ms; 0: any time) whose log sequence (the stream's) is at most
+ * at_seq (0: any), into *out (new), from a checkpoint and the log in
+ * JetStream. HEARTH_ENOTFOUND (err says the oldest moment retained) when
+ * the moment is no longer retained or the sequence not written yet;
+ * HEARTH_EIO naming what is damaged. A worker thread's: it waits on
+ * JetStream, each call bounded; c must outlive it. */
+int hearth__cluster_state_at(hearth__cluster *c, const char *name,
+                             int64_t at_ms, uint64_t at_seq,
+                             hearth_node_t **out, hearth_error_t *err);
+/* Calls cb, in log order, for every part of every retained write of
+ * name touching path (NULL: all) made within [since_ms, until_ms] (0:
+ * unbounded), as hearth_log_changes does for a data directory; the
+ * sequence is the record's message's in the stream. The same thread
+ * rules as hearth__cluster_state_at. */
+int hearth__cluster_changes(hearth__cluster *c, const char *name,
+                            const char *path, int64_t since_ms,
+                            int64_t until_ms, hearth_change_cb cb, void *ctx,
+                            hearth_error_t *err);
+
 /* The cluster's lines of /.metrics (Prometheus text), appended to out. */
 void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out);
 

@@ -242,18 +242,33 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
     return s;
 }
 
-int hearth__cluster_stream(hearth__cluster *c, const char *name,
-                           char stream[32], char subject[96],
-                           hearth_error_t *err) {
+unsigned hearth__cluster_stream_names(const char *name, char stream[32],
+                                      char subject[96]) {
     unsigned p = (unsigned)(crc32(0, (const unsigned char *)name,
                                   (unsigned)strlen(name)) %
                             HEARTH__CLUSTER_PARTITIONS);
     snprintf(stream, 32, "HEARTH_P%u", p);
     snprintf(subject, 96, "hearth.ns.%u.%s", p, name);
+    return p;
+}
+
+int hearth__cluster_stream(hearth__cluster *c, const char *name,
+                           char stream[32], char subject[96],
+                           hearth_error_t *err) {
+    unsigned p = hearth__cluster_stream_names(name, stream, subject);
     if (c->link.made_stream[p])
         return 0;
     char subjects[32];
     snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
+    natsStatus s = hearth__cluster_make_stream(c, stream, subjects);
+    if (s != NATS_OK)
+        return nats_fail(err, s, "cannot make the log's stream");
+    c->link.made_stream[p] = true;
+    return 0;
+}
+
+natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *stream,
+                                       const char *subjects) {
     const char *list[] = {subjects};
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
@@ -266,15 +281,16 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
     jsStreamInfo_Destroy(si);
-    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
-        /* Made by another node with other settings: use it as it is. */
+    if (s != NATS_OK && jerr == JSStreamNameExistErr)
+        return NATS_OK; /* made by another node with other settings (a node
+                           knowing fewer servers asks fewer replicas): used
+                           as it is */
+    if (s != NATS_OK) {
+        si = NULL;
         s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
         jsStreamInfo_Destroy(si);
-        if (s != NATS_OK)
-            return nats_fail(err, s, "cannot make the log's stream");
     }
-    c->link.made_stream[p] = true;
-    return 0;
+    return s;
 }
 
 void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub) {
@@ -457,7 +473,7 @@ static void finish_stop(hearth__cluster *c) {
 }
 
 /* The link goes once stopping was asked, every namespace's database is
- * freed and no leases' round or onDisconnect call uses it.
+ * freed and no leases' round, onDisconnect call or checkpoint uses it.
  *
  * A NATS that cannot be reached then is not waited for: the connection
  * closes, so that every call still waiting (a round's, the lane's) and
@@ -476,7 +492,7 @@ static void maybe_finish_stop(hearth__cluster *c) {
         natsConnection_Close(c->nc);
     }
     if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
-        !hearth__cluster_lane_busy(c))
+        !hearth__cluster_lane_busy(c) && !hearth__cluster_pitr_busy(c))
         finish_stop(c);
 }
 

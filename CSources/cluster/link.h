@@ -49,6 +49,14 @@ int hearth__cluster_error(natsStatus s);
 /* A namespace's database is open; freed: the last lets a stop finish. */
 void hearth__cluster_space_opened(hearth__cluster *c);
 void hearth__cluster_space_freed(hearth__cluster *c);
+/* The names of namespace name's stream and subject (any thread); its
+ * partition. */
+unsigned hearth__cluster_stream_names(const char *name, char stream[32],
+                                      char subject[96]);
+/* Makes stream (file storage, the cluster's replicas) capturing subjects
+ * unless it is there (then used as it is). Any thread. */
+natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *stream,
+                                       const char *subjects);
 /* Makes the stream of namespace name if this node has not yet; its
  * stream's and subject's names into stream and subject. */
 int hearth__cluster_stream(hearth__cluster *c, const char *name,

@@ -189,6 +189,12 @@ typedef struct hearth__retain_job {
     uint64_t cap;  /* retain_cap */
     uint64_t purged;
     uint64_t purged_to; /* set by the round: the new purged */
+    /* point-in-time recovery (pitr.h): the window (0: off) and the time
+     * the round began; set by the round: a checkpoint is due if the log
+     * moved past the newest's sequence */
+    int64_t retain_ms, now_ms;
+    bool cp_due;
+    uint64_t cp_newest;
 } hearth__retain_job;
 /* Loop, as a leases' round begins, for a namespace this node leads: true
  * when its purge is due at this tick (every retain_ticks), j then filled
@@ -196,13 +202,15 @@ typedef struct hearth__retain_job {
  * log is now. */
 bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
                                  hearth__retain_job *j);
-/* Worker thread: purges j's subject as far as every live node allows. */
+/* Worker thread: purges j's subject as far as every live node allows
+ * and the retention window keeps (pitr.h). */
 void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
-/* Loop, the round ended: what j purged. */
+/* Loop, the round ended: what j purged; a checkpoint it found due is
+ * begun (pitr.h). */
 void hearth__cluster_retain_done(hearth__cluster_ns *n,
                                  const hearth__retain_job *j);
 /* name's purge floor: records below it are gone (0: none; UINT64_MAX:
- * unknown, its value does not open). */
+ * unknown, its value does not open or read). */
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cluster/link.h"
 #include "cluster/log.h"
 #include "cluster/ondisconnect.h"
+#include "cluster/pitr.h"
 #include "cluster/rules.h"
 #include "cluster/sealing.h"
 #include "cluster/snapshot.h"
@@ -40,6 +41,7 @@ struct hearth__cluster {
     hearth__cluster_sealing sealing; /* sealing.h: sealing.c, replay.c */
     hearth__cluster_leases lease;    /* lease.h: lease.c, liveness.c */
     hearth__cluster_logs log;        /* log.h: commit.c, retain.c */
+    hearth__cluster_pitr pitr;       /* pitr.h: retain.c, checkpoint.c */
     hearth__cluster_forwards fwd;    /* forward.h: forward.c, serve.c */
     hearth__cluster_checks ae;       /* antientropy.h: antientropy.c */
     hearth__cluster_rules rules;     /* rules.h: rules.c */
@@ -62,6 +64,7 @@ struct hearth__cluster_ns {
     hearth__cluster_hold hold;        /* backend.h: backend.c */
     hearth__cluster_ns_forwards fwd;  /* forward.h: forward.c, serve.c */
     hearth__cluster_snap snap;        /* snapshot.h: snapshot.c */
+    hearth__cluster_ns_pitr pitr;     /* pitr.h: checkpoint.c */
     hearth__cluster_ns_checks ae;     /* antientropy.h: antientropy.c */
 };
 

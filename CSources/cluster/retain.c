@@ -1,4 +1,5 @@
-/* retain.c - the log's retention. Every minute the leader of a
+/* retain.c - the log's retention. Every minute (with a retention window,
+ * every eighth of it if that is sooner: pitr.h) the leader of a
  * namespace purges its subject below what every live node has applied
  * (its liveness value), never its last record (the next append is
  * fenced on it) and never past where the log was at the previous purge
@@ -7,7 +8,8 @@
  * node coming back from behind it joins from a peer's snapshot
  * (snapshot.c) instead of missing what was purged; so does a node that
  * dies with applied records its local log had not synced yet (a
- * follower syncs at most once a second). The purge runs in the
+ * follower syncs at most once a second); with a window, never a record
+ * of the window nor what rebuilds it (pitr.h). The purge runs in the
  * leases' round, on its worker thread. The floor is sealed for its key
  * (cluster/sealing.h); one that does not open is not known, and a node
  * joining then takes a peer's snapshot rather than trust its own place in
@@ -36,32 +38,56 @@ static uint64_t min_kept(hearth__cluster *c, const char *name) {
     return low;
 }
 
+/* Purges subject of stream below floor (its records from floor on stay). */
+static bool purge_below(hearth__cluster *c, const char *stream,
+                        const char *subject, uint64_t floor) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
+    jo.Stream.Purge.Subject = subject;
+    jo.Stream.Purge.Sequence = floor;
+    return js_PurgeStream(c->js, stream, &jo, NULL) == NATS_OK;
+}
+
+/* With a retention window (pitr.h) the index of checkpoints goes with the
+ * floor, read first so that neither a checkpoint nor a higher floor (a
+ * previous leader's) is lost. */
 void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j) {
     uint64_t floor = min_kept(c, j->name);
     floor = floor == UINT64_MAX || floor > j->kept ? j->kept : floor;
     floor = floor < j->cap ? floor : j->cap;
     floor = floor + 1 < j->last ? floor + 1 : j->last; /* purged below */
-    if (floor <= j->purged + 1 || floor <= 1)
+    bool moves = floor > j->purged + 1 && floor > 1;
+    if (!moves && !j->retain_ms)
         return;
-    char text[24];
-    int len = snprintf(text, sizeof text, "%llu", (unsigned long long)floor);
-    hearth__buf value;
-    hearth__buf_init(&value);
-    uint64_t rev;
-    bool kept = !hearth__cluster_seal_value(c, BUCKET, j->name, text,
-                                            (size_t)len, &value) &&
-                kvStore_Put(&rev, c->log.retained, j->name, value.data,
-                            (int)value.len) == NATS_OK;
-    hearth__buf_free(&value);
-    if (!kept)
+    hearth__pitr_index idx;
+    uint64_t rev = 0;
+    if (hearth__pitr_index_read(c, j->name, &idx, &rev, NULL)) {
+        if (j->retain_ms)
+            return; /* the checkpoints are not known: keep everything */
+        idx = (hearth__pitr_index){0}; /* unknown: written anew */
+    }
+    uint64_t hist_below = 0;
+    bool changed = j->retain_ms &&
+                   hearth__pitr_round(j, &idx, &floor, &hist_below);
+    moves = floor > j->purged + 1 && floor > 1;
+    /* never lowered: a new leader's purged starts at 0, and a purge that
+     * failed after its floor was written is made again */
+    bool raised = moves && floor > idx.floor;
+    if (!moves && !changed)
+        return;
+    if (raised)
+        idx.floor = floor;
+    /* on the revision read: a checkpoint added meanwhile is not lost (the
+     * next round tries again) */
+    if ((raised || changed) && hearth__pitr_index_put(c, j->name, &idx, rev))
         return; /* purge nothing a joining node would not know of */
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = HEARTH__CLUSTER_WAIT_MS;
-    jo.Stream.Purge.Subject = j->subject;
-    jo.Stream.Purge.Sequence = floor;
-    if (js_PurgeStream(c->js, j->stream, &jo, NULL) == NATS_OK)
+    if (moves && purge_below(c, j->stream, j->subject, floor))
         j->purged_to = floor - 1;
+    char subject[160];
+    hearth__pitr_subject(j->name, subject);
+    if (hist_below)
+        purge_below(c, HEARTH__PITR_STREAM, subject, hist_below);
 }
 
 natsStatus hearth__cluster_retain_open(hearth__cluster *c) {
@@ -86,6 +112,8 @@ bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
     j->cap = n->retain.retain_cap;
     j->purged = n->retain.purged;
     n->retain.retain_cap = n->log.applied_seq;
+    j->retain_ms = n->c->pitr.retain_ms;
+    j->now_ms = hearth_now_ms();
     return true;
 }
 
@@ -93,24 +121,30 @@ void hearth__cluster_retain_done(hearth__cluster_ns *n,
                                  const hearth__retain_job *j) {
     if (j->purged_to > n->retain.purged)
         n->retain.purged = j->purged_to;
+    if (j->cp_due)
+        hearth__pitr_checkpoint_start(n, j->cp_newest);
 }
 
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
     c->log.retain_ticks = ticks ? ticks : 1;
 }
 
+void hearth__cluster_set_retention(hearth__cluster *c, int64_t retain_ms) {
+    c->pitr.retain_ms = retain_ms > 0 ? retain_ms : 0;
+    /* A checkpoint is due every eighth of the window: the rounds come at
+     * least that often (a short window, such as a test's, has them every
+     * second; a week's stays at a minute). */
+    uint64_t every = (uint64_t)c->pitr.retain_ms / 8 / HEARTH__CLUSTER_TICK_MS;
+    every &= ~(uint64_t)1; /* even: due on a renewal's tick (odd) */
+    if (retain_ms > 0 && every < c->log.retain_ticks)
+        c->log.retain_ticks = every > 2 ? (unsigned)every : 2;
+}
+
 uint64_t hearth__cluster_retained(hearth__cluster *c, const char *name) {
-    kvEntry *e = NULL;
-    uint64_t floor = 0;
-    if (kvStore_Get(&e, c->log.retained, name) == NATS_OK) {
-        hearth__buf text;
-        hearth__buf_init(&text);
-        floor = hearth__cluster_open_value(c, BUCKET, name, kvEntry_Value(e),
-                                           (size_t)kvEntry_ValueLen(e), &text)
-                    ? UINT64_MAX
-                    : strtoull(text.data ? text.data : "0", NULL, 10);
-        hearth__buf_free(&text);
-    }
-    kvEntry_Destroy(e);
-    return floor;
+    hearth__pitr_index idx;
+    int rc = hearth__pitr_index_read(c, name, &idx, NULL, NULL);
+    /* a floor that does not open (or read) is not known */
+    return rc == HEARTH_EDENIED || rc == HEARTH_EIO ? UINT64_MAX
+           : rc                                    ? 0
+                                                   : idx.floor;
 }

@@ -244,6 +244,16 @@ void hearth__cluster_snapshot_note(hearth__cluster_ns *n) {
     hearth_node_decref(old);
 }
 
+hearth_node_t *hearth__cluster_snapshot_root(const hearth__cluster_ns *n,
+                                             uint64_t *seq) {
+    hearth__snap_box *b = n->snap.snap;
+    *seq = 0;
+    if (!b || !b->root) /* the loop is the box's only writer */
+        return NULL;
+    *seq = b->seq;
+    return hearth_node_incref(b->root);
+}
+
 uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n) {
     return n->snap.snap ? n->snap.snap->seq : 0; /* the loop is its only writer */
 }

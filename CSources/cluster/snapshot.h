@@ -22,6 +22,10 @@ void hearth__cluster_snapshot_stop(hearth__cluster_ns *n);
 /* Loop: keeps n's tree as the snapshot if it is the log up to
  * applied_seq. */
 void hearth__cluster_snapshot_note(hearth__cluster_ns *n);
+/* The tree a peer would get now (a new reference, NULL: none) and its
+ * log sequence (*seq). */
+hearth_node_t *hearth__cluster_snapshot_root(const hearth__cluster_ns *n,
+                                             uint64_t *seq);
 /* The log sequence of the tree a peer would get now (0: none). */
 uint64_t hearth__cluster_snapshot_seq(const hearth__cluster_ns *n);
 /* Loop, before name's database opens on dir with nothing of the log:

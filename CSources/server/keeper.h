@@ -53,6 +53,23 @@ typedef struct hearth__keeper_ops {
     void (*ondisconnect_keep)(hearth__keeper *k, hearth_db_t *db,
                               uint64_t session, const char *writes,
                               hearth__keeper_done_cb done, void *ctx);
+    /* Point-in-time recovery (README "Point-in-time recovery"), from the
+     * history the keeper holds of namespace ns (its directory dir): the
+     * directory's retained snapshots and logs, or the cluster's stream.
+     * state_at: ns as it was after the last write made at or before
+     * at_ms (0: any time) with a sequence at most at_seq (0: any), *out
+     * new; HEARTH_ENOTFOUND when not retained or not written yet.
+     * changes: cb for every part of every retained write touching path
+     * (NULL: all) made within [since_ms, until_ms] (0: unbounded), in log
+     * order. A worker thread's (they read files, or wait on JetStream);
+     * the request making them keeps the server, and so the keeper,
+     * alive until it is answered. */
+    int (*state_at)(hearth__keeper *k, const char *ns, const char *dir,
+                    int64_t at_ms, uint64_t at_seq, hearth_node_t **out,
+                    hearth_error_t *err);
+    int (*changes)(hearth__keeper *k, const char *ns, const char *dir,
+                   const char *path, int64_t since_ms, int64_t until_ms,
+                   hearth_change_cb cb, void *ctx, hearth_error_t *err);
     /* Appends the keeper's lines of /.metrics (may be NULL). */
     void (*metrics)(hearth__keeper *k, hearth__buf *out);
     /* The operator's view as JSON text to free with hearth__free, or NULL

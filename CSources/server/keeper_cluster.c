@@ -58,6 +58,25 @@ static void cluster_ondisconnect_keep(hearth__keeper *k, hearth_db_t *db,
     hearth__cluster_ondisconnect_keep(db, session, writes, done, ctx);
 }
 
+/* The cluster's history, not this node's files: dir is the node's copy,
+ * which a peer's snapshot may have begun, with its own sequences. */
+static int cluster_state_at(hearth__keeper *k, const char *ns, const char *dir,
+                            int64_t at_ms, uint64_t at_seq,
+                            hearth_node_t **out, hearth_error_t *err) {
+    (void)dir;
+    return hearth__cluster_state_at(cluster_of(k), ns, at_ms, at_seq, out,
+                                    err);
+}
+
+static int cluster_changes(hearth__keeper *k, const char *ns, const char *dir,
+                           const char *path, int64_t since_ms,
+                           int64_t until_ms, hearth_change_cb cb, void *ctx,
+                           hearth_error_t *err) {
+    (void)dir;
+    return hearth__cluster_changes(cluster_of(k), ns, path, since_ms, until_ms,
+                                   cb, ctx, err);
+}
+
 static void cluster_metrics(hearth__keeper *k, hearth__buf *out) {
     hearth__cluster_metrics(cluster_of(k), out);
 }
@@ -77,6 +96,8 @@ static const hearth__keeper_ops cluster_ops = {
     .rules_of = cluster_rules_of,
     .rules_put = cluster_rules_put,
     .ondisconnect_keep = cluster_ondisconnect_keep,
+    .state_at = cluster_state_at,
+    .changes = cluster_changes,
     .metrics = cluster_metrics,
     .status = cluster_status,
     .stop = cluster_stop,
@@ -124,6 +145,7 @@ int hearth__keeper_cluster(hearth__server *srv, hearth__keeper **out,
         return rc;
     }
     k->base.ops = &cluster_ops;
+    hearth__cluster_set_retention(k->cluster, srv->retain_ms);
     hearth__cluster_rules_follow(k->cluster, on_rules, k);
     *out = &k->base;
     return 0;

@@ -50,6 +50,22 @@ static void local_rules_put(hearth__keeper *k, const char *ns, const char *dir,
     done(ctx, rc);
 }
 
+static int local_state_at(hearth__keeper *k, const char *ns, const char *dir,
+                          int64_t at_ms, uint64_t at_seq, hearth_node_t **out,
+                          hearth_error_t *err) {
+    (void)k;
+    (void)ns;
+    return hearth__store_state_at(dir, at_ms, at_seq, out, err);
+}
+
+static int local_changes(hearth__keeper *k, const char *ns, const char *dir,
+                         const char *path, int64_t since_ms, int64_t until_ms,
+                         hearth_change_cb cb, void *ctx, hearth_error_t *err) {
+    (void)k;
+    (void)ns;
+    return hearth_log_changes(dir, path, since_ms, until_ms, cb, ctx, err);
+}
+
 static char *local_status(hearth__keeper *k, bool *none) {
     (void)k;
     *none = true;
@@ -63,6 +79,8 @@ static const hearth__keeper_ops local_ops = {
     .rules_of = local_rules_of,
     .rules_put = local_rules_put,
     .ondisconnect_keep = NULL, /* a session runs its own */
+    .state_at = local_state_at,
+    .changes = local_changes,
     .metrics = NULL,
     .status = local_status,
     .stop = local_stop,

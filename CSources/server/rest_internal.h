@@ -110,8 +110,9 @@ bool hearth__rest_operator(rest *r, const char *ns_name);
 /* /.settings/triggers and below (triggers.c); sub: what follows
  * "triggers" in the path. */
 void hearth__rest_triggers(rest *r, const char *sub);
-/* GET /.backup (rest_backup.c). */
+/* GET /.backup and GET /.log (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
+void hearth__rest_log(rest *r, const char *ns_name);
 /* GET /.inspect/coverage.json (source false) or /.inspect/rules.txt (the
  * text its positions refer to) of namespace ns_name (rest_coverage.c). */
 void hearth__rest_coverage(rest *r, const char *ns_name, bool source);

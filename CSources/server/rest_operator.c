@@ -1,6 +1,6 @@
 /* rest_operator.c - the operator's endpoints, all the admin's: GET
  * /.metrics (Prometheus text), GET /.profile (the operations stream), GET
- * /.backup (rest_backup.c) and GET /.inspect/coverage.json and
+ * /.backup and GET /.log (rest_backup.c) and GET /.inspect/coverage.json and
  * /.inspect/rules.txt (rest_coverage.c); and the
  * metrics port, which answers /.metrics to anyone who can reach it. */
 #include "server/rest_internal.h"
@@ -110,7 +110,7 @@ bool hearth__rest_operator(rest *r, const char *ns_name) {
     static const char *const paths[] = {"/.metrics", "/.profile", "/.backup",
                                         "/.inspect/coverage.json",
                                         "/.inspect/rules.txt",
-                                        "/.inspect/denials.json"};
+                                        "/.inspect/denials.json", "/.log"};
     size_t which = 0;
     while (which < HEARTH__ARRAY_SIZE(paths) && strcmp(r->path, paths[which]))
         which++;
@@ -135,6 +135,8 @@ bool hearth__rest_operator(rest *r, const char *ns_name) {
         hearth__profile_start(r->srv, r->conn);
     else if (which == 2)
         hearth__rest_backup(r, ns_name);
+    else if (which == 6)
+        hearth__rest_log(r, ns_name);
     else
         hearth__rest_coverage(r, ns_name, which == 4);
     return true;

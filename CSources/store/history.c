@@ -10,7 +10,7 @@
  * snapshot's time and sequence) when it was begun by this version; a
  * snapshot without one is known to be no older than its log's first
  * record, so the moments before that are refused as not retained. */
-#include "store/files.h"
+#include "store/history.h"
 #include "store/logfile.h"
 #include "tree/json.h"
 
@@ -20,23 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-/* What a walk through the history does with each record. */
-typedef struct walk {
-    int64_t at_ms;   /* replay writes at or before (INT64_MAX: all) */
-    uint64_t at_seq; /* ... and with a sequence at most this */
-    hearth_node_t *root; /* the tree being rebuilt, or NULL: listing */
-    bool stopped;        /* past the target: nothing more applies */
-    uint64_t seq;        /* the sequence reached */
-    int64_t oldest_ms;   /* the oldest moment the start knows (0: none) */
-    uint64_t oldest_seq;
-    bool oldest_known;
-    hearth_change_cb cb; /* listing */
-    void *ctx;
-    const char *path; /* listing: changes at, above or below it (NULL: all) */
-    size_t path_len;
-    int64_t since_ms, until_ms;
-    int cb_rc;
-} walk;
+typedef hearth__history walk;
 
 /* Whether a change at `changed` touches `watched`: one is at or below
  * the other. */
@@ -69,15 +53,15 @@ static int list_record(walk *w, const hearth__record *rec) {
     return 0;
 }
 
-/* One record: its sequence noted, then applied (rebuilding) or listed. */
-static int take_record(walk *w, const char *payload, size_t len) {
+int hearth__history_take(walk *w, const char *payload, size_t len,
+                         uint64_t given) {
     hearth__record rec = {0};
     int rc = hearth__store_read_record(payload, len, &rec);
-    if (rc) {
+    if (rc || (given && !rec.n)) { /* a cluster's group holds no mark */
         hearth__record_free(&rec);
         return rc;
     }
-    uint64_t seq = rec.has_meta ? rec.seq : w->seq + 1;
+    uint64_t seq = given ? given : rec.has_meta ? rec.seq : w->seq + 1;
     if (!rec.n) { /* a mark: where its snapshot stands */
         if (!w->oldest_known) {
             w->oldest_known = true;
@@ -138,7 +122,7 @@ static int walk_log(walk *w, const char *dir, uint64_t gen, bool last,
         for (size_t at = 0; !rc && !w->stopped && !w->cb_rc &&
                             hearth__log_next(data, &scan, &off, &payload, &len);
              at = off) {
-            if (take_record(w, payload, len))
+            if (hearth__history_take(w, payload, len, 0))
                 rc = hearth__error(err, HEARTH_EIO, path,
                                    "%s is damaged at offset %zu (the record "
                                    "does not read): the history past it "
@@ -257,37 +241,70 @@ int hearth_backup_at(const char *data_dir, int64_t at_ms, uint64_t at_seq,
     return rc;
 }
 
+int hearth__history_rebuild(walk *w, int64_t at_ms, uint64_t at_seq) {
+    *w = (walk){.at_ms = at_ms ? at_ms : INT64_MAX,
+                .at_seq = at_seq ? at_seq : UINT64_MAX};
+    return (w->root = hearth_node_null()) ? 0 : HEARTH_ENOMEM;
+}
+
+void hearth__history_listing(walk *w, const char *path, int64_t since_ms,
+                             int64_t until_ms, hearth_change_cb cb,
+                             void *ctx) {
+    *w = (walk){.cb = cb, .ctx = ctx, .path = path,
+                .path_len = path ? strlen(path) : 0,
+                .since_ms = since_ms ? since_ms : INT64_MIN,
+                .until_ms = until_ms ? until_ms : INT64_MAX,
+                .at_ms = INT64_MAX, .at_seq = UINT64_MAX};
+}
+
+void hearth__history_start(walk *w, uint64_t seq, int64_t time_ms) {
+    w->oldest_known = true;
+    w->oldest_ms = time_ms;
+    w->oldest_seq = w->seq = seq;
+}
+
+int hearth__history_finish(walk *w, const char *where, hearth_node_t **out,
+                           hearth_error_t *err) {
+    int rc = 0;
+    bool at_ms = w->at_ms != INT64_MAX, at_seq = w->at_seq != UINT64_MAX;
+    /* A moment before the start's own is not retained: its data is in no
+     * file (no message) any more. */
+    if (w->root && w->oldest_known &&
+        ((at_ms && w->at_ms < w->oldest_ms) ||
+         (at_seq && w->at_seq < w->oldest_seq))) {
+        char when[32];
+        iso_time(w->oldest_ms, when);
+        rc = hearth__error(err, HEARTH_ENOTFOUND, where,
+                           "%s: not retained: the oldest moment it holds "
+                           "is %s (sequence %" PRIu64 ")",
+                           where, when, w->oldest_seq);
+    }
+    if (!rc && w->root && at_seq && w->at_seq > w->seq)
+        rc = hearth__error(err, HEARTH_ENOTFOUND, where,
+                           "%s: sequence %" PRIu64 " is not written yet (the "
+                           "last is %" PRIu64 ")",
+                           where, w->at_seq, w->seq);
+    if (rc || !out)
+        hearth_node_decref(w->root);
+    else
+        *out = w->root;
+    w->root = NULL;
+    return rc ? rc : w->cb_rc;
+}
+
 int hearth__store_state_at(const char *data_dir, int64_t at_ms, uint64_t at_seq,
                     hearth_node_t **out, hearth_error_t *err) {
     if (!data_dir || !out)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
-    walk w = {.at_ms = at_ms ? at_ms : INT64_MAX,
-              .at_seq = at_seq ? at_seq : UINT64_MAX};
-    if (!(w.root = hearth_node_null()))
+    walk w;
+    if (hearth__history_rebuild(&w, at_ms, at_seq))
         return hearth__error_code(err, HEARTH_ENOMEM);
     int rc = walk_all(&w, data_dir, err);
-    /* A moment before the start's own is not retained: its data is in no
-     * file any more. */
-    if (!rc && w.oldest_known &&
-        ((at_ms && at_ms < w.oldest_ms) || (at_seq && at_seq < w.oldest_seq))) {
-        char when[32];
-        iso_time(w.oldest_ms, when);
-        rc = hearth__error(err, HEARTH_ENOTFOUND, data_dir,
-                           "%s: not retained: the oldest moment its files "
-                           "hold is %s (sequence %" PRIu64 ")",
-                           data_dir, when, w.oldest_seq);
-    }
-    if (!rc && at_seq && at_seq > w.seq)
-        rc = hearth__error(err, HEARTH_ENOTFOUND, data_dir,
-                           "%s: sequence %" PRIu64 " is not written yet (the "
-                           "last is %" PRIu64 ")",
-                           data_dir, at_seq, w.seq);
     if (rc) {
         hearth_node_decref(w.root);
         return rc;
     }
-    *out = w.root;
-    return 0;
+    return hearth__history_finish(&w, data_dir, out, err);
 }
 
 int hearth_log_changes(const char *data_dir, const char *path,
@@ -295,11 +312,8 @@ int hearth_log_changes(const char *data_dir, const char *path,
                        void *ctx, hearth_error_t *err) {
     if (!data_dir || !cb)
         return hearth__error(err, HEARTH_EINVAL, NULL, "invalid argument");
-    walk w = {.cb = cb, .ctx = ctx, .path = path,
-              .path_len = path ? strlen(path) : 0,
-              .since_ms = since_ms ? since_ms : INT64_MIN,
-              .until_ms = until_ms ? until_ms : INT64_MAX,
-              .at_ms = INT64_MAX, .at_seq = UINT64_MAX};
+    walk w;
+    hearth__history_listing(&w, path, since_ms, until_ms, cb, ctx);
     int rc = walk_all(&w, data_dir, err);
     return rc ? rc : w.cb_rc;
 }

@@ -78,7 +78,8 @@ def conf_list(items):
 
 
 class Cluster:
-    def __init__(self, base=0, root=None, admin="owner", secure=True):
+    def __init__(self, base=0, root=None, admin="owner", secure=True,
+                 extra_args=()):
         self.root = root or tempfile.mkdtemp(prefix="hearth-cluster-")
         pick = (lambda i: base + i) if base else (lambda i: free_port())
         self.nats_ports = [pick(1 + i) for i in range(3)]
@@ -87,6 +88,7 @@ class Cluster:
         self.monitor_ports = [pick(31 + i) for i in range(3)]
         self.admin = admin
         self.secure = secure
+        self.extra_args = list(extra_args)  # every node's (`hearth serve`)
         self.nats = [None] * 3
         self.nodes = [None] * 3
         if secure:
@@ -280,7 +282,7 @@ class Cluster:
                     self.nats_urls(), node]
         return [HEARTH_BIN, "serve", "--port", str(self.http_ports[i]),
                 "--data", data, "--cluster", self.nats_urls(), "--node",
-                node] + self.trust_args()
+                node] + self.trust_args() + self.extra_args
 
     def start_node(self, i):
         log = open(os.path.join(self.root, "n%d.log" % (i + 1)), "ab")

@@ -63,6 +63,16 @@ class PointInTime(unittest.TestCase):
         self.put("/users", {"broken": True}, OWNER)  # the bad deploy
         self.put("/motd", "hello")                   # written after it
         changes = self.log()
+        # The server lists the same lines (GET /.log, the admin's).
+        code, out, err = hearth("log", "--url", self.url)
+        self.assertEqual(code, 0, err)
+        self.assertEqual([json.loads(x) for x in out.splitlines()], changes)
+        code, out, err = hearth("log", "--url", self.url, "--path", "/motd")
+        self.assertEqual([json.loads(x)["path"] for x in out.splitlines()],
+                         ["/motd"])
+        status, _ = http("GET", f"http://127.0.0.1:{self.server.port}"
+                         "/.log?ns=shop")
+        self.assertEqual(status, 401)
         self.assertEqual([c["sequence"] for c in changes], [1, 2, 3, 4])
         self.assertEqual([c["path"] for c in changes],
                          ["/users/ada", "/users/bob", "/users", "/motd"])
