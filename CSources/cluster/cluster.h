@@ -103,6 +103,44 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
                                const char *text, hearth__cluster_kept_cb done,
                                void *ctx);
 
+/* Database triggers (cluster/triggers.c): the server's triggers/ layer
+ * builds each write's events on every node as the write is applied, in
+ * log order; the namespace's leader puts them in JetStream (stream
+ * HEARTH_TRIGGERS, subject hearth.trig.TRIGGER.NAMESPACE, one message per
+ * trigger and log record, JetStream's duplicate check on its place in the
+ * log), the others keep theirs a while in case the leader dies first; a
+ * durable consumer per trigger hands each batch to one node's deliverer
+ * at a time, redelivered elsewhere if that node dies.
+ *
+ * Makes the stream (at start, on the loop). */
+int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err);
+/* Loop, as db applies a write: its log sequence when it is a record of
+ * the log, 0 when it is this node's own (then the commit's: committed). */
+uint64_t hearth__cluster_triggers_applying(hearth_db_t *db);
+uint64_t hearth__cluster_triggers_committed(hearth_db_t *db);
+/* Loop: trigger's events (framed, n of them) of the record at seq of
+ * db's namespace, copied: put in JetStream when this node leads it (true),
+ * else kept a while. */
+bool hearth__cluster_triggers_put(hearth_db_t *db, uint64_t seq,
+                                  const char *trigger, const void *frames,
+                                  size_t len, size_t n);
+/* Deliverer thread: trigger's next batch of framed events into frames,
+ * waiting at most wait_ms: 0 with *batch (end it with _done), 1 none, < 0
+ * JetStream cannot be reached. *waiting: the events its consumer holds,
+ * when known. */
+typedef struct hearth__cluster_batch hearth__cluster_batch;
+int hearth__cluster_triggers_take(hearth__cluster *c, const char *trigger,
+                                  int wait_ms, hearth__cluster_batch **batch,
+                                  hearth__buf *frames, uint64_t *waiting);
+/* Deliverer thread, while it retries a batch: *waiting asked again (at
+ * most once a second). */
+void hearth__cluster_triggers_waiting(hearth__cluster *c, const char *trigger,
+                                      uint64_t *waiting);
+/* Deliverer thread: the batch delivered (acknowledged), or given back. */
+void hearth__cluster_triggers_done(hearth__cluster *c,
+                                   hearth__cluster_batch *batch,
+                                   bool delivered);
+
 /* The cluster's lines of /.metrics (Prometheus text), appended to out. */
 void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out);
 

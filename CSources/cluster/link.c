@@ -242,6 +242,31 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
     return s;
 }
 
+natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
+                                       const char *subjects, bool work_queue) {
+    const char *list[] = {subjects};
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = name;
+    cfg.Subjects = list;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    cfg.Replicas = c->replicas;
+    if (work_queue)
+        cfg.Retention = js_WorkQueuePolicy;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
+        /* Made by another node with other settings: use it as it is. */
+        si = NULL;
+        s = js_GetStreamInfo(&si, c->js, name, NULL, &jerr);
+        jsStreamInfo_Destroy(si);
+    }
+    return s;
+}
+
 int hearth__cluster_stream(hearth__cluster *c, const char *name,
                            char stream[32], char subject[96],
                            hearth_error_t *err) {
@@ -254,25 +279,9 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
         return 0;
     char subjects[32];
     snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
-    const char *list[] = {subjects};
-    jsStreamConfig cfg;
-    jsStreamConfig_Init(&cfg);
-    cfg.Name = stream;
-    cfg.Subjects = list;
-    cfg.SubjectsLen = 1;
-    cfg.Storage = js_FileStorage;
-    cfg.Replicas = c->replicas;
-    jsStreamInfo *si = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
-    jsStreamInfo_Destroy(si);
-    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
-        /* Made by another node with other settings: use it as it is. */
-        s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
-        jsStreamInfo_Destroy(si);
-        if (s != NATS_OK)
-            return nats_fail(err, s, "cannot make the log's stream");
-    }
+    natsStatus s = hearth__cluster_make_stream(c, stream, subjects, false);
+    if (s != NATS_OK)
+        return nats_fail(err, s, "cannot make the log's stream");
     c->link.made_stream[p] = true;
     return 0;
 }
@@ -450,6 +459,7 @@ static void finish_stop(hearth__cluster *c) {
     hearth__cluster_releases_flush(c);
     hearth__cluster_rules_stop(c);
     hearth__cluster_replies_drain(c);
+    hearth__cluster_triggers_free(c);
     drop_link(c);
     c->link.closing = 2;
     uv_close((uv_handle_t *)&c->link.wake, on_handle_closed);

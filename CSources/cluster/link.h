@@ -49,6 +49,11 @@ int hearth__cluster_error(natsStatus s);
 /* A namespace's database is open; freed: the last lets a stop finish. */
 void hearth__cluster_space_opened(hearth__cluster *c);
 void hearth__cluster_space_freed(hearth__cluster *c);
+/* Makes stream name of subjects (3 replicas at most, on file; a work
+ * queue: a message goes once a consumer acknowledges it), or finds it
+ * made (by another node, perhaps with other settings: used as it is). */
+natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
+                                       const char *subjects, bool work_queue);
 /* Makes the stream of namespace name if this node has not yet; its
  * stream's and subject's names into stream and subject. */
 int hearth__cluster_stream(hearth__cluster *c, const char *name,

@@ -194,6 +194,18 @@ void hearth__cluster_tail_stop(hearth__cluster_ns *n) {
     hearth__cluster_unsubscribe(n->c, &n->tail.tail_sub);
 }
 
+uint64_t hearth__cluster_tail_applying(const hearth__cluster_ns *n,
+                                       int64_t *stamp) {
+    const hearth__cluster_msg *q = n->tail.applying;
+    jsMsgMetaData *meta = NULL;
+    *stamp = 0;
+    if (q && natsMsg_GetMetaData(&meta, q->msg) == NATS_OK) {
+        *stamp = meta->Timestamp;
+        jsMsgMetaData_Destroy(meta);
+    }
+    return q ? q->seq : 0;
+}
+
 bool hearth__cluster_chain_open(const hearth__cluster_ns *n) {
     return n->tail.chain_parts != 0;
 }
@@ -344,7 +356,9 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
             hearth__free(q);
             continue;
         }
+        n->tail.applying = q;
         apply_message(n, q);
+        n->tail.applying = NULL;
         n->log.applied_seq = q->seq;
         enqueue(&n->tail.unsettled, &n->tail.unsettled_tail, q);
         applied = true;

@@ -17,6 +17,7 @@
 
 #include "common/internal.h"
 #include "db/db.h"
+#include "triggers/triggers.h"
 
 #include <uv.h>
 
@@ -68,10 +69,12 @@ typedef struct hearth__keeper_ops {
     /* Whether a write is in this node's tree when the call making it
      * returns (false: another node orders it, later). */
     bool applies_at_once;
-    /* Whether database triggers are delivered from this node's queues
-     * (triggers/; a cluster would deliver from whichever node leads,
-     * which is not built yet). */
-    bool delivers_triggers;
+    /* Where database triggers' events are queued and taken from: NULL
+     * (the op, or *out) for this node's own spools (triggers/), or the
+     * keeper's remote queue, made ready here (at start, on the loop). */
+    int (*triggers_remote)(hearth__keeper *k,
+                           const hearth__triggers_remote **out,
+                           hearth_error_t *err);
 } hearth__keeper_ops;
 
 struct hearth__keeper {

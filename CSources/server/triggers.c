@@ -37,17 +37,21 @@ static void on_profile_tick(uv_timer_t *timer) {
 }
 
 int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
-    /* README "Triggers": one server only, for now (a cluster node's
-     * configured triggers were refused at start) */
-    if (!srv->keeper->ops->delivers_triggers)
+    if (srv->no_triggers) /* --no-triggers: none registered, none fire */
         return 0;
+    const hearth__triggers_remote *remote = NULL;
+    if (srv->keeper->ops->triggers_remote) {
+        int rc = srv->keeper->ops->triggers_remote(srv->keeper, &remote, err);
+        if (rc)
+            return rc;
+    }
     char dir[4096], host[300];
     snprintf(dir, sizeof dir, "%s/.triggers", srv->data_dir);
     if (srv->public_host)
         snprintf(host, sizeof host, "%s", srv->public_host);
     else
         snprintf(host, sizeof host, "127.0.0.1:%d", hearth__http_port(srv->http));
-    hearth__triggers_options o = {dir, host, "us-central1"};
+    hearth__triggers_options o = {dir, host, "us-central1", remote};
     int rc = hearth__triggers_new(&o, &srv->triggers, err);
     if (!rc) {
         uv_timer_init(&srv->loop, &srv->triggers_profile);
@@ -116,11 +120,22 @@ void hearth__rest_triggers(rest *r, const char *sub) {
         return;
     }
     if (!r->srv->triggers) {
-        hearth__rest_reply_error(conn, 501, "Triggers are not supported on a "
-                                            "cluster node yet");
+        hearth__rest_reply_error(conn, 501, "Triggers are off on this server "
+                                            "(hearth serve --no-triggers)");
         return;
     }
     hearth__triggers *t = r->srv->triggers;
+    /* A cluster's registrations are each node's configuration, the same
+     * on every node (README "Triggers"): one node's admin may not make
+     * them differ. */
+    if (hearth__triggers_remote_of(t) &&
+        (r->method == HTTP_PUT || r->method == HTTP_DELETE)) {
+        hearth__rest_reply_error(conn, 501, "Triggers of a cluster are "
+                                            "registered in each node's "
+                                            "configuration (--triggers FILE), "
+                                            "the same on every node");
+        return;
+    }
     if (!*sub) {
         if (hearth__rest_admin_asks(r, HTTP_GET, "the list of triggers"))
             hearth__rest_reply_json(conn, 200, hearth__triggers_describe(t));

@@ -36,6 +36,15 @@ void hearth__trigger_dropped(hearth__trigger *t, size_t n, int rc) {
                 hearth__spool_bytes(t->spool));
 }
 
+const hearth__triggers_remote *hearth__triggers_remote_of(
+    const hearth__triggers *e) {
+    return e->remote;
+}
+
+uint64_t hearth__trigger_lag(hearth__trigger *t) {
+    return hearth__spool_waiting(t->spool) + atomic_load(&t->remote_waiting);
+}
+
 /* ---- registry ---- */
 
 static void retire(hearth__trigger *t) {
@@ -195,6 +204,7 @@ int hearth__triggers_new(const hearth__triggers_options *o,
     if (!e)
         return hearth__error_code(err, HEARTH_ENOMEM);
     uv_mutex_init(&e->rec_mu);
+    e->remote = o->remote;
     e->dir = hearth__strndup(o->dir, strlen(o->dir));
     e->db_host = hearth__strndup(o->db_host, strlen(o->db_host));
     e->location = hearth__strndup(o->location, strlen(o->location));

@@ -19,10 +19,45 @@
 
 typedef struct hearth__triggers hearth__triggers;
 
+/* Where the events go and come from when they are not this node's alone
+ * (a cluster node: README "Triggers"; server/keeper.h gives it). The
+ * events are still built here, as each write is applied, in log order;
+ * their durable queue is the remote's, and the deliverers take them from
+ * it. NULL: the spools are the queues (one server). */
+typedef struct hearth__triggers_remote {
+    void *ctx;
+    /* Loop, as a write is applied to db: its place in the namespace's log
+     * when it is a record of the log, or 0 when it is this node's own
+     * (its place is its commit's: committed). */
+    uint64_t (*applying)(void *ctx, hearth_db_t *db);
+    /* Loop, at a good commit of this node's own writes: their place. */
+    uint64_t (*committed)(void *ctx, hearth_db_t *db);
+    /* Loop, once the write at seq is committed: trigger's n events of it
+     * (len bytes framed as hearth__spool_frame frames them), copied. true
+     * when this node queued them (false: another does, or they were
+     * dropped, which the remote reports). */
+    bool (*put)(void *ctx, hearth_db_t *db, uint64_t seq, const char *trigger,
+                const void *frames, size_t len, size_t n);
+    /* Deliverer thread: trigger's next events (frames into out, replacing
+     * what it held), waiting at most wait_ms: 0 with *batch to end with
+     * done, 1 none now, < 0 the remote cannot be reached. *waiting: the
+     * events the remote holds for the trigger, when it knows (else
+     * unchanged). */
+    int (*take)(void *ctx, const char *trigger, int wait_ms, void **batch,
+                hearth__buf *out, uint64_t *waiting);
+    /* Deliverer thread, between attempts at a batch: *waiting as take
+     * says it. */
+    void (*waiting)(void *ctx, const char *trigger, uint64_t *waiting);
+    /* Deliverer thread: the batch was delivered (or dead-lettered), or,
+     * delivered false, is given back to be taken again (stopping). */
+    void (*done)(void *ctx, void *batch, bool delivered);
+} hearth__triggers_remote;
+
 typedef struct hearth__triggers_options {
     const char *dir;      /* spools, dead letters, the admin's registrations */
     const char *db_host;  /* the events' firebasedatabasehost */
     const char *location; /* the events' location ("us-central1") */
+    const hearth__triggers_remote *remote; /* NULL on one server */
 } hearth__triggers_options;
 
 /* The triggers of a server (none registered yet), with the admin's
@@ -33,6 +68,9 @@ int hearth__triggers_new(const hearth__triggers_options *o,
  * and syncs the spools; registrations and taps stay, so writes committed
  * afterwards are still spooled. */
 void hearth__triggers_stop(hearth__triggers *t);
+/* The remote queue the triggers were made with (NULL: one server's). */
+const hearth__triggers_remote *hearth__triggers_remote_of(
+    const hearth__triggers *t);
 /* Frees everything (after every database it tapped is freed). */
 void hearth__triggers_free(hearth__triggers *t);
 
