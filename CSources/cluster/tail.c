@@ -242,6 +242,9 @@ static int record_op(const char *payload, size_t len, hearth__db_op **out) {
         w->value = rec.v[i].value; /* taken over */
         rec.v[i].value = NULL;
     }
+    /* the admin's import: no node fires triggers for it */
+    if (o && rec.identity && strcmp(rec.identity, HEARTH__DB_QUIET_IDENTITY) == 0)
+        o->quiet = true;
     hearth__record_free(&rec);
     if (rc && o)
         hearth__db_drop_op(o, rc);

@@ -94,7 +94,7 @@ static const char *identity_of(const hearth__embedded *e,
                                size_t size) {
     const hearth_node_t *auth = e->rules ? e->auth : o->auth;
     if (!e->rules && !o->judged)
-        return "admin";
+        return o->quiet ? HEARTH__DB_QUIET_IDENTITY : "admin";
     if (!auth || hearth_node_is_null(auth))
         return "anonymous";
     size_t len = 0;
@@ -129,7 +129,7 @@ static void install(hearth_db_t *db, const hearth__db_op *o,
     hearth__embedded *e = db->impl;
     hearth_node_t *old_root = e->root;
     e->root = root;
-    if (e->tap)
+    if (e->tap && !o->quiet) /* an import's: no triggers */
         e->tap->applied(e->tap_ctx, old_root, root, paths, n, o->judged,
                         o->auth, e->store != NULL);
     /* The write stands even if its events cannot be built (no memory):

@@ -9,7 +9,8 @@ records every event it is sent, and answers 503 while told to fail.
 1. order: writes to three paths, each path written in turn through the
    three nodes (each write acknowledged before the next); every write's
    event reaches the endpoint, and per path in the order written
-   (repeats allowed: at least once);
+   (repeats allowed: at least once); then a write with triggers=off (an
+   import's) through each node, which fires on none;
 2. takeover: the endpoint fails; more writes; the node whose deliverer
    holds the batch (its /.metrics shows the failed attempts) is killed
    with -9; the endpoint recovers; another node delivers everything that
@@ -82,9 +83,9 @@ class Endpoint:
             return list(self.events)
 
 
-def put(c, i, path, value, timeout=10):
+def put(c, i, path, value, timeout=10, query=""):
     req = urllib.request.Request(
-        c.url(i) + path + ".json", data=json.dumps(value).encode(),
+        c.url(i) + path + ".json" + query, data=json.dumps(value).encode(),
         method="PUT", headers={"Authorization": "Bearer " + c.admin})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return r.status
@@ -179,6 +180,13 @@ def main():
         check(sum(counts) >= total,
               "the nodes' metrics count what they delivered: %s" % counts)
 
+        # an import through each node (forwarded to the leader) with
+        # triggers=off fires on no node: the events after it arrive, and
+        # none of it before them
+        for i in range(3):
+            check(put(c, i, "/msgs/quiet", {"n": i}, query="?triggers=off")
+                  == 200, "a write with triggers=off through n%d" % (i + 1))
+
         # 2. the delivering node killed with events undelivered
         hook.failing = True
         before = [metric(c, i, "hearth_trigger_failed_total") or 0
@@ -218,6 +226,8 @@ def main():
               % (holder + 1, time.time() - killed_at))
         after = [metric(c, i, "hearth_trigger_delivered_total") or 0
                  for i in others]
+        check(not [p for p, _ in hook.seen() if "quiet" in p],
+              "the writes with triggers=off fired nothing")
         check(any(a > delivered_before[i] for a, i in zip(after, others)),
               "a surviving node's delivered count grew: %s" % after)
         check(wait_for(lambda: all((metric(c, i, "hearth_trigger_lag") or 0)
