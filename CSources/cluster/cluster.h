@@ -118,6 +118,27 @@ int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err);
  * the log, 0 when it is this node's own (then the commit's: committed). */
 uint64_t hearth__cluster_triggers_applying(hearth_db_t *db);
 uint64_t hearth__cluster_triggers_committed(hearth_db_t *db);
+/* The admin's registrations (PUT /.settings/triggers/NAME.json on any
+ * node), the same on every node: a KV bucket of documents as the rules'
+ * (rules.c), keyed by the trigger's name, the registration's JSON text
+ * (secret included; sealed) or none once removed. Read whole by
+ * hearth__cluster_triggers_start; each calls cb with every name held
+ * (text NULL: removed); follow's cb runs with each change reaching this
+ * node (the document now: _registration_of); put sets one for every
+ * node (NULL: removes it), follow's callback running here before done. */
+void hearth__cluster_registrations_each(hearth__cluster *c,
+                                        void (*cb)(void *ctx, const char *name,
+                                                   const char *text),
+                                        void *ctx);
+void hearth__cluster_registrations_follow(hearth__cluster *c,
+                                          void (*cb)(void *ctx,
+                                                     const char *name),
+                                          void *ctx);
+const char *hearth__cluster_registration_of(hearth__cluster *c,
+                                            const char *name);
+void hearth__cluster_registration_put(hearth__cluster *c, const char *name,
+                                      const char *text,
+                                      hearth__cluster_kept_cb done, void *ctx);
 /* Loop: trigger's events (framed, n of them) of the record at seq of
  * db's namespace, copied: put in JetStream when this node leads it (true),
  * else kept a while. */

@@ -68,7 +68,8 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
     } else if (q->kind == MSG_FORWARD) {
         hearth__cluster_serve(c, q->msg);
     } else if (q->kind == MSG_RULES) {
-        hearth__cluster_rules_changed(c, q->msg);
+        if (!hearth__cluster_rules_changed(c, q->msg))
+            hearth__cluster_triggers_changed(c, q->msg);
         natsMsg_Destroy(q->msg);
     } else {
         hearth__cluster_ns *n = ns_of_subject(c, natsMsg_GetSubject(q->msg));

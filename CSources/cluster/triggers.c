@@ -39,6 +39,8 @@
 #include <string.h>
 #include <time.h>
 
+#define REGS_BUCKET "hearth_triggers"
+
 /* An event message made (kept by a namespace until old). */
 struct hearth__trig_entry {
     hearth__trig_entry *next;
@@ -102,7 +104,52 @@ int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err) {
     uv_mutex_init(&c->trig.mu);
     atomic_init(&c->trig.failed, false);
     c->trig.started = true;
-    return 0;
+    /* the admin's registrations, before the server registers any */
+    s = hearth__cluster_docs_open(c, &c->trig.regs, REGS_BUCKET);
+    if (s != NATS_OK)
+        return hearth__error(err, hearth__cluster_error(s), NULL,
+                             "cluster: cannot open the triggers' bucket: %s",
+                             natsStatus_GetText(s));
+    int rc = hearth__cluster_docs_start(c, &c->trig.regs, err);
+    if (!rc)
+        hearth__cluster_docs_follow_bucket(c, &c->trig.regs);
+    return rc;
+}
+
+/* ---- the admin's registrations ---- */
+
+bool hearth__cluster_triggers_changed(hearth__cluster *c, natsMsg *m) {
+    return c->trig.started && hearth__cluster_docs_changed(c, &c->trig.regs, m);
+}
+
+void hearth__cluster_registrations_each(hearth__cluster *c,
+                                        void (*cb)(void *ctx, const char *name,
+                                                   const char *text),
+                                        void *ctx) {
+    hearth__cluster_docs_each(&c->trig.regs, cb, ctx);
+}
+
+void hearth__cluster_registrations_follow(hearth__cluster *c,
+                                          void (*cb)(void *ctx,
+                                                     const char *name),
+                                          void *ctx) {
+    c->trig.regs.changed = cb;
+    c->trig.regs.changed_ctx = ctx;
+}
+
+const char *hearth__cluster_registration_of(hearth__cluster *c,
+                                            const char *name) {
+    return hearth__cluster_docs_of(&c->trig.regs, name);
+}
+
+void hearth__cluster_registration_put(hearth__cluster *c, const char *name,
+                                      const char *text,
+                                      hearth__cluster_kept_cb done, void *ctx) {
+    if (!c->trig.regs.kv) {
+        done(ctx, HEARTH_EUNSUPPORTED);
+        return;
+    }
+    hearth__cluster_docs_put(c, &c->trig.regs, name, text, done, ctx);
 }
 
 /* ---- the events made: kept, and put by the leader ---- */
@@ -425,6 +472,7 @@ void hearth__cluster_triggers_done(hearth__cluster *c,
 void hearth__cluster_triggers_tick(hearth__cluster *c) {
     if (!c->trig.started)
         return;
+    hearth__cluster_docs_follow_bucket(c, &c->trig.regs); /* if not yet */
     bool again = atomic_exchange(&c->trig.failed, false);
     uint64_t now = uv_now(c->loop);
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
@@ -449,6 +497,9 @@ void hearth__cluster_triggers_tick(hearth__cluster *c) {
 }
 
 void hearth__cluster_triggers_free(hearth__cluster *c) {
+    hearth__cluster_docs_stop(&c->trig.regs);
+    hearth__cluster_docs_close(&c->trig.regs);
+    hearth__cluster_docs_free(&c->trig.regs);
     if (!c->trig.started)
         return;
     while (c->trig.pulls) {

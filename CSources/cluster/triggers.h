@@ -8,6 +8,7 @@
 #define HEARTH_CLUSTER_TRIGGERS_H
 
 #include "cluster/internal.h"
+#include "cluster/rules.h"
 
 #define HEARTH__CLUSTER_TRIG_STREAM "HEARTH_TRIGGERS"
 /* A batch a deliverer holds is redelivered (to any node) this long after
@@ -36,6 +37,9 @@ typedef struct hearth__cluster_trig {
     uv_mutex_t mu;
     hearth__trig_pull *pulls;      /* a consumer per trigger name */
     hearth__cluster_batch *held;   /* taken, not yet done */
+    /* the admin's registrations, every node's (bucket hearth_triggers,
+     * keyed by the trigger's name: rules.c's documents) */
+    hearth__cluster_docs regs;
 } hearth__cluster_trig;
 
 /* A namespace's part (loop): the events kept, oldest first, and the
@@ -49,6 +53,8 @@ typedef struct hearth__cluster_ns_trig {
 /* Loop, each tick: the leaders' events put (again) if due, the kept ones
  * aged, the held batches' signs of life sent. */
 void hearth__cluster_triggers_tick(hearth__cluster *c);
+/* Loop: a change of the registrations' bucket (false: m is not its). */
+bool hearth__cluster_triggers_changed(hearth__cluster *c, natsMsg *m);
 /* Frees a namespace's events kept (with its database). */
 void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n);
 /* At stop, before the connection goes (every deliverer joined). */

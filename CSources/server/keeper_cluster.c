@@ -109,6 +109,25 @@ static void trig_done(void *ctx, void *batch, bool delivered) {
     hearth__cluster_triggers_done(ctx, batch, delivered);
 }
 
+/* A change of the admin's registrations reached this node. */
+static void on_registration(void *ctx, const char *name) {
+    hearth__keeper *k = ctx;
+    if (k->triggers_changed)
+        k->triggers_changed(k->triggers_ctx, name,
+                            hearth__cluster_registration_of(cluster_of(k), name));
+}
+
+static void cluster_triggers_each(hearth__keeper *k,
+                                  hearth__keeper_triggers_cb cb, void *ctx) {
+    hearth__cluster_registrations_each(cluster_of(k), cb, ctx);
+}
+
+static void cluster_triggers_put(hearth__keeper *k, const char *name,
+                                 const char *json, hearth__keeper_done_cb done,
+                                 void *ctx) {
+    hearth__cluster_registration_put(cluster_of(k), name, json, done, ctx);
+}
+
 static int cluster_triggers_remote(hearth__keeper *k,
                                    const hearth__triggers_remote **out,
                                    hearth_error_t *err) {
@@ -134,6 +153,8 @@ static const hearth__keeper_ops cluster_ops = {
     .stores_every_namespace = true,
     .applies_at_once = false, /* the namespace's leader orders writes */
     .triggers_remote = cluster_triggers_remote,
+    .triggers_each = cluster_triggers_each,
+    .triggers_put = cluster_triggers_put,
 };
 
 int hearth__keeper_cluster_check(const hearth_server_config_t *config,
@@ -170,6 +191,7 @@ int hearth__keeper_cluster(hearth__server *srv, hearth__keeper **out,
     }
     k->base.ops = &cluster_ops;
     hearth__cluster_rules_follow(k->cluster, on_rules, k);
+    hearth__cluster_registrations_follow(k->cluster, on_registration, k);
     *out = &k->base;
     return 0;
 }

@@ -191,8 +191,12 @@ static int deliver_remote(hearth__trigger *t, hearth__poster *p,
         note_error(t, 0, "the cluster's queue cannot be reached");
         return pause_for(t, REMOTE_WAIT_MS, false) ? -1 : 1;
     }
-    if (rc > 0)
-        return 0; /* the take waited: look at the spool again */
+    if (rc > 0) { /* the take waited: look at the spool again */
+        uv_mutex_lock(&t->mu);
+        bool stop = t->stop;
+        uv_mutex_unlock(&t->mu);
+        return stop ? -1 : 0;
+    }
     return deliver_batch(t, p, batch, frames, headers) ? 0 : -1;
 }
 

@@ -79,7 +79,8 @@ void hearth__triggers_free(hearth__triggers *t);
  * replacing the one of its name; origin ("file", "functions", "admin")
  * is shown in listings, and the admin's are kept in dir/admin.json. All
  * or nothing: an invalid registration is HEARTH_EINVAL with err naming
- * it and what is wrong. */
+ * it and what is wrong. With a remote (a cluster), the admin's are the
+ * keeper's to keep, not dir/admin.json's. */
 int hearth__triggers_register(hearth__triggers *t, const char *json,
                               size_t len, const char *origin,
                               hearth_error_t *err);
@@ -87,6 +88,12 @@ int hearth__triggers_register(hearth__triggers *t, const char *json,
 int hearth__triggers_register_one(hearth__triggers *t, const char *name,
                                   json_t *spec, const char *origin,
                                   hearth_error_t *err);
+/* Whether spec would register as name (HEARTH_EINVAL with err naming
+ * what is wrong), registering nothing. */
+int hearth__triggers_check(const char *name, json_t *spec,
+                           hearth_error_t *err);
+/* Whether a trigger called name is registered. */
+bool hearth__triggers_has(hearth__triggers *t, const char *name);
 /* Removes a trigger (HEARTH_ENOTFOUND); its spool stays on disk, and a
  * registration of the same name later delivers what it holds. */
 int hearth__triggers_remove(hearth__triggers *t, const char *name);

@@ -44,7 +44,7 @@ NATS_BIN = shutil.which("nats-server") or "/usr/sbin/nats-server"
 # delivered. Subscribe: the forwarded writes and snapshot requests it
 # serves, and inboxes (answers, JetStream acks, its consumers' deliveries).
 KV_BUCKETS = ["hearth_leases", "hearth_nodes", "hearth_ondisconnect",
-              "hearth_retained", "hearth_rules"]
+              "hearth_retained", "hearth_rules", "hearth_triggers"]
 PUBLISH = (["hearth.>", "$JS.API.>"] +
            ["$KV.%s.>" % b for b in KV_BUCKETS] +
            ["_INBOX.>", "$JS.FC.>", "$JS.ACK.HEARTH_TRIGGERS.>"])

@@ -15,8 +15,8 @@ records every event it is sent, and answers 503 while told to fail.
    holds the batch (its /.metrics shows the failed attempts) is killed
    with -9; the endpoint recovers; another node delivers everything that
    was written, none lost, per path in order, and its metrics say so;
-3. the admin endpoint refuses a registration on a cluster node (a
-   cluster's registrations are each node's configuration).
+3. a registration through one node's admin endpoint reaches every node
+   and fires for a write through another; its removal reaches them too.
 
     python3 Tests/cluster/test_triggers.py [--keep]
 """
@@ -104,6 +104,23 @@ def put_retrying(c, nodes, path, value, bound=30):
         if time.time() > end:
             raise RuntimeError("no node acknowledged %s" % path)
         time.sleep(0.2)
+
+
+def admin(c, i, method, path, body):
+    req = urllib.request.Request(
+        c.url(i) + path + ".json", method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + c.admin})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, None
+
+
+def names(c, i):
+    code, listed = admin(c, i, "GET", "/.settings/triggers", None)
+    return [t["name"] for t in listed["triggers"]] if code == 200 else []
 
 
 def metric(c, i, name, trigger="ct"):
@@ -235,18 +252,35 @@ def main():
               "the surviving nodes' lag is back to 0: %s"
               % [metric(c, i, "hearth_trigger_lag") for i in others])
 
-        # 3. the admin endpoint on a cluster node
-        req = urllib.request.Request(
-            c.url(others[0]) + "/.settings/triggers/x.json",
-            data=json.dumps({"ref": "/x", "url": "http://127.0.0.1:1/"}).encode(),
-            method="PUT", headers={"Authorization": "Bearer " + c.admin})
-        try:
-            urllib.request.urlopen(req, timeout=5)
-            code = 200
-        except urllib.error.HTTPError as e:
-            code = e.code
-        check(code == 501, "a registration through one node's admin endpoint "
-              "is refused (%d)" % code)
+        # 3. a registration through one node's admin endpoint reaches
+        # the others, and fires from there; its removal too
+        code, _ = admin(c, others[0], "PUT", "/.settings/triggers/viaadmin",
+                        {"ref": "/adm/{id}", "format": "webhook",
+                         "url": "http://127.0.0.1:%d/hook" % hook.port})
+        check(code == 200, "a registration through n%d's admin endpoint "
+              "(%d)" % (others[0] + 1, code))
+        check(wait_for(lambda: all(
+            "viaadmin" in names(c, i) for i in others), 10),
+            "it is registered on every node")
+        put_retrying(c, [others[1]], "/adm/one", {"n": 1})
+        check(wait_for(lambda: ("/adm/one", {"n": 1}) in
+                       [(("/" + p.strip("/")), a) for p, a in hook.seen()], 20),
+              "a write through n%d fires it" % (others[1] + 1))
+        code, _ = admin(c, others[1], "DELETE",
+                        "/.settings/triggers/viaadmin", None)
+        check(code == 200, "removed through n%d (%d)" % (others[1] + 1, code))
+        check(wait_for(lambda: all(
+            "viaadmin" not in names(c, i) for i in others), 10),
+            "it is removed from every node")
+        code, _ = admin(c, others[0], "PUT", "/.settings/triggers/bad",
+                        {"ref": "/x"})
+        check(code == 400, "a bad registration is refused (%d)" % code)
+        running = [p for p in c.nodes if p]
+        t0 = time.time()
+        c.stop()
+        check(all(p.returncode == 0 for p in running),
+              "the nodes stop cleanly, deliverers and all (%.1f s): %s"
+              % (time.time() - t0, [p.returncode for p in running]))
         finished = True
     finally:
         c.stop()
