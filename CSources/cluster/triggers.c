@@ -75,10 +75,11 @@ static uint64_t mono_ms(void) {
 
 static void on_published(jsCtx *js, natsMsg *m, jsPubAck *pa,
                          jsPubAckErr *pae, void *closure) {
-    (void)js, (void)m;
+    (void)js;
     hearth__cluster *c = closure;
     if (!pa && pae)
         atomic_store(&c->trig.failed, true);
+    natsMsg_Destroy(m); /* the handler's to free (as append.c's) */
 }
 
 int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err) {
