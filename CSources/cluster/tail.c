@@ -219,6 +219,9 @@ void hearth__cluster_apply_record(hearth__cluster_ns *n, hearth__db_op *o) {
 void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
                                   uint64_t seq) {
     hearth__cluster_tail_settle_all(n); /* all at or below seq now */
+    /* A repair, not a write: the log's records fired their triggers
+     * (at the leader, and kept here) when they applied. */
+    o->quiet = true;
     hearth__cluster_apply_record(n, o);
     n->log.applied_seq = seq;
 }

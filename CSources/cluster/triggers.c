@@ -98,6 +98,9 @@ int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err) {
     jo.Wait = HEARTH__CLUSTER_WAIT_MS;
     jo.PublishAsync.AckHandler = on_published;
     jo.PublishAsync.AckHandlerClosure = c;
+    /* on the loop: never held up by puts in flight (one that fails is
+     * noted and put again from what is kept) */
+    jo.PublishAsync.StallWait = 1;
     s = natsConnection_JetStream(&c->trig.js, c->nc, &jo);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
