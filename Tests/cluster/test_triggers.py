@@ -16,7 +16,9 @@ records every event it is sent, and answers 503 while told to fail.
    with -9; the endpoint recovers; another node delivers everything that
    was written, none lost, per path in order, and its metrics say so;
 3. a registration through one node's admin endpoint reaches every node
-   and fires for a write through another; its removal reaches them too.
+   and fires for a write through another; its removal reaches them too;
+   a forged batch of events and a forged registration (an attacker with
+   NATS's credentials, not the cluster secret) are dropped and counted.
 
     python3 Tests/cluster/test_triggers.py [--keep]
 """
@@ -25,14 +27,17 @@ import json
 import os
 import shutil
 import signal
+import struct
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster  # noqa: E402
+from test_attacks import Nats, rejected  # noqa: E402
 
 failures = []
 
@@ -204,6 +209,36 @@ def main():
             check(put(c, i, "/msgs/quiet", {"n": i}, query="?triggers=off")
                   == 200, "a write with triggers=off through n%d" % (i + 1))
 
+        # an attacker with the nodes' NATS user but not the cluster
+        # secret: a forged batch of events, and a registration put
+        # straight into KV hearth_triggers
+        kinds_before = rejected(c)
+        user, password = c.credentials("nats.user")
+        nats = Nats(c.nats_ports[0], user, password, c.secret("ca.pem"))
+        event = json.dumps({"path": "/msgs/forged", "after": {"n": 9}}).encode()
+        forged = struct.pack("<IIQ", len(event), zlib.crc32(event), 0) + event
+        ack = nats.request("hearth.trig.ct.default", forged,
+                           headers={"Nats-Msg-Id": "default:999999:ct:0"})
+        check(ack is not None and b'"seq"' in ack[2],
+              "the stream takes a forged batch of events")
+        evil = {"name": "evil", "ref": "/msgs/{id}", "format": "webhook",
+                "url": "http://127.0.0.1:%d/evil" % hook.port}
+        ack = nats.request("$KV.hearth_triggers.evil",
+                           json.dumps(evil).encode())
+        check(ack is not None and b'"seq"' in ack[2],
+              "KV hearth_triggers takes a registration put into it")
+        nats.close()
+
+        def dropped():
+            kinds = rejected(c)
+            return (kinds.get("trig", 0) > kinds_before.get("trig", 0) and
+                    kinds.get("kv", 0) > kinds_before.get("kv", 0))
+        check(wait_for(dropped, 10),
+              "/.metrics counts the forged batch and registration dropped "
+              "(%s)" % rejected(c))
+        check(all("evil" not in names(c, i) for i in range(3)),
+              "the forged registration is registered nowhere")
+
         # 2. the delivering node killed with events undelivered
         hook.failing = True
         before = [metric(c, i, "hearth_trigger_failed_total") or 0
@@ -245,6 +280,8 @@ def main():
                  for i in others]
         check(not [p for p, _ in hook.seen() if "quiet" in p],
               "the writes with triggers=off fired nothing")
+        check(not [p for p, _ in hook.seen() if "forged" in p],
+              "the forged batch reached no endpoint")
         check(any(a > delivered_before[i] for a, i in zip(after, others)),
               "a surviving node's delivered count grew: %s" % after)
         check(wait_for(lambda: all((metric(c, i, "hearth_trigger_lag") or 0)
