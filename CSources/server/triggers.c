@@ -225,7 +225,6 @@ void hearth__rest_triggers(rest *r, const char *sub) {
         return;
     }
     hearth__triggers *t = r->srv->triggers;
-
     if (!*sub) {
         if (hearth__rest_admin_asks(r, HTTP_GET, "the list of triggers"))
             hearth__rest_reply_json(conn, 200, hearth__triggers_describe(t));

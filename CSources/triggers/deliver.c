@@ -2,6 +2,9 @@
  * events one at a time, in order, each until it is answered 2xx or has
  * failed max_attempts times (then it goes to the dead letters and the
  * next one follows), waiting between attempts with exponential backoff.
+ * In a cluster its spool holds only dead letters retried here; the rest
+ * comes in batches from the remote queue, each acknowledged once all of
+ * its events are delivered (or dead).
  * A blocking client on a thread of its own: an endpoint that hangs holds
  * up only its own trigger, never the loop or the other triggers. */
 #include "triggers/internal.h"

@@ -4,7 +4,13 @@
  * its thread writes them to their triggers' queues with its own records
  * (durable: synced with them when the commit syncs), and its outcome
  * (settled, on the loop, before the acknowledgements) wakes the
- * deliverers, or drops the events of writes that were undone. */
+ * deliverers, or drops the events of writes that were undone.
+ *
+ * With a remote queue (a cluster node: triggers.h), each event is tagged
+ * as it is built with its write's place in the namespace's log (a record
+ * the node applies from the log; 0 for the node's own write, whose place
+ * is its commit's), kept as built until the commit settles, and then
+ * handed to the remote per place and trigger; the spools are not used. */
 #include "triggers/internal.h"
 
 #include <inttypes.h>

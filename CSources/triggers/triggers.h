@@ -3,7 +3,8 @@
  * path pattern with {wildcards}, an event type, a namespace pattern and an
  * HTTP endpoint), matched against every committed write of the server's
  * namespaces, and delivered at least once, in commit order per trigger,
- * from a durable spool per trigger, by a thread per trigger with retries
+ * from a durable spool per trigger (in a cluster, the keeper's remote
+ * queue: hearth__triggers_remote), by a thread per trigger with retries
  * and dead letters. The server's interface to the triggers/ layer.
  *
  * Threads: everything here runs on the server's loop thread, except the
