@@ -259,7 +259,9 @@ natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
     jsStreamInfo_Destroy(si);
-    if (s != NATS_OK && jerr != JSStreamNameExistErr) {
+    if (s != NATS_OK && jerr == JSStreamNameExistErr)
+        return NATS_OK; /* made by another node (other replicas...): used */
+    if (s != NATS_OK) {
         /* Made by another node with other settings: use it as it is. */
         si = NULL;
         s = js_GetStreamInfo(&si, c->js, name, NULL, &jerr);
