@@ -226,6 +226,29 @@ void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
     n->log.applied_seq = seq;
 }
 
+/* Who wrote a record, as its leader logged it (backend_embedded.c's
+ * identity_of), given to o: the admin's import fires no triggers on any
+ * node; a caller the leader judged is logged here as there, and its
+ * events say who it was (a new leader puts those it kept). */
+static int as_logged(hearth__db_op *o, const char *identity) {
+    if (strcmp(identity, HEARTH__DB_QUIET_IDENTITY) == 0) {
+        o->quiet = true;
+    } else if (strcmp(identity, "anonymous") == 0) {
+        o->judged_there = true;
+    } else if (strncmp(identity, "uid:", 4) == 0) {
+        hearth_node_t *auth = hearth_node_null();
+        hearth_node_t *uid = hearth_node_string(identity + 4,
+                                                strlen(identity + 4));
+        if (!uid || hearth_node_set_child_new(&auth, "uid", uid, NULL)) {
+            hearth_node_decref(auth);
+            return HEARTH_ENOMEM;
+        }
+        o->judged_there = true;
+        o->auth = auth;
+    }
+    return 0;
+}
+
 /* One record's payload ([[path, value], ...]) as a write, read as
  * recovery reads it (store/replay.c). */
 static int record_op(const char *payload, size_t len, hearth__db_op **out) {
@@ -245,9 +268,8 @@ static int record_op(const char *payload, size_t len, hearth__db_op **out) {
         w->value = rec.v[i].value; /* taken over */
         rec.v[i].value = NULL;
     }
-    /* the admin's import: no node fires triggers for it */
-    if (o && rec.identity && strcmp(rec.identity, HEARTH__DB_QUIET_IDENTITY) == 0)
-        o->quiet = true;
+    if (!rc && rec.identity)
+        rc = as_logged(o, rec.identity);
     hearth__record_free(&rec);
     if (rc && o)
         hearth__db_drop_op(o, rc);

@@ -60,6 +60,10 @@ typedef struct hearth__db_op {
     /* fires no database triggers (the admin's imports and restores:
      * hearth__db_caller.quiet); logged as HEARTH__DB_QUIET_IDENTITY */
     bool quiet;
+    /* a record of a replicated log that its leader judged as `auth`
+     * (cluster/tail.c): logged and told to the triggers as that caller's,
+     * judged by no one here */
+    bool judged_there;
     hearth_node_t *auth;
     const char *door; /* the caller's (static; for denial traces) or NULL */
     /* A compare-and-set (a one-part write): applied only if the data at

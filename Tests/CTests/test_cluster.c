@@ -1475,7 +1475,68 @@ static void test_trigger_events_survive_their_leader(void) {
     pair_end(&p, o, 1);
 }
 
+static bool allow_all(void *ctx, const hearth_node_t *auth, const char *door,
+                      const hearth__path *const *paths, size_t n,
+                      const hearth_node_t *old_root,
+                      const hearth_node_t *new_root, double now) {
+    (void)ctx, (void)auth, (void)door, (void)paths, (void)n, (void)old_root,
+        (void)new_root, (void)now;
+    return true;
+}
+
+/* The identities of the writes to /j in a data directory's log. */
+static int note_identity(const hearth_change_t *change, void *ctx) {
+    hearth__buf *b = ctx;
+    hearth__buf_printf(b, "%s;", change->identity ? change->identity : "-");
+    return 0;
+}
+
+/* A record a leader judged is, on a follower, its caller's too: in the
+ * follower's own log (hearth log there) and to its triggers (the events
+ * it keeps, put by it if it leads next); an import with triggers off is
+ * quiet there as well. */
+static void test_followers_know_who_wrote_a_record(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    hearth__db_set_judge(l->db, allow_all, NULL);
+    hearth_node_t *auth = node_from("{\"uid\":\"ada\"}");
+    hearth__db_caller ada = {.auth = auth, .door = "rest"};
+    hearth__db_caller quiet = {.unjudged = true, .quiet = true};
+    hearth_node_t *v = node_from("2");
+    o[1].db = o[2].db = l->db;
+    CHECK_INT(hearth__db_set_if_as(l->db, &ada, NULL, "/j", v, on_done, &o[1],
+                                   NULL, NULL),
+              0);
+    CHECK_INT(hearth__db_set_if_as(l->db, &quiet, NULL, "/j", v, on_done,
+                                   &o[2], NULL, NULL),
+              0);
+    wait_for(&p.loop, o + 1, 2);
+    CHECK_INT(o[1].rc, 0);
+    CHECK_INT(o[2].rc, 0);
+    hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_committed_seq(fn) < last)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    hearth__buf ids;
+    hearth__buf_init(&ids);
+    CHECK_INT(hearth_log_changes(f->dir, "/j", 0, 0, note_identity, &ids,
+                                 NULL),
+              0);
+    hearth__buf_addc(&ids, '\0');
+    CHECK_STR(ids.data, "uid:ada;admin:no-triggers;");
+    hearth__buf_free(&ids);
+    hearth_node_decref(v);
+    hearth_node_decref(auth);
+    pair_end(&p, o, 3);
+}
+
 const test_case cluster_tests[] = {
+    {"cluster_followers_know_who_wrote_a_record",
+     test_followers_know_who_wrote_a_record},
     {"cluster_trigger_events_survive_their_leader",
      test_trigger_events_survive_their_leader},
     {"cluster_record_bigger_than_a_message",
