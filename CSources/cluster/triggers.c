@@ -460,13 +460,18 @@ void hearth__cluster_triggers_done(hearth__cluster *c,
             *p = b->next;
             break;
         }
-    /* Under the mutex: the tick's signs of life use the message too. An
-     * acknowledgement lost with this node only repeats the batch. */
-    if (delivered)
-        natsMsg_Ack(b->msg, NULL);
-    else
-        natsMsg_Nak(b->msg, NULL);
-    uv_mutex_unlock(&c->trig.mu);
+    uv_mutex_unlock(&c->trig.mu); /* out of the tick's reach from here */
+    /* Acknowledged and confirmed (this thread waits; the loop does not):
+     * one refused (a NATS user not allowed $JS.ACK.HEARTH_TRIGGERS.>) or
+     * lost would have the batch delivered again and again, unseen. */
+    natsStatus s = delivered ? natsMsg_AckSync(b->msg, NULL, NULL)
+                             : natsMsg_Nak(b->msg, NULL);
+    if (s != NATS_OK && !atomic_exchange(&c->trig.ack_warned, true))
+        hearth__log(HEARTH_LOG_ERROR, "cluster: a batch of trigger events "
+                    "could not be acknowledged (%s); it is delivered again. "
+                    "Is the NATS user allowed to publish "
+                    "$JS.ACK.HEARTH_TRIGGERS.>? (examples/nats-server.conf)",
+                    natsStatus_GetText(s));
     natsMsg_Destroy(b->msg);
     hearth__free(b);
 }

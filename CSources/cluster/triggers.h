@@ -34,6 +34,7 @@ typedef struct hearth__cluster_trig {
     bool started;
     jsCtx *js; /* the events' publishes (its ack handler notes failures) */
     atomic_bool failed; /* a publish failed: the leaders put theirs again */
+    atomic_bool ack_warned; /* an acknowledgement failed, said once */
     uv_mutex_t mu;
     hearth__trig_pull *pulls;      /* a consumer per trigger name */
     hearth__cluster_batch *held;   /* taken, not yet done */

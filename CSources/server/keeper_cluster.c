@@ -112,9 +112,10 @@ static void trig_done(void *ctx, void *batch, bool delivered) {
 /* A change of the admin's registrations reached this node. */
 static void on_registration(void *ctx, const char *name) {
     hearth__keeper *k = ctx;
+    hearth__cluster *c = cluster_of(k);
     if (k->triggers_changed)
         k->triggers_changed(k->triggers_ctx, name,
-                            hearth__cluster_registration_of(cluster_of(k), name));
+                            hearth__cluster_registration_of(c, name));
 }
 
 static void cluster_triggers_each(hearth__keeper *k,

@@ -379,7 +379,8 @@ static void on_settled(void *ctx, int rc) {
     if (tap->eng->remote && !rc) /* the log holds them: the remote's now */
         put_remote(tap, tap->sv, tap->sn);
     drop_sealed(tap);
-    if (!rc && !tap->written && !tap->eng->remote) /* a commit whose thread wrote nothing */
+    /* a commit whose thread wrote nothing */
+    if (!rc && !tap->written && !tap->eng->remote)
         write_parts(tap, false);
     end_batch(tap, rc == 0);
     if (rc) { /* every write since the last good commit is undone */
