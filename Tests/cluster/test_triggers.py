@@ -15,6 +15,8 @@ records every event it is sent, and answers 503 while told to fail.
    holds the batch (its /.metrics shows the failed attempts) is killed
    with -9; the endpoint recovers; another node delivers everything that
    was written, none lost, per path in order, and its metrics say so;
+   A trigger whose endpoint always fails: its event becomes a dead letter
+   on the node that gave up, which lists it and retries it;
 3. a registration through one node's admin endpoint reaches every node
    and fires for a write through another; its removal reaches them too;
    a forged batch of events and a forged registration (an attacker with
@@ -56,6 +58,7 @@ class Endpoint:
         self.lock = threading.Lock()
         self.events = []
         self.failing = False
+        self.dead_failing = True  # /dead answers 500 while set
         self.refused = 0
         outer = self
 
@@ -66,7 +69,8 @@ class Endpoint:
                 n = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(n)
                 with outer.lock:
-                    fail = outer.failing
+                    fail = (outer.dead_failing if self.path == "/dead"
+                            else outer.failing)
                     if fail:
                         outer.refused += 1
                     else:
@@ -175,7 +179,11 @@ def main():
                           "event": "written", "format": "webhook",
                           "url": "http://127.0.0.1:%d/hook" % hook.port,
                           "retry_min_ms": 100, "retry_max_ms": 500,
-                          "max_attempts": 1000}]}
+                          "max_attempts": 1000},
+                         {"name": "dl", "ref": "/dl/{id}", "format": "webhook",
+                          "url": "http://127.0.0.1:%d/dead" % hook.port,
+                          "retry_min_ms": 10, "retry_max_ms": 20,
+                          "max_attempts": 3}]}
     path = os.path.join(c.root, "triggers.json")
     with open(path, "w") as f:
         json.dump(spec, f)
@@ -288,6 +296,29 @@ def main():
                                    == 0 for i in others), 10),
               "the surviving nodes' lag is back to 0: %s"
               % [metric(c, i, "hearth_trigger_lag") for i in others])
+
+        # dead letters: kept by the node that gave up, retried there
+        put_retrying(c, [others[0]], "/dl/x", {"n": 1})
+
+        def dead_on():
+            for i in others:
+                code, dead = admin(c, i, "GET", "/.settings/triggers/dl/dead",
+                                   None)
+                if code == 200 and dead:
+                    return i, dead
+            return None
+        check(wait_for(lambda: dead_on() is not None, 10),
+              "an event failing max_attempts times is a dead letter")
+        at, dead = dead_on() or (None, [])
+        check(len(dead) == 1 and dead[0]["path"] == "/dl/x",
+              "n%s lists it: %s" % (at + 1 if at is not None else "?", dead))
+        hook.dead_failing = False
+        code, body = admin(c, at, "POST", "/.settings/triggers/dl/retry", None)
+        check(code == 200 and body == {"requeued": 1},
+              "retried on that node (%d, %s)" % (code, body))
+        check(wait_for(lambda: ("/dl/x", {"n": 1}) in
+                       [("/" + p.strip("/"), a) for p, a in hook.seen()], 10),
+              "the dead letter retried is delivered")
 
         # 3. a registration through one node's admin endpoint reaches
         # the others, and fires from there; its removal too
