@@ -256,6 +256,7 @@ test-cluster: deps
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_cluster.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_pitr.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_attacks.py
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_triggers.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_faults.py
 
 # The same cluster to try by hand: prints the URLs and where NATS's CA,

@@ -126,6 +126,9 @@ struct RestoreCommand: ParsableCommand {
     @Option(help: "Put back only the subtree at this path (one atomic write).")
     var path: String?
 
+    @Flag(help: "With --url: the server fires no database triggers for the restore (the admin's; triggers=off). A data directory fires none in any case.")
+    var noTriggers = false
+
     @OptionGroup var source: SourceOptions
 
     func run() throws {
@@ -141,7 +144,8 @@ struct RestoreCommand: ParsableCommand {
                 let subtree = try failing { () throws(HearthError) in
                     try Database.subtreeJSON(text, at: PointInTime.normalizedPath(path))
                 }
-                try source.open().importJSON(subtree, path: PointInTime.normalizedPath(path))
+                try source.open().importJSON(subtree, path: PointInTime.normalizedPath(path),
+                                             triggers: !noTriggers)
             } catch {
                 Output.error("\(Output.errorLabel)\(error)")
                 throw ExitCode.failure
@@ -158,7 +162,7 @@ struct RestoreCommand: ParsableCommand {
             }
         }
         do {
-            try source.open().importJSON(text, path: "/")
+            try source.open().importJSON(text, path: "/", triggers: !noTriggers)
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure

@@ -128,10 +128,12 @@ enum DataSource {
     }
 
     /// Replaces the value at path with JSON text (export format accepted).
-    func importJSON(_ text: Data, path: String) throws {
+    /// triggers false: the server fires no database triggers for it (a
+    /// data directory has none: triggers are a server's).
+    func importJSON(_ text: Data, path: String, triggers: Bool = true) throws {
         switch self {
         case .directory(let s): try s.importJSON(text, path: path)
-        case .server(let s): try s.importJSON(text, path: path)
+        case .server(let s): try s.importJSON(text, path: path, triggers: triggers)
         }
     }
 }
@@ -288,8 +290,10 @@ struct ServerStore {
         return String(decoding: try request("GET", path: path, query: items, body: nil), as: UTF8.self)
     }
 
-    func importJSON(_ text: Data, path: String) throws {
-        _ = try request("PUT", path: path, query: [URLQueryItem(name: "print", value: "silent")], body: text)
+    func importJSON(_ text: Data, path: String, triggers: Bool = true) throws {
+        var query = [URLQueryItem(name: "print", value: "silent")]
+        if !triggers { query.append(URLQueryItem(name: "triggers", value: "off")) }
+        _ = try request("PUT", path: path, query: query, body: text)
     }
 
     func rules() throws -> String {

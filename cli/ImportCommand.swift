@@ -15,6 +15,7 @@ struct ImportCommand: ParsableCommand {
               hearth import backup.json --data ./hearth-data
               hearth import users.json --path /users --url http://127.0.0.1:9000/?ns=shop
               hearth export --data old | hearth import - --data new
+              hearth import seed.json --url http://127.0.0.1:9000/ --no-triggers
             """)
 
     @Argument(help: "The JSON file (- for standard input).")
@@ -22,6 +23,9 @@ struct ImportCommand: ParsableCommand {
 
     @Option(help: "The location to replace.")
     var path = "/"
+
+    @Flag(help: "With --url: the server fires no database triggers for this write (the admin's; triggers=off). A data directory fires none in any case.")
+    var noTriggers = false
 
     @OptionGroup var source: SourceOptions
 
@@ -36,7 +40,7 @@ struct ImportCommand: ParsableCommand {
             throw ExitCode.failure
         }
         do {
-            try source.open().importJSON(text, path: path)
+            try source.open().importJSON(text, path: path, triggers: !noTriggers)
         } catch {
             Output.error("\(Output.errorLabel)\(error)")
             throw ExitCode.failure

@@ -12,7 +12,7 @@ struct LogCommand: ParsableCommand {
             Reads the namespace's snapshots and logs (never changes them; a server \
             may be running on them) and prints one line per part of each write, in \
             log order: {"time": "2026-11-27T10:03:00.123Z", "sequence": 42, "path": \
-            "/users", "identity": "uid:ada", "bytes": 512}. identity is "admin", \
+            "/users", "identity": "uid:ada", "bytes": 512}. identity is "admin" ("admin:no-triggers": an import or restore with --no-triggers), \
             "anonymous" or "uid:" and the user's uid (never a token); bytes is the \
             size of the value written, as JSON (4 for a delete: null). What reaches \
             back further than the last snapshot is kept only with hearth serve \

@@ -163,6 +163,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "A JSON file of database triggers ({\"triggers\": [{\"name\", \"ref\": \"/messages/{id}\", \"event\": \"written\", \"url\"}]}; README \"Triggers\").")
     var triggers: String?
 
+    @Flag(help: "Register no database triggers and fire none (the file's, --functions', the admin's kept ones): writes, imports and restores through this server trigger nothing; queued events wait for a start with triggers.")
+    var noTriggers = false
+
     @Option(help: "A Python Cloud Functions folder (DIR/main.py, DIR/venv): its database triggers run under functions-framework and fire on this server's writes.")
     var functions: String?
     @Option(help: "Keep each namespace's log this long across snapshots, for point-in-time recovery (hearth backup --at, hearth log): a number and s, m, h or d, such as 7d (default: off). On a cluster node, the cluster's log in JetStream, with checkpoints of each namespace (give every node the same).")
@@ -255,6 +258,7 @@ struct ServeCommand: ParsableCommand {
             configuration.firebaseProject = firebaseProject
             configuration.triggersFile = triggers
             configuration.triggersJSON = runner?.triggersJSON()
+            configuration.noTriggers = noTriggers
             configuration.retain = retain.flatMap { $0.seconds > 0 ? $0.seconds : nil }
             configuration.clusterSecretFile = clusterSecretFile
             configuration.clusterInsecure = clusterInsecure

@@ -1099,8 +1099,8 @@ typedef struct hearth_server_config_s {
      * start, named. The admin adds more with PUT
      * /.settings/triggers/NAME.json. Committed writes that match are
      * delivered at least once, in commit order per trigger, from a queue
-     * kept in data_dir/.triggers. One server only: a cluster node
-     * refuses them (HEARTH_EUNSUPPORTED). NULL: none. */
+     * kept in data_dir/.triggers (in a cluster, in JetStream: every node
+     * must be given the same registrations). NULL: none. */
     const char *HEARTH_NULLABLE triggers_file;
     const char *HEARTH_NULLABLE triggers_json;
     /* Point-in-time recovery's window, in ms (`hearth serve --retain`):
@@ -1110,6 +1110,10 @@ typedef struct hearth_server_config_s {
      * cluster keeps its log in JetStream (README "Point-in-time
      * recovery"). */
     int64_t retain_ms;
+    /* `hearth serve --no-triggers`: no trigger is registered (the file,
+     * the JSON, the admin's kept ones) and no write fires one; the
+     * events already queued wait for a start with triggers. */
+    bool no_triggers;
 } hearth_server_config_t;
 
 /* Binds and starts serving on a thread of its own. Each namespace is a

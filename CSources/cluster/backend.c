@@ -173,6 +173,7 @@ static void cluster_free(hearth_db_t *db) {
     EMBEDDED.free(db);
     if (n) {
         hearth__cluster *c = n->c;
+        hearth__cluster_triggers_ns_free(n);
         hearth__cluster_log_free(n);
         hearth__free(n->name);
         hearth__free(n);

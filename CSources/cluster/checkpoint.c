@@ -140,7 +140,7 @@ static int hist_stream(hearth__cluster *c) {
     if (atomic_load(&c->pitr.hist_made))
         return 0;
     natsStatus s = hearth__cluster_make_stream(c, HEARTH__PITR_STREAM,
-                                               "hearth.hist.*");
+                                               "hearth.hist.*", false);
     if (s != NATS_OK)
         return hearth__cluster_error(s) ? hearth__cluster_error(s) : HEARTH_EIO;
     atomic_store(&c->pitr.hist_made, true);

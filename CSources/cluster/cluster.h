@@ -128,6 +128,65 @@ int hearth__cluster_changes(hearth__cluster *c, const char *name,
                             int64_t until_ms, hearth_change_cb cb, void *ctx,
                             hearth_error_t *err);
 
+/* Database triggers (cluster/triggers.c): the server's triggers/ layer
+ * builds each write's events on every node as the write is applied, in
+ * log order; the namespace's leader puts them in JetStream (stream
+ * HEARTH_TRIGGERS, subject hearth.trig.TRIGGER.NAMESPACE, one message per
+ * trigger and log record, JetStream's duplicate check on its place in the
+ * log), the others keep theirs a while in case the leader dies first; a
+ * durable consumer per trigger hands each batch to one node's deliverer
+ * at a time, redelivered elsewhere if that node dies.
+ *
+ * Makes the stream (at start, on the loop). */
+int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err);
+/* Loop, as db applies a write: its log sequence when it is a record of
+ * the log, 0 when it is this node's own (then the commit's: committed). */
+uint64_t hearth__cluster_triggers_applying(hearth_db_t *db);
+uint64_t hearth__cluster_triggers_committed(hearth_db_t *db);
+/* The admin's registrations (PUT /.settings/triggers/NAME.json on any
+ * node), the same on every node: a KV bucket of documents as the rules'
+ * (rules.c), keyed by the trigger's name, the registration's JSON text
+ * (secret included; sealed) or none once removed. Read whole by
+ * hearth__cluster_triggers_start; each calls cb with every name held
+ * (text NULL: removed); follow's cb runs with each change reaching this
+ * node (the document now: _registration_of); put sets one for every
+ * node (NULL: removes it), follow's callback running here before done. */
+void hearth__cluster_registrations_each(hearth__cluster *c,
+                                        void (*cb)(void *ctx, const char *name,
+                                                   const char *text),
+                                        void *ctx);
+void hearth__cluster_registrations_follow(hearth__cluster *c,
+                                          void (*cb)(void *ctx,
+                                                     const char *name),
+                                          void *ctx);
+const char *hearth__cluster_registration_of(hearth__cluster *c,
+                                            const char *name);
+void hearth__cluster_registration_put(hearth__cluster *c, const char *name,
+                                      const char *text,
+                                      hearth__cluster_kept_cb done, void *ctx);
+/* Loop: trigger's events (framed, n of them) of the record at seq of
+ * db's namespace, copied: put in JetStream when this node leads it (true),
+ * else kept a while. */
+bool hearth__cluster_triggers_put(hearth_db_t *db, uint64_t seq,
+                                  const char *trigger, const void *frames,
+                                  size_t len, size_t n);
+/* Deliverer thread: trigger's next batch of framed events into frames,
+ * waiting at most wait_ms: 0 with *batch (end it with _done), 1 none, < 0
+ * JetStream cannot be reached. *waiting: the events its consumer holds,
+ * when known. */
+typedef struct hearth__cluster_batch hearth__cluster_batch;
+int hearth__cluster_triggers_take(hearth__cluster *c, const char *trigger,
+                                  int wait_ms, hearth__cluster_batch **batch,
+                                  hearth__buf *frames, uint64_t *waiting);
+/* Deliverer thread, while it retries a batch: *waiting asked again (at
+ * most once a second). */
+void hearth__cluster_triggers_waiting(hearth__cluster *c, const char *trigger,
+                                      uint64_t *waiting);
+/* Deliverer thread: the batch delivered (acknowledged), or given back. */
+void hearth__cluster_triggers_done(hearth__cluster *c,
+                                   hearth__cluster_batch *batch,
+                                   bool delivered);
+
 /* The cluster's lines of /.metrics (Prometheus text), appended to out. */
 void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out);
 

@@ -51,8 +51,8 @@ static void finish(hearth__forward *f, int rc) {
     hearth__free(f);
 }
 
-/* {"a": auth or null, "j": judged, "h": hash or null, "w": [[path,
- * value], ...]}, after slot bytes of room. */
+/* {"a": auth or null, "j": judged, ("q": true: quiet,) "h": hash or
+ * null, "w": [[path, value], ...]}, after slot bytes of room. */
 static char *body_of(const hearth__db_op *o, size_t slot, size_t *len) {
     hearth__buf b;
     hearth__buf_init(&b);
@@ -64,6 +64,8 @@ static char *body_of(const hearth__db_op *o, size_t slot, size_t *len) {
     else
         hearth__buf_adds(&b, "null");
     hearth__buf_adds(&b, o->judged ? ",\"j\":true" : ",\"j\":false");
+    if (o->quiet)
+        hearth__buf_adds(&b, ",\"q\":true");
     hearth__buf_adds(&b, ",\"h\":");
     if (o->conditional)
         hearth__json_write_string(&b, o->if_hash, strlen(o->if_hash));

@@ -34,7 +34,7 @@
  * again when JetStream did not answer (electing its leaders) */
 #define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 1000
 #define HEARTH__CLUSTER_TAIL_RETRY_MS 1000
-#define HEARTH__CLUSTER_REJECT_KINDS 5 /* sealing.h */
+#define HEARTH__CLUSTER_REJECT_KINDS 6 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */
 typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY, MSG_RULES } hearth__cluster_msg_kind;

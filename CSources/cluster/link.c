@@ -68,7 +68,8 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
     } else if (q->kind == MSG_FORWARD) {
         hearth__cluster_serve(c, q->msg);
     } else if (q->kind == MSG_RULES) {
-        hearth__cluster_rules_changed(c, q->msg);
+        if (!hearth__cluster_rules_changed(c, q->msg))
+            hearth__cluster_triggers_changed(c, q->msg);
         natsMsg_Destroy(q->msg);
     } else {
         hearth__cluster_ns *n = ns_of_subject(c, natsMsg_GetSubject(q->msg));
@@ -260,23 +261,25 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
         return 0;
     char subjects[32];
     snprintf(subjects, sizeof subjects, "hearth.ns.%u.*", p);
-    natsStatus s = hearth__cluster_make_stream(c, stream, subjects);
+    natsStatus s = hearth__cluster_make_stream(c, stream, subjects, false);
     if (s != NATS_OK)
         return nats_fail(err, s, "cannot make the log's stream");
     c->link.made_stream[p] = true;
     return 0;
 }
 
-natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *stream,
-                                       const char *subjects) {
+natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
+                                       const char *subjects, bool work_queue) {
     const char *list[] = {subjects};
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
-    cfg.Name = stream;
+    cfg.Name = name;
     cfg.Subjects = list;
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     cfg.Replicas = c->replicas;
+    if (work_queue)
+        cfg.Retention = js_WorkQueuePolicy;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);
@@ -287,7 +290,7 @@ natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *stream,
                            as it is */
     if (s != NATS_OK) {
         si = NULL;
-        s = js_GetStreamInfo(&si, c->js, stream, NULL, &jerr);
+        s = js_GetStreamInfo(&si, c->js, name, NULL, &jerr);
         jsStreamInfo_Destroy(si);
     }
     return s;
@@ -466,6 +469,7 @@ static void finish_stop(hearth__cluster *c) {
     hearth__cluster_releases_flush(c);
     hearth__cluster_rules_stop(c);
     hearth__cluster_replies_drain(c);
+    hearth__cluster_triggers_free(c);
     drop_link(c);
     c->link.closing = 2;
     uv_close((uv_handle_t *)&c->link.wake, on_handle_closed);

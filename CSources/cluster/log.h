@@ -60,6 +60,8 @@ typedef struct hearth__cluster_tail {
      * a refusal said so), not yet delivered, and the consumer has
      * delivered nothing since behind_since (loop ms; 0: not behind). */
     uint64_t expected, behind_since;
+    /* the record being applied (its writes' triggers ask), or NULL */
+    const hearth__cluster_msg *applying;
 } hearth__cluster_tail;
 
 /* A namespace's retention, while leader (retain.c writes it): the log's
@@ -157,6 +159,11 @@ void hearth__cluster_apply_record(hearth__cluster_ns *n, hearth__db_op *o);
  * records kept are forgotten, o applied as a record, applied_seq = seq. */
 void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
                                   uint64_t seq);
+/* The record being applied now (its sequence, and when the log took
+ * it in Unix ns in *stamp), or 0 when none is (a write of this node's
+ * own). */
+uint64_t hearth__cluster_tail_applying(const hearth__cluster_ns *n,
+                                       int64_t *stamp);
 /* Whether a chain is half received (no tree of its is whole). */
 bool hearth__cluster_chain_open(const hearth__cluster_ns *n);
 /* Drops every record received or kept (the namespace leaves). */

@@ -20,6 +20,7 @@
 #include "cluster/sealing.h"
 #include "cluster/snapshot.h"
 #include "cluster/tick.h"
+#include "cluster/triggers.h"
 
 /* This node. */
 struct hearth__cluster {
@@ -47,6 +48,7 @@ struct hearth__cluster {
     hearth__cluster_rules rules;     /* rules.h: rules.c */
     hearth__cluster_orphans odc;     /* ondisconnect.h: ondisconnect.c,
                                         lane.c */
+    hearth__cluster_trig trig;       /* triggers.h: triggers.c */
 };
 
 /* One open namespace (hearth__embedded.replica_ctx of its database),
@@ -66,6 +68,7 @@ struct hearth__cluster_ns {
     hearth__cluster_snap snap;        /* snapshot.h: snapshot.c */
     hearth__cluster_ns_pitr pitr;     /* pitr.h: checkpoint.c */
     hearth__cluster_ns_checks ae;     /* antientropy.h: antientropy.c */
+    hearth__cluster_ns_trig trig;     /* triggers.h: triggers.c */
 };
 
 #endif

@@ -1,4 +1,10 @@
-/* rules.c - a namespace's rules, the same on every node. A document set
+/* rules.c - documents the same on every node, one per key of a KV
+ * bucket: each namespace's rules (hearth_rules, below) and the triggers'
+ * registrations of the admin (hearth_triggers, cluster/triggers.c) are
+ * two such buckets (hearth__cluster_docs). What follows says it of the
+ * rules; a registration is the same with its trigger's name as the key.
+ *
+ * A namespace's rules, the same on every node. A document set
  * through any node (PUT /.settings/rules.json) is kept in the KV bucket
  * hearth_rules under the namespace's name; every node follows the bucket
  * (an ordered consumer of its stream, the last value of each key first)
@@ -27,13 +33,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BUCKET "hearth_rules"
-#define SUBJECTS "$KV." BUCKET ".>"
+#define RULES_BUCKET "hearth_rules"
 
-/* This node's copy of one namespace's document. */
+/* This node's copy of one key's document (a namespace's rules). */
 typedef struct hearth__rules_copy {
     struct hearth__rules_copy *next;
-    char *ns;
+    char *ns; /* the key */
     char *text; /* NULL: deleted (the node's own rules apply) */
     /* sealed: its version (0: none) and the node that set it */
     uint64_t version;
@@ -48,8 +53,8 @@ typedef struct rules_value {
     size_t len;
 } rules_value;
 
-static rules_copy *copy_of(hearth__cluster *c, const char *ns) {
-    for (rules_copy *r = c->rules.rules; r; r = r->next)
+static rules_copy *copy_of(const hearth__cluster_docs *d, const char *ns) {
+    for (rules_copy *r = d->copies; r; r = r->next)
         if (strcmp(r->ns, ns) == 0)
             return r;
     return NULL;
@@ -65,9 +70,10 @@ static int compare_version(const rules_copy *r, uint64_t v, const char *by) {
 
 /* Keeps text (NULL: none) as ns's document, at version (by); false
  * without memory. */
-static bool remember(hearth__cluster *c, const char *ns, const char *text,
-                     size_t len, uint64_t version, const char *by) {
-    rules_copy *r = copy_of(c, ns);
+static bool remember(hearth__cluster_docs *d, const char *ns,
+                     const char *text, size_t len, uint64_t version,
+                     const char *by) {
+    rules_copy *r = copy_of(d, ns);
     char *copy = text ? hearth__strndup(text, len) : NULL;
     if (text && !copy)
         return false;
@@ -78,8 +84,8 @@ static bool remember(hearth__cluster *c, const char *ns, const char *text,
             hearth__free(copy);
             return false;
         }
-        r->next = c->rules.rules;
-        c->rules.rules = r;
+        r->next = d->copies;
+        d->copies = r;
     }
     hearth__free(r->text);
     r->text = copy;
@@ -91,15 +97,16 @@ static bool remember(hearth__cluster *c, const char *ns, const char *text,
 /* Opens a value of ns's key into plain (sealed: "<version> <node>\n" and
  * the document); 0 with *v, or HEARTH_EDENIED (counted). Without a seal
  * the value is the document itself. */
-static int open_value(hearth__cluster *c, const char *ns, const void *data,
-                      size_t len, hearth__buf *plain, rules_value *v) {
+static int open_value(hearth__cluster *c, const hearth__cluster_docs *d,
+                      const char *ns, const void *data, size_t len,
+                      hearth__buf *plain, rules_value *v) {
     memset(v, 0, sizeof *v);
     if (!hearth__cluster_sealed(c)) {
         v->text = data;
         v->len = len;
         return 0;
     }
-    int rc = hearth__cluster_open_value(c, BUCKET, ns, data, len, plain);
+    int rc = hearth__cluster_open_value(c, d->bucket, ns, data, len, plain);
     if (rc)
         return rc;
     char *end = NULL;
@@ -119,9 +126,9 @@ static int open_value(hearth__cluster *c, const char *ns, const void *data,
 
 /* Whether this node's copy of ns's document is already text (NULL: none
  * set, or removed). Unsealed only: a sealed value says by its version. */
-static bool same_as_copy(hearth__cluster *c, const char *ns, const char *text,
-                         size_t len) {
-    const rules_copy *r = copy_of(c, ns);
+static bool same_as_copy(const hearth__cluster_docs *d, const char *ns,
+                         const char *text, size_t len) {
+    const rules_copy *r = copy_of(d, ns);
     const char *have = r ? r->text : NULL;
     if (!have || !text)
         return !have && !text; /* no document either way */
@@ -140,17 +147,22 @@ static void on_rules_msg(natsConnection *nc, natsSubscription *sub,
     hearth__cluster_post(closure, MSG_RULES, m, 0);
 }
 
-natsStatus hearth__cluster_rules_open(hearth__cluster *c) {
-    return hearth__cluster_bucket(c, c->js, BUCKET, false, &c->rules.rules_kv);
+natsStatus hearth__cluster_docs_open(hearth__cluster *c,
+                                     hearth__cluster_docs *d,
+                                     const char *bucket) {
+    d->bucket = bucket;
+    return hearth__cluster_bucket(c, c->js, bucket, false, &d->kv);
 }
 
-void hearth__cluster_rules_close(hearth__cluster *c) {
-    kvStore_Destroy(c->rules.rules_kv);
+void hearth__cluster_docs_close(hearth__cluster_docs *d) {
+    kvStore_Destroy(d->kv);
+    d->kv = NULL;
 }
 
-int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
+int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
+                               hearth_error_t *err) {
     kvKeysList keys = {0};
-    natsStatus s = kvStore_Keys(&keys, c->rules.rules_kv, NULL);
+    natsStatus s = kvStore_Keys(&keys, d->kv, NULL);
     if (s == NATS_NOT_FOUND) /* no key yet */
         s = NATS_OK;
     for (int i = 0; s == NATS_OK && i < keys.Count; i++) {
@@ -158,11 +170,11 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
         hearth__buf plain;
         hearth__buf_init(&plain);
         rules_value v;
-        s = kvStore_Get(&e, c->rules.rules_kv, keys.Keys[i]);
+        s = kvStore_Get(&e, d->kv, keys.Keys[i]);
         if (s == NATS_OK &&
-            !open_value(c, keys.Keys[i], kvEntry_Value(e),
+            !open_value(c, d, keys.Keys[i], kvEntry_Value(e),
                         (size_t)kvEntry_ValueLen(e), &plain, &v) &&
-            !remember(c, keys.Keys[i], v.text, v.len, v.version, v.by))
+            !remember(d, keys.Keys[i], v.text, v.len, v.version, v.by))
             s = NATS_NO_MEMORY;
         else if (s == NATS_NOT_FOUND) /* deleted meanwhile */
             s = NATS_OK;
@@ -172,52 +184,105 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
     kvKeysList_Destroy(&keys);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
-                             "cluster: cannot read the rules bucket: %s",
-                             natsStatus_GetText(s));
+                             "cluster: cannot read the %s bucket: %s",
+                             d->bucket, natsStatus_GetText(s));
     return 0;
 }
 
-void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
-    if (c->rules.rules_sub || hearth__cluster_stop_asked(c))
+void hearth__cluster_docs_follow_bucket(hearth__cluster *c,
+                                        hearth__cluster_docs *d) {
+    if (!d->kv || d->sub || hearth__cluster_stop_asked(c))
         return;
+    char stream[80], subjects[80];
+    snprintf(stream, sizeof stream, "KV_%s", d->bucket);
+    snprintf(subjects, sizeof subjects, "$KV.%s.>", d->bucket);
     jsSubOptions so;
     jsSubOptions_Init(&so);
-    so.Stream = "KV_" BUCKET;
+    so.Stream = stream;
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverLastPerSubject;
     so.Config.Heartbeat = (int64_t)HEARTH__CLUSTER_HEARTBEAT_MS * 1000000;
     jsErrCode jerr = 0;
-    natsStatus s = js_Subscribe(&c->rules.rules_sub, c->js, SUBJECTS, on_rules_msg,
-                                c, NULL, &so, &jerr);
+    natsStatus s = js_Subscribe(&d->sub, c->js, subjects, on_rules_msg, c,
+                                NULL, &so, &jerr);
     if (s != NATS_OK) {
-        c->rules.rules_sub = NULL;
-        hearth__log(HEARTH_LOG_WARNING, "cluster: cannot follow the rules bucket "
-                "(%s); trying again", natsStatus_GetText(s));
+        d->sub = NULL;
+        hearth__log(HEARTH_LOG_WARNING, "cluster: cannot follow the %s bucket "
+                "(%s); trying again", d->bucket, natsStatus_GetText(s));
     }
 }
 
-void hearth__cluster_rules_stop(hearth__cluster *c) {
-    if (c->rules.rules_sub) {
-        natsSubscription_Unsubscribe(c->rules.rules_sub);
-        natsSubscription_Destroy(c->rules.rules_sub);
-        c->rules.rules_sub = NULL;
+void hearth__cluster_docs_stop(hearth__cluster_docs *d) {
+    if (d->sub) {
+        natsSubscription_Unsubscribe(d->sub);
+        natsSubscription_Destroy(d->sub);
+        d->sub = NULL;
     }
 }
 
-void hearth__cluster_rules_free(hearth__cluster *c) {
-    while (c->rules.rules) {
-        rules_copy *r = c->rules.rules;
-        c->rules.rules = r->next;
+void hearth__cluster_docs_free(hearth__cluster_docs *d) {
+    while (d->copies) {
+        rules_copy *r = d->copies;
+        d->copies = r->next;
         hearth__free(r->ns);
         hearth__free(r->text);
         hearth__free(r);
     }
 }
 
+/* ---- the rules: hearth_rules, keyed by namespace ---- */
+
+natsStatus hearth__cluster_rules_open(hearth__cluster *c) {
+    return hearth__cluster_docs_open(c, &c->rules, RULES_BUCKET);
+}
+
+void hearth__cluster_rules_close(hearth__cluster *c) {
+    hearth__cluster_docs_close(&c->rules);
+}
+
+int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err) {
+    return hearth__cluster_docs_start(c, &c->rules, err);
+}
+
+void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
+    hearth__cluster_docs_follow_bucket(c, &c->rules);
+}
+
+void hearth__cluster_rules_stop(hearth__cluster *c) {
+    hearth__cluster_docs_stop(&c->rules);
+}
+
+void hearth__cluster_rules_free(hearth__cluster *c) {
+    hearth__cluster_docs_free(&c->rules);
+}
+
+bool hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
+    return hearth__cluster_docs_changed(c, &c->rules, m);
+}
+
+const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns) {
+    return hearth__cluster_docs_of(&c->rules, ns);
+}
+
+void hearth__cluster_rules_follow(hearth__cluster *c,
+                                  hearth__cluster_rules_cb cb, void *ctx) {
+    c->rules.changed = cb;
+    c->rules.changed_ctx = ctx;
+}
+
+void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
+                               const char *text, hearth__cluster_kept_cb done,
+                               void *ctx) {
+    hearth__cluster_docs_put(c, &c->rules, ns, text, done, ctx);
+}
+
+/* ---- any bucket of documents ---- */
+
 /* Puts this node's copy of ns back in the bucket, sealed as it was made
  * (its version and writer: the nodes that hold it already ignore it). */
-static void restore(hearth__cluster *c, const char *ns) {
-    const rules_copy *r = copy_of(c, ns);
+static void restore(hearth__cluster *c, hearth__cluster_docs *d,
+                    const char *ns) {
+    const rules_copy *r = copy_of(d, ns);
     if (!r || !r->version)
         return; /* nothing of the cluster's to put back */
     hearth__buf head, value;
@@ -228,20 +293,23 @@ static void restore(hearth__cluster *c, const char *ns) {
     if (r->text)
         hearth__buf_adds(&head, r->text);
     if (!head.failed &&
-        !hearth__cluster_seal_value(c, BUCKET, ns, head.data, head.len, &value))
-        hearth__cluster_lane_put(c, c->rules.rules_kv, ns, value.data,
-                                 value.len, NULL, NULL);
+        !hearth__cluster_seal_value(c, d->bucket, ns, head.data, head.len,
+                                    &value))
+        hearth__cluster_lane_put(c, d->kv, ns, value.data, value.len, NULL,
+                                 NULL);
     hearth__buf_free(&head);
     hearth__buf_free(&value);
 }
 
-void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
-    static const char prefix[] = "$KV." BUCKET ".";
+bool hearth__cluster_docs_changed(hearth__cluster *c, hearth__cluster_docs *d,
+                                  natsMsg *m) {
+    char prefix[80];
+    int plen = snprintf(prefix, sizeof prefix, "$KV.%s.", d->bucket);
     const char *subj = natsMsg_GetSubject(m);
-    if (!subj || strncmp(subj, prefix, sizeof prefix - 1) != 0 ||
-        !subj[sizeof prefix - 1])
-        return; /* not a key of the bucket */
-    const char *ns = subj + sizeof prefix - 1;
+    if (!d->bucket || !subj || strncmp(subj, prefix, (size_t)plen) != 0 ||
+        !subj[plen])
+        return false; /* not a key of the bucket */
+    const char *ns = subj + plen;
     const char *op = NULL;
     bool gone = natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK && op &&
                 (strcmp(op, "DEL") == 0 || strcmp(op, "PURGE") == 0);
@@ -253,45 +321,49 @@ void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m) {
     if (hearth__cluster_sealed(c)) {
         if (gone) { /* no node deletes: an outsider did */
             hearth__cluster_rejected(c, HEARTH__REJECT_KV, false);
-            restore(c, ns);
-            return;
+            restore(c, d, ns);
+            return true;
         }
-        int rc = open_value(c, ns, text, len, &plain, &v);
-        int order = rc ? 0 : compare_version(copy_of(c, ns), v.version, v.by);
+        int rc = open_value(c, d, ns, text, len, &plain, &v);
+        int order = rc ? 0 : compare_version(copy_of(d, ns), v.version, v.by);
         if (order < 0) /* older than the copy: sent again */
             hearth__cluster_rejected(c, HEARTH__REJECT_KV, true);
         if (rc || order < 0)
-            restore(c, ns);
+            restore(c, d, ns);
         if (rc || order <= 0) {
             /* the same: this node's own put coming back, or a consumer
              * made again sending the last value */
             hearth__buf_free(&plain);
-            return;
+            return true;
         }
-    } else if (same_as_copy(c, ns, text, len)) {
-        return; /* this node's own put coming back, or a consumer made
-                   again sending the last value: nothing to reload */
+    } else if (same_as_copy(d, ns, text, len)) {
+        return true; /* this node's own put coming back, or a consumer
+                        made again sending the last value: nothing new */
     }
-    bool kept = remember(c, ns, v.text, v.len, v.version, v.by);
+    bool kept = remember(d, ns, v.text, v.len, v.version, v.by);
     hearth__buf_free(&plain);
     if (!kept) {
-        hearth__log(HEARTH_LOG_ERROR, "cluster: out of memory taking the rules of "
-                "%s", ns);
-        return;
+        hearth__log(HEARTH_LOG_ERROR, "cluster: out of memory taking %s's "
+                    "document of %s", d->bucket, ns);
+        return true;
     }
-    if (c->rules.on_rules)
-        c->rules.on_rules(c->rules.on_rules_ctx, ns);
+    if (d->changed)
+        d->changed(d->changed_ctx, ns);
+    return true;
 }
 
-const char *hearth__cluster_rules_of(hearth__cluster *c, const char *ns) {
-    rules_copy *r = copy_of(c, ns);
+const char *hearth__cluster_docs_of(const hearth__cluster_docs *d,
+                                    const char *key) {
+    rules_copy *r = copy_of(d, key);
     return r ? r->text : NULL;
 }
 
-void hearth__cluster_rules_follow(hearth__cluster *c,
-                                  hearth__cluster_rules_cb cb, void *ctx) {
-    c->rules.on_rules = cb;
-    c->rules.on_rules_ctx = ctx;
+void hearth__cluster_docs_each(const hearth__cluster_docs *d,
+                               void (*cb)(void *ctx, const char *key,
+                                          const char *text),
+                               void *ctx) {
+    for (rules_copy *r = d->copies; r; r = r->next)
+        cb(ctx, r->ns, r->text);
 }
 
 /* A put on its way: once the cluster holds it, this node adopts it at
@@ -299,6 +371,7 @@ void hearth__cluster_rules_follow(hearth__cluster *c,
  * caller's next read here sees it. */
 typedef struct rules_put {
     hearth__cluster *c;
+    hearth__cluster_docs *d;
     char *ns, *text;
     uint64_t version; /* sealed: the document's */
     hearth__cluster_kept_cb done;
@@ -308,26 +381,28 @@ typedef struct rules_put {
 static void on_put(void *ctx, int rc) {
     rules_put *p = ctx;
     hearth__cluster *c = p->c;
+    hearth__cluster_docs *d = p->d;
     /* sealed: unless a newer one reached this node meanwhile */
     bool newer = !hearth__cluster_sealed(c) ||
-                 compare_version(copy_of(c, p->ns), p->version, c->node) > 0;
+                 compare_version(copy_of(d, p->ns), p->version, c->node) > 0;
     if (!rc && newer &&
-        remember(c, p->ns, p->text, p->text ? strlen(p->text) : 0,
+        remember(d, p->ns, p->text, p->text ? strlen(p->text) : 0,
                  p->version, c->node) &&
-        c->rules.on_rules)
-        c->rules.on_rules(c->rules.on_rules_ctx, p->ns);
+        d->changed)
+        d->changed(d->changed_ctx, p->ns);
     p->done(p->ctx, rc);
     hearth__free(p->ns);
     hearth__free(p->text);
     hearth__free(p);
 }
 
-void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
-                               const char *text, hearth__cluster_kept_cb done,
-                               void *ctx) {
+void hearth__cluster_docs_put(hearth__cluster *c, hearth__cluster_docs *d,
+                              const char *ns, const char *text,
+                              hearth__cluster_kept_cb done, void *ctx) {
     rules_put *p = hearth__calloc(1, sizeof *p);
     if (p) {
         p->c = c;
+        p->d = d;
         p->done = done;
         p->ctx = ctx;
         p->ns = hearth__strndup(ns, strlen(ns));
@@ -338,7 +413,7 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
     bool made = p && p->ns && (!text || p->text);
     if (made && hearth__cluster_sealed(c)) {
         /* past the copy this node has, whatever its clock says */
-        const rules_copy *r = copy_of(c, ns);
+        const rules_copy *r = copy_of(d, ns);
         uint64_t now = (uint64_t)hearth_now_ms();
         p->version = r && r->version >= now ? r->version + 1 : now;
         hearth__buf head;
@@ -348,7 +423,8 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
         if (text)
             hearth__buf_adds(&head, text);
         made = !head.failed && !hearth__cluster_seal_value(
-                                   c, BUCKET, ns, head.data, head.len, &value);
+                                   c, d->bucket, ns, head.data, head.len,
+                                   &value);
         hearth__buf_free(&head);
     } else if (made && text) {
         hearth__buf_adds(&value, text);
@@ -357,7 +433,7 @@ void hearth__cluster_rules_put(hearth__cluster *c, const char *ns,
     /* sealed, a removal is a put too (of no document) */
     bool removal = !text && !hearth__cluster_sealed(c);
     if (made)
-        made = hearth__cluster_lane_put(c, c->rules.rules_kv, ns,
+        made = hearth__cluster_lane_put(c, d->kv, ns,
                                         removal ? NULL : value.data,
                                         value.len, on_put, p);
     hearth__buf_free(&value);

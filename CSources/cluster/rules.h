@@ -6,14 +6,52 @@
 
 #include "cluster/internal.h"
 
-/* The node's part (rules.c writes it). */
-typedef struct hearth__cluster_rules {
-    kvStore *rules_kv; /* each namespace's rules */
-    natsSubscription *rules_sub;
-    struct hearth__rules_copy *rules; /* this node's copy of the bucket */
-    hearth__cluster_rules_cb on_rules;
-    void *on_rules_ctx;
-} hearth__cluster_rules;
+/* A KV bucket of documents, the same on every node (rules.c): a copy
+ * of each key's document, kept newest first by version, and the
+ * callback told of each change that reaches this node. */
+typedef struct hearth__cluster_docs {
+    const char *bucket;
+    kvStore *kv;
+    natsSubscription *sub;
+    struct hearth__rules_copy *copies;
+    void (*changed)(void *ctx, const char *key);
+    void *changed_ctx;
+} hearth__cluster_docs;
+
+/* Opens bucket as d (at start); closes it (with the link). Reads it
+ * whole (before serving); follows its changes (once the link's wake-up
+ * exists; again each tick until it does); stops following; frees the
+ * copies. */
+natsStatus hearth__cluster_docs_open(hearth__cluster *c,
+                                     hearth__cluster_docs *d,
+                                     const char *bucket);
+void hearth__cluster_docs_close(hearth__cluster_docs *d);
+int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
+                               hearth_error_t *err);
+void hearth__cluster_docs_follow_bucket(hearth__cluster *c,
+                                        hearth__cluster_docs *d);
+void hearth__cluster_docs_stop(hearth__cluster_docs *d);
+void hearth__cluster_docs_free(hearth__cluster_docs *d);
+/* Loop: m, from a followed bucket's stream, if it is d's (true). */
+bool hearth__cluster_docs_changed(hearth__cluster *c, hearth__cluster_docs *d,
+                                  natsMsg *m);
+/* key's document (NULL: none, or removed), borrowed until the next
+ * change; each key's, with cb. */
+const char *hearth__cluster_docs_of(const hearth__cluster_docs *d,
+                                    const char *key);
+void hearth__cluster_docs_each(const hearth__cluster_docs *d,
+                               void (*cb)(void *ctx, const char *key,
+                                          const char *text),
+                               void *ctx);
+/* Sets key's document for every node (NULL: removes it); d's callback
+ * runs here once the bucket holds it, then done (as rules_put's). */
+void hearth__cluster_docs_put(hearth__cluster *c, hearth__cluster_docs *d,
+                              const char *key, const char *text,
+                              hearth__cluster_kept_cb done, void *ctx);
+
+/* The node's part (rules.c writes it): bucket hearth_rules, keyed by
+ * namespace. */
+typedef hearth__cluster_docs hearth__cluster_rules;
 
 /* Opens the rules bucket (at start); closes it (with the link). */
 natsStatus hearth__cluster_rules_open(hearth__cluster *c);
@@ -25,7 +63,8 @@ int hearth__cluster_rules_start(hearth__cluster *c, hearth_error_t *err);
 void hearth__cluster_rules_follow_bucket(hearth__cluster *c);
 void hearth__cluster_rules_stop(hearth__cluster *c);
 void hearth__cluster_rules_free(hearth__cluster *c);
-/* Loop: a change of the bucket, from its stream. */
-void hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m);
+/* Loop: a change of the bucket, from its stream (false: m is another
+ * bucket's). */
+bool hearth__cluster_rules_changed(hearth__cluster *c, natsMsg *m);
 
 #endif

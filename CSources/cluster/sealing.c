@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const char *const kind_names[HEARTH__CLUSTER_REJECT_KINDS] = {
-    "log", "fwd", "reply", "snap", "kv"};
+    "log", "fwd", "reply", "snap", "kv", "trig"};
 
 /* ---- contexts ---- */
 

@@ -30,8 +30,9 @@ typedef enum {
     HEARTH__REJECT_REPLY,
     HEARTH__REJECT_SNAP,
     HEARTH__REJECT_KV,
+    HEARTH__REJECT_TRIG,
 } hearth__reject_kind;
-_Static_assert(HEARTH__REJECT_KV + 1 == HEARTH__CLUSTER_REJECT_KINDS,
+_Static_assert(HEARTH__REJECT_TRIG + 1 == HEARTH__CLUSTER_REJECT_KINDS,
                "internal.h counts every kind");
 
 /* sealing.c's and replay.c's state (written by them alone). */

@@ -109,8 +109,10 @@ int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
                                      &auth, err))
         return err->code;
     caller.auth = auth;
+    caller.unjudged = !json_is_true(json_object_get(doc, "j"));
+    caller.quiet = json_is_true(json_object_get(doc, "q"));
     const hearth__db_caller *who =
-        json_is_true(json_object_get(doc, "j")) ? &caller : NULL;
+        !caller.unjudged || caller.quiet ? &caller : NULL;
     const char *hash = json_string_value(json_object_get(doc, "h"));
     json_t *w = json_object_get(doc, "w");
     int rc = 0;

@@ -194,6 +194,18 @@ void hearth__cluster_tail_stop(hearth__cluster_ns *n) {
     hearth__cluster_unsubscribe(n->c, &n->tail.tail_sub);
 }
 
+uint64_t hearth__cluster_tail_applying(const hearth__cluster_ns *n,
+                                       int64_t *stamp) {
+    const hearth__cluster_msg *q = n->tail.applying;
+    jsMsgMetaData *meta = NULL;
+    *stamp = 0;
+    if (q && natsMsg_GetMetaData(&meta, q->msg) == NATS_OK) {
+        *stamp = meta->Timestamp;
+        jsMsgMetaData_Destroy(meta);
+    }
+    return q ? q->seq : 0;
+}
+
 bool hearth__cluster_chain_open(const hearth__cluster_ns *n) {
     return n->tail.chain_parts != 0;
 }
@@ -207,8 +219,34 @@ void hearth__cluster_apply_record(hearth__cluster_ns *n, hearth__db_op *o) {
 void hearth__cluster_tail_replace(hearth__cluster_ns *n, hearth__db_op *o,
                                   uint64_t seq) {
     hearth__cluster_tail_settle_all(n); /* all at or below seq now */
+    /* A repair, not a write: the log's records fired their triggers
+     * (at the leader, and kept here) when they applied. */
+    o->quiet = true;
     hearth__cluster_apply_record(n, o);
     n->log.applied_seq = seq;
+}
+
+/* Who wrote a record, as its leader logged it (backend_embedded.c's
+ * identity_of), given to o: the admin's import fires no triggers on any
+ * node; a caller the leader judged is logged here as there, and its
+ * events say who it was (a new leader puts those it kept). */
+static int as_logged(hearth__db_op *o, const char *identity) {
+    if (strcmp(identity, HEARTH__DB_QUIET_IDENTITY) == 0) {
+        o->quiet = true;
+    } else if (strcmp(identity, "anonymous") == 0) {
+        o->judged_there = true;
+    } else if (strncmp(identity, "uid:", 4) == 0) {
+        hearth_node_t *auth = hearth_node_null();
+        hearth_node_t *uid = hearth_node_string(identity + 4,
+                                                strlen(identity + 4));
+        if (!uid || hearth_node_set_child_new(&auth, "uid", uid, NULL)) {
+            hearth_node_decref(auth);
+            return HEARTH_ENOMEM;
+        }
+        o->judged_there = true;
+        o->auth = auth;
+    }
+    return 0;
 }
 
 /* One record's payload ([[path, value], ...]) as a write, read as
@@ -230,6 +268,8 @@ static int record_op(const char *payload, size_t len, hearth__db_op **out) {
         w->value = rec.v[i].value; /* taken over */
         rec.v[i].value = NULL;
     }
+    if (!rc && rec.identity)
+        rc = as_logged(o, rec.identity);
     hearth__record_free(&rec);
     if (rc && o)
         hearth__db_drop_op(o, rc);
@@ -344,7 +384,9 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
             hearth__free(q);
             continue;
         }
+        n->tail.applying = q;
         apply_message(n, q);
+        n->tail.applying = NULL;
         n->log.applied_seq = q->seq;
         enqueue(&n->tail.unsettled, &n->tail.unsettled_tail, q);
         applied = true;

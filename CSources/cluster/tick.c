@@ -22,6 +22,7 @@ static void on_tick(uv_timer_t *t) {
         hearth__cluster_tail_watch(n);
         hearth__cluster_rebuild_maybe(n);
     }
+    hearth__cluster_triggers_tick(c);
 }
 
 void hearth__cluster_tick_start(hearth__cluster *c) {

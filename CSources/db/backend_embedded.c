@@ -93,8 +93,8 @@ static const char *identity_of(const hearth__embedded *e,
                                const hearth__db_op *o, char *buf,
                                size_t size) {
     const hearth_node_t *auth = e->rules ? e->auth : o->auth;
-    if (!e->rules && !o->judged)
-        return "admin";
+    if (!e->rules && !o->judged && !o->judged_there)
+        return o->quiet ? HEARTH__DB_QUIET_IDENTITY : "admin";
     if (!auth || hearth_node_is_null(auth))
         return "anonymous";
     size_t len = 0;
@@ -129,9 +129,10 @@ static void install(hearth_db_t *db, const hearth__db_op *o,
     hearth__embedded *e = db->impl;
     hearth_node_t *old_root = e->root;
     e->root = root;
-    if (e->tap)
-        e->tap->applied(e->tap_ctx, old_root, root, paths, n, o->judged,
-                        o->auth, e->store != NULL);
+    if (e->tap && !o->quiet) /* an import's: no triggers */
+        e->tap->applied(e->tap_ctx, old_root, root, paths, n,
+                        o->judged || o->judged_there, o->auth,
+                        e->store != NULL);
     /* The write stands even if its events cannot be built (no memory):
      * the data is consistent, only those notifications are lost. */
     if (hearth__embedded_generate(db, old_root, paths, n))

@@ -8,6 +8,9 @@
 static void judge_as(hearth__db_op *o, const hearth__db_caller *who) {
     if (!who)
         return;
+    o->quiet = who->quiet;
+    if (who->unjudged)
+        return;
     o->judged = true;
     o->auth = hearth_node_incref(who->auth);
     o->door = who->door;

@@ -46,7 +46,12 @@ typedef struct hearth__db_caller {
     const hearth_node_t *auth; /* the rules' auth; NULL: unauthenticated */
     const char *door; /* where it came ("rest", "realtime"; static), for
                          the judge's denial traces; may be NULL */
+    bool unjudged; /* not judged after all (the admin), but for quiet */
+    bool quiet;    /* fires no database triggers (the owner's tap) */
 } hearth__db_caller;
+/* The identity a quiet write of the admin is logged as (what a replica
+ * applying the log knows it by). */
+#define HEARTH__DB_QUIET_IDENTITY "admin:no-triggers"
 
 /* The judge: whether auth (come by door: hearth__db_caller) may write
  * paths (n parts), turning old_root into new_root at time now (Unix ms).

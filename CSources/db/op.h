@@ -57,6 +57,13 @@ typedef struct hearth__db_op {
     /* From hearth__db_*_as: judged by the owner's judge, as `auth` (NULL:
      * unauthenticated), when it is applied. */
     bool judged;
+    /* fires no database triggers (the admin's imports and restores:
+     * hearth__db_caller.quiet); logged as HEARTH__DB_QUIET_IDENTITY */
+    bool quiet;
+    /* a record of a replicated log that its leader judged as `auth`
+     * (cluster/tail.c): logged and told to the triggers as that caller's,
+     * judged by no one here */
+    bool judged_there;
     hearth_node_t *auth;
     const char *door; /* the caller's (static; for denial traces) or NULL */
     /* A compare-and-set (a one-part write): applied only if the data at

@@ -40,8 +40,7 @@ static inline const hearth__db_caller *
 hearth__principal_caller(const hearth__principal *p, hearth__db_caller *buf) {
     if (p->admin)
         return NULL;
-    buf->auth = p->auth;
-    buf->door = p->door;
+    *buf = (hearth__db_caller){.auth = p->auth, .door = p->door};
     return buf;
 }
 

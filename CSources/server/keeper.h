@@ -17,6 +17,7 @@
 
 #include "common/internal.h"
 #include "db/db.h"
+#include "triggers/triggers.h"
 
 #include <uv.h>
 
@@ -27,6 +28,10 @@ typedef struct hearth__keeper hearth__keeper;
  * keeper holds none any more (the server's own rules apply again). */
 typedef void (*hearth__keeper_rules_cb)(void *ctx, const char *ns,
                                         const char *text);
+/* An admin's trigger registration changed: json is the registration now
+ * (JSON text, its secret included), or NULL when it was removed. */
+typedef void (*hearth__keeper_triggers_cb)(void *ctx, const char *name,
+                                           const char *json);
 /* An asynchronous request finished: rc 0, or why not. */
 typedef void (*hearth__keeper_done_cb)(void *ctx, int rc);
 
@@ -85,16 +90,30 @@ typedef struct hearth__keeper_ops {
     /* Whether a write is in this node's tree when the call making it
      * returns (false: another node orders it, later). */
     bool applies_at_once;
-    /* Whether database triggers are delivered from this node's queues
-     * (triggers/; a cluster would deliver from whichever node leads,
-     * which is not built yet). */
-    bool delivers_triggers;
+    /* Where database triggers' events are queued and taken from: NULL
+     * (the op, or *out) for this node's own spools (triggers/), or the
+     * keeper's remote queue, made ready here (at start, on the loop). */
+    int (*triggers_remote)(hearth__keeper *k,
+                           const hearth__triggers_remote **out,
+                           hearth_error_t *err);
+    /* The admin's trigger registrations, when the keeper holds them for
+     * every node (NULL: this node's own, DATA/.triggers/admin.json; both
+     * or neither, and only once triggers_remote made the queue ready):
+     * each calls cb with every one held; put stores one (json NULL:
+     * removes it), the triggers callback running with it before done. */
+    void (*triggers_each)(hearth__keeper *k, hearth__keeper_triggers_cb cb,
+                          void *ctx);
+    void (*triggers_put)(hearth__keeper *k, const char *name,
+                         const char *json, hearth__keeper_done_cb done,
+                         void *ctx);
 } hearth__keeper_ops;
 
 struct hearth__keeper {
     const hearth__keeper_ops *ops;
     hearth__keeper_rules_cb rules_changed;
     void *rules_ctx;
+    hearth__keeper_triggers_cb triggers_changed;
+    void *triggers_ctx;
 };
 
 /* This node alone: namespaces in data directories, rules in each one's
@@ -118,6 +137,15 @@ static inline void hearth__keeper_follow_rules(hearth__keeper *k,
                                                void *ctx) {
     k->rules_changed = cb;
     k->rules_ctx = ctx;
+}
+
+/* triggers_changed(ctx, name, json) for every change of the admin's
+ * trigger registrations that the keeper holds (triggers_put). */
+static inline void hearth__keeper_follow_triggers(hearth__keeper *k,
+                                                  hearth__keeper_triggers_cb cb,
+                                                  void *ctx) {
+    k->triggers_changed = cb;
+    k->triggers_ctx = ctx;
 }
 
 #endif

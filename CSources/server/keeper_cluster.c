@@ -11,6 +11,7 @@
 typedef struct cluster_keeper {
     hearth__keeper base; /* first: the keeper is the cluster_keeper */
     hearth__cluster *cluster;
+    hearth__triggers_remote remote;
 } cluster_keeper;
 
 static hearth__cluster *cluster_of(hearth__keeper *k) {
@@ -91,6 +92,76 @@ static void cluster_stop(hearth__keeper *k) {
     hearth__free(k);
 }
 
+/* ---- database triggers: the cluster's queue (cluster/triggers.c) ---- */
+
+static uint64_t trig_applying(void *ctx, hearth_db_t *db) {
+    (void)ctx;
+    return hearth__cluster_triggers_applying(db);
+}
+
+static uint64_t trig_committed(void *ctx, hearth_db_t *db) {
+    (void)ctx;
+    return hearth__cluster_triggers_committed(db);
+}
+
+static bool trig_put(void *ctx, hearth_db_t *db, uint64_t seq,
+                     const char *trigger, const void *frames, size_t len,
+                     size_t n) {
+    (void)ctx;
+    return hearth__cluster_triggers_put(db, seq, trigger, frames, len, n);
+}
+
+static int trig_take(void *ctx, const char *trigger, int wait_ms, void **batch,
+                     hearth__buf *out, uint64_t *waiting) {
+    hearth__cluster_batch *b = NULL;
+    int rc = hearth__cluster_triggers_take(ctx, trigger, wait_ms, &b, out,
+                                           waiting);
+    *batch = b;
+    return rc;
+}
+
+static void trig_waiting(void *ctx, const char *trigger, uint64_t *waiting) {
+    hearth__cluster_triggers_waiting(ctx, trigger, waiting);
+}
+
+static void trig_done(void *ctx, void *batch, bool delivered) {
+    hearth__cluster_triggers_done(ctx, batch, delivered);
+}
+
+/* A change of the admin's registrations reached this node. */
+static void on_registration(void *ctx, const char *name) {
+    hearth__keeper *k = ctx;
+    hearth__cluster *c = cluster_of(k);
+    if (k->triggers_changed)
+        k->triggers_changed(k->triggers_ctx, name,
+                            hearth__cluster_registration_of(c, name));
+}
+
+static void cluster_triggers_each(hearth__keeper *k,
+                                  hearth__keeper_triggers_cb cb, void *ctx) {
+    hearth__cluster_registrations_each(cluster_of(k), cb, ctx);
+}
+
+static void cluster_triggers_put(hearth__keeper *k, const char *name,
+                                 const char *json, hearth__keeper_done_cb done,
+                                 void *ctx) {
+    hearth__cluster_registration_put(cluster_of(k), name, json, done, ctx);
+}
+
+static int cluster_triggers_remote(hearth__keeper *k,
+                                   const hearth__triggers_remote **out,
+                                   hearth_error_t *err) {
+    cluster_keeper *ck = (cluster_keeper *)k;
+    int rc = hearth__cluster_triggers_start(ck->cluster, err);
+    if (rc)
+        return rc;
+    ck->remote = (hearth__triggers_remote){
+        ck->cluster, trig_applying, trig_committed, trig_put,
+        trig_take,   trig_waiting,  trig_done};
+    *out = &ck->remote;
+    return 0;
+}
+
 static const hearth__keeper_ops cluster_ops = {
     .open = cluster_open,
     .rules_of = cluster_rules_of,
@@ -103,7 +174,9 @@ static const hearth__keeper_ops cluster_ops = {
     .stop = cluster_stop,
     .stores_every_namespace = true,
     .applies_at_once = false, /* the namespace's leader orders writes */
-    .delivers_triggers = false,
+    .triggers_remote = cluster_triggers_remote,
+    .triggers_each = cluster_triggers_each,
+    .triggers_put = cluster_triggers_put,
 };
 
 int hearth__keeper_cluster_check(const hearth_server_config_t *config,
@@ -111,12 +184,6 @@ int hearth__keeper_cluster_check(const hearth_server_config_t *config,
     if (!config->cluster_secret_file && !config->cluster_insecure)
         return hearth__error(err, HEARTH_EINVAL, NULL, "%s",
                              HEARTH__CLUSTER_SECRET_REQUIRED);
-    /* The triggers' queues are one node's (DATA/.triggers); a cluster
-     * would deliver from whichever node leads, which is not built yet. */
-    if (config->triggers_file || config->triggers_json)
-        return hearth__error(err, HEARTH_EUNSUPPORTED, NULL,
-                             "triggers are not supported on a cluster node "
-                             "yet (README \"Triggers\")");
     return 0;
 }
 
@@ -147,6 +214,7 @@ int hearth__keeper_cluster(hearth__server *srv, hearth__keeper **out,
     k->base.ops = &cluster_ops;
     hearth__cluster_set_retention(k->cluster, srv->retain_ms);
     hearth__cluster_rules_follow(k->cluster, on_rules, k);
+    hearth__cluster_registrations_follow(k->cluster, on_registration, k);
     *out = &k->base;
     return 0;
 }

@@ -86,7 +86,6 @@ static const hearth__keeper_ops local_ops = {
     .stop = local_stop,
     .stores_every_namespace = false,
     .applies_at_once = true,
-    .delivers_triggers = true,
 };
 
 int hearth__keeper_local(hearth__keeper **out, hearth_error_t *err) {

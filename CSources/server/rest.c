@@ -79,6 +79,13 @@ static const char *read_params(rest *r) {
         else
             return "print must be 'pretty' or 'silent'";
     }
+    if ((v = hearth__rest_param_get(r, "triggers"))) {
+        /* Hearth's: an import or a restore that fires no triggers */
+        if (strcmp(v, "off") == 0)
+            r->quiet = true;
+        else if (strcmp(v, "on") != 0)
+            return "triggers must be 'on' or 'off'";
+    }
     if ((v = hearth__rest_param_get(r, "format"))) {
         /* Data: "export" adds priorities. The rules: "strict" asks for
          * plain JSON (the Admin SDKs read them so); Hearth answers plain
@@ -351,6 +358,11 @@ static void route_data(rest *r) {
                                 : hearth__rest_wants_stream(r->req)
                                     ? HEARTH__USAGE_LISTEN
                                     : HEARTH__USAGE_READ);
+    if (r->quiet && r->method != HTTP_GET && !r->who.admin) {
+        hearth__rest_reply_error(conn, 403, "Permission denied: only the "
+                                            "admin writes with triggers=off");
+        return;
+    }
     switch (r->method) {
     case HTTP_GET:
         hearth__rest_get(r);

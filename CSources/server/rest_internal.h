@@ -29,6 +29,7 @@ typedef struct rest {
     hearth__namespace *ns;
     unsigned json_flags; /* HEARTH_JSON_PRETTY / _EXPORT */
     bool silent;
+    bool quiet; /* triggers=off: the admin's write fires no triggers */
     bool want_etag;
     const char *callback; /* JSONP */
     const char *download;

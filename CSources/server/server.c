@@ -483,6 +483,7 @@ static int new_server(const hearth_server_config_t *config,
         return hearth__error_code(err, HEARTH_ENOMEM);
     srv->fsync_mode = config->fsync_mode;
     srv->retain_ms = config->retain_ms;
+    srv->no_triggers = config->no_triggers;
     srv->log_format = config->log_format;
     srv->cluster_insecure = config->cluster_insecure;
     atomic_init(&srv->namespace_idle_ms, NAMESPACE_IDLE_MS);

@@ -97,6 +97,7 @@ typedef struct hearth__server {
      * node), and what the config registers at start */
     struct hearth__triggers *triggers;
     char *triggers_file, *triggers_json;
+    bool no_triggers; /* --no-triggers */
     uv_timer_t triggers_profile; /* deliveries to the profilers, 10 a s */
     uv_timer_t expiry;      /* ends what expired tokens still hold */
     /* Each namespace has a stable address: sessions and streams keep

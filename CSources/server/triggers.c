@@ -36,18 +36,51 @@ static void on_profile_tick(uv_timer_t *timer) {
     hearth__triggers_drain(srv->triggers, emit_delivery, srv);
 }
 
+/* One of the admin's registrations the keeper holds for every node:
+ * registered (again), or removed (json NULL). */
+static void adopt(hearth__server *srv, const char *name, const char *json,
+                  bool removals) {
+    if (!json) {
+        if (removals)
+            hearth__triggers_remove(srv->triggers, name);
+        return;
+    }
+    json_error_t jerr;
+    json_t *spec = json_loads(json, 0, &jerr);
+    hearth_error_t err;
+    int rc = spec ? hearth__triggers_register_one(srv->triggers, name, spec,
+                                                  "admin", &err)
+                  : hearth__error(&err, HEARTH_EINVAL, NULL, "%s", jerr.text);
+    json_decref(spec);
+    if (rc)
+        hearth__log(HEARTH_LOG_WARNING, "trigger %s from the cluster not "
+                    "registered: %s", name, err.message);
+}
+
+static void on_kept_at_start(void *ctx, const char *name, const char *json) {
+    adopt(ctx, name, json, false); /* a removal: the file's stays */
+}
+
+static void on_kept_changed(void *ctx, const char *name, const char *json) {
+    adopt(ctx, name, json, true);
+}
+
 int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
-    /* README "Triggers": one server only, for now (a cluster node's
-     * configured triggers were refused at start) */
-    if (!srv->keeper->ops->delivers_triggers)
+    if (srv->no_triggers) /* --no-triggers: none registered, none fire */
         return 0;
+    const hearth__triggers_remote *remote = NULL;
+    if (srv->keeper->ops->triggers_remote) {
+        int rc = srv->keeper->ops->triggers_remote(srv->keeper, &remote, err);
+        if (rc)
+            return rc;
+    }
     char dir[4096], host[300];
     snprintf(dir, sizeof dir, "%s/.triggers", srv->data_dir);
     if (srv->public_host)
         snprintf(host, sizeof host, "%s", srv->public_host);
     else
         snprintf(host, sizeof host, "127.0.0.1:%d", hearth__http_port(srv->http));
-    hearth__triggers_options o = {dir, host, "us-central1"};
+    hearth__triggers_options o = {dir, host, "us-central1", remote};
     int rc = hearth__triggers_new(&o, &srv->triggers, err);
     if (!rc) {
         uv_timer_init(&srv->loop, &srv->triggers_profile);
@@ -76,6 +109,11 @@ int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
         rc = hearth__triggers_register(srv->triggers, srv->triggers_json,
                                        strlen(srv->triggers_json), "functions",
                                        err);
+    hearth__keeper *k = srv->keeper;
+    if (!rc && k->ops->triggers_each) { /* the admin's, every node's */
+        k->ops->triggers_each(k, on_kept_at_start, srv);
+        hearth__keeper_follow_triggers(k, on_kept_changed, srv);
+    }
     return rc;
 }
 
@@ -102,6 +140,72 @@ void hearth__server_triggers_free(hearth__server *srv) {
     srv->triggers = NULL;
 }
 
+/* A registration's change kept for every node (the cluster's): the
+ * keeper's callback has registered or removed it here before this
+ * runs, so the answer shows it. */
+typedef struct kept_reply {
+    hearth__http_conn *conn;
+    hearth__server *srv;
+    bool removal;
+} kept_reply;
+
+static void on_kept(void *ctx, int rc) {
+    kept_reply *k = ctx;
+    if (rc) {
+        char why[160];
+        snprintf(why, sizeof why, "Trigger not saved: %s; the registrations "
+                 "in force stay", hearth_strerror(rc));
+        hearth__rest_reply_error(k->conn, 503, why);
+    } else if (k->removal) {
+        hearth__rest_reply_json(k->conn, 200, json_null());
+    } else {
+        hearth__rest_reply_json(k->conn, 200,
+                                hearth__triggers_describe(k->srv->triggers));
+    }
+    hearth__free(k);
+}
+
+/* PUT or DELETE of NAME where the keeper keeps the admin's registrations
+ * for every node: checked here, then stored (each node registers it as
+ * the change reaches it). */
+static void put_for_every_node(rest *r, const char *name) {
+    hearth__http_conn *conn = r->conn;
+    hearth__triggers *t = r->srv->triggers;
+    hearth_error_t err;
+    char *text = NULL;
+    if (r->method == HTTP_DELETE) {
+        if (!hearth__triggers_has(t, name)) {
+            hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
+            return;
+        }
+    } else {
+        json_error_t jerr;
+        json_t *spec = json_loadb(r->req->body, r->req->body_len, 0, &jerr);
+        int rc = spec ? hearth__triggers_check(name, spec, &err)
+                      : hearth__error(&err, HEARTH_EINVAL, NULL, "%s",
+                                      MSG_BAD_DATA);
+        if (!rc && !json_object_get(spec, "name"))
+            json_object_set_new(spec, "name", json_string(name));
+        text = rc ? NULL : json_dumps(spec, JSON_COMPACT);
+        json_decref(spec);
+        if (rc) {
+            hearth__rest_reply_error(conn, 400, err.message);
+            return;
+        }
+    }
+    kept_reply *k = hearth__calloc(1, sizeof *k);
+    if (!k || (r->method == HTTP_PUT && !text)) {
+        hearth__free(k);
+        free(text);
+        hearth__rest_reply_error(conn, 503, "Server out of memory");
+        return;
+    }
+    *k = (kept_reply){conn, r->srv, r->method == HTTP_DELETE};
+    hearth__keeper *keeper = r->srv->keeper;
+    keeper->ops->triggers_put(keeper, name, text, on_kept, k);
+    free(text);
+}
+
 /* /.settings/triggers[/NAME[/dead|/retry]] (the admin's):
  *   GET    /.settings/triggers.json            every trigger, its counters
  *   PUT    /.settings/triggers/NAME.json       register (add or replace)
@@ -116,8 +220,8 @@ void hearth__rest_triggers(rest *r, const char *sub) {
         return;
     }
     if (!r->srv->triggers) {
-        hearth__rest_reply_error(conn, 501, "Triggers are not supported on a "
-                                            "cluster node yet");
+        hearth__rest_reply_error(conn, 501, "Triggers are off on this server "
+                                            "(hearth serve --no-triggers)");
         return;
     }
     hearth__triggers *t = r->srv->triggers;
@@ -138,6 +242,12 @@ void hearth__rest_triggers(rest *r, const char *sub) {
     name[nlen] = '\0';
     const char *what = end ? end : "";
     hearth_error_t err;
+    hearth__keeper *k = r->srv->keeper;
+    if (!*what && k->ops->triggers_put &&
+        (r->method == HTTP_PUT || r->method == HTTP_DELETE)) {
+        put_for_every_node(r, name);
+        return;
+    }
     if (!*what && r->method == HTTP_PUT) {
         json_error_t jerr;
         json_t *spec = json_loadb(r->req->body, r->req->body_len, 0, &jerr);

@@ -24,7 +24,7 @@ json_t *hearth__triggers_describe(hearth__triggers *e) {
             (json_int_t)atomic_load(&t->retried), "dead",
             (json_int_t)atomic_load(&t->dead_count), "dropped",
             (json_int_t)atomic_load(&t->dropped), "lag",
-            (json_int_t)hearth__spool_waiting(t->spool), "dead_letters",
+            (json_int_t)hearth__trigger_lag(t), "dead_letters",
             (json_int_t)hearth__spool_waiting(t->dead), "last_error", err);
         if (spec && stats) {
             json_object_set_new(spec, "origin", json_string(t->origin));
@@ -121,7 +121,7 @@ void hearth__triggers_metrics(hearth__triggers *e, hearth__buf *out) {
     for (size_t i = 0; i < e->n; i++)
         hearth__buf_printf(out, "hearth_trigger_lag{trigger=\"%s\"} %llu\n",
                            e->v[i]->name,
-                           (unsigned long long)hearth__spool_waiting(e->v[i]->spool));
+                           (unsigned long long)hearth__trigger_lag(e->v[i]));
     hearth__buf_adds(out, "# HELP hearth_trigger_dead_letters Dead letters "
                           "kept.\n# TYPE hearth_trigger_dead_letters gauge\n");
     for (size_t i = 0; i < e->n; i++)

@@ -2,6 +2,9 @@
  * events one at a time, in order, each until it is answered 2xx or has
  * failed max_attempts times (then it goes to the dead letters and the
  * next one follows), waiting between attempts with exponential backoff.
+ * In a cluster its spool holds only dead letters retried here; the rest
+ * comes in batches from the remote queue, each acknowledged once all of
+ * its events are delivered (or dead).
  * A blocking client on a thread of its own: an endpoint that hangs holds
  * up only its own trigger, never the loop or the other triggers. */
 #include "triggers/internal.h"
@@ -17,6 +20,9 @@
 #include <unistd.h>
 
 #define SYNC_EVERY_MS 1000 /* the spool's fdatasync, while events come */
+/* A cluster's deliverer waits this long for its next batch at a time: a
+ * stop waits for it at most so long. */
+#define REMOTE_WAIT_MS 500
 
 static uint64_t wall_us(void) {
     struct timespec ts;
@@ -82,10 +88,12 @@ static void headers_for(const hearth__trigger *t, const char *body,
     hearth__buf_adds(h, "\r\n");
 }
 
-/* Delivers the event peeked (body); false when stopping (it stays). */
+/* Delivers one event (body), then moves from's cursor past it (NULL:
+ * the remote's batch, acknowledged whole by the caller); false when
+ * stopping (it stays). */
 static bool deliver_one(hearth__trigger *t, hearth__poster *p,
                         const char *body, size_t len, uint64_t made_us,
-                        hearth__buf *headers) {
+                        hearth__buf *headers, hearth__spool *from) {
     headers_for(t, body, len, headers);
     for (int attempt = 1;; attempt++) {
         char why[200] = "";
@@ -105,7 +113,8 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
                                  now > made_us ? (now - made_us) * 1000u : 0);
             atomic_fetch_add(&t->delivered, 1);
             atomic_store(&t->last_delivered_us, now);
-            hearth__spool_advance(t->spool);
+            if (from)
+                hearth__spool_advance(from);
             return true;
         }
         atomic_fetch_add(&t->failed, 1);
@@ -124,10 +133,17 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
                         "cannot be kept as a dead letter (%s): dropped",
                         t->name, attempt, hearth_strerror(rc));
             atomic_fetch_add(&t->dead_count, 1);
-            hearth__spool_advance(t->spool);
+            if (from)
+                hearth__spool_advance(from);
             return true;
         }
         atomic_fetch_add(&t->retried, 1);
+        if (!from) { /* a cluster's: what waits behind it, while it waits */
+            const hearth__triggers_remote *r = t->eng->remote;
+            uint64_t waiting = atomic_load(&t->remote_waiting);
+            r->waiting(r->ctx, t->name, &waiting);
+            atomic_store(&t->remote_waiting, waiting);
+        }
         uint64_t delay = (uint64_t)t->retry_min_ms;
         for (int i = 1; i < attempt && delay < (uint64_t)t->retry_max_ms; i++)
             delay *= 2;
@@ -136,6 +152,55 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
         if (pause_for(t, delay, false))
             return false;
     }
+}
+
+/* A cluster's batch of events (the remote's): each delivered (or dead)
+ * in order, then the batch acknowledged; false when stopping (the batch
+ * is given back, to be taken again, here or by another node). */
+static bool deliver_batch(hearth__trigger *t, hearth__poster *p, void *batch,
+                          const hearth__buf *frames, hearth__buf *headers) {
+    const hearth__triggers_remote *r = t->eng->remote;
+    size_t off = 0, len;
+    const char *body;
+    uint64_t made_us;
+    int rc;
+    while ((rc = hearth__spool_unframe(frames->data, frames->len, &off, &body,
+                                       &len, &made_us)) == 0)
+        if (!deliver_one(t, p, body, len, made_us, headers, NULL)) {
+            r->done(r->ctx, batch, false);
+            return false;
+        }
+    if (rc < 0) {
+        hearth__log(HEARTH_LOG_WARNING, "trigger %s: a batch of events is "
+                    "damaged past byte %zu; the rest of it is dropped",
+                    t->name, off);
+        atomic_fetch_add(&t->dropped, 1);
+    }
+    r->done(r->ctx, batch, true);
+    return true;
+}
+
+/* What a cluster's deliverer does when its spool (dead letters retried
+ * here) is empty: the remote's next batch, 1 when there is none now, or
+ * -1 when stopping. */
+static int deliver_remote(hearth__trigger *t, hearth__poster *p,
+                          hearth__buf *frames, hearth__buf *headers) {
+    const hearth__triggers_remote *r = t->eng->remote;
+    void *batch = NULL;
+    uint64_t waiting = atomic_load(&t->remote_waiting);
+    int rc = r->take(r->ctx, t->name, REMOTE_WAIT_MS, &batch, frames, &waiting);
+    atomic_store(&t->remote_waiting, waiting);
+    if (rc < 0) {
+        note_error(t, 0, "the cluster's queue cannot be reached");
+        return pause_for(t, REMOTE_WAIT_MS, false) ? -1 : 1;
+    }
+    if (rc > 0) { /* the take waited: look at the spool again */
+        uv_mutex_lock(&t->mu);
+        bool stop = t->stop;
+        uv_mutex_unlock(&t->mu);
+        return stop ? -1 : 0;
+    }
+    return deliver_batch(t, p, batch, frames, headers) ? 0 : -1;
 }
 
 static void run(void *arg) {
@@ -150,9 +215,17 @@ static void run(void *arg) {
         uint64_t made_us = 0;
         int r = hearth__spool_peek(t->spool, &body, &made_us);
         if (r == 0) {
-            if (!deliver_one(t, &p, body.data, body.len, made_us, &headers))
+            if (!deliver_one(t, &p, body.data, body.len, made_us, &headers,
+                             t->spool))
                 break;
             continue;
+        }
+        if (t->eng->remote && r > 0) {
+            int d = deliver_remote(t, &p, &body, &headers);
+            if (d < 0)
+                break;
+            if (d == 0)
+                continue;
         }
         /* Nothing to send: the spool synced once a second while events
          * come (not on the loop, whose appends are plain writes). */

@@ -36,6 +36,28 @@ void hearth__trigger_dropped(hearth__trigger *t, size_t n, int rc) {
                 hearth__spool_bytes(t->spool));
 }
 
+const hearth__triggers_remote *hearth__triggers_remote_of(
+    const hearth__triggers *e) {
+    return e->remote;
+}
+
+bool hearth__triggers_has(hearth__triggers *e, const char *name) {
+    return hearth__triggers_find(e, name, NULL) != NULL;
+}
+
+int hearth__triggers_check(const char *name, json_t *spec,
+                           hearth_error_t *err) {
+    hearth__trigger *t = NULL;
+    int rc = hearth__trigger_parse(name, spec, "admin", &t, err);
+    if (!rc)
+        hearth__trigger_release(t);
+    return rc;
+}
+
+uint64_t hearth__trigger_lag(hearth__trigger *t) {
+    return hearth__spool_waiting(t->spool) + atomic_load(&t->remote_waiting);
+}
+
 /* ---- registry ---- */
 
 static void retire(hearth__trigger *t) {
@@ -60,6 +82,8 @@ static int start(hearth__triggers *e, hearth__trigger *t,
 }
 
 static void save_admin(hearth__triggers *e) {
+    if (e->remote) /* a cluster's: the keeper holds them for every node */
+        return;
     json_t *list = json_array();
     for (size_t i = 0; list && i < e->n; i++)
         if (strcmp(e->v[i]->origin, "admin") == 0) {
@@ -195,6 +219,7 @@ int hearth__triggers_new(const hearth__triggers_options *o,
     if (!e)
         return hearth__error_code(err, HEARTH_ENOMEM);
     uv_mutex_init(&e->rec_mu);
+    e->remote = o->remote;
     e->dir = hearth__strndup(o->dir, strlen(o->dir));
     e->db_host = hearth__strndup(o->db_host, strlen(o->db_host));
     e->location = hearth__strndup(o->location, strlen(o->location));
@@ -206,7 +231,7 @@ int hearth__triggers_new(const hearth__triggers_options *o,
     char *path = hearth__malloc(plen);
     size_t len = 0;
     char *text = NULL;
-    if (path) {
+    if (path && !o->remote) {
         snprintf(path, plen, "%s/admin.json", o->dir);
         text = hearth__read_file(path, 16u << 20, &len);
     }

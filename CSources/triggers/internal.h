@@ -66,6 +66,7 @@ typedef struct hearth__trigger {
     char last_error[256];
     atomic_uint_fast64_t spooled, delivered, failed, retried, dead_count,
         dropped, last_delivered_us;
+    atomic_uint_fast64_t remote_waiting; /* the remote queue's, as last seen */
     hearth__histogram latency; /* from the write's application to the answer */
 } hearth__trigger;
 
@@ -74,6 +75,7 @@ struct hearth__triggers {
     hearth__trigger **v; /* registered; retired ones are gone from here */
     size_t n, cap;
     hearth__tqueue *queues; /* open */
+    const hearth__triggers_remote *remote; /* a cluster's queue, or NULL */
     uint64_t next_id;
     /* the deliverers' attempts for the profiler, while recording */
     atomic_bool recording;
@@ -94,6 +96,9 @@ hearth__trigger *hearth__triggers_find(hearth__triggers *e, const char *name,
 hearth__trigger *hearth__triggers_live(hearth__triggers *e, hearth__trigger *t);
 /* Counts n events dropped (rc: why), reporting the first on stderr. */
 void hearth__trigger_dropped(hearth__trigger *t, size_t n, int rc);
+
+/* Events waiting for t's delivery: its spool's, and the remote's. */
+uint64_t hearth__trigger_lag(hearth__trigger *t);
 
 /* registry.c: a registration parsed into a new trigger (refs 1, no spool
  * or thread yet). HEARTH_EINVAL with err naming what is wrong. */

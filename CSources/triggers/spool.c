@@ -256,6 +256,25 @@ void hearth__spool_frame(hearth__buf *out, const void *data, size_t len,
     hearth__buf_add(out, data, len);
 }
 
+int hearth__spool_unframe(const void *frames, size_t len, size_t *off,
+                          const char **data, size_t *dlen, uint64_t *time_us) {
+    const unsigned char *p = frames;
+    if (*off >= len)
+        return 1;
+    if (len - *off < HEADER_BYTES)
+        return HEARTH_EIO;
+    uint32_t n = get32(p + *off);
+    if (len - *off - HEADER_BYTES < n ||
+        get32(p + *off + 4) !=
+            (uint32_t)crc32(crc32(0L, Z_NULL, 0), p + *off + HEADER_BYTES, n))
+        return HEARTH_EIO;
+    *time_us = get64(p + *off + 8);
+    *data = (const char *)p + *off + HEADER_BYTES;
+    *dlen = n;
+    *off += HEADER_BYTES + n;
+    return 0;
+}
+
 /* Writes all of data at the end of the segment being written. */
 static int write_at_end(hearth__spool *s, const char *data, size_t len) {
     size_t done = 0;

@@ -42,6 +42,11 @@ void hearth__spool_frame(hearth__buf *out, const void *data, size_t len,
                          uint64_t time_us);
 int hearth__spool_append_frames(hearth__spool *s, const void *frames,
                                 size_t len, size_t n);
+/* The record at *off of frames (len bytes framed so, as a cluster's queue
+ * carries them), *off moved past it: 0, 1 at the end, HEARTH_EIO when
+ * what is there is not a whole record. */
+int hearth__spool_unframe(const void *frames, size_t len, size_t *off,
+                          const char **data, size_t *dlen, uint64_t *time_us);
 /* fdatasync of the segment being written and of the cursor (any
  * thread); _data: of the segment only (a commit that syncs its events
  * with its records). */

@@ -4,7 +4,13 @@
  * its thread writes them to their triggers' queues with its own records
  * (durable: synced with them when the commit syncs), and its outcome
  * (settled, on the loop, before the acknowledgements) wakes the
- * deliverers, or drops the events of writes that were undone. */
+ * deliverers, or drops the events of writes that were undone.
+ *
+ * With a remote queue (a cluster node: triggers.h), each event is tagged
+ * as it is built with its write's place in the namespace's log (a record
+ * the node applies from the log; 0 for the node's own write, whose place
+ * is its commit's), kept as built until the commit settles, and then
+ * handed to the remote per place and trigger; the spools are not used. */
 #include "triggers/internal.h"
 
 #include <inttypes.h>
@@ -20,6 +26,7 @@ typedef struct pending {
     char *body;
     size_t len;
     uint64_t time_us;
+    uint64_t seq; /* with a remote: its place in the log (0: its commit's) */
 } pending;
 
 /* A commit's events for one queue, framed as its spool stores them. */
@@ -35,8 +42,12 @@ typedef struct part {
 typedef struct ns_tap {
     hearth__triggers *eng;
     char *ns;
+    hearth_db_t *db;
     pending *v; /* applied, not yet sealed */
     size_t n, cap;
+    /* with a remote: the commit in flight's events, as applied */
+    pending *sv;
+    size_t sn, scap;
     /* the commit in flight's events: touched by the loop at `sealed` and
      * `settled`, by the commit's thread at `durable` between them */
     part *parts;
@@ -120,6 +131,46 @@ static void end_batch(ns_tap *tap, bool ok) {
     tap->written = false;
 }
 
+/* ---- a cluster's (the remote's) queue ---- */
+
+/* The events of one place in the log (v[0, n), in the order applied),
+ * handed to the remote per trigger, each trigger's in order. */
+static void put_run(ns_tap *tap, const pending *v, size_t n, uint64_t seq) {
+    const hearth__triggers_remote *r = tap->eng->remote;
+    ns_tap run = {.eng = tap->eng};
+    for (size_t i = 0; i < n; i++)
+        add_to_batch(&run, &v[i]);
+    for (size_t i = 0; i < run.nparts; i++) {
+        part *pt = &run.parts[i];
+        if (pt->frames.failed)
+            hearth__trigger_dropped(pt->t, pt->n, HEARTH_ENOMEM);
+        else if (r->put(r->ctx, tap->db, seq, pt->t->name, pt->frames.data,
+                        pt->frames.len, pt->n))
+            atomic_fetch_add(&pt->t->spooled, pt->n);
+        hearth__buf_free(&pt->frames);
+        hearth__tqueue_put(pt->q);
+        hearth__trigger_release(pt->t);
+    }
+    hearth__free(run.parts);
+}
+
+/* A good commit's events, to the remote: runs of one place in the log
+ * (this node's own writes take the commit's). */
+static void put_remote(ns_tap *tap, const pending *v, size_t n) {
+    const hearth__triggers_remote *r = tap->eng->remote;
+    uint64_t own = 0;
+    size_t from = 0;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && v[i].seq == v[from].seq)
+            continue;
+        uint64_t seq = v[from].seq;
+        if (!seq)
+            seq = own ? own : (own = r->committed(r->ctx, tap->db));
+        put_run(tap, v + from, i - from, seq);
+        from = i;
+    }
+}
+
 /* ---- building: one write's CloudEvents, shared among its triggers ---- */
 
 /* The CloudEvents one write has built lately, by location and type:
@@ -182,6 +233,7 @@ typedef struct firing {
     int64_t now_ms;
     bool durable_later;
     memo *memo; /* NULL when one trigger only may fire */
+    uint64_t seq; /* with a remote: the write's place in the log */
 } firing;
 
 /* The event's body for t: a CloudEvent (memoized), or a webhook. */
@@ -210,6 +262,10 @@ static char *build(firing *f, const char *path, const hearth_node_t *before,
 /* A write to a database in memory stands now: its event is queued on the
  * loop, alone (rare: such a namespace has no data on disk either). */
 static void queue_now(ns_tap *tap, const pending *p) {
+    if (tap->eng->remote) {
+        put_remote(tap, p, 1);
+        return;
+    }
     part saved_parts[1];
     ns_tap one = {.eng = tap->eng, .parts = saved_parts, .parts_cap = 1};
     add_to_batch(&one, p);
@@ -224,7 +280,7 @@ static int fire(void *ctx, const char *path, const hearth_node_t *before,
     hearth__trigger *t = f->t;
     if (!(hearth__trigger_change_kind(before, after) & t->mask))
         return 0;
-    pending p = {t, NULL, 0, (uint64_t)f->now_ms * 1000u};
+    pending p = {t, NULL, 0, (uint64_t)f->now_ms * 1000u, f->seq};
     p.body = build(f, path, before, after, &p.len);
     if (!p.body) {
         hearth__trigger_dropped(t, 1, HEARTH_ENOMEM);
@@ -266,12 +322,13 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
         here += hearth__pattern_matches_name(&e->v[i]->instance, tap->ns);
     memo m = {0};
     int64_t now = hearth_now_ms();
+    uint64_t seq = e->remote ? e->remote->applying(e->remote->ctx, tap->db) : 0;
     for (size_t i = 0; i < e->n; i++) {
         hearth__trigger *t = e->v[i];
         if (!hearth__pattern_matches_name(&t->instance, tap->ns))
             continue;
         firing f = {tap, t,   judged, auth, now, durable_later,
-                    here > 1 ? &m : NULL};
+                    here > 1 ? &m : NULL, seq};
         bool more = false;
         hearth__trigger_locations(&t->ref, old_root, new_root, paths, n,
                                   EVENTS_PER_WRITE_MAX, &more, fire, &f);
@@ -287,6 +344,17 @@ static void on_applied(void *ctx, const hearth_node_t *old_root,
 /* The pending events become the commit's batch, framed per queue. */
 static void on_sealed(void *ctx) {
     ns_tap *tap = ctx;
+    if (tap->eng->remote) { /* kept as they are until the outcome */
+        pending *v = tap->sv;
+        size_t cap = tap->scap;
+        tap->sv = tap->v;
+        tap->scap = tap->cap;
+        tap->sn = tap->n;
+        tap->v = v;
+        tap->cap = cap;
+        tap->n = 0;
+        return;
+    }
     for (size_t i = 0; i < tap->n; i++) {
         add_to_batch(tap, &tap->v[i]);
         drop_pending(&tap->v[i]);
@@ -295,12 +363,24 @@ static void on_sealed(void *ctx) {
 }
 
 static void on_durable(void *ctx, bool synced) {
-    write_parts(ctx, synced);
+    ns_tap *tap = ctx;
+    if (!tap->eng->remote)
+        write_parts(tap, synced);
+}
+
+static void drop_sealed(ns_tap *tap) {
+    for (size_t i = 0; i < tap->sn; i++)
+        drop_pending(&tap->sv[i]);
+    tap->sn = 0;
 }
 
 static void on_settled(void *ctx, int rc) {
     ns_tap *tap = ctx;
-    if (!rc && !tap->written) /* a commit whose thread wrote nothing */
+    if (tap->eng->remote && !rc) /* the log holds them: the remote's now */
+        put_remote(tap, tap->sv, tap->sn);
+    drop_sealed(tap);
+    /* a commit whose thread wrote nothing */
+    if (!rc && !tap->written && !tap->eng->remote)
         write_parts(tap, false);
     end_batch(tap, rc == 0);
     if (rc) { /* every write since the last good commit is undone */
@@ -313,6 +393,8 @@ static void on_settled(void *ctx, int rc) {
 static void tap_free(void *ctx) {
     ns_tap *tap = ctx;
     end_batch(tap, false);
+    drop_sealed(tap);
+    hearth__free(tap->sv);
     for (size_t i = 0; i < tap->n; i++)
         drop_pending(&tap->v[i]);
     hearth__free(tap->v);
@@ -336,5 +418,6 @@ void hearth__triggers_attach(hearth__triggers *e, const char *ns,
         return;
     }
     tap->eng = e;
+    tap->db = db;
     hearth__db_set_tap(db, &TAP, tap, tap_free);
 }

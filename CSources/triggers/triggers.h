@@ -3,7 +3,8 @@
  * path pattern with {wildcards}, an event type, a namespace pattern and an
  * HTTP endpoint), matched against every committed write of the server's
  * namespaces, and delivered at least once, in commit order per trigger,
- * from a durable spool per trigger, by a thread per trigger with retries
+ * from a durable spool per trigger (in a cluster, the keeper's remote
+ * queue: hearth__triggers_remote), by a thread per trigger with retries
  * and dead letters. The server's interface to the triggers/ layer.
  *
  * Threads: everything here runs on the server's loop thread, except the
@@ -19,10 +20,45 @@
 
 typedef struct hearth__triggers hearth__triggers;
 
+/* Where the events go and come from when they are not this node's alone
+ * (a cluster node: README "Triggers"; server/keeper.h gives it). The
+ * events are still built here, as each write is applied, in log order;
+ * their durable queue is the remote's, and the deliverers take them from
+ * it. NULL: the spools are the queues (one server). */
+typedef struct hearth__triggers_remote {
+    void *ctx;
+    /* Loop, as a write is applied to db: its place in the namespace's log
+     * when it is a record of the log, or 0 when it is this node's own
+     * (its place is its commit's: committed). */
+    uint64_t (*applying)(void *ctx, hearth_db_t *db);
+    /* Loop, at a good commit of this node's own writes: their place. */
+    uint64_t (*committed)(void *ctx, hearth_db_t *db);
+    /* Loop, once the write at seq is committed: trigger's n events of it
+     * (len bytes framed as hearth__spool_frame frames them), copied. true
+     * when this node queued them (false: another does, or they were
+     * dropped, which the remote reports). */
+    bool (*put)(void *ctx, hearth_db_t *db, uint64_t seq, const char *trigger,
+                const void *frames, size_t len, size_t n);
+    /* Deliverer thread: trigger's next events (frames into out, replacing
+     * what it held), waiting at most wait_ms: 0 with *batch to end with
+     * done, 1 none now, < 0 the remote cannot be reached. *waiting: the
+     * events the remote holds for the trigger, when it knows (else
+     * unchanged). */
+    int (*take)(void *ctx, const char *trigger, int wait_ms, void **batch,
+                hearth__buf *out, uint64_t *waiting);
+    /* Deliverer thread, between attempts at a batch: *waiting as take
+     * says it. */
+    void (*waiting)(void *ctx, const char *trigger, uint64_t *waiting);
+    /* Deliverer thread: the batch was delivered (or dead-lettered), or,
+     * delivered false, is given back to be taken again (stopping). */
+    void (*done)(void *ctx, void *batch, bool delivered);
+} hearth__triggers_remote;
+
 typedef struct hearth__triggers_options {
     const char *dir;      /* spools, dead letters, the admin's registrations */
     const char *db_host;  /* the events' firebasedatabasehost */
     const char *location; /* the events' location ("us-central1") */
+    const hearth__triggers_remote *remote; /* NULL on one server */
 } hearth__triggers_options;
 
 /* The triggers of a server (none registered yet), with the admin's
@@ -33,6 +69,9 @@ int hearth__triggers_new(const hearth__triggers_options *o,
  * and syncs the spools; registrations and taps stay, so writes committed
  * afterwards are still spooled. */
 void hearth__triggers_stop(hearth__triggers *t);
+/* The remote queue the triggers were made with (NULL: one server's). */
+const hearth__triggers_remote *hearth__triggers_remote_of(
+    const hearth__triggers *t);
 /* Frees everything (after every database it tapped is freed). */
 void hearth__triggers_free(hearth__triggers *t);
 
@@ -41,7 +80,8 @@ void hearth__triggers_free(hearth__triggers *t);
  * replacing the one of its name; origin ("file", "functions", "admin")
  * is shown in listings, and the admin's are kept in dir/admin.json. All
  * or nothing: an invalid registration is HEARTH_EINVAL with err naming
- * it and what is wrong. */
+ * it and what is wrong. With a remote (a cluster), the admin's are the
+ * keeper's to keep, not dir/admin.json's. */
 int hearth__triggers_register(hearth__triggers *t, const char *json,
                               size_t len, const char *origin,
                               hearth_error_t *err);
@@ -49,6 +89,12 @@ int hearth__triggers_register(hearth__triggers *t, const char *json,
 int hearth__triggers_register_one(hearth__triggers *t, const char *name,
                                   json_t *spec, const char *origin,
                                   hearth_error_t *err);
+/* Whether spec would register as name (HEARTH_EINVAL with err naming
+ * what is wrong), registering nothing. */
+int hearth__triggers_check(const char *name, json_t *spec,
+                           hearth_error_t *err);
+/* Whether a trigger called name is registered. */
+bool hearth__triggers_has(hearth__triggers *t, const char *name);
 /* Removes a trigger (HEARTH_ENOTFOUND); its spool stays on disk, and a
  * registration of the same name later delivers what it holds. */
 int hearth__triggers_remove(hearth__triggers *t, const char *name);

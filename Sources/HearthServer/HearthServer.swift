@@ -128,9 +128,11 @@ public final class HearthServer: @unchecked Sendable {
         /// Database triggers (README "Triggers"): a JSON file of
         /// registrations read at start, and registrations as JSON text
         /// (`{"triggers": [...]}`, what `hearth serve --functions`
-        /// discovers). One server only: a cluster node refuses them.
+        /// discovers). In a cluster every node is given the same ones.
         public var triggersFile: String?
         public var triggersJSON: String?
+        /// `hearth serve --no-triggers`: none registered, none fire.
+        public var noTriggers = false
         /// Point-in-time recovery's window: each namespace keeps the
         /// snapshots and logs a snapshot supersedes while its log was
         /// written to within it (`hearth serve --retain 7d`). nil: none.
@@ -247,6 +249,7 @@ public final class HearthServer: @unchecked Sendable {
             Int32(clamping: configuration.maxConnectionsPerAddress ?? 0)
         config.max_held_bytes = configuration.maxHeldBytes ?? 0
         config.retain_ms = configuration.retain.map { Int64(($0 * 1000).rounded()) } ?? 0
+        config.no_triggers = configuration.noTriggers
         let status = hearth_server_start(&config, &server, &err)
         guard status == 0, let server else {
             throw HearthError(status: status, details: err)

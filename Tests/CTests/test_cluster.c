@@ -14,6 +14,7 @@
 #include "store/logfile.h"
 #include "store/records.h"
 #include "store/store.h"
+#include "triggers/spool.h"
 
 #include <nats/nats.h>
 #include <fcntl.h>
@@ -1487,7 +1488,148 @@ static void test_pitr_from_the_stream(void) {
     sealed_end(&p, o, N, dir);
 }
 
+/* One event framed as the triggers' queues carry them. */
+static void frame(hearth__buf *b, const char *event) {
+    hearth__buf_init(b);
+    hearth__spool_frame(b, event, strlen(event), 1);
+    CHECK(!b->failed);
+}
+
+/* The next batch of trigger "kt" from x's cluster: its one event, or
+ * NULL when none comes within 2 s; acknowledged. */
+static char *take_one(node *x) {
+    hearth__cluster_batch *batch = NULL;
+    hearth__buf frames;
+    hearth__buf_init(&frames);
+    uint64_t waiting = 0;
+    int rc = hearth__cluster_triggers_take(x->c, "kt", 2000, &batch, &frames,
+                                           &waiting);
+    char *out = NULL;
+    if (rc == 0) {
+        size_t off = 0, len;
+        const char *data;
+        uint64_t t;
+        CHECK_INT(hearth__spool_unframe(frames.data, frames.len, &off, &data,
+                                        &len, &t),
+                  0);
+        out = strndup(data, len);
+        hearth__cluster_triggers_done(x->c, batch, true);
+    } else {
+        CHECK_INT(rc, 1);
+    }
+    hearth__buf_free(&frames);
+    return out;
+}
+
+/* Triggers in a cluster: the leader puts a record's events in JetStream;
+ * a follower keeps its own copy of them; a leader that dies before its
+ * put is covered by the next, which puts what it kept before its own,
+ * the ones the old leader did put dropped as duplicates: every event
+ * once, in log order, from one consumer. */
+static void test_trigger_events_survive_their_leader(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    hearth_error_t err;
+    CHECK_INT(hearth__cluster_triggers_start(p.a.c, &err), 0);
+    CHECK_INT(hearth__cluster_triggers_start(p.b.c, &err), 0);
+    outcome o[1] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    hearth__buf e5, e6, e7;
+    frame(&e5, "e5");
+    frame(&e6, "e6");
+    frame(&e7, "e7");
+    /* record 5: put by its leader, kept by the follower */
+    CHECK(hearth__cluster_triggers_put(l->db, 5, "kt", e5.data, e5.len, 1));
+    CHECK(!hearth__cluster_triggers_put(f->db, 5, "kt", e5.data, e5.len, 1));
+    /* record 6: its leader goes before it puts the events */
+    CHECK(!hearth__cluster_triggers_put(f->db, 6, "kt", e6.data, e6.len, 1));
+    node_close(&p.loop, l, false);
+    while (!hearth__cluster_leads(hearth__cluster_ns_of(f->db)))
+        uv_run(&p.loop, UV_RUN_ONCE);
+    /* the new leader's own record 7: what it kept goes first */
+    CHECK(hearth__cluster_triggers_put(f->db, 7, "kt", e7.data, e7.len, 1));
+    char *got[4];
+    for (int i = 0; i < 4; i++)
+        got[i] = take_one(f);
+    CHECK_STR(got[0], "e5");
+    CHECK_STR(got[1], "e6");
+    CHECK_STR(got[2], "e7");
+    CHECK(got[3] == NULL); /* record 5's second put was a duplicate */
+    for (int i = 0; i < 4; i++)
+        free(got[i]);
+    hearth__buf_free(&e5);
+    hearth__buf_free(&e6);
+    hearth__buf_free(&e7);
+    node_open(&p.loop, &p.nats, l, l == &p.a ? "t1" : "t2");
+    pair_end(&p, o, 1);
+}
+
+static bool allow_all(void *ctx, const hearth_node_t *auth, const char *door,
+                      const hearth__path *const *paths, size_t n,
+                      const hearth_node_t *old_root,
+                      const hearth_node_t *new_root, double now) {
+    (void)ctx, (void)auth, (void)door, (void)paths, (void)n, (void)old_root,
+        (void)new_root, (void)now;
+    return true;
+}
+
+/* The identities of the writes to /j in a data directory's log. */
+static int note_identity(const hearth_change_t *change, void *ctx) {
+    hearth__buf *b = ctx;
+    hearth__buf_printf(b, "%s;", change->identity ? change->identity : "-");
+    return 0;
+}
+
+/* A record a leader judged is, on a follower, its caller's too: in the
+ * follower's own log (hearth log there) and to its triggers (the events
+ * it keeps, put by it if it leads next); an import with triggers off is
+ * quiet there as well. */
+static void test_followers_know_who_wrote_a_record(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    hearth__db_set_judge(l->db, allow_all, NULL);
+    hearth_node_t *auth = node_from("{\"uid\":\"ada\"}");
+    hearth__db_caller ada = {.auth = auth, .door = "rest"};
+    hearth__db_caller quiet = {.unjudged = true, .quiet = true};
+    hearth_node_t *v = node_from("2");
+    o[1].db = o[2].db = l->db;
+    CHECK_INT(hearth__db_set_if_as(l->db, &ada, NULL, "/j", v, on_done, &o[1],
+                                   NULL, NULL),
+              0);
+    CHECK_INT(hearth__db_set_if_as(l->db, &quiet, NULL, "/j", v, on_done,
+                                   &o[2], NULL, NULL),
+              0);
+    wait_for(&p.loop, o + 1, 2);
+    CHECK_INT(o[1].rc, 0);
+    CHECK_INT(o[2].rc, 0);
+    hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_committed_seq(fn) < last)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    hearth__buf ids;
+    hearth__buf_init(&ids);
+    CHECK_INT(hearth_log_changes(f->dir, "/j", 0, 0, note_identity, &ids,
+                                 NULL),
+              0);
+    hearth__buf_addc(&ids, '\0');
+    CHECK_STR(ids.data, "uid:ada;admin:no-triggers;");
+    hearth__buf_free(&ids);
+    hearth_node_decref(v);
+    hearth_node_decref(auth);
+    pair_end(&p, o, 3);
+}
+
 const test_case cluster_tests[] = {
+    {"cluster_followers_know_who_wrote_a_record",
+     test_followers_know_who_wrote_a_record},
+    {"cluster_trigger_events_survive_their_leader",
+     test_trigger_events_survive_their_leader},
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},

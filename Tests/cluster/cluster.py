@@ -40,13 +40,14 @@ NATS_BIN = shutil.which("nats-server") or "/usr/sbin/nats-server"
 # requests (hearth.snap.<ns>); the JetStream API (streams HEARTH_P<n>, the
 # KV buckets, consumers, direct gets, purges); puts to its KV buckets;
 # answers to inboxes (forwarded writes, snapshots) and the flow control of
-# its consumers. Subscribe: the forwarded writes and snapshot requests it
+# its consumers, and the acknowledgements of the triggers' events it
+# delivered. Subscribe: the forwarded writes and snapshot requests it
 # serves, and inboxes (answers, JetStream acks, its consumers' deliveries).
 KV_BUCKETS = ["hearth_leases", "hearth_nodes", "hearth_ondisconnect",
-              "hearth_retained", "hearth_rules"]
+              "hearth_retained", "hearth_rules", "hearth_triggers"]
 PUBLISH = (["hearth.>", "$JS.API.>"] +
            ["$KV.%s.>" % b for b in KV_BUCKETS] +
-           ["_INBOX.>", "$JS.FC.>"])
+           ["_INBOX.>", "$JS.FC.>", "$JS.ACK.HEARTH_TRIGGERS.>"])
 SUBSCRIBE = ["hearth.>", "_INBOX.>"]
 NATS_USER = "hearth"
 

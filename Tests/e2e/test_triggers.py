@@ -284,6 +284,55 @@ class Delivery(unittest.TestCase):
         bad.stop()
         good.stop()
 
+    def test_no_triggers(self):
+        """serve --no-triggers fires nothing; import and restore
+        --no-triggers fire nothing; the same without fire. Absence is
+        proven by a write made after, whose event arrives: delivery is in
+        order, so one queued before it would have come first."""
+        rx = Receiver().start()
+        trig = [{"name": "seen", "ref": "/s/{id}", "format": "webhook",
+                 "url": f"http://127.0.0.1:{rx.port}/"}]
+        s = self.serve(trig)
+        s.stop()
+        s.extra_args.append("--no-triggers")
+        s.start()
+        self.assertEqual(http("PUT", s.url("/s/off"), 1)[0], 200)
+        code, body = http("GET", s.url("/.settings/triggers"), headers=OWNER)
+        self.assertEqual(code, 501)
+        self.assertIn("--no-triggers", body["error"])
+        s.stop()
+        s.extra_args.remove("--no-triggers")
+        s.start()
+        src = os.path.join(self.dir, "import.json")
+        with open(src, "w") as f:
+            json.dump({"a": 1}, f)
+
+        def run(*args):
+            out = subprocess.run([HEARTH, *args, "--url",
+                                  f"http://127.0.0.1:{s.port}/"],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 0, out.stderr)
+
+        run("import", src, "--path", "/s/quiet", "--no-triggers")
+        backup = os.path.join(self.dir, "backup.json")
+        with open(backup, "w") as f:
+            json.dump({"s": {"quiet2": {"a": 1}}}, f)
+        run("restore", backup, "--path", "/s/quiet2", "--no-triggers")
+        self.assertEqual(http("PUT", s.url("/s/after"), 2)[0], 200)
+        run("import", src, "--path", "/s/loud")
+        got = rx.wait(2)
+        self.assertEqual([b["path"] for b in got], ["/s/after", "/s/loud"])
+        # the quiet writes happened, and triggers=off is the admin's only
+        self.assertEqual(http("GET", s.url("/s/quiet"))[1], {"a": 1})
+        self.assertEqual(http("GET", s.url("/s/quiet2"))[1], {"a": 1})
+        code, _ = http("PUT", s.url("/s/x", "?triggers=off"), 1)
+        self.assertEqual(code, 403)
+        code, body = http("PUT", s.url("/s/x", "?triggers=maybe"), 1,
+                          headers=OWNER)
+        self.assertEqual(code, 400)
+        self.assertIn("triggers must be", body["error"])
+        rx.stop()
+
     def test_realtime_writes_fire(self):
         import websocket  # websocket-client, as test_python_clients uses
         rx = Receiver().start()
