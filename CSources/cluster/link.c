@@ -103,8 +103,8 @@ static void on_wake(uv_async_t *a) {
 static int nats_fail(hearth_error_t *err, natsStatus s, const char *what) {
     /* The library's text may quote a URL: never with its credentials. */
     char why[512];
-    hearth__cluster_mask_urls(nats_GetLastError(NULL) ? nats_GetLastError(NULL)
-                                                      : natsStatus_GetText(s),
+    const char *last = nats_GetLastError(NULL);
+    hearth__cluster_mask_urls(last && *last ? last : natsStatus_GetText(s),
                               why, sizeof why);
     return hearth__error(err, hearth__cluster_error(s) ? hearth__cluster_error(s)
                                                        : HEARTH_EIO,
@@ -221,24 +221,26 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
         kc.TTL = (int64_t)HEARTH__CLUSTER_LEASE_MS * 1000000; /* ns */
     kc.Replicas = c->replicas;
     /* nats-servers started together may not have elected JetStream's
-     * meta leader yet: a call it leaves unanswered, or that finds
-     * nothing, is made again for a while (a refusal is not). */
+     * meta leader yet, or the bucket's own stream its leader: a call it
+     * leaves unanswered, or that finds nothing, is made again for a while
+     * (a refusal is not), the opening on js (which waits less) included. */
     uint64_t until = uv_hrtime() / 1000000 + HEARTH__CLUSTER_START_WAIT_MS;
     natsStatus s;
     for (;;) {
+        *out = NULL;
         s = js_CreateKeyValue(out, c->js, &kc);
         if (s != NATS_OK) /* made by another node already */
             s = js_KeyValue(out, c->js, name);
+        if (s == NATS_OK && js != c->js) {
+            kvStore_Destroy(*out);
+            *out = NULL;
+            s = js_KeyValue(out, js, name);
+        }
         bool unsettled = s == NATS_NOT_FOUND || s == NATS_TIMEOUT ||
                          s == NATS_NO_RESPONDERS;
         if (!unsettled || uv_hrtime() / 1000000 >= until)
             break;
         uv_sleep(250);
-    }
-    if (s == NATS_OK && js != c->js) {
-        kvStore_Destroy(*out);
-        *out = NULL;
-        s = js_KeyValue(out, js, name);
     }
     return s;
 }
