@@ -157,18 +157,37 @@ static int next_letter(hearth__cluster *c, const char *filter, uint64_t *seq,
     return rc;
 }
 
+/* A listing or retry begins (false: the cluster stops; do nothing), and
+ * ends. Counted before the stop is looked at, as the stop sets it before
+ * it counts them (triggers.c: hearth__cluster_triggers_free). */
+static bool job_begin(hearth__cluster *c) {
+    atomic_fetch_add(&c->trig.dead_jobs, 1);
+    if (c->trig.started && !atomic_load(&c->trig.dead_stop))
+        return true;
+    atomic_fetch_sub(&c->trig.dead_jobs, 1);
+    return false;
+}
+
+static void job_end(hearth__cluster *c) {
+    atomic_fetch_sub(&c->trig.dead_jobs, 1);
+}
+
+static bool stopping(hearth__cluster *c) {
+    return atomic_load(&c->trig.dead_stop);
+}
+
 int hearth__cluster_dead_list(hearth__cluster *c, const char *trigger,
                               size_t max, hearth__buf *frames, size_t *n) {
     *n = 0;
-    if (!c->trig.started)
-        return HEARTH_EUNSUPPORTED;
+    if (!job_begin(c))
+        return HEARTH_ECANCELED;
     char filter[128];
     snprintf(filter, sizeof filter, "hearth.dead.%s.>", trigger);
     hearth__buf one;
     hearth__buf_init(&one);
     char ns[136];
     int rc = 0;
-    for (uint64_t seq = 1; *n < max; seq++) {
+    for (uint64_t seq = 1; *n < max && !stopping(c); seq++) {
         rc = next_letter(c, filter, &seq, &one, ns, sizeof ns, !*n);
         if (rc == HEARTH_EDENIED) {
             rc = 0;
@@ -182,6 +201,9 @@ int hearth__cluster_dead_list(hearth__cluster *c, const char *trigger,
     hearth__buf_free(&one);
     if (rc == 1)
         rc = 0;
+    if (!rc && stopping(c))
+        rc = HEARTH_ECANCELED;
+    job_end(c);
     return !rc && frames->failed ? HEARTH_ENOMEM : rc;
 }
 
@@ -202,8 +224,8 @@ static int last_seq(hearth__cluster *c, uint64_t *last) {
 int hearth__cluster_dead_retry(hearth__cluster *c, const char *trigger,
                                size_t *n) {
     *n = 0;
-    if (!c->trig.started)
-        return HEARTH_EUNSUPPORTED;
+    if (!job_begin(c))
+        return HEARTH_ECANCELED;
     uint64_t last = 0;
     int rc = last_seq(c, &last);
     char filter[128];
@@ -211,7 +233,7 @@ int hearth__cluster_dead_retry(hearth__cluster *c, const char *trigger,
     hearth__buf one;
     hearth__buf_init(&one);
     char ns[136];
-    for (uint64_t seq = 1; !rc && seq <= last; seq++) {
+    for (uint64_t seq = 1; !rc && seq <= last && !stopping(c); seq++) {
         /* each one first: those before it were deleted, or the loop
          * stopped */
         rc = next_letter(c, filter, &seq, &one, ns, sizeof ns, true);
@@ -237,7 +259,12 @@ int hearth__cluster_dead_retry(hearth__cluster *c, const char *trigger,
         (*n)++;
     }
     hearth__buf_free(&one);
-    return rc == 1 ? 0 : rc;
+    if (rc == 1)
+        rc = 0;
+    if (!rc && stopping(c)) /* some, perhaps: *n says */
+        rc = HEARTH_ECANCELED;
+    job_end(c);
+    return rc;
 }
 
 int hearth__cluster_dead_count(hearth__cluster *c, const char *trigger,

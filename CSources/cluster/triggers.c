@@ -549,6 +549,9 @@ void hearth__cluster_triggers_free(hearth__cluster *c) {
     hearth__cluster_docs_free(&c->trig.regs);
     if (!c->trig.started)
         return;
+    atomic_store(&c->trig.dead_stop, true);
+    while (atomic_load(&c->trig.dead_jobs) > 0) /* a JetStream call at most */
+        uv_sleep(10);
     while (c->trig.pulls) {
         hearth__trig_pull *p = c->trig.pulls;
         c->trig.pulls = p->next;

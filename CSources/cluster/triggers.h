@@ -37,6 +37,11 @@ typedef struct hearth__cluster_trig {
     jsCtx *js; /* the events' publishes (its ack handler notes failures) */
     atomic_bool failed; /* a publish failed: the leaders put theirs again */
     atomic_bool ack_warned; /* an acknowledgement failed, said once */
+    /* the dead letters' listings and retries running (dead.c, on the
+     * server's workers), and the stop they end early for: the stop waits
+     * for them before the JetStream context goes */
+    atomic_int dead_jobs;
+    atomic_bool dead_stop;
     uv_mutex_t mu;
     hearth__trig_pull *pulls;      /* a consumer per trigger name */
     hearth__cluster_batch *held;   /* taken, not yet done */
