@@ -11,7 +11,9 @@
 typedef struct dead_job {
     uv_work_t work;
     hearth__http_conn *conn;
-    const hearth__triggers_remote *remote; /* the server's, outlives jobs */
+    /* a copy: the keeper's goes with it at stop; the cluster it names
+     * waits for the jobs running (cluster/dead.c) */
+    hearth__triggers_remote remote;
     char name[80];
     size_t max;
     bool retry;
@@ -23,9 +25,9 @@ typedef struct dead_job {
 static void on_worker(uv_work_t *w) {
     dead_job *j = w->data;
     if (j->retry)
-        j->rc = hearth__triggers_retry_remote(j->remote, j->name, &j->n);
+        j->rc = hearth__triggers_retry_remote(&j->remote, j->name, &j->n);
     else
-        j->list = hearth__triggers_dead_remote(j->remote, j->name, j->max,
+        j->list = hearth__triggers_dead_remote(&j->remote, j->name, j->max,
                                                &j->rc);
 }
 
@@ -60,7 +62,7 @@ void hearth__rest_dead_remote(rest *r, const char *name, size_t max,
         return;
     }
     j->conn = r->conn;
-    j->remote = hearth__triggers_remote_of(r->srv->triggers);
+    j->remote = *hearth__triggers_remote_of(r->srv->triggers);
     snprintf(j->name, sizeof j->name, "%s", name);
     j->max = max;
     j->retry = retry;
