@@ -187,6 +187,33 @@ void hearth__cluster_triggers_done(hearth__cluster *c,
                                    hearth__cluster_batch *batch,
                                    bool delivered);
 
+/* Dead letters (cluster/dead.c): stream HEARTH_DEAD, subject
+ * hearth.dead.TRIGGER.NAMESPACE, one sealed message per event, every
+ * node's to list and retry. All but _dead_waiting block on JetStream (at
+ * most HEARTH__CLUSTER_WAIT_MS a call): never on the loop.
+ *
+ * Deliverer thread: the k-th event of batch (frame: framed as in the
+ * batch) kept as a dead letter, the stream's answer awaited: 0 once it is
+ * durable (then the batch may be acknowledged), < 0 when not. */
+int hearth__cluster_triggers_bury(hearth__cluster *c,
+                                  hearth__cluster_batch *batch, unsigned k,
+                                  const void *frame, size_t len);
+/* Worker: trigger's dead letters, oldest first, at most max, their frames
+ * appended to frames (*n of them). Letters that do not open with the
+ * cluster secret are deleted and counted, never listed. */
+int hearth__cluster_dead_list(hearth__cluster *c, const char *trigger,
+                              size_t max, hearth__buf *frames, size_t *n);
+/* Worker: trigger's dead letters (those there when it begins), oldest
+ * first, each put back in HEARTH_TRIGGERS for delivery and only then
+ * deleted from HEARTH_DEAD; *n: how many were queued. */
+int hearth__cluster_dead_retry(hearth__cluster *c, const char *trigger,
+                               size_t *n);
+/* Any thread: trigger's dead letters in the cluster as its deliverer here
+ * last asked (once a second); false when it has not yet. */
+bool hearth__cluster_triggers_dead_waiting(hearth__cluster *c,
+                                           const char *trigger,
+                                           uint64_t *count);
+
 /* The cluster's lines of /.metrics (Prometheus text), appended to out. */
 void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out);
 

@@ -271,7 +271,7 @@ int hearth__cluster_stream(hearth__cluster *c, const char *name,
 }
 
 natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
-                                       const char *subjects, bool work_queue) {
+                                       const char *subjects, unsigned flags) {
     const char *list[] = {subjects};
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
@@ -280,8 +280,9 @@ natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     cfg.Replicas = c->replicas;
-    if (work_queue)
+    if (flags & HEARTH__STREAM_WORK_QUEUE)
         cfg.Retention = js_WorkQueuePolicy;
+    cfg.AllowDirect = (flags & HEARTH__STREAM_DIRECT) != 0;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, c->js, &cfg, NULL, &jerr);

@@ -53,12 +53,15 @@ void hearth__cluster_space_freed(hearth__cluster *c);
  * partition. */
 unsigned hearth__cluster_stream_names(const char *name, char stream[32],
                                       char subject[96]);
-/* Makes stream name of subjects (file storage, the cluster's replicas; a
- * work queue: a message goes once a consumer acknowledges it), or finds it
- * made (by another node, perhaps with other settings: used as it is). Any
- * thread. */
+/* Makes stream name of subjects (file storage, the cluster's replicas;
+ * flags: HEARTH__STREAM_WORK_QUEUE, a message goes once a consumer
+ * acknowledges it; HEARTH__STREAM_DIRECT, any replica answers direct
+ * gets; 0 or false: neither), or finds it made (by another node, perhaps
+ * with other settings: used as it is). Any thread. */
+#define HEARTH__STREAM_WORK_QUEUE 1u
+#define HEARTH__STREAM_DIRECT 2u
 natsStatus hearth__cluster_make_stream(hearth__cluster *c, const char *name,
-                                       const char *subjects, bool work_queue);
+                                       const char *subjects, unsigned flags);
 /* Makes the stream of namespace name if this node has not yet; its
  * stream's and subject's names into stream and subject. */
 int hearth__cluster_stream(hearth__cluster *c, const char *name,

@@ -31,7 +31,10 @@
  *
  * Sealed (purpose "trig", context: subject and message id), as all a node
  * puts into NATS: a batch that does not open is terminated and counted
- * (hearth_cluster_rejected_total{kind="trig"}). */
+ * (hearth_cluster_rejected_total{kind="trig"}).
+ *
+ * Dead letters (events whose endpoint failed max_attempts times) go to
+ * stream HEARTH_DEAD, every node's to list and retry: dead.c. */
 #include "cluster/node.h"
 
 #include <inttypes.h>
@@ -58,6 +61,10 @@ struct hearth__trig_pull {
     char *name;
     natsSubscription *sub;
     uint64_t asked_ms; /* its consumer's pending counts last asked */
+    /* the trigger's dead letters in HEARTH_DEAD, as last asked (with the
+     * counts: read by the loop's metrics) */
+    _Atomic uint64_t dead;
+    atomic_bool dead_known;
 };
 
 /* A batch a deliverer holds. */
@@ -88,11 +95,15 @@ int hearth__cluster_triggers_start(hearth__cluster *c, hearth_error_t *err) {
     /* JetStream's duplicate window, 2 minutes by default, is what drops
      * the events a new leader puts again (HEARTH__CLUSTER_TRIG_KEEP_MS) */
     natsStatus s = hearth__cluster_make_stream(c, HEARTH__CLUSTER_TRIG_STREAM,
-                                               "hearth.trig.>", true);
+                                               "hearth.trig.>",
+                                               HEARTH__STREAM_WORK_QUEUE);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot make the triggers' stream: %s",
                              natsStatus_GetText(s));
+    int made = hearth__cluster_dead_start(c, err); /* dead.c */
+    if (made)
+        return made;
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = HEARTH__CLUSTER_WAIT_MS;
@@ -370,6 +381,33 @@ static void ask_waiting(hearth__cluster *c, hearth__trig_pull *p,
         *waiting = ci->NumPending + (uint64_t)ci->NumAckPending;
         jsConsumerInfo_Destroy(ci);
     }
+    uint64_t dead = 0;
+    if (hearth__cluster_dead_count(c, p->name, &dead) == 0) {
+        atomic_store(&p->dead, dead);
+        atomic_store(&p->dead_known, true);
+    }
+}
+
+bool hearth__cluster_triggers_dead_waiting(hearth__cluster *c,
+                                           const char *trigger,
+                                           uint64_t *count) {
+    if (!c->trig.started)
+        return false;
+    bool known = false;
+    uv_mutex_lock(&c->trig.mu); /* pulls are only ever added, at the head */
+    hearth__trig_pull *p = c->trig.pulls;
+    while (p && strcmp(p->name, trigger) != 0)
+        p = p->next;
+    if (p && atomic_load(&p->dead_known)) {
+        *count = atomic_load(&p->dead);
+        known = true;
+    }
+    uv_mutex_unlock(&c->trig.mu);
+    return known;
+}
+
+natsMsg *hearth__cluster_batch_msg(hearth__cluster_batch *b) {
+    return b->msg;
 }
 
 int hearth__cluster_triggers_take(hearth__cluster *c, const char *trigger,
@@ -511,6 +549,9 @@ void hearth__cluster_triggers_free(hearth__cluster *c) {
     hearth__cluster_docs_free(&c->trig.regs);
     if (!c->trig.started)
         return;
+    atomic_store(&c->trig.dead_stop, true);
+    while (atomic_load(&c->trig.dead_jobs) > 0) /* a JetStream call at most */
+        uv_sleep(10);
     while (c->trig.pulls) {
         hearth__trig_pull *p = c->trig.pulls;
         c->trig.pulls = p->next;

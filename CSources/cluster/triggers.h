@@ -11,6 +11,8 @@
 #include "cluster/rules.h"
 
 #define HEARTH__CLUSTER_TRIG_STREAM "HEARTH_TRIGGERS"
+/* The dead letters (dead.c): subject hearth.dead.TRIGGER.NAMESPACE. */
+#define HEARTH__CLUSTER_DEAD_STREAM "HEARTH_DEAD"
 /* A batch a deliverer holds is redelivered (to any node) this long after
  * its last sign of life: the takeover after a deliverer's death. The
  * tick sends the signs while the deliverer works (posts, backoffs). */
@@ -35,6 +37,11 @@ typedef struct hearth__cluster_trig {
     jsCtx *js; /* the events' publishes (its ack handler notes failures) */
     atomic_bool failed; /* a publish failed: the leaders put theirs again */
     atomic_bool ack_warned; /* an acknowledgement failed, said once */
+    /* the dead letters' listings and retries running (dead.c, on the
+     * server's workers), and the stop they end early for: the stop waits
+     * for them before the JetStream context goes */
+    atomic_int dead_jobs;
+    atomic_bool dead_stop;
     uv_mutex_t mu;
     hearth__trig_pull *pulls;      /* a consumer per trigger name */
     hearth__cluster_batch *held;   /* taken, not yet done */
@@ -60,5 +67,14 @@ bool hearth__cluster_triggers_changed(hearth__cluster *c, natsMsg *m);
 void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n);
 /* At stop, before the connection goes (every deliverer joined). */
 void hearth__cluster_triggers_free(hearth__cluster *c);
+/* The message of a batch taken (its subject and id name its letters). */
+natsMsg *hearth__cluster_batch_msg(hearth__cluster_batch *b);
+
+/* dead.c: makes stream HEARTH_DEAD (at start, on the loop). */
+int hearth__cluster_dead_start(hearth__cluster *c, hearth_error_t *err);
+/* The trigger's dead letters in HEARTH_DEAD now, asked of JetStream
+ * (blocking: a deliverer's thread, once a second with its lag). */
+int hearth__cluster_dead_count(hearth__cluster *c, const char *trigger,
+                               uint64_t *count);
 
 #endif

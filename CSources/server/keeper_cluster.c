@@ -128,6 +128,24 @@ static void trig_done(void *ctx, void *batch, bool delivered) {
     hearth__cluster_triggers_done(ctx, batch, delivered);
 }
 
+static int trig_bury(void *ctx, void *batch, unsigned k, const void *frame,
+                     size_t len) {
+    return hearth__cluster_triggers_bury(ctx, batch, k, frame, len);
+}
+
+static bool trig_dead_count(void *ctx, const char *trigger, uint64_t *n) {
+    return hearth__cluster_triggers_dead_waiting(ctx, trigger, n);
+}
+
+static int trig_dead_list(void *ctx, const char *trigger, size_t max,
+                          hearth__buf *frames, size_t *n) {
+    return hearth__cluster_dead_list(ctx, trigger, max, frames, n);
+}
+
+static int trig_dead_retry(void *ctx, const char *trigger, size_t *n) {
+    return hearth__cluster_dead_retry(ctx, trigger, n);
+}
+
 /* A change of the admin's registrations reached this node. */
 static void on_registration(void *ctx, const char *name) {
     hearth__keeper *k = ctx;
@@ -156,8 +174,18 @@ static int cluster_triggers_remote(hearth__keeper *k,
     if (rc)
         return rc;
     ck->remote = (hearth__triggers_remote){
-        ck->cluster, trig_applying, trig_committed, trig_put,
-        trig_take,   trig_waiting,  trig_done};
+        .ctx = ck->cluster,
+        .applying = trig_applying,
+        .committed = trig_committed,
+        .put = trig_put,
+        .take = trig_take,
+        .waiting = trig_waiting,
+        .done = trig_done,
+        .bury = trig_bury,
+        .dead_count = trig_dead_count,
+        .dead_list = trig_dead_list,
+        .dead_retry = trig_dead_retry,
+    };
     *out = &ck->remote;
     return 0;
 }

@@ -111,6 +111,10 @@ bool hearth__rest_operator(rest *r, const char *ns_name);
 /* /.settings/triggers and below (triggers.c); sub: what follows
  * "triggers" in the path. */
 void hearth__rest_triggers(rest *r, const char *sub);
+/* GET NAME/dead (at most max) or POST NAME/retry (retry) where the dead
+ * letters are the triggers' remote's, a cluster's (rest_dead.c). */
+void hearth__rest_dead_remote(rest *r, const char *name, size_t max,
+                              bool retry);
 /* GET /.backup and GET /.log (rest_backup.c). */
 void hearth__rest_backup(rest *r, const char *ns_name);
 void hearth__rest_log(rest *r, const char *ns_name);

@@ -266,6 +266,14 @@ void hearth__rest_triggers(rest *r, const char *sub) {
             hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
         else
             hearth__rest_reply_json(conn, 200, json_null());
+    } else if (hearth__triggers_remote_of(t) &&
+               ((!strcmp(what, "/dead") && r->method == HTTP_GET) ||
+                (!strcmp(what, "/retry") && r->method == HTTP_POST))) {
+        if (hearth__triggers_has(t, name))
+            hearth__rest_dead_remote(r, name, DEAD_LISTED_MAX,
+                                     r->method == HTTP_POST);
+        else
+            hearth__rest_reply_error(conn, 404, "Not found: no such trigger");
     } else if (!strcmp(what, "/dead") && r->method == HTTP_GET) {
         json_t *dead = hearth__triggers_dead(t, name, DEAD_LISTED_MAX);
         if (dead)

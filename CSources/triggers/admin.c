@@ -7,6 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The dead letters kept for t: its spool's, and (a cluster) the remote's
+ * as last known. */
+static uint64_t dead_letters(hearth__trigger *t) {
+    uint64_t n = hearth__spool_waiting(t->dead), remote = 0;
+    const hearth__triggers_remote *r = t->eng ? t->eng->remote : NULL;
+    if (r && r->dead_count(r->ctx, t->name, &remote))
+        n += remote;
+    return n;
+}
 
 json_t *hearth__triggers_describe(hearth__triggers *e) {
     json_t *list = json_array();
@@ -25,7 +34,7 @@ json_t *hearth__triggers_describe(hearth__triggers *e) {
             (json_int_t)atomic_load(&t->dead_count), "dropped",
             (json_int_t)atomic_load(&t->dropped), "lag",
             (json_int_t)hearth__trigger_lag(t), "dead_letters",
-            (json_int_t)hearth__spool_waiting(t->dead), "last_error", err);
+            (json_int_t)dead_letters(t), "last_error", err);
         if (spec && stats) {
             json_object_set_new(spec, "origin", json_string(t->origin));
             json_object_set_new(spec, "stats", stats);
@@ -54,6 +63,31 @@ json_t *hearth__triggers_dead(hearth__triggers *e, const char *name,
     if (list)
         hearth__spool_list(t->dead, max, list_one, list);
     return list;
+}
+
+json_t *hearth__triggers_dead_remote(const hearth__triggers_remote *r,
+                                     const char *name, size_t max, int *rc) {
+    hearth__buf frames;
+    hearth__buf_init(&frames);
+    size_t n = 0;
+    *rc = r->dead_list(r->ctx, name, max, &frames, &n);
+    json_t *list = *rc ? NULL : json_array();
+    size_t off = 0, len;
+    const char *body;
+    uint64_t made;
+    while (list && hearth__spool_unframe(frames.data, frames.len, &off, &body,
+                                         &len, &made) == 0)
+        list_one(list, body, len, made);
+    hearth__buf_free(&frames);
+    if (!*rc && !list)
+        *rc = HEARTH_ENOMEM;
+    return list;
+}
+
+int hearth__triggers_retry_remote(const hearth__triggers_remote *r,
+                                  const char *name, size_t *n) {
+    *n = 0;
+    return r->dead_retry(r->ctx, name, n);
 }
 
 int hearth__triggers_retry_dead(hearth__triggers *e, const char *name,
@@ -128,7 +162,7 @@ void hearth__triggers_metrics(hearth__triggers *e, hearth__buf *out) {
         hearth__buf_printf(out,
                            "hearth_trigger_dead_letters{trigger=\"%s\"} %llu\n",
                            e->v[i]->name,
-                           (unsigned long long)hearth__spool_waiting(e->v[i]->dead));
+                           (unsigned long long)dead_letters(e->v[i]));
     hearth__buf_adds(out,
                      "# HELP hearth_trigger_delivery_seconds From a write "
                      "being applied to its endpoint's answer.\n# TYPE "

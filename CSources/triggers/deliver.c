@@ -2,9 +2,10 @@
  * events one at a time, in order, each until it is answered 2xx or has
  * failed max_attempts times (then it goes to the dead letters and the
  * next one follows), waiting between attempts with exponential backoff.
- * In a cluster its spool holds only dead letters retried here; the rest
- * comes in batches from the remote queue, each acknowledged once all of
- * its events are delivered (or dead).
+ * In a cluster the events come in batches from the remote queue, each
+ * acknowledged once all of its events are delivered (or dead: kept by
+ * the remote first); its spool then holds only what an older version
+ * left there.
  * A blocking client on a thread of its own: an endpoint that hangs holds
  * up only its own trigger, never the loop or the other triggers. */
 #include "triggers/internal.h"
@@ -88,12 +89,58 @@ static void headers_for(const hearth__trigger *t, const char *body,
     hearth__buf_adds(h, "\r\n");
 }
 
-/* Delivers one event (body), then moves from's cursor past it (NULL:
- * the remote's batch, acknowledged whole by the caller); false when
+/* Where an event comes from: a spool, whose cursor moves past it once it
+ * is done, or (spool NULL) the k-th event of a remote's batch, frame its
+ * bytes there (a dead letter is kept whole, framed, by the remote). */
+typedef struct origin {
+    hearth__spool *spool;
+    void *batch;
+    unsigned k;
+    const void *frame;
+    size_t frame_len;
+} origin;
+
+/* Keeps an event that failed its last attempt as a dead letter: in the
+ * dead spool, or the remote's, which must hold it before its batch is
+ * acknowledged (so a crash between the two yields at worst a duplicate):
+ * asked again each second while it cannot; false when stopping first
+ * (the batch is given back, and taken again). */
+static bool bury(hearth__trigger *t, const origin *o, const char *body,
+                 size_t len, uint64_t made_us, int attempt) {
+    if (o->spool) {
+        int rc = hearth__spool_append(t->dead, body, len, made_us);
+        if (rc)
+            hearth__log(HEARTH_LOG_WARNING,
+                        "trigger %s: an event failed %d times and "
+                        "cannot be kept as a dead letter (%s): dropped",
+                        t->name, attempt, hearth_strerror(rc));
+        return true;
+    }
+    const hearth__triggers_remote *r = t->eng->remote;
+    for (bool said = false;;) {
+        int rc = r->bury(r->ctx, o->batch, o->k, o->frame, o->frame_len);
+        if (!rc)
+            return true;
+        if (!said) {
+            hearth__log(HEARTH_LOG_WARNING,
+                        "trigger %s: an event failed %d times and cannot be "
+                        "kept as a dead letter yet (%s): trying again",
+                        t->name, attempt, hearth_strerror(rc));
+            said = true;
+        }
+        note_error(t, attempt, "its dead letter cannot be kept yet");
+        if (pause_for(t, 1000, false))
+            return false;
+    }
+}
+
+/* Delivers one event (body), then moves o's spool's cursor past it (the
+ * remote's batch is acknowledged whole by the caller); false when
  * stopping (it stays). */
 static bool deliver_one(hearth__trigger *t, hearth__poster *p,
                         const char *body, size_t len, uint64_t made_us,
-                        hearth__buf *headers, hearth__spool *from) {
+                        hearth__buf *headers, const origin *o) {
+    hearth__spool *from = o->spool;
     headers_for(t, body, len, headers);
     for (int attempt = 1;; attempt++) {
         char why[200] = "";
@@ -126,12 +173,8 @@ static bool deliver_one(hearth__trigger *t, hearth__poster *p,
             note_error(t, attempt, why[0] ? why : hearth_strerror(status));
         }
         if (attempt >= t->max_attempts) {
-            int rc = hearth__spool_append(t->dead, body, len, made_us);
-            if (rc)
-                hearth__log(HEARTH_LOG_WARNING,
-                        "trigger %s: an event failed %d times and "
-                        "cannot be kept as a dead letter (%s): dropped",
-                        t->name, attempt, hearth_strerror(rc));
+            if (!bury(t, o, body, len, made_us, attempt))
+                return false;
             atomic_fetch_add(&t->dead_count, 1);
             if (from)
                 hearth__spool_advance(from);
@@ -164,12 +207,18 @@ static bool deliver_batch(hearth__trigger *t, hearth__poster *p, void *batch,
     const char *body;
     uint64_t made_us;
     int rc;
-    while ((rc = hearth__spool_unframe(frames->data, frames->len, &off, &body,
-                                       &len, &made_us)) == 0)
-        if (!deliver_one(t, p, body, len, made_us, headers, NULL)) {
+    origin o = {.batch = batch};
+    for (size_t at = off;
+         (rc = hearth__spool_unframe(frames->data, frames->len, &off, &body,
+                                     &len, &made_us)) == 0;
+         at = off, o.k++) {
+        o.frame = frames->data + at;
+        o.frame_len = off - at;
+        if (!deliver_one(t, p, body, len, made_us, headers, &o)) {
             r->done(r->ctx, batch, false);
             return false;
         }
+    }
     if (rc < 0) {
         hearth__log(HEARTH_LOG_WARNING, "trigger %s: a batch of events is "
                     "damaged past byte %zu; the rest of it is dropped",
@@ -215,8 +264,9 @@ static void run(void *arg) {
         uint64_t made_us = 0;
         int r = hearth__spool_peek(t->spool, &body, &made_us);
         if (r == 0) {
+            origin o = {.spool = t->spool};
             if (!deliver_one(t, &p, body.data, body.len, made_us, &headers,
-                             t->spool))
+                             &o))
                 break;
             continue;
         }

@@ -4,8 +4,8 @@
  * HTTP endpoint), matched against every committed write of the server's
  * namespaces, and delivered at least once, in commit order per trigger,
  * from a durable spool per trigger (in a cluster, the keeper's remote
- * queue: hearth__triggers_remote), by a thread per trigger with retries
- * and dead letters. The server's interface to the triggers/ layer.
+ * queue: hearth__triggers_remote, which keeps the dead letters too), by a
+ * thread per trigger with retries and dead letters. The server's interface to the triggers/ layer.
  *
  * Threads: everything here runs on the server's loop thread, except the
  * deliverers (triggers/deliver.c), which own nothing but their trigger's
@@ -52,6 +52,22 @@ typedef struct hearth__triggers_remote {
     /* Deliverer thread: the batch was delivered (or dead-lettered), or,
      * delivered false, is given back to be taken again (stopping). */
     void (*done)(void *ctx, void *batch, bool delivered);
+    /* The dead letters are the remote's too (every node's to list and
+     * retry). bury, deliverer thread: the k-th event of batch (frame: its
+     * frame there, len bytes) failed its last attempt; 0 once the remote
+     * holds it durably (the batch may then be done), < 0 when it does
+     * not. dead_count, any thread: the trigger's dead letters as last
+     * known (false: not known yet; never blocks). dead_list and
+     * dead_retry block on the remote (a worker thread, never the loop):
+     * the trigger's letters, oldest first, at most max, their frames
+     * appended to frames (*n of them); or all of them queued again for
+     * delivery (*n), each out of the dead set once queued durably. */
+    int (*bury)(void *ctx, void *batch, unsigned k, const void *frame,
+                size_t len);
+    bool (*dead_count)(void *ctx, const char *trigger, uint64_t *n);
+    int (*dead_list)(void *ctx, const char *trigger, size_t max,
+                     hearth__buf *frames, size_t *n);
+    int (*dead_retry)(void *ctx, const char *trigger, size_t *n);
 } hearth__triggers_remote;
 
 typedef struct hearth__triggers_options {
@@ -113,6 +129,15 @@ json_t *hearth__triggers_dead(hearth__triggers *t, const char *name,
 /* Puts a trigger's dead letters back in its queue; how many in *n. */
 int hearth__triggers_retry_dead(hearth__triggers *t, const char *name,
                                 size_t *n);
+/* With a remote (hearth__triggers_remote_of), the dead letters are the
+ * remote's, and listing or retrying them blocks on it: the server calls
+ * these on a worker thread instead of the two above (they touch nothing
+ * of the registry; whether the trigger exists is the loop's to check).
+ * The list: NULL with *rc when the remote failed. */
+json_t *hearth__triggers_dead_remote(const hearth__triggers_remote *r,
+                                     const char *name, size_t max, int *rc);
+int hearth__triggers_retry_remote(const hearth__triggers_remote *r,
+                                  const char *name, size_t *n);
 /* One delivery attempt, for the profiler (GET /.profile). */
 typedef struct hearth__delivery {
     char trigger[72];

@@ -1525,6 +1525,15 @@ static char *take_one(node *x) {
     return out;
 }
 
+/* Both nodes' triggers started, a write acknowledged (o): the leader. */
+static node *triggers_started(pair *p, outcome *o) {
+    hearth_error_t err;
+    CHECK_INT(hearth__cluster_triggers_start(p->a.c, &err), 0);
+    CHECK_INT(hearth__cluster_triggers_start(p->b.c, &err), 0);
+    set_acked(&p->loop, &p->a, "/x", "1", o);
+    return leader_of(p);
+}
+
 /* Triggers in a cluster: the leader puts a record's events in JetStream;
  * a follower keeps its own copy of them; a leader that dies before its
  * put is covered by the next, which puts what it kept before its own,
@@ -1534,12 +1543,8 @@ static void test_trigger_events_survive_their_leader(void) {
     pair p;
     if (!pair_start(&p))
         return;
-    hearth_error_t err;
-    CHECK_INT(hearth__cluster_triggers_start(p.a.c, &err), 0);
-    CHECK_INT(hearth__cluster_triggers_start(p.b.c, &err), 0);
     outcome o[1] = {{0}};
-    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
-    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    node *l = triggers_started(&p, &o[0]), *f = l == &p.a ? &p.b : &p.a;
     hearth__buf e5, e6, e7;
     frame(&e5, "e5");
     frame(&e6, "e6");
@@ -1568,6 +1573,122 @@ static void test_trigger_events_survive_their_leader(void) {
     hearth__buf_free(&e7);
     node_open(&p.loop, &p.nats, l, l == &p.a ? "t1" : "t2");
     pair_end(&p, o, 1);
+}
+
+/* The one event in frames (a batch, a dead letter), or NULL. */
+static char *only_event(const hearth__buf *frames, size_t *off) {
+    size_t len;
+    const char *data;
+    uint64_t t;
+    if (hearth__spool_unframe(frames->data, frames->len, off, &data, &len,
+                              &t))
+        return NULL;
+    return strndup(data, len);
+}
+
+/* Dead letters in a cluster (cluster/dead.c), sealed: the node that gave
+ * up on two events keeps them in JetStream before it acknowledges their
+ * batches (a batch buried twice, as one delivered again after its holder
+ * died, keeps one letter); the other node lists them, oldest first and
+ * bounded, the outsider's forged one (after them, in the same subject)
+ * not listed and counted; a retry there queues them again through the
+ * trigger's consumer, in order, and empties the dead set, the forged one
+ * deleted in its turn. */
+static void test_dead_letters_are_every_nodes(void) {
+    pair p;
+    char dir[64];
+    if (!sealed_start(&p, dir, pair_start))
+        return;
+    outcome o[1] = {{0}};
+    node *l = triggers_started(&p, &o[0]), *f = l == &p.a ? &p.b : &p.a;
+    hearth__buf e1, e2;
+    frame(&e1, "{\"n\":1}");
+    frame(&e2, "{\"n\":2}");
+    CHECK(hearth__cluster_triggers_put(l->db, 5, "kd", e1.data, e1.len, 1));
+    CHECK(hearth__cluster_triggers_put(l->db, 6, "kd", e2.data, e2.len, 1));
+    hearth__buf frames;
+    hearth__buf_init(&frames);
+    for (int i = 0; i < 2; i++) { /* l gives up on both */
+        hearth__cluster_batch *batch = NULL;
+        uint64_t waiting = 0;
+        CHECK_INT(hearth__cluster_triggers_take(l->c, "kd", 2000, &batch,
+                                                &frames, &waiting),
+                  0);
+        CHECK_INT(hearth__cluster_triggers_bury(l->c, batch, 0, frames.data,
+                                                frames.len),
+                  0);
+        if (i == 0) /* again: the same letter, a duplicate JetStream drops */
+            CHECK_INT(hearth__cluster_triggers_bury(l->c, batch, 0,
+                                                    frames.data, frames.len),
+                      0);
+        hearth__cluster_triggers_done(l->c, batch, true);
+    }
+    /* an outsider's letter, not sealed with the cluster secret */
+    jsCtx *js = NULL;
+    natsConnection *nc = outsider(&p.nats, &js);
+    jsPubAck *ack = NULL;
+    CHECK_INT(js_Publish(&ack, js, "hearth.dead.kd.t", "forged", 6,
+                         NULL, NULL),
+              NATS_OK);
+    jsPubAck_Destroy(ack);
+    outsider_close(nc, js);
+    uint64_t count = 0;
+    CHECK_INT(hearth__cluster_dead_count(f->c, "kd", &count), 0);
+    CHECK_INT((int)count, 3);
+    uint64_t rejected = hearth__cluster_rejected_count(f->c,
+                                                       HEARTH__REJECT_TRIG);
+    /* listed by the other node: bounded, then whole */
+    size_t n = 0, off = 0;
+    frames.len = 0;
+    CHECK_INT(hearth__cluster_dead_list(f->c, "kd", 1, &frames, &n), 0);
+    CHECK_INT((int)n, 1);
+    char *got = only_event(&frames, &off);
+    CHECK_STR(got, "{\"n\":1}");
+    free(got);
+    frames.len = 0;
+    off = 0;
+    CHECK_INT(hearth__cluster_dead_list(f->c, "kd", 10, &frames, &n), 0);
+    CHECK_INT((int)n, 2);
+    char *first = only_event(&frames, &off), *second = only_event(&frames, &off);
+    CHECK_STR(first, "{\"n\":1}");
+    CHECK_STR(second, "{\"n\":2}");
+    free(first);
+    free(second);
+    CHECK(hearth__cluster_rejected_count(f->c, HEARTH__REJECT_TRIG) >
+          rejected);
+    /* the forged one, after letters of its subject, stays until a retry
+     * deletes them in order (dead.c: next_letter) */
+    CHECK_INT(hearth__cluster_dead_count(f->c, "kd", &count), 0);
+    CHECK_INT((int)count, 3);
+    /* retried by the other node: delivered again through the consumer */
+    CHECK_INT(hearth__cluster_dead_retry(f->c, "kd", &n), 0);
+    CHECK_INT((int)n, 2);
+    CHECK_INT(hearth__cluster_dead_count(l->c, "kd", &count), 0);
+    CHECK_INT((int)count, 0);
+    for (int i = 1; i <= 3; i++) {
+        hearth__cluster_batch *batch = NULL;
+        uint64_t waiting = 0;
+        int rc = hearth__cluster_triggers_take(f->c, "kd", 2000, &batch,
+                                               &frames, &waiting);
+        if (i == 3) { /* nothing more: each queued once */
+            CHECK_INT(rc, 1);
+            break;
+        }
+        CHECK_INT(rc, 0);
+        if (rc)
+            break;
+        off = 0;
+        char want[24];
+        snprintf(want, sizeof want, "{\"n\":%d}", i);
+        got = only_event(&frames, &off);
+        CHECK_STR(got, want);
+        free(got);
+        hearth__cluster_triggers_done(f->c, batch, true);
+    }
+    hearth__buf_free(&frames);
+    hearth__buf_free(&e1);
+    hearth__buf_free(&e2);
+    sealed_end(&p, o, 1, dir);
 }
 
 static bool allow_all(void *ctx, const hearth_node_t *auth, const char *door,
@@ -1634,6 +1755,8 @@ const test_case cluster_tests[] = {
      test_followers_know_who_wrote_a_record},
     {"cluster_trigger_events_survive_their_leader",
      test_trigger_events_survive_their_leader},
+    {"cluster_dead_letters_are_every_nodes",
+     test_dead_letters_are_every_nodes},
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},

@@ -37,8 +37,11 @@ NATS_BIN = shutil.which("nats-server") or "/usr/sbin/nats-server"
 # user may: the same lists as examples/nats-server.conf (test_cluster.py
 # checks that they are). Publish: its namespaces' logs (hearth.ns.<p>.<ns>,
 # through JetStream), forwarded writes (hearth.fwd.<ns>) and snapshot
-# requests (hearth.snap.<ns>); the JetStream API (streams HEARTH_P<n>, the
-# KV buckets, consumers, direct gets, purges); puts to its KV buckets;
+# requests (hearth.snap.<ns>), triggers' events and dead letters
+# (hearth.trig.<t>.<ns>, hearth.dead.<t>.<ns>); the JetStream API (streams
+# HEARTH_P<n>, HEARTH_TRIGGERS, HEARTH_DEAD, the KV buckets, consumers,
+# direct gets, purges, a retried dead letter's delete); puts to its KV
+# buckets;
 # answers to inboxes (forwarded writes, snapshots) and the flow control of
 # its consumers, and the acknowledgements of the triggers' events it
 # delivered. Subscribe: the forwarded writes and snapshot requests it

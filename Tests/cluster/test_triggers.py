@@ -15,8 +15,12 @@ records every event it is sent, and answers 503 while told to fail.
    holds the batch (its /.metrics shows the failed attempts) is killed
    with -9; the endpoint recovers; another node delivers everything that
    was written, none lost, per path in order, and its metrics say so;
-   A trigger whose endpoint always fails: its event becomes a dead letter
-   on the node that gave up, which lists it and retries it;
+   the killed node restarted, a trigger whose endpoint always fails: its
+   events become dead letters on the node that gave up (X), a second node
+   (Y) lists them, in order, with every node's gauge the cluster's
+   count; X is killed with -9 and Y still lists them (a forged letter
+   dropped and counted); the endpoint fixed, a retry through the third
+   node (Z) delivers each once, in order, and empties the dead set;
 3. a registration through one node's admin endpoint reaches every node
    and fires for a write through another; its removal reaches them too;
    a forged batch of events and a forged registration (an attacker with
@@ -133,11 +137,14 @@ def names(c, i):
 
 
 def metric(c, i, name, trigger="ct"):
+    """A trigger's line of node i's /.metrics (trigger None: the line of
+    kind "trig", hearth_cluster_rejected_total's)."""
     req = urllib.request.Request(c.url(i) + "/.metrics",
                                  headers={"Authorization": "Bearer " + c.admin})
     with urllib.request.urlopen(req, timeout=5) as r:
         text = r.read().decode()
-    key = '%s{trigger="%s"} ' % (name, trigger)
+    key = ('%s{trigger="%s"} ' % (name, trigger) if trigger
+           else '%s{kind="trig"} ' % name)
     for line in text.splitlines():
         if line.startswith(key):
             return int(float(line[len(key):]))
@@ -297,28 +304,76 @@ def main():
               "the surviving nodes' lag is back to 0: %s"
               % [metric(c, i, "hearth_trigger_lag") for i in others])
 
-        # dead letters: kept by the node that gave up, retried there
-        put_retrying(c, [others[0]], "/dl/x", {"n": 1})
+        # dead letters: every node's. The killed node comes back, so that
+        # the letters are given up on one node, listed through a second,
+        # and retried through the third once the first is killed.
+        c.start_node(holder)
+        c.wait_ready()
+        gave_before = [metric(c, i, "hearth_trigger_dead_total", "dl") or 0
+                       for i in range(3)]
+        for k in range(3):
+            put_retrying(c, [k], "/dl/x%d" % k, {"n": k})
 
-        def dead_on():
-            for i in others:
-                code, dead = admin(c, i, "GET", "/.settings/triggers/dl/dead",
-                                   None)
-                if code == 200 and dead:
-                    return i, dead
-            return None
-        check(wait_for(lambda: dead_on() is not None, 10),
-              "an event failing max_attempts times is a dead letter")
-        at, dead = dead_on() or (None, [])
-        check(len(dead) == 1 and dead[0]["path"] == "/dl/x",
-              "n%s lists it: %s" % (at + 1 if at is not None else "?", dead))
+        def gave_up():
+            return [(metric(c, i, "hearth_trigger_dead_total", "dl") or 0)
+                    - gave_before[i] for i in range(3)]
+        check(wait_for(lambda: sum(gave_up()) >= 3, 20),
+              "three events failing max_attempts times are dead letters "
+              "(given up per node: %s)" % gave_up())
+        x = max(range(3), key=lambda i: gave_up()[i])
+        y, z = [i for i in range(3) if i != x]
+        want = ["/dl/x0", "/dl/x1", "/dl/x2"]
+
+        def listed(i):
+            code, dead = admin(c, i, "GET", "/.settings/triggers/dl/dead",
+                               None)
+            return [d["path"] for d in dead] if code == 200 else code
+        check(listed(y) == want,
+              "n%d lists every dead letter, n%d's %d among them, in order: "
+              "%s" % (y + 1, x + 1, gave_up()[x], listed(y)))
+        check(wait_for(lambda: all(
+            metric(c, i, "hearth_trigger_dead_letters", "dl") == 3
+            for i in range(3)), 5),
+            "every node's dead_letters gauge is the cluster's: %s"
+            % [metric(c, i, "hearth_trigger_dead_letters", "dl")
+               for i in range(3)])
+        # an outsider's dead letter (NATS's credentials, not the secret)
+        def trig_rejected(i):
+            return metric(c, i, "hearth_cluster_rejected_total", None) or 0
+        rejected_before = trig_rejected(y)
+        nats = Nats(c.nats_ports[0], user, password, c.secret("ca.pem"))
+        ack = nats.request("hearth.dead.dl.default", forged,
+                           headers={"Nats-Msg-Id": "forged:0"})
+        check(ack is not None and b'"seq"' in ack[2],
+              "stream HEARTH_DEAD takes a forged dead letter")
+        nats.close()
+        c.kill(c.nodes, x)
+        check(listed(y) == want,
+              "after kill -9 of n%d, n%d still lists its letters, the forged "
+              "one not: %s" % (x + 1, y + 1, listed(y)))
+        check(trig_rejected(y) > rejected_before,
+              "the forged dead letter is dropped and counted by n%d (%d)"
+              % (y + 1, trig_rejected(y)))
         hook.dead_failing = False
-        code, body = admin(c, at, "POST", "/.settings/triggers/dl/retry", None)
-        check(code == 200 and body == {"requeued": 1},
-              "retried on that node (%d, %s)" % (code, body))
-        check(wait_for(lambda: ("/dl/x", {"n": 1}) in
-                       [("/" + p.strip("/"), a) for p, a in hook.seen()], 10),
-              "the dead letter retried is delivered")
+        code, body = admin(c, z, "POST", "/.settings/triggers/dl/retry", None)
+        check(code == 200 and body and body.get("requeued") == 3,
+              "retried through n%d (%d, %s)" % (z + 1, code, body))
+
+        def dl_seen():
+            return ["/" + p.strip("/") for p, _ in hook.seen()
+                    if p.strip("/").startswith("dl/")]
+        check(wait_for(lambda: dl_seen() == want, 20),
+              "the dead letters retried are delivered, once each, in "
+              "order: %s" % dl_seen())
+        check(listed(y) == [] and listed(z) == [],
+              "no node lists them any more")
+        check(wait_for(lambda: all(
+            metric(c, i, "hearth_trigger_dead_letters", "dl") == 0
+            for i in (y, z)), 5),
+            "the gauges are back to 0: %s"
+            % [metric(c, i, "hearth_trigger_dead_letters", "dl")
+               for i in (y, z)])
+        others = [y, z]
 
         # 3. a registration through one node's admin endpoint reaches
         # the others, and fires from there; its removal too
