@@ -71,12 +71,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *first = strndup(text, line);
     if (first) {
         pattern_round_trip(first);
-        hearth__endpoint e;
+        hearth__url u;
         hearth_error_t err;
-        if (!hearth__endpoint_parse(first, &e, &err))
-            hearth__endpoint_free(&e);
-        else if (!err.message[0])
+        if (!hearth__url_parse(first, HEARTH__URL_HTTP | HEARTH__URL_HTTPS,
+                               "URL", &u, &err)) {
+            /* what a request is made of: a host, a port, a path */
+            if (!u.host[0] || !u.port[0] || u.path[0] != '/' ||
+                strpbrk(u.host, " \r\n") || strpbrk(u.path, " \r\n"))
+                abort();
+            hearth__url_free(&u);
+        } else if (!err.message[0]) {
             abort();
+        }
         free(first);
     }
     json_t *spec = json_loadb(text, size, 0, NULL);
