@@ -144,6 +144,7 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
      * still kept begin, but for an unfinished chain's parts: those change
      * no tree until the last, so the tree is as well the log up to just
      * before the chain's first, where the replay starts. */
+    /* records = unsettled, then records (the list splices at the back) */
     hearth__list_splice_back(&n->tail.unsettled, &n->tail.records);
     hearth__list_splice_back(&n->tail.records, &n->tail.unsettled);
     n->log.applied_seq = n->log.committed_seq;
