@@ -164,8 +164,8 @@ static void rebuild_work(uv_work_t *w) {
  * after the new one's, out of order. */
 static int replace_tree(hearth__cluster_ns *n, hearth_node_t *root,
                         uint64_t seq, hearth_error_t *err) {
-    hearth__db_op *o = hearth__db_write_op(1, NULL, NULL, NULL);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_write_op_create(1, NULL, NULL, NULL, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     hearth__db_write_part *w = &o->parts[0];
     int rc = hearth__db_parse_write_path("/", 0, &w->text, &w->path, err);

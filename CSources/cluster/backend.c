@@ -18,10 +18,7 @@ hearth__cluster_ns *hearth__cluster_ns_of(hearth_db_t *db) {
 }
 
 hearth__cluster_ns *hearth__cluster_find(hearth__cluster *c, const char *name) {
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
-        if (strcmp(n->name, name) == 0)
-            return n;
-    return NULL;
+    return hearth__map_get_str(&c->names, name);
 }
 
 #define EMBEDDED hearth__db_embedded
@@ -40,12 +37,7 @@ static bool may_order(hearth_db_t *db, hearth__cluster_ns *n) {
 }
 
 static void hold(hearth__cluster_ns *n, hearth__db_op *o) {
-    o->next = NULL;
-    if (n->hold.held_tail)
-        n->hold.held_tail->next = o;
-    else
-        n->hold.held = o;
-    n->hold.held_tail = o;
+    hearth__list_push_back(&n->hold.held, &o->link);
 }
 
 static bool cluster_write(hearth_db_t *db, hearth__db_op *o) {
@@ -80,20 +72,18 @@ static bool cluster_transaction(hearth_db_t *db, hearth__db_op *o) {
 }
 
 bool hearth__cluster_holding(const hearth__cluster_ns *n) {
-    return n->hold.held != NULL;
+    return !hearth__list_empty(&n->hold.held);
 }
 
 void hearth__cluster_release_held(hearth__cluster_ns *n) {
-    hearth__db_op *o = n->hold.held;
-    n->hold.held = n->hold.held_tail = NULL;
-    while (o) {
-        hearth__db_op *next = o->next;
-        o->next = NULL;
+    hearth__list held = {0};
+    hearth__list_splice_back(&held, &n->hold.held);
+    for (hearth__list *l; (l = hearth__list_pop_front(&held));) {
+        hearth__db_op *o = HEARTH__LIST_ITEM(l, hearth__db_op, link);
         bool kept = o->kind == OP_TRANSACTION ? cluster_transaction(n->db, o)
                                               : cluster_write(n->db, o);
         if (!kept)
             hearth__db_op_done(o);
-        o = next;
     }
     n->db->backend->settle(n->db, false);
 }
@@ -128,7 +118,7 @@ static void cluster_settle(hearth_db_t *db, bool may_wait) {
 
 static bool cluster_quiet(hearth_db_t *db) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(db);
-    return EMBEDDED.quiet(db) && !n->hold.held &&
+    return EMBEDDED.quiet(db) && hearth__list_empty(&n->hold.held) &&
            hearth__cluster_forward_idle(n) && !hearth__cluster_log_buffered(n);
 }
 
@@ -141,17 +131,16 @@ static void leave(hearth__cluster_ns *n) {
             *p = n->next;
             break;
         }
+    if (hearth__map_get_str(&c->names, n->name) == n)
+        hearth__map_remove_str(&c->names, n->name);
     hearth__cluster_step_down(n);
     hearth__cluster_snapshot_stop(n);
     hearth__cluster_tail_stop(n);
     hearth__cluster_forward_cancel(n, HEARTH_ECANCELED);
-    hearth__db_op *o = n->hold.held;
-    n->hold.held = n->hold.held_tail = NULL;
-    while (o) {
-        hearth__db_op *next = o->next;
-        hearth__db_op_cancel(o);
-        o = next;
-    }
+    hearth__list held = {0};
+    hearth__list_splice_back(&held, &n->hold.held);
+    for (hearth__list *l; (l = hearth__list_pop_front(&held));)
+        hearth__db_op_cancel(HEARTH__LIST_ITEM(l, hearth__db_op, link));
     hearth__cluster_tail_clear(n);
 }
 
@@ -255,9 +244,14 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     e->replica_ctx = n;
     hearth__cluster_space_opened(c);
     hearth__cluster_log_begin(n, joined);
-    n->next = c->spaces;
-    c->spaces = n;
-    rc = hearth__cluster_tail_start(n, err);
+    rc = hearth__map_put_str(&c->names, n->name, n);
+    if (rc) {
+        hearth__error_code(err, rc);
+    } else {
+        n->next = c->spaces;
+        c->spaces = n;
+        rc = hearth__cluster_tail_start(n, err);
+    }
     if (!rc)
         rc = hearth__cluster_snapshot_serve(n);
     if (rc) {

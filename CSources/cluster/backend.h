@@ -10,7 +10,7 @@
 /* A namespace's part (backend.c writes it): client writes waiting, for
  * leadership settled or for the tail. */
 typedef struct hearth__cluster_hold {
-    hearth__db_op *held, *held_tail;
+    hearth__list held; /* of hearth__db_op, by link */
 } hearth__cluster_hold;
 
 extern const hearth__db_backend hearth__db_cluster;

@@ -20,7 +20,7 @@ typedef struct hearth__cluster_forwards {
     uint64_t next_id;
     hearth__forward *forwards;
     unsigned disconnects; /* the link's count when last looked at */
-    struct hearth__joining *joining; /* arriving in parts (serve.c) */
+    hearth__list joining; /* arriving in parts (serve.c), newest first */
 } hearth__cluster_forwards;
 
 /* A namespace's part. */

@@ -7,6 +7,7 @@
 #define HEARTH_CLUSTER_INTERNAL_H
 
 #include "cluster/cluster.h"
+#include "common/list.h"
 #include "db/check.h"
 #include "db/embedded.h"
 
@@ -39,7 +40,8 @@
 /* What a NATS thread hands to the loop. */
 typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY, MSG_RULES } hearth__cluster_msg_kind;
 typedef struct hearth__cluster_msg {
-    struct hearth__cluster_msg *next;
+    hearth__list link; /* in the link's queue, or a tail's records or
+                          unsettled */
     hearth__cluster_msg_kind kind;
     natsMsg *msg;
     uint64_t seq; /* MSG_LOG: its stream sequence */
@@ -54,5 +56,9 @@ typedef struct hearth__cluster_msg {
 } hearth__cluster_msg;
 
 typedef struct hearth__cluster_ns hearth__cluster_ns;
+
+/* Frees every message of list (and its NATS message); list ends empty
+ * (cluster/tail.c). */
+void hearth__cluster_msg_free_all(hearth__list *list);
 
 #endif

@@ -7,13 +7,14 @@
  * ran, so none runs twice. At most one batch is on the worker; a stop
  * waits for the lane to be empty. */
 #include "cluster/node.h"
+#include "common/list.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* A put (value) or delete (value NULL) of one key, then done. */
 typedef struct lane_job {
-    struct lane_job *next;
+    hearth__list link; /* in the lane's queued or batch */
     kvStore *kv;
     char key[256];
     char *value; /* its bytes (sealed: cluster/sealing.h) */
@@ -26,14 +27,14 @@ typedef struct lane_job {
 struct hearth__lane {
     uv_work_t work;
     bool running;
-    lane_job *queued, *queued_tail; /* the loop's side */
-    lane_job *batch;                /* on the worker: handed over whole */
+    hearth__list queued; /* the loop's side */
+    hearth__list batch;  /* on the worker: handed over whole */
     bool sweeping;                  /* ... and after it, a sweep */
 };
 
 static void lane_work(uv_work_t *w) {
     hearth__cluster *c = w->data;
-    for (lane_job *j = c->odc.lane->batch; j; j = j->next) {
+    HEARTH__LIST_EACH_ITEM(j, &c->odc.lane->batch, lane_job, link) {
         uint64_t rev;
         natsStatus s = j->value ? kvStore_Put(&rev, j->kv, j->key, j->value,
                                               (int)j->len)
@@ -48,12 +49,12 @@ static void lane_done(uv_work_t *w, int status) {
     (void)status; /* never canceled */
     hearth__cluster *c = w->data;
     hearth__lane *l = c->odc.lane;
-    lane_job *j = l->batch;
+    hearth__list done = {0};
+    hearth__list_splice_back(&done, &l->batch);
     bool swept = l->sweeping;
-    l->batch = NULL;
     l->running = l->sweeping = false;
-    while (j) {
-        lane_job *next = j->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&done));) {
+        lane_job *j = HEARTH__LIST_ITEM(n, lane_job, link);
         if (j->rc && j->kv == c->odc.orphans)
             hearth__log(HEARTH_LOG_WARNING, "cluster: onDisconnect writes of %s not "
                     "kept: %s", j->key, hearth_strerror(j->rc));
@@ -61,7 +62,6 @@ static void lane_done(uv_work_t *w, int status) {
             j->done(j->ctx, j->rc);
         hearth__free(j->value);
         hearth__free(j);
-        j = next;
     }
     if (swept)
         hearth__cluster_sweep_end(c); /* queues the deletes of what it ran */
@@ -74,9 +74,8 @@ void hearth__cluster_lane_kick(hearth__cluster *c) {
     if (l->running)
         return;
     l->sweeping = hearth__cluster_sweep_begin(c);
-    l->batch = l->queued;
-    l->queued = l->queued_tail = NULL;
-    if (!l->batch && !l->sweeping)
+    hearth__list_splice_back(&l->batch, &l->queued);
+    if (hearth__list_empty(&l->batch) && !l->sweeping)
         return;
     l->running = true;
     l->work.data = c;
@@ -102,11 +101,7 @@ bool hearth__cluster_lane_put(hearth__cluster *c, kvStore *kv,
     snprintf(j->key, sizeof j->key, "%s", key);
     j->done = done;
     j->ctx = ctx;
-    if (l->queued_tail)
-        l->queued_tail->next = j;
-    else
-        l->queued = j;
-    l->queued_tail = j;
+    hearth__list_push_back(&l->queued, &j->link);
     hearth__cluster_lane_kick(c);
     return true;
 }
@@ -117,7 +112,8 @@ int hearth__cluster_lane_create(hearth__cluster *c) {
 }
 
 bool hearth__cluster_lane_busy(const hearth__cluster *c) {
-    return c->odc.lane && (c->odc.lane->running || c->odc.lane->queued);
+    return c->odc.lane && (c->odc.lane->running ||
+                           !hearth__list_empty(&c->odc.lane->queued));
 }
 
 void hearth__cluster_lane_free(hearth__cluster *c) {

@@ -41,7 +41,7 @@ typedef struct lease_round {
     struct json_t *live; /* renewal rounds: every live node's liveness */
     lease_job *jobs;
     size_t njobs;
-    hearth__lease_release *releases; /* leases given up, to delete */
+    hearth__list releases; /* leases given up, to delete */
 } lease_round;
 
 natsStatus hearth__cluster_lease_open(hearth__cluster *c) {
@@ -88,9 +88,10 @@ json_t *hearth__cluster_live(hearth__cluster *c) {
  * one given up, judged by the bucket's leader (a read first may come from
  * a replica behind it, as a KV read may, and miss the lease, left to
  * expire: a successor would wait 4 s more). */
-static void release_all(hearth__cluster *c, hearth__lease_release *r) {
-    while (r) {
-        hearth__lease_release *next = r->next;
+static void release_all(hearth__cluster *c, hearth__list *releases) {
+    for (hearth__list *n; (n = hearth__list_pop_front(releases));) {
+        hearth__lease_release *r =
+            HEARTH__LIST_ITEM(n, hearth__lease_release, link);
         char subject[160];
         snprintf(subject, sizeof subject, "$KV.hearth_leases.%s", r->name);
         jsPubOptions po;
@@ -102,13 +103,11 @@ static void release_all(hearth__cluster *c, hearth__lease_release *r) {
             js_PublishMsg(NULL, c->round_js, m, &po, NULL);
         natsMsg_Destroy(m);
         hearth__free(r);
-        r = next;
     }
 }
 
 void hearth__cluster_releases_flush(hearth__cluster *c) {
-    release_all(c, c->lease.releases);
-    c->lease.releases = NULL;
+    release_all(c, &c->lease.releases);
 }
 
 void hearth__cluster_step_down(hearth__cluster_ns *n) {
@@ -122,8 +121,7 @@ void hearth__cluster_step_down(hearth__cluster_ns *n) {
     if (r) {
         snprintf(r->name, sizeof r->name, "%s", n->name);
         r->rev = n->lead.lease_rev;
-        r->next = n->c->lease.releases;
-        n->c->lease.releases = r;
+        hearth__list_push_front(&n->c->lease.releases, &r->link);
     }
     n->lead.leader_name[0] = '\0';
 }
@@ -203,8 +201,7 @@ static void round_work(uv_work_t *w) {
                         (int)alive.len);
         hearth__buf_free(&alive);
     }
-    release_all(c, r->releases);
-    r->releases = NULL;
+    release_all(c, &r->releases);
     if (r->renew)
         r->live = hearth__cluster_live_nodes(c);
     for (size_t i = 0; i < r->njobs; i++) {
@@ -230,7 +227,7 @@ static void lead(hearth__cluster_ns *n, const lease_job *j) {
  * miss the lease, left to expire (a successor waits 4 s more); it names
  * the renewed one. */
 static void release_renewed(hearth__cluster *c, const lease_job *j) {
-    for (hearth__lease_release *r = c->lease.releases; r; r = r->next)
+    HEARTH__LIST_EACH_ITEM(r, &c->lease.releases, hearth__lease_release, link)
         if (strcmp(r->name, j->name) == 0 && r->rev == j->rev)
             r->rev = j->new_rev;
 }
@@ -311,8 +308,7 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     r->alive = renew ? hearth__cluster_liveness(c) : NULL;
     r->jobs = jobs;
     r->njobs = count;
-    r->releases = c->lease.releases;
-    c->lease.releases = NULL;
+    hearth__list_splice_back(&r->releases, &c->lease.releases);
     r->work.data = r;
     c->lease.round_running = true;
     if (uv_queue_work(c->loop, &r->work, round_work, round_done)) {

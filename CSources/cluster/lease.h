@@ -10,7 +10,7 @@
 
 /* A lease given up, deleted by the next round if still as it was. */
 typedef struct hearth__lease_release {
-    struct hearth__lease_release *next;
+    hearth__list link; /* in the node's releases, or a round's */
     char name[130];
     uint64_t rev;
 } hearth__lease_release;
@@ -19,7 +19,7 @@ typedef struct hearth__lease_release {
 typedef struct hearth__cluster_leases {
     kvStore *leases, *nodes; /* the buckets (calls on round_js) */
     bool round_running; /* the leases' round on a worker */
-    hearth__lease_release *releases;
+    hearth__list releases; /* hearth__lease_release, newest first */
     struct json_t *live; /* every live node's liveness, as of the last
                             renewal round (status.c shows it) */
 } hearth__cluster_leases;

@@ -41,11 +41,7 @@ void hearth__cluster_post_log(hearth__cluster *c, hearth__cluster_msg_kind kind,
         q->msg = m;
         q->seq = seq;
         q->sid = sid;
-        if (c->link.tail)
-            c->link.tail->next = q;
-        else
-            c->link.head = q;
-        c->link.tail = q;
+        hearth__list_push_back(&c->link.queue, &q->link);
         uv_async_send(&c->link.wake);
     }
     uv_mutex_unlock(&c->link.lock);
@@ -84,16 +80,12 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
 
 static void on_wake(uv_async_t *a) {
     hearth__cluster *c = a->data;
+    hearth__list batch = {0};
     uv_mutex_lock(&c->link.lock);
-    hearth__cluster_msg *q = c->link.head;
-    c->link.head = c->link.tail = NULL;
+    hearth__list_splice_back(&batch, &c->link.queue);
     uv_mutex_unlock(&c->link.lock);
-    while (q) {
-        hearth__cluster_msg *next = q->next;
-        q->next = NULL;
-        dispatch(c, q);
-        q = next;
-    }
+    for (hearth__list *l; (l = hearth__list_pop_front(&batch));)
+        dispatch(c, HEARTH__LIST_ITEM(l, hearth__cluster_msg, link));
     for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
         hearth__cluster_tail_drain(n);
 }
@@ -388,13 +380,8 @@ static void cluster_free(hearth__cluster *c) {
     hearth__cluster_sweep_free(c);
     hearth__cluster_rules_free(c);
     hearth__cluster_lease_free(c);
-    hearth__cluster_msg *q = c->link.head;
-    while (q) {
-        hearth__cluster_msg *next = q->next;
-        natsMsg_Destroy(q->msg);
-        hearth__free(q);
-        q = next;
-    }
+    hearth__cluster_msg_free_all(&c->link.queue);
+    hearth__map_free(&c->names);
     uv_mutex_destroy(&c->link.lock);
     hearth__cluster_sealing_free(c);
     hearth__free(c->node);

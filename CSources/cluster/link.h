@@ -14,7 +14,7 @@ typedef struct hearth__cluster_link {
     bool made_stream[HEARTH__CLUSTER_PARTITIONS];
     /* NATS threads -> loop */
     uv_mutex_t lock;
-    hearth__cluster_msg *head, *tail;
+    hearth__list queue; /* hearth__cluster_msg, under lock */
     bool stopping; /* under lock: NATS threads drop what they get */
     uv_async_t wake;
     int closing; /* handles still to close at stop */

@@ -48,11 +48,11 @@ typedef struct hearth__cluster_tail {
     natsSubscription *tail_sub;
     uint64_t sid; /* tail_sub's: messages of an earlier one are dropped */
     uint64_t tail_last; /* the sequence of the last message it received */
-    hearth__cluster_msg *records, *records_tail; /* received, not applied */
+    hearth__list records; /* hearth__cluster_msg received, not applied */
     /* applied, kept until a good commit holds them: a failed one undoes
      * them, and they apply again (with the parts of an unfinished chain,
      * which a commit never holds) */
-    hearth__cluster_msg *unsettled, *unsettled_tail;
+    hearth__list unsettled; /* hearth__cluster_msg, in sequence */
     hearth__buf chain;   /* the parts of a chain received so far */
     size_t chain_parts;  /* how many */
     uint64_t chain_first; /* the sequence of its first part (0: none) */

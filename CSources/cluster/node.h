@@ -21,6 +21,7 @@
 #include "cluster/snapshot.h"
 #include "cluster/tick.h"
 #include "cluster/triggers.h"
+#include "common/map.h"
 
 /* This node. */
 struct hearth__cluster {
@@ -34,8 +35,11 @@ struct hearth__cluster {
     natsConnection *nc;
     jsCtx *js;
     jsCtx *round_js; /* the leases' round's calls (ROUND_WAIT_MS) */
-    /* The open namespaces (backend.c adds and removes them). */
+    /* The open namespaces (backend.c adds and removes them), newest
+     * first, and the same by name (one namespace of a name at a time: the
+     * server opens each once), for the lookups of every message. */
     hearth__cluster_ns *spaces;
+    hearth__map names;
     /* Each job's own part, written by the files named alone. */
     hearth__cluster_link link;       /* link.h: link.c */
     hearth__cluster_periodic tick;   /* tick.h: tick.c */

@@ -21,7 +21,7 @@
 
 /* An onDisconnect list of a dead run, found by a sweep. */
 typedef struct orphan {
-    struct orphan *next;
+    hearth__list link; /* in the sweep's found */
     char key[256];
     char ns[130];
     char *writes;
@@ -38,7 +38,7 @@ struct hearth__sweep {
     bool due;
     char (*leads)[130];
     size_t nleads;
-    orphan *found;
+    hearth__list found; /* orphans, the last found first */
 };
 
 /* ---- the worker's side ---- */
@@ -110,8 +110,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
         if (o && (o->writes = hearth__buf_detach(&value, NULL))) {
             snprintf(o->key, sizeof o->key, "%s", keys.Keys[i]);
             snprintf(o->ns, sizeof o->ns, "%s", ns);
-            o->next = l->found;
-            l->found = o;
+            hearth__list_push_front(&l->found, &o->link);
         } else {
             hearth__free(o);
         }
@@ -147,17 +146,16 @@ static void run_orphan(hearth__cluster *c, const orphan *o) {
 
 void hearth__cluster_sweep_end(hearth__cluster *c) {
     struct hearth__sweep *l = c->odc.sweep;
-    orphan *o = l->found;
-    l->found = NULL;
+    hearth__list found = {0};
+    hearth__list_splice_back(&found, &l->found);
     hearth__free(l->leads);
     l->leads = NULL;
-    while (o) {
-        orphan *next = o->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&found));) {
+        orphan *o = HEARTH__LIST_ITEM(n, orphan, link);
         if (!hearth__cluster_stop_asked(c))
             run_orphan(c, o);
         hearth__free(o->writes);
         hearth__free(o);
-        o = next;
     }
 }
 

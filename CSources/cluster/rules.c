@@ -37,7 +37,7 @@
 
 /* This node's copy of one key's document (a namespace's rules). */
 typedef struct hearth__rules_copy {
-    struct hearth__rules_copy *next;
+    hearth__list link; /* in the docs' copies */
     char *ns; /* the key */
     char *text; /* NULL: deleted (the node's own rules apply) */
     /* sealed: its version (0: none) and the node that set it */
@@ -54,7 +54,7 @@ typedef struct rules_value {
 } rules_value;
 
 static rules_copy *copy_of(const hearth__cluster_docs *d, const char *ns) {
-    for (rules_copy *r = d->copies; r; r = r->next)
+    HEARTH__LIST_EACH_ITEM(r, &d->copies, rules_copy, link)
         if (strcmp(r->ns, ns) == 0)
             return r;
     return NULL;
@@ -84,8 +84,7 @@ static bool remember(hearth__cluster_docs *d, const char *ns,
             hearth__free(copy);
             return false;
         }
-        r->next = d->copies;
-        d->copies = r;
+        hearth__list_push_front(&d->copies, &r->link);
     }
     hearth__free(r->text);
     r->text = copy;
@@ -221,9 +220,8 @@ void hearth__cluster_docs_stop(hearth__cluster_docs *d) {
 }
 
 void hearth__cluster_docs_free(hearth__cluster_docs *d) {
-    while (d->copies) {
-        rules_copy *r = d->copies;
-        d->copies = r->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&d->copies));) {
+        rules_copy *r = HEARTH__LIST_ITEM(n, rules_copy, link);
         hearth__free(r->ns);
         hearth__free(r->text);
         hearth__free(r);
@@ -362,7 +360,7 @@ void hearth__cluster_docs_each(const hearth__cluster_docs *d,
                                void (*cb)(void *ctx, const char *key,
                                           const char *text),
                                void *ctx) {
-    for (rules_copy *r = d->copies; r; r = r->next)
+    HEARTH__LIST_EACH_ITEM(r, &d->copies, rules_copy, link)
         cb(ctx, r->ns, r->text);
 }
 

@@ -13,7 +13,7 @@ typedef struct hearth__cluster_docs {
     const char *bucket;
     kvStore *kv;
     natsSubscription *sub;
-    struct hearth__rules_copy *copies;
+    hearth__list copies; /* of rules.c's copies, newest key first */
     void (*changed)(void *ctx, const char *key);
     void *changed_ctx;
 } hearth__cluster_docs;

@@ -155,7 +155,7 @@ int hearth__cluster_submit(hearth__cluster_ns *n, json_t *doc,
 /* A forwarded write arriving in parts, joined by its reply subject (one
  * sender's parts arrive in order); dropped when cut short. */
 typedef struct hearth__joining {
-    struct hearth__joining *next;
+    hearth__list link; /* in the node's joining */
     char *reply;
     hearth__buf body;
     size_t parts;
@@ -163,6 +163,7 @@ typedef struct hearth__joining {
 } joining;
 
 static void joining_free(joining *j) {
+    hearth__list_remove(&j->link);
     hearth__free(j->reply);
     hearth__buf_free(&j->body);
     hearth__free(j);
@@ -172,12 +173,13 @@ static void joining_free(joining *j) {
  * its last part is in (to free), else NULL. */
 static joining *join_part(hearth__cluster *c, const char *data, size_t len,
                           const char *reply, size_t i, size_t k) {
-    joining **p = &c->fwd.joining;
-    while (*p && strcmp((*p)->reply, reply) != 0)
-        p = &(*p)->next;
-    joining *j = *p;
+    joining *j = NULL;
+    HEARTH__LIST_EACH_ITEM(x, &c->fwd.joining, joining, link)
+        if (strcmp(x->reply, reply) == 0) {
+            j = x;
+            break;
+        }
     if (j && (i == 1 || j->parts + 1 != i)) { /* a new start, or a gap */
-        *p = j->next;
         joining_free(j);
         j = NULL;
     }
@@ -185,8 +187,7 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
         j->reply = hearth__strndup(reply, strlen(reply));
         hearth__buf_init(&j->body);
         j->started = uv_now(c->loop);
-        j->next = c->fwd.joining;
-        c->fwd.joining = j;
+        hearth__list_push_front(&c->fwd.joining, &j->link);
     }
     if (!j)
         return NULL;
@@ -194,9 +195,7 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
     j->parts++;
     if (i < k && j->reply && !j->body.failed)
         return NULL;
-    for (p = &c->fwd.joining; *p != j; p = &(*p)->next)
-        ;
-    *p = j->next;
+    hearth__list_remove(&j->link);
     return j;
 }
 
@@ -204,15 +203,9 @@ static joining *join_part(hearth__cluster *c, const char *data, size_t len,
  * up), or all of them (stop: old 0). */
 void hearth__cluster_joins_expire(hearth__cluster *c, uint64_t old) {
     uint64_t now = uv_now(c->loop);
-    for (joining **p = &c->fwd.joining; *p;) {
-        joining *j = *p;
-        if (!old || now - j->started > old) {
-            *p = j->next;
+    HEARTH__LIST_EACH_ITEM(j, &c->fwd.joining, joining, link)
+        if (!old || now - j->started > old)
             joining_free(j);
-        } else {
-            p = &j->next;
-        }
-    }
 }
 
 static void serve_request(hearth__cluster *c, hearth__cluster_ns *n,

@@ -80,23 +80,11 @@ static void chain_reset(hearth__cluster_ns *n, bool release) {
     n->tail.chain_first = 0;
 }
 
-/* Appends q to the list *head .. *tail. */
-static void enqueue(hearth__cluster_msg **head, hearth__cluster_msg **tail,
-                    hearth__cluster_msg *q) {
-    q->next = NULL;
-    if (*tail)
-        (*tail)->next = q;
-    else
-        *head = q;
-    *tail = q;
-}
-
-static void free_list(hearth__cluster_msg *q) {
-    while (q) {
-        hearth__cluster_msg *next = q->next;
+void hearth__cluster_msg_free_all(hearth__list *list) {
+    for (hearth__list *l; (l = hearth__list_pop_front(list));) {
+        hearth__cluster_msg *q = HEARTH__LIST_ITEM(l, hearth__cluster_msg, link);
         natsMsg_Destroy(q->msg);
         hearth__free(q);
-        q = next;
     }
 }
 
@@ -121,14 +109,15 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     /* The queue only grows: a record at or below its end (or below what
      * the tree holds) is one delivered again, or this node's own, whose
      * commit put it in the tree. */
-    uint64_t last = n->tail.records_tail ? n->tail.records_tail->seq
-                                         : n->log.applied_seq;
+    hearth__cluster_msg *end = HEARTH__LIST_ITEM_OR_NULL(
+        hearth__list_last(&n->tail.records), hearth__cluster_msg, link);
+    uint64_t last = end ? end->seq : n->log.applied_seq;
     if (q->seq <= last) {
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         return;
     }
-    enqueue(&n->tail.records, &n->tail.records_tail, q);
+    hearth__list_push_back(&n->tail.records, &q->link);
 }
 
 bool hearth__cluster_tree_exact(const hearth__cluster_ns *n) {
@@ -139,14 +128,12 @@ bool hearth__cluster_tree_exact(const hearth__cluster_ns *n) {
 void hearth__cluster_tail_settled(hearth__cluster_ns *n) {
     /* The parts of a chain not yet applied stay: the tree holds none of
      * them, and a rewind must find the chain whole. */
-    while (n->tail.unsettled &&
-           n->tail.unsettled->seq <= n->log.committed_seq &&
-           !(n->tail.chain_first &&
-             n->tail.unsettled->seq >= n->tail.chain_first)) {
-        hearth__cluster_msg *q = n->tail.unsettled;
-        n->tail.unsettled = q->next;
-        if (!n->tail.unsettled)
-            n->tail.unsettled_tail = NULL;
+    hearth__cluster_msg *q;
+    while ((q = HEARTH__LIST_FIRST_ITEM(&n->tail.unsettled,
+                                        hearth__cluster_msg, link)) &&
+           q->seq <= n->log.committed_seq &&
+           !(n->tail.chain_first && q->seq >= n->tail.chain_first)) {
+        hearth__list_remove(&q->link);
         natsMsg_Destroy(q->msg);
         hearth__free(q);
     }
@@ -157,28 +144,24 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
      * still kept begin, but for an unfinished chain's parts: those change
      * no tree until the last, so the tree is as well the log up to just
      * before the chain's first, where the replay starts. */
-    if (n->tail.unsettled) {
-        n->tail.unsettled_tail->next = n->tail.records;
-        if (!n->tail.records)
-            n->tail.records_tail = n->tail.unsettled_tail;
-        n->tail.records = n->tail.unsettled;
-        n->tail.unsettled = n->tail.unsettled_tail = NULL;
-    }
+    /* records = unsettled, then records (the list splices at the back) */
+    hearth__list_splice_back(&n->tail.unsettled, &n->tail.records);
+    hearth__list_splice_back(&n->tail.records, &n->tail.unsettled);
     n->log.applied_seq = n->log.committed_seq;
-    if (n->tail.records && n->tail.records->seq <= n->log.applied_seq)
-        n->log.applied_seq = n->tail.records->seq - 1;
+    hearth__cluster_msg *first = HEARTH__LIST_FIRST_ITEM(
+        &n->tail.records, hearth__cluster_msg, link);
+    if (first && first->seq <= n->log.applied_seq)
+        n->log.applied_seq = first->seq - 1;
     chain_reset(n, false);
 }
 
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
-    free_list(n->tail.unsettled);
-    n->tail.unsettled = n->tail.unsettled_tail = NULL;
+    hearth__cluster_msg_free_all(&n->tail.unsettled);
     chain_reset(n, true);
 }
 
 void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
-    free_list(n->tail.records);
-    n->tail.records = n->tail.records_tail = NULL;
+    hearth__cluster_msg_free_all(&n->tail.records);
     hearth__cluster_tail_settle_all(n);
 }
 
@@ -187,7 +170,7 @@ void hearth__cluster_tail_init(hearth__cluster_ns *n) {
 }
 
 bool hearth__cluster_tail_queued(const hearth__cluster_ns *n) {
-    return n->tail.records != NULL;
+    return !hearth__list_empty(&n->tail.records);
 }
 
 void hearth__cluster_tail_stop(hearth__cluster_ns *n) {
@@ -256,9 +239,9 @@ static int record_op(const char *payload, size_t len, hearth__db_op **out) {
     int rc = hearth__store_read_record(payload, len, &rec);
     if (!rc && !rec.n)
         rc = HEARTH_EIO;
-    hearth__db_op *o = rc ? NULL : hearth__db_write_op(rec.n, NULL, NULL, NULL);
-    if (!rc && !o)
-        rc = HEARTH_ENOMEM;
+    hearth__db_op *o = NULL;
+    if (!rc)
+        rc = hearth__db_write_op_create(rec.n, NULL, NULL, NULL, &o);
     for (size_t i = 0; !rc && i < rec.n; i++) {
         hearth__db_write_part *w = &o->parts[i];
         if (hearth__db_parse_write_path(rec.v[i].path,
@@ -374,11 +357,8 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
     if (!hearth__cluster_tree_exact(n))
         return;
     bool applied = false;
-    while (n->tail.records) {
-        hearth__cluster_msg *q = n->tail.records;
-        n->tail.records = q->next;
-        if (!n->tail.records)
-            n->tail.records_tail = NULL;
+    for (hearth__list *l; (l = hearth__list_pop_front(&n->tail.records));) {
+        hearth__cluster_msg *q = HEARTH__LIST_ITEM(l, hearth__cluster_msg, link);
         if (q->seq <= n->log.applied_seq) {
             natsMsg_Destroy(q->msg);
             hearth__free(q);
@@ -388,7 +368,7 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n) {
         apply_message(n, q);
         n->tail.applying = NULL;
         n->log.applied_seq = q->seq;
-        enqueue(&n->tail.unsettled, &n->tail.unsettled_tail, q);
+        hearth__list_push_back(&n->tail.unsettled, &q->link);
         applied = true;
         if (hearth__cluster_checks_wanted(n))
             hearth__cluster_checks_applied(n);
@@ -455,9 +435,7 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
             (unsigned long long)n->log.applied_seq + 1);
     uint64_t expected = n->tail.expected;
     hearth__cluster_tail_stop(n);
-    hearth__cluster_msg *queued = n->tail.records;
-    n->tail.records = n->tail.records_tail = NULL;
-    free_list(queued);
+    hearth__cluster_msg_free_all(&n->tail.records);
     hearth_error_t err;
     n->tail.behind_since = 0;
     bool made = hearth__cluster_tail_start(n, &err) == 0;

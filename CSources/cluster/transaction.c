@@ -50,9 +50,10 @@ static void on_answer(int rc, void *ctx) {
  * was read (its hash); NULL without memory. */
 static hearth__db_op *compare_and_set(remote_tx *t, const hearth_node_t *read,
                                       hearth_node_t *result) {
-    hearth__db_op *w = hearth__db_write_op(1, on_answer, t, NULL);
+    hearth__db_op *w = NULL;
     const hearth__db_op *tx = t->tx;
-    if (!w || !(w->parts[0].text = hearth__strndup(tx->text, strlen(tx->text))) ||
+    if (hearth__db_write_op_create(1, on_answer, t, NULL, &w) ||
+        !(w->parts[0].text = hearth__strndup(tx->text, strlen(tx->text))) ||
         hearth_node_hash(read, w->if_hash)) {
         if (w)
             hearth__db_op_free(w);

@@ -57,21 +57,23 @@ int hearth__db_check_value(const hearth__path *p, const hearth_node_t *value,
     return 0;
 }
 
-hearth__db_op *hearth__db_write_op(size_t nparts, hearth_completion_cb cb,
-                                   void *ctx, hearth_free_cb ctx_free) {
+int hearth__db_write_op_create(size_t nparts, hearth_completion_cb cb,
+                               void *ctx, hearth_free_cb ctx_free,
+                               hearth__db_op **out) {
     hearth__db_op *o;
     if (hearth__db_op_create(OP_WRITE, &o))
-        return NULL;
+        return HEARTH_ENOMEM;
     o->parts = hearth__calloc(nparts ? nparts : 1, sizeof *o->parts);
     if (!o->parts) {
         hearth__free(o);
-        return NULL;
+        return HEARTH_ENOMEM;
     }
     o->nparts = nparts;
     o->done = cb;
     o->ctx = ctx;
     o->ctx_free = ctx_free;
-    return o;
+    *out = o;
+    return 0;
 }
 
 /* Frees a write op that was never submitted, without its callbacks. */
@@ -85,8 +87,8 @@ int hearth__db_set_op(const char *path, const hearth_node_t *value,
                       hearth_completion_cb cb, void *ctx,
                       hearth_free_cb ctx_free, hearth__db_op **out,
                       hearth_error_t *err) {
-    hearth__db_op *o = hearth__db_write_op(1, cb, ctx, ctx_free);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_write_op_create(1, cb, ctx, ctx_free, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     hearth__db_write_part *w = &o->parts[0];
     int rc = hearth__db_parse_write_path(path, HEARTH__PATH_ALLOW_PRIORITY,

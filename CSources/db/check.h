@@ -17,9 +17,11 @@ int hearth__db_parse_write_path(const char *path, unsigned flags, char **text,
 /* Checks one value written at a parsed path (text names it). */
 int hearth__db_check_value(const hearth__path *p, const hearth_node_t *value,
                            const char *text, hearth_error_t *err);
-/* A write operation with room for nparts parts. */
-hearth__db_op *hearth__db_write_op(size_t nparts, hearth_completion_cb cb,
-                                void *ctx, hearth_free_cb ctx_free);
+/* A write operation with room for nparts parts: 0 and *out, or
+ * HEARTH_ENOMEM with *out untouched. */
+int hearth__db_write_op_create(size_t nparts, hearth_completion_cb cb,
+                               void *ctx, hearth_free_cb ctx_free,
+                               hearth__db_op **out);
 /* A checked one-part write of value at path (a set), not yet
  * submitted. */
 int hearth__db_set_op(const char *path, const hearth_node_t *value,

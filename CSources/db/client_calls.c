@@ -118,8 +118,8 @@ int hearth_db_on_disconnect_cancel(hearth_db_t *db, const char *path,
     int rc = check_client(db, err);
     if (rc)
         return rc;
-    hearth__db_op *o = hearth__db_write_op(1, cb, ctx, ctx_free);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_write_op_create(1, cb, ctx, ctx_free, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     rc = hearth__db_parse_write_path(path, 0, &o->parts[0].text,
                                      &o->parts[0].path, err);

@@ -9,12 +9,7 @@ bool hearth__commit_defer_ack(hearth_db_t *db, hearth__db_op *o, int status) {
     hearth__embedded *e = db->impl;
     if (!e->store || status)
         return false;
-    o->next = NULL;
-    if (e->unacked_tail)
-        e->unacked_tail->next = o;
-    else
-        e->unacked = o;
-    e->unacked_tail = o;
+    hearth__list_push_back(&e->unacked, &o->link);
     return true;
 }
 
@@ -63,16 +58,16 @@ static void maybe_snapshot(hearth_db_t *db) {
 
 /* ---- commits ---- */
 
-/* Acknowledges a list of applied writes with the outcome of their commit. */
-static void ack_ops(hearth__db_op *o, int rc) {
-    while (o) {
-        hearth__db_op *next = o->next;
+/* Acknowledges a list of applied writes with the outcome of their commit,
+ * first to last; the list ends empty. */
+static void ack_ops(hearth__list *list, int rc) {
+    for (hearth__list *n; (n = hearth__list_pop_front(list));) {
+        hearth__db_op *o = HEARTH__LIST_ITEM(n, hearth__db_op, link);
         if (o->kind == OP_TRANSACTION)
             o->u.tx.done(rc, rc == 0, o->u.tx.snapshot, o->ctx);
         else if (o->done)
             o->done(rc, o->ctx);
         hearth__db_op_done(o);
-        o = next;
     }
 }
 
@@ -172,13 +167,13 @@ void hearth__commit_flush(hearth_db_t *db) {
     if (!e->store || e->flushing || e->committing)
         return;
     e->flushing = true;
-    while (e->unacked) {
+    while (!hearth__list_empty(&e->unacked)) {
         hearth_node_t *committed = hearth_node_incref(e->root);
         int rc = commit_here(e);
-        hearth__db_op *o = e->unacked;
-        e->unacked = e->unacked_tail = NULL;
+        hearth__list o = {0};
+        hearth__list_splice_back(&o, &e->unacked);
         commit_outcome(db, committed, rc);
-        ack_ops(o, rc);
+        ack_ops(&o, rc);
     }
     e->flushing = false;
     maybe_snapshot(db);
@@ -192,22 +187,20 @@ static void start_commit(hearth_db_t *db);
 static bool end_commit(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
     int rc = commit_end(e, &e->batch);
-    hearth__db_op *o = e->inflight, *later = NULL;
-    e->inflight = NULL;
+    hearth__list o = {0}, later = {0};
+    hearth__list_splice_back(&o, &e->inflight);
     e->committing = false;
     /* Closed before this commit ended: the close waits for it. A close
      * made by one of the completions below found no commit running and
      * does not (the server closes its databases once every answer is in,
      * which may be now). */
     bool awaited = db->closed;
-    if (rc) { /* the writes applied since were built on the failed ones */
-        later = e->unacked;
-        e->unacked = e->unacked_tail = NULL;
-    }
+    if (rc) /* the writes applied since were built on the failed ones */
+        hearth__list_splice_back(&later, &e->unacked);
     commit_outcome(db, e->batch_root, rc);
     e->batch_root = NULL;
-    ack_ops(o, rc);
-    ack_ops(later, rc);
+    ack_ops(&o, rc);
+    ack_ops(&later, rc);
     if (awaited) {
         hearth__commit_flush(db); /* the rest, now, before the store closes */
         hearth__db_release(db);
@@ -250,16 +243,16 @@ static bool commit_waits(const hearth__embedded *e) {
  * the batch failed at once (its writes then acknowledged). */
 static bool begin_batch(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
-    hearth__db_op *o = e->unacked;
+    hearth__list o = {0};
+    hearth__list_splice_back(&o, &e->unacked);
     int rc = commit_begin(e, &e->batch);
-    e->unacked = e->unacked_tail = NULL;
     if (rc) {
         commit_outcome(db, NULL, rc);
-        ack_ops(o, rc);
+        ack_ops(&o, rc);
         return false;
     }
     e->batch_root = hearth_node_incref(e->root);
-    e->inflight = o;
+    hearth__list_splice_back(&e->inflight, &o);
     e->committing = true;
     return true;
 }
@@ -269,7 +262,8 @@ static bool begin_batch(hearth_db_t *db) {
  * log, else here; writes that the completions make form the next batch. */
 static void start_commit(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
-    while (!e->committing && e->unacked && !e->flushing && !db->closed) {
+    while (!e->committing && !hearth__list_empty(&e->unacked) &&
+           !e->flushing && !db->closed) {
         if (!begin_batch(db))
             continue;
         e->commit_work.data = db;
@@ -293,7 +287,7 @@ static void on_commit_idle(uv_idle_t *idle) {
 
 void hearth__commit_settle(hearth_db_t *db, bool may_wait) {
     hearth__embedded *e = db->impl;
-    if (may_wait && e->group_commit && e->unacked)
+    if (may_wait && e->group_commit && !hearth__list_empty(&e->unacked))
         uv_idle_start(&e->commit_idle, on_commit_idle);
     else
         hearth__commit_flush(db);
@@ -301,6 +295,6 @@ void hearth__commit_settle(hearth_db_t *db, bool may_wait) {
 
 bool hearth__commit_quiet(hearth_db_t *db) {
     hearth__embedded *e = db->impl;
-    return !e->unacked && !e->committing && !e->snapshotting &&
+    return hearth__list_empty(&e->unacked) && !e->committing && !e->snapshotting &&
            !e->flushing && !uv_is_active((uv_handle_t *)&e->commit_idle);
 }

@@ -49,7 +49,7 @@ typedef struct hearth__embedded {
     char *store_later; /* in memory until a write: then a store here */
     int store_later_fsync;
     int64_t retain_ms; /* the store's retention (hearth__db_set_retention) */
-    hearth__db_op *unacked, *unacked_tail; /* applied, waiting for the commit */
+    hearth__list unacked; /* applied, waiting for the commit (ops, by link) */
     /* The root as of the last good commit: a failed commit reverts to it,
      * undoing every write not yet committed. */
     hearth_node_t *durable_root;
@@ -65,7 +65,7 @@ typedef struct hearth__embedded {
     uint64_t sync_estimate_ns;
     uv_work_t commit_work;
     hearth__store_batch batch;
-    hearth__db_op *inflight;
+    hearth__list inflight; /* the batch's ops, by link */
     bool snapshotting;
     uv_work_t snapshot_work;
     hearth_node_t *snapshot_root;

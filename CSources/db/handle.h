@@ -26,7 +26,7 @@ struct hearth_db_s {
     uv_async_t wake;
 
     uv_mutex_t lock; /* guards: queue, closed, push_state */
-    hearth__db_op *head, *tail;
+    hearth__list queue; /* of hearth__db_op, by link */
     bool closed;
     hearth_push_id_state_t push_state;
     atomic_uint_fast64_t next_handle;
@@ -40,7 +40,7 @@ struct hearth_db_s {
     /* loop-owned */
     hearth__event_queue events; /* backends queue, the handle raises */
     int raising;                /* > 0 while callbacks run */
-    hearth__db_op *deferred, *deferred_tail;
+    hearth__list deferred; /* of hearth__db_op, by link */
     hearth__reg **doomed; /* removed while raising: unlinked after */
     size_t ndoomed, doomed_cap;
     int close_waits; /* caller's loop: handles/work still to finish */

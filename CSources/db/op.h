@@ -4,6 +4,7 @@
 #ifndef HEARTH_DB_OP_H
 #define HEARTH_DB_OP_H
 
+#include "common/list.h"
 #include "events/listeners.h"
 
 #include <uv.h>
@@ -42,7 +43,9 @@ typedef struct hearth__db_write_part {
 
 typedef struct hearth__db_op {
     hearth__db_op_kind kind;
-    struct hearth__db_op *next;
+    /* in one queue at a time: the handle's (queue, deferred), the
+     * embedded engine's (unacked, inflight) or the cluster's (held) */
+    hearth__list link;
     void *ctx;               /* the caller's, given to its callbacks */
     hearth_free_cb ctx_free; /* runs when the operation ends */
     /* Where: a read, listen, transaction or removal of listens. */

@@ -146,23 +146,21 @@ static int stop_own_loop(hearth_db_t *db) {
         return HEARTH_EINVAL; /* cannot join our own thread */
     hearth__db_op *stop = NULL;
     hearth__db_op_create(OP_STOP, &stop); /* NULL: out of memory, below */
-    uv_mutex_lock(&db->lock);
-    db->head = db->tail = stop;
-    uv_mutex_unlock(&db->lock);
     if (!stop)
         return HEARTH_ENOMEM;
+    uv_mutex_lock(&db->lock); /* the close emptied the queue */
+    hearth__list_push_back(&db->queue, &stop->link);
+    uv_mutex_unlock(&db->lock);
     uv_async_send(&db->wake);
     uv_thread_join(&db->thread);
     uv_loop_close(db->loop);
     return 0;
 }
 
-static void cancel_all(hearth__db_op *o) {
-    while (o) {
-        hearth__db_op *next = o->next;
-        hearth__db_op_cancel(o);
-        o = next;
-    }
+/* Cancels every operation of list, first to last; it ends empty. */
+static void cancel_all(hearth__list *list) {
+    for (hearth__list *n; (n = hearth__list_pop_front(list));)
+        hearth__db_op_cancel(HEARTH__LIST_ITEM(n, hearth__db_op, link));
 }
 
 int hearth_db_close(hearth_db_t *db) {
@@ -171,8 +169,8 @@ int hearth_db_close(hearth_db_t *db) {
     uv_mutex_lock(&db->lock);
     bool was_closed = db->closed;
     db->closed = true;
-    hearth__db_op *pending = db->head;
-    db->head = db->tail = NULL;
+    hearth__list pending = {0};
+    hearth__list_splice_back(&pending, &db->queue);
     uv_mutex_unlock(&db->lock);
     if (was_closed)
         return HEARTH_ECLOSED;
@@ -181,9 +179,8 @@ int hearth_db_close(hearth_db_t *db) {
         if (rc)
             return rc;
     }
-    cancel_all(pending);
-    cancel_all(db->deferred);
-    db->deferred = db->deferred_tail = NULL;
+    cancel_all(&pending);
+    cancel_all(&db->deferred);
     if (db->owns_loop) {
         free_handle(db);
         return 0;

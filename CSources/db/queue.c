@@ -118,28 +118,23 @@ static void run_op(hearth_db_t *db, hearth__db_op *o) {
 /* Runs o and then whatever its callbacks asked for, in order. */
 static void run_now(hearth_db_t *db, hearth__db_op *o) {
     run_op(db, o);
-    while (!db->raising && db->deferred) {
-        hearth__db_op *next = db->deferred;
-        db->deferred = next->next;
-        if (!db->deferred)
-            db->deferred_tail = NULL;
-        run_op(db, next);
-    }
+    hearth__list *n;
+    while (!db->raising && (n = hearth__list_pop_front(&db->deferred)))
+        run_op(db, HEARTH__LIST_ITEM(n, hearth__db_op, link));
 }
 
 void hearth__db_on_wake(uv_async_t *handle) {
     hearth_db_t *db = handle->data;
+    hearth__list batch = {0};
     uv_mutex_lock(&db->lock);
-    hearth__db_op *o = db->head;
-    db->head = db->tail = NULL;
+    hearth__list_splice_back(&batch, &db->queue);
     uv_mutex_unlock(&db->lock);
-    while (o) {
-        hearth__db_op *next = o->next;
+    for (hearth__list *n; (n = hearth__list_pop_front(&batch));) {
+        hearth__db_op *o = HEARTH__LIST_ITEM(n, hearth__db_op, link);
         if (db->closed && o->kind != OP_STOP) /* closed by a callback */
             hearth__db_op_cancel(o);
         else
             run_now(db, o);
-        o = next;
     }
     db->backend->settle(db, false);
 }
@@ -151,11 +146,7 @@ static int submit_here(hearth_db_t *db, hearth__db_op *o) {
         return HEARTH_ECLOSED;
     }
     if (db->raising) {
-        if (db->deferred_tail)
-            db->deferred_tail->next = o;
-        else
-            db->deferred = o;
-        db->deferred_tail = o;
+        hearth__list_push_back(&db->deferred, &o->link);
     } else {
         run_now(db, o);
         db->backend->settle(db, true);
@@ -168,13 +159,8 @@ int hearth__db_submit(hearth_db_t *db, hearth__db_op *o) {
         return submit_here(db, o);
     uv_mutex_lock(&db->lock);
     bool closed = db->closed;
-    if (!closed) {
-        if (db->tail)
-            db->tail->next = o;
-        else
-            db->head = o;
-        db->tail = o;
-    }
+    if (!closed)
+        hearth__list_push_back(&db->queue, &o->link);
     uv_mutex_unlock(&db->lock);
     if (closed) {
         hearth__db_op_free(o);
@@ -190,9 +176,9 @@ bool hearth__db_unavailable(hearth_db_t *db) {
 
 bool hearth__db_quiet(hearth_db_t *db) {
     uv_mutex_lock(&db->lock);
-    bool queued = db->head != NULL;
+    bool queued = !hearth__list_empty(&db->queue);
     uv_mutex_unlock(&db->lock);
-    return !queued && !db->raising && !db->deferred &&
+    return !queued && !db->raising && hearth__list_empty(&db->deferred) &&
            db->backend->quiet(db);
 }
 

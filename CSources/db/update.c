@@ -93,8 +93,8 @@ int hearth__db_update_op(const char *path, size_t count,
         return hearth__error(err, HEARTH_EREADONLY, path,
                              "cannot write to \"%s\": /.info is read-only",
                              path);
-    hearth__db_op *o = hearth__db_write_op(count, cb, ctx, ctx_free);
-    if (!o)
+    hearth__db_op *o;
+    if (hearth__db_write_op_create(count, cb, ctx, ctx_free, &o))
         return hearth__error_code(err, HEARTH_ENOMEM);
     for (size_t i = 0; !rc && i < count; i++) {
         hearth__db_write_part *w = &o->parts[i];

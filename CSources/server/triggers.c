@@ -81,7 +81,7 @@ int hearth__server_triggers_open(hearth__server *srv, hearth_error_t *err) {
     else
         snprintf(host, sizeof host, "127.0.0.1:%d", hearth__http_port(srv->http));
     hearth__triggers_options o = {dir, host, "us-central1", remote};
-    int rc = hearth__triggers_new(&o, &srv->triggers, err);
+    int rc = hearth__triggers_create(&o, &srv->triggers, err);
     if (!rc) {
         uv_timer_init(&srv->loop, &srv->triggers_profile);
         srv->triggers_profile.data = srv;

@@ -113,12 +113,10 @@ static void save_admin(hearth__triggers *e) {
 static int install_all(hearth__triggers *e, hearth__trigger **fresh, size_t n,
                        hearth_error_t *err) {
     if (e->n + n > e->cap) {
-        size_t cap = (e->n + n) * 2;
-        hearth__trigger **v = hearth__realloc(e->v, cap * sizeof *v);
+        hearth__trigger **v = hearth__grow(e->v, &e->cap, e->n + n, sizeof *v);
         if (!v)
             return hearth__error_code(err, HEARTH_ENOMEM);
         e->v = v;
-        e->cap = cap;
     }
     bool admin = false;
     for (size_t i = 0; i < n; i++) {
@@ -213,7 +211,7 @@ int hearth__triggers_remove(hearth__triggers *e, const char *name) {
 
 /* ---- life ---- */
 
-int hearth__triggers_new(const hearth__triggers_options *o,
+int hearth__triggers_create(const hearth__triggers_options *o,
                          hearth__triggers **out, hearth_error_t *err) {
     hearth__triggers *e = hearth__calloc(1, sizeof *e);
     if (!e)

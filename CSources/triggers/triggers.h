@@ -79,7 +79,7 @@ typedef struct hearth__triggers_options {
 
 /* The triggers of a server (none registered yet), with the admin's
  * registrations kept in dir/admin.json registered again. Loop thread. */
-int hearth__triggers_new(const hearth__triggers_options *o,
+int hearth__triggers_create(const hearth__triggers_options *o,
                          hearth__triggers **out, hearth_error_t *err);
 /* Stops the deliverers (an event being delivered stays in its spool)
  * and syncs the spools; registrations and taps stay, so writes committed

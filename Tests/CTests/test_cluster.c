@@ -391,8 +391,8 @@ static void test_node_catches_up_after_restart(void) {
  * the log up to the sequence it reports. */
 static void corrupt(node *x, const char *path, const char *json) {
     hearth__cluster_ns *n = hearth__cluster_ns_of(x->db);
-    hearth__db_op *o = hearth__db_write_op(1, NULL, NULL, NULL);
-    CHECK(o != NULL);
+    hearth__db_op *o = NULL;
+    CHECK_INT(hearth__db_write_op_create(1, NULL, NULL, NULL, &o), 0);
     CHECK_INT(hearth__db_parse_write_path(path, 0, &o->parts[0].text,
                                           &o->parts[0].path, NULL),
               0);
