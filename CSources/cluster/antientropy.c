@@ -108,7 +108,7 @@ static int compare(hearth__cluster_ns *n, json_t *theirs) {
 static void diverge(hearth__cluster_ns *n, int agree, int disagree);
 
 void hearth__cluster_checks_compare(hearth__cluster *c, json_t *live) {
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         if (n->ae.diverged)
             continue;
         int peers = 0, agree = 0, disagree = 0;

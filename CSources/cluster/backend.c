@@ -126,11 +126,7 @@ static bool cluster_quiet(hearth_db_t *db) {
  * more records tailed, its lease left to expire. */
 static void leave(hearth__cluster_ns *n) {
     hearth__cluster *c = n->c;
-    for (hearth__cluster_ns **p = &c->spaces; *p; p = &(*p)->next)
-        if (*p == n) {
-            *p = n->next;
-            break;
-        }
+    hearth__list_remove(&n->link);
     if (hearth__map_get_str(&c->names, n->name) == n)
         hearth__map_remove_str(&c->names, n->name);
     hearth__cluster_step_down(n);
@@ -248,8 +244,7 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
     if (rc) {
         hearth__error_code(err, rc);
     } else {
-        n->next = c->spaces;
-        c->spaces = n;
+        hearth__list_push_front(&c->spaces, &n->link);
         rc = hearth__cluster_tail_start(n, err);
     }
     if (!rc)

@@ -329,7 +329,7 @@ static void tail_deadlines(hearth__cluster_ns *n, uint64_t now) {
 
 void hearth__cluster_forward_tick(hearth__cluster *c) {
     uint64_t now = uv_now(c->loop);
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link)
         tail_deadlines(n, now);
     /* Sent on a connection since lost: no answer will come (the write
      * may have been applied or not, as any write whose answer was lost). */

@@ -281,7 +281,7 @@ static void plan_purge(hearth__cluster_ns *n, lease_job *j, bool renew,
 
 static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
     size_t count = 0;
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link)
         count++;
     lease_round *r = hearth__calloc(1, sizeof *r);
     lease_job *jobs = count ? hearth__calloc(count, sizeof *jobs) : NULL;
@@ -291,7 +291,7 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
         return; /* the next tick tries again */
     }
     size_t i = 0;
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next, i++) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         snprintf(jobs[i].name, sizeof jobs[i].name, "%s", n->name);
         snprintf(jobs[i].stream, sizeof jobs[i].stream, "%s",
                  hearth__cluster_log_stream(n));
@@ -302,6 +302,7 @@ static void start_round(hearth__cluster *c, bool renew, uint64_t ticks) {
         /* never leads a wrong tree */
         jobs[i].stand_aside = hearth__cluster_diverged(n);
         plan_purge(n, &jobs[i], renew, ticks);
+        i++;
     }
     r->c = c;
     r->renew = renew;

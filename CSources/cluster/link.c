@@ -86,7 +86,7 @@ static void on_wake(uv_async_t *a) {
     uv_mutex_unlock(&c->link.lock);
     for (hearth__list *l; (l = hearth__list_pop_front(&batch));)
         dispatch(c, HEARTH__LIST_ITEM(l, hearth__cluster_msg, link));
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link)
         hearth__cluster_tail_drain(n);
 }
 

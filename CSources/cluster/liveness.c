@@ -14,7 +14,7 @@
  * "sums": {"<name>": its checkpoints (antientropy.c)}, "run": its run}. */
 char *hearth__cluster_liveness(hearth__cluster *c) {
     json_t *ns = json_object(), *sums = json_object();
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         json_object_set_new(
             ns, n->name,
             json_integer((json_int_t)hearth__cluster_applied_seq(n)));

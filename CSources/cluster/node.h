@@ -38,7 +38,7 @@ struct hearth__cluster {
     /* The open namespaces (backend.c adds and removes them), newest
      * first, and the same by name (one namespace of a name at a time: the
      * server opens each once), for the lookups of every message. */
-    hearth__cluster_ns *spaces;
+    hearth__list spaces; /* of hearth__cluster_ns, by link */
     hearth__map names;
     /* Each job's own part, written by the files named alone. */
     hearth__cluster_link link;       /* link.h: link.c */
@@ -59,7 +59,7 @@ struct hearth__cluster {
  * made and freed by backend.c. */
 struct hearth__cluster_ns {
     hearth__cluster *c;
-    hearth__cluster_ns *next;
+    hearth__list link; /* in c->spaces */
     hearth_db_t *db;
     char *name;
     /* Each job's own part, written by the files named alone. */

@@ -162,13 +162,13 @@ void hearth__cluster_sweep_end(hearth__cluster *c) {
 /* The namespaces this node leads now (a sweep looks at theirs only). */
 static size_t led(hearth__cluster *c, char (**names)[130]) {
     size_t n = 0;
-    for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
+    HEARTH__LIST_EACH_ITEM(s, &c->spaces, hearth__cluster_ns, link)
         n += hearth__cluster_leads(s);
     *names = n ? hearth__calloc(n, sizeof **names) : NULL;
     if (!*names)
         return 0;
     size_t i = 0;
-    for (hearth__cluster_ns *s = c->spaces; s; s = s->next)
+    HEARTH__LIST_EACH_ITEM(s, &c->spaces, hearth__cluster_ns, link)
         if (hearth__cluster_leads(s))
             snprintf((*names)[i++], sizeof **names, "%s", s->name);
     return i;

@@ -45,7 +45,7 @@ char *hearth__cluster_status(hearth__cluster *c) {
     const char *node;
     json_t *v;
     json_object_foreach(live, node, v) json_array_append_new(nodes, json_string(node));
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         if (hearth__cluster_leader_name(n)[0])
             json_object_set_new(leaders, n->name,
                                 json_string(hearth__cluster_leader_name(n)));
@@ -80,7 +80,7 @@ void hearth__cluster_metrics(hearth__cluster *c, hearth__buf *out) {
                        "it.\n"
                        "# TYPE hearth_cluster_diverged gauge\n",
                        (unsigned long long)hearth__cluster_divergences(c));
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next)
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link)
         hearth__buf_printf(out, "hearth_cluster_diverged{namespace=\"%s\"} %d\n",
                            n->name, hearth__cluster_diverged(n) ? 1 : 0);
     hearth__cluster_rejected_metrics(c, out); /* cluster/sealing.c */

@@ -17,7 +17,7 @@ static void on_tick(uv_timer_t *t) {
     hearth__cluster_serve_tick(c);
     hearth__cluster_forward_tick(c);
     hearth__cluster_rules_follow_bucket(c); /* if not yet */
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         hearth__cluster_tail_drain(n);
         hearth__cluster_tail_watch(n);
         hearth__cluster_rebuild_maybe(n);

@@ -46,7 +46,7 @@
 
 /* An event message made (kept by a namespace until old). */
 struct hearth__trig_entry {
-    hearth__trig_entry *next;
+    hearth__list link; /* in its namespace's trig.kept */
     uint64_t seq;
     uint64_t made_ms; /* loop ms */
     bool published;
@@ -57,8 +57,7 @@ struct hearth__trig_entry {
 
 /* A trigger's consumer, made by its deliverer's first pull. */
 struct hearth__trig_pull {
-    hearth__trig_pull *next;
-    char *name;
+    char *name; /* its key in c->trig.pulls */
     natsSubscription *sub;
     uint64_t asked_ms; /* its consumer's pending counts last asked */
     /* the trigger's dead letters in HEARTH_DEAD, as last asked (with the
@@ -69,7 +68,7 @@ struct hearth__trig_pull {
 
 /* A batch a deliverer holds. */
 struct hearth__cluster_batch {
-    hearth__cluster_batch *next;
+    hearth__list link; /* in c->trig.held */
     natsMsg *msg;
     uint64_t sign_ms; /* the last sign of life sent (loop ms) */
 };
@@ -194,11 +193,14 @@ static void entry_free(hearth__trig_entry *e) {
     hearth__free(e);
 }
 
-static void drop_head(hearth__cluster_ns *n) {
-    hearth__trig_entry *e = n->trig.head;
-    n->trig.head = e->next;
-    if (!n->trig.head)
-        n->trig.tail = NULL;
+/* The oldest event kept, or NULL. */
+static hearth__trig_entry *oldest(hearth__cluster_ns *n) {
+    return HEARTH__LIST_FIRST_ITEM(&n->trig.kept, hearth__trig_entry, link);
+}
+
+static void drop_oldest(hearth__cluster_ns *n) {
+    hearth__trig_entry *e = oldest(n);
+    hearth__list_remove(&e->link);
     n->trig.bytes -= e->data.len;
     entry_free(e);
 }
@@ -221,7 +223,7 @@ static void publish(hearth__cluster *c, hearth__trig_entry *e) {
 
 /* A leader puts what it keeps that is not yet put, in order. */
 static void publish_kept(hearth__cluster_ns *n) {
-    for (hearth__trig_entry *e = n->trig.head; e; e = e->next)
+    HEARTH__LIST_EACH_ITEM(e, &n->trig.kept, hearth__trig_entry, link)
         if (!e->published)
             publish(n->c, e);
 }
@@ -249,11 +251,7 @@ static hearth__trig_entry *keep(hearth__cluster_ns *n, const char *trigger,
         entry_free(e);
         return NULL;
     }
-    if (n->trig.tail)
-        n->trig.tail->next = e;
-    else
-        n->trig.head = e;
-    n->trig.tail = e;
+    hearth__list_push_back(&n->trig.kept, &e->link);
     n->trig.bytes += e->data.len;
     return e;
 }
@@ -306,8 +304,8 @@ bool hearth__cluster_triggers_put(hearth_db_t *db, uint64_t seq,
         p += take;
         len -= take;
     }
-    while (n->trig.bytes > HEARTH__CLUSTER_TRIG_KEEP_BYTES && n->trig.head)
-        drop_head(n);
+    while (n->trig.bytes > HEARTH__CLUSTER_TRIG_KEEP_BYTES && oldest(n))
+        drop_oldest(n);
     if (!all)
         hearth__log(HEARTH_LOG_WARNING, "trigger %s: no memory for events of "
                     "%s at %" PRIu64 "; dropped", trigger, n->name, seq);
@@ -315,8 +313,8 @@ bool hearth__cluster_triggers_put(hearth_db_t *db, uint64_t seq,
 }
 
 void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n) {
-    while (n->trig.head)
-        drop_head(n);
+    while (oldest(n))
+        drop_oldest(n);
 }
 
 /* ---- delivery: the consumers ---- */
@@ -324,20 +322,18 @@ void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n) {
 /* The pull of trigger name (made at its first use), under the mutex. */
 static natsSubscription *pull_of(hearth__cluster *c, const char *name,
                                  hearth__trig_pull **out, int *rc) {
-    hearth__trig_pull *p = c->trig.pulls;
-    while (p && strcmp(p->name, name) != 0)
-        p = p->next;
+    hearth__trig_pull *p = hearth__map_get_str(&c->trig.pulls, name);
     if (!p) {
         p = hearth__calloc(1, sizeof *p);
         if (p)
             p->name = hearth__strndup(name, strlen(name));
-        if (!p || !p->name) {
+        if (!p || !p->name || hearth__map_put_str(&c->trig.pulls, p->name, p)) {
+            if (p)
+                hearth__free(p->name);
             hearth__free(p);
             *rc = HEARTH_ENOMEM;
             return NULL;
         }
-        p->next = c->trig.pulls;
-        c->trig.pulls = p;
     }
     *out = p;
     if (p->sub)
@@ -394,10 +390,8 @@ bool hearth__cluster_triggers_dead_waiting(hearth__cluster *c,
     if (!c->trig.started)
         return false;
     bool known = false;
-    uv_mutex_lock(&c->trig.mu); /* pulls are only ever added, at the head */
-    hearth__trig_pull *p = c->trig.pulls;
-    while (p && strcmp(p->name, trigger) != 0)
-        p = p->next;
+    uv_mutex_lock(&c->trig.mu);
+    hearth__trig_pull *p = hearth__map_get_str(&c->trig.pulls, trigger);
     if (p && atomic_load(&p->dead_known)) {
         *count = atomic_load(&p->dead);
         known = true;
@@ -470,8 +464,7 @@ int hearth__cluster_triggers_take(hearth__cluster *c, const char *trigger,
     b->msg = m;
     b->sign_ms = mono_ms();
     uv_mutex_lock(&c->trig.mu);
-    b->next = c->trig.held;
-    c->trig.held = b;
+    hearth__list_push_back(&c->trig.held, &b->link);
     uv_mutex_unlock(&c->trig.mu);
     *batch = b;
     return 0;
@@ -481,10 +474,8 @@ void hearth__cluster_triggers_waiting(hearth__cluster *c, const char *trigger,
                                       uint64_t *waiting) {
     if (!c->trig.started)
         return;
-    uv_mutex_lock(&c->trig.mu);
-    hearth__trig_pull *p = c->trig.pulls;
-    while (p && strcmp(p->name, trigger) != 0)
-        p = p->next;
+    uv_mutex_lock(&c->trig.mu); /* pulls are never removed before the end */
+    hearth__trig_pull *p = hearth__map_get_str(&c->trig.pulls, trigger);
     uv_mutex_unlock(&c->trig.mu);
     if (p && p->sub) /* p is this trigger's deliverer's alone */
         ask_waiting(c, p, waiting);
@@ -493,11 +484,7 @@ void hearth__cluster_triggers_waiting(hearth__cluster *c, const char *trigger,
 void hearth__cluster_triggers_done(hearth__cluster *c,
                                    hearth__cluster_batch *b, bool delivered) {
     uv_mutex_lock(&c->trig.mu);
-    for (hearth__cluster_batch **p = &c->trig.held; *p; p = &(*p)->next)
-        if (*p == b) {
-            *p = b->next;
-            break;
-        }
+    hearth__list_remove(&b->link);
     uv_mutex_unlock(&c->trig.mu); /* out of the tick's reach from here */
     /* Acknowledged and confirmed (this thread waits; the loop does not):
      * one refused (a NATS user not allowed $JS.ACK.HEARTH_TRIGGERS.>) or
@@ -522,20 +509,20 @@ void hearth__cluster_triggers_tick(hearth__cluster *c) {
     hearth__cluster_docs_follow_bucket(c, &c->trig.regs); /* if not yet */
     bool again = atomic_exchange(&c->trig.failed, false);
     uint64_t now = uv_now(c->loop);
-    for (hearth__cluster_ns *n = c->spaces; n; n = n->next) {
+    HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
         bool leads = hearth__cluster_leads(n);
         if (again && leads) /* what JetStream may not hold, put again */
-            for (hearth__trig_entry *e = n->trig.head; e; e = e->next)
+            HEARTH__LIST_EACH_ITEM(e, &n->trig.kept, hearth__trig_entry, link)
                 e->published = false;
         if (leads) /* a new leader: what it kept, before its own */
             publish_kept(n);
-        while (n->trig.head &&
-               now - n->trig.head->made_ms > HEARTH__CLUSTER_TRIG_KEEP_MS)
-            drop_head(n);
+        while (oldest(n) &&
+               now - oldest(n)->made_ms > HEARTH__CLUSTER_TRIG_KEEP_MS)
+            drop_oldest(n);
     }
     uint64_t mono = mono_ms();
     uv_mutex_lock(&c->trig.mu);
-    for (hearth__cluster_batch *b = c->trig.held; b; b = b->next)
+    HEARTH__LIST_EACH_ITEM(b, &c->trig.held, hearth__cluster_batch, link)
         if (mono - b->sign_ms >= HEARTH__CLUSTER_TRIG_PROGRESS_MS) {
             natsMsg_InProgress(b->msg, NULL);
             b->sign_ms = mono;
@@ -552,17 +539,19 @@ void hearth__cluster_triggers_free(hearth__cluster *c) {
     atomic_store(&c->trig.dead_stop, true);
     while (atomic_load(&c->trig.dead_jobs) > 0) /* a JetStream call at most */
         uv_sleep(10);
-    while (c->trig.pulls) {
-        hearth__trig_pull *p = c->trig.pulls;
-        c->trig.pulls = p->next;
+    size_t at = 0;
+    for (hearth__trig_pull *p; (p = hearth__map_next(&c->trig.pulls, &at, NULL,
+                                                     NULL));) {
         /* Destroy alone: the durable consumer stays, with its place. */
         natsSubscription_Destroy(p->sub);
-        hearth__free(p->name);
+        hearth__free(p->name); /* its key: the map is not read again */
         hearth__free(p);
     }
-    while (c->trig.held) { /* none: the deliverers were joined */
-        hearth__cluster_batch *b = c->trig.held;
-        c->trig.held = b->next;
+    hearth__map_free(&c->trig.pulls);
+    for (hearth__list *l; (l = hearth__list_pop_front(&c->trig.held));) {
+        /* none: the deliverers were joined */
+        hearth__cluster_batch *b =
+            HEARTH__LIST_ITEM(l, hearth__cluster_batch, link);
         natsMsg_Destroy(b->msg);
         hearth__free(b);
     }

@@ -8,6 +8,8 @@
 #define HEARTH_CLUSTER_TRIGGERS_H
 
 #include "cluster/internal.h"
+#include "common/list.h"
+#include "common/map.h"
 #include "cluster/rules.h"
 
 #define HEARTH__CLUSTER_TRIG_STREAM "HEARTH_TRIGGERS"
@@ -43,8 +45,8 @@ typedef struct hearth__cluster_trig {
     atomic_int dead_jobs;
     atomic_bool dead_stop;
     uv_mutex_t mu;
-    hearth__trig_pull *pulls;      /* a consumer per trigger name */
-    hearth__cluster_batch *held;   /* taken, not yet done */
+    hearth__map pulls;             /* hearth__trig_pull by trigger name */
+    hearth__list held;             /* batches taken, not yet done */
     /* the admin's registrations, every node's (bucket hearth_triggers,
      * keyed by the trigger's name: rules.c's documents) */
     hearth__cluster_docs regs;
@@ -53,7 +55,7 @@ typedef struct hearth__cluster_trig {
 /* A namespace's part (loop): the events kept, oldest first, and the
  * sequences below which records are too old to keep theirs. */
 typedef struct hearth__cluster_ns_trig {
-    hearth__trig_entry *head, *tail;
+    hearth__list kept; /* of hearth__trig_entry */
     size_t bytes;
     uint64_t stale_to;
 } hearth__cluster_ns_trig;

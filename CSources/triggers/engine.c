@@ -265,6 +265,7 @@ void hearth__triggers_free(hearth__triggers *e) {
     for (size_t i = 0; i < e->n; i++)
         retire(e->v[i]);
     hearth__free(e->v);
+    hearth__map_free(&e->queues); /* empty: every queue was put */
     uv_mutex_destroy(&e->rec_mu);
     hearth__free(e->rec);
     hearth__free(e->dir);

@@ -7,6 +7,7 @@
 #define HEARTH_TRIGGERS_INTERNAL_H
 
 #include "common/histogram.h"
+#include "common/map.h"
 #include "triggers/event.h"
 #include "triggers/post.h"
 #include "triggers/spool.h"
@@ -23,14 +24,14 @@ enum { HEARTH__FORMAT_CLOUDEVENT, HEARTH__FORMAT_WEBHOOK };
  * may still be writing a replaced trigger's events). Counted on the loop
  * thread; its spools are used by any thread (their own mutexes). */
 typedef struct hearth__tqueue {
-    struct hearth__tqueue *next, **list; /* the engine's open queues */
+    hearth__map *open; /* the engine's open queues, where name keys it */
     char *name;
     int refs;
     hearth__spool *spool, *dead;
 } hearth__tqueue;
 
 /* queue.c: the queue of name in dir (opened, or the one open), counted. */
-int hearth__tqueue_get(hearth__tqueue **list, const char *dir,
+int hearth__tqueue_get(hearth__map *open, const char *dir,
                        const char *name, hearth__tqueue **out,
                        hearth_error_t *err);
 void hearth__tqueue_put(hearth__tqueue *q);
@@ -74,7 +75,7 @@ struct hearth__triggers {
     char *dir, *db_host, *location;
     hearth__trigger **v; /* registered; retired ones are gone from here */
     size_t n, cap;
-    hearth__tqueue *queues; /* open */
+    hearth__map queues; /* the open hearth__tqueues, by name */
     const hearth__triggers_remote *remote; /* a cluster's queue, or NULL */
     uint64_t next_id;
     /* the deliverers' attempts for the profiler, while recording */
