@@ -204,11 +204,8 @@ static void round_work(uv_work_t *w) {
     release_all(c, &r->releases);
     if (r->renew)
         r->live = hearth__cluster_live_nodes(c);
-    for (size_t i = 0; i < r->njobs; i++) {
+    for (size_t i = 0; i < r->njobs; i++)
         lease_job_run(c, &r->jobs[i], r->renew);
-        if (r->jobs[i].retain && r->jobs[i].outcome == KEPT)
-            hearth__cluster_retain(c, &r->jobs[i].purge);
-    }
 }
 
 static void lead(hearth__cluster_ns *n, const lease_job *j) {
@@ -238,6 +235,9 @@ static void round_done(uv_work_t *w, int status) {
     lease_round *r = w->data;
     hearth__cluster *c = r->c;
     c->lease.round_running = false;
+    const hearth__retain_job **due =
+        r->njobs ? hearth__calloc(r->njobs, sizeof *due) : NULL;
+    size_t ndue = 0;
     for (size_t i = 0; i < r->njobs; i++) {
         lease_job *j = &r->jobs[i];
         hearth__cluster_ns *n = hearth__cluster_find(c, j->name);
@@ -248,15 +248,18 @@ static void round_done(uv_work_t *w, int status) {
         if (j->outcome == WON && !n->lead.leader &&
             !hearth__cluster_diverged(n))
             lead(n, j);
-        else if (j->outcome == KEPT && n->lead.leader)
+        else if (j->outcome == KEPT && n->lead.leader) {
             n->lead.lease_rev = j->new_rev;
-        else if (j->outcome == LOST && n->lead.leader)
+            if (j->retain && due) /* a leader's, its lease just renewed */
+                due[ndue++] = &j->purge;
+        } else if (j->outcome == LOST && n->lead.leader)
             hearth__cluster_step_down(n); /* someone else may lead */
         else if (j->outcome == HELD_BY && !n->lead.leader)
             snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s",
                      j->holder);
-        hearth__cluster_retain_done(n, &j->purge);
     }
+    hearth__cluster_retain_start(c, due, ndue); /* copies them */
+    hearth__free(due);
     if (r->live) { /* the operator's view, as of this round */
         json_decref(c->lease.live);
         c->lease.live = r->live;

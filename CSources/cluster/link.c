@@ -486,7 +486,8 @@ static void maybe_finish_stop(hearth__cluster *c) {
         natsConnection_Close(c->nc);
     }
     if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
-        !hearth__cluster_lane_busy(c) && !hearth__cluster_pitr_busy(c))
+        !hearth__cluster_lane_busy(c) && !hearth__cluster_pitr_busy(c) &&
+        !hearth__cluster_retain_running(c))
         finish_stop(c);
 }
 

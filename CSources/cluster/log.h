@@ -13,6 +13,7 @@
 typedef struct hearth__cluster_logs {
     kvStore *retained; /* each namespace's purge floor (retain.c) */
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
+    bool purging; /* the purges of a round on their worker (retain.c) */
     unsigned append_delay_ms; /* test hook (commit.c) */
 } hearth__cluster_logs;
 
@@ -212,6 +213,17 @@ bool hearth__cluster_retain_plan(hearth__cluster_ns *n, uint64_t ticks,
 /* Worker thread: purges j's subject as far as every live node allows
  * and the retention window keeps (pitr.h). */
 void hearth__cluster_retain(hearth__cluster *c, hearth__retain_job *j);
+/* Loop, a leases' round ended: runs the n purges due (their leases just
+ * renewed; copied) on a worker of their own, never in the round: a purge
+ * waits on JetStream (seconds, while it elects a leader), and a lease
+ * renewal must not wait behind it. Then hearth__cluster_retain_done for
+ * each namespace still open. Skipped while the last round's purges run,
+ * or once a stop was asked. */
+void hearth__cluster_retain_start(hearth__cluster *c,
+                                  const hearth__retain_job *const *jobs,
+                                  size_t n);
+/* Whether purges are on their worker (a stop waits for them). */
+bool hearth__cluster_retain_running(const hearth__cluster *c);
 /* Loop, the round ended: what j purged; a checkpoint it found due is
  * begun (pitr.h). */
 void hearth__cluster_retain_done(hearth__cluster_ns *n,

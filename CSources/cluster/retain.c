@@ -9,8 +9,10 @@
  * (snapshot.c) instead of missing what was purged; so does a node that
  * dies with applied records its local log had not synced yet (a
  * follower syncs at most once a second); with a window, never a record
- * of the window nor what rebuilds it (pitr.h). The purge runs in the
- * leases' round, on its worker thread. The floor is sealed for its key
+ * of the window nor what rebuilds it (pitr.h). A round's purges run on
+ * a worker of their own once its leases are renewed, never inside the
+ * round: a purge waits on JetStream, and a renewal behind it would come
+ * late while JetStream elects a leader. The floor is sealed for its key
  * (cluster/sealing.h); one that does not open is not known, and a node
  * joining then takes a peer's snapshot rather than trust its own place in
  * a log that may be purged past it. */
@@ -123,6 +125,77 @@ void hearth__cluster_retain_done(hearth__cluster_ns *n,
         n->retain.purged = j->purged_to;
     if (j->cp_due)
         hearth__pitr_checkpoint_start(n, j->cp_newest);
+}
+
+/* The purges of one round, copied off the round's jobs. */
+typedef struct retain_item {
+    char name[130], stream[32], subject[96];
+    hearth__retain_job job;
+} retain_item;
+
+typedef struct retain_batch {
+    uv_work_t work;
+    hearth__cluster *c;
+    size_t n;
+    retain_item *v;
+} retain_batch;
+
+static void purge_work(uv_work_t *w) {
+    retain_batch *b = w->data;
+    for (size_t i = 0; i < b->n; i++)
+        hearth__cluster_retain(b->c, &b->v[i].job);
+}
+
+static void purge_done(uv_work_t *w, int status) {
+    (void)status;
+    retain_batch *b = w->data;
+    hearth__cluster *c = b->c;
+    for (size_t i = 0; i < b->n; i++) {
+        hearth__cluster_ns *n = hearth__cluster_find(c, b->v[i].name);
+        if (n)
+            hearth__cluster_retain_done(n, &b->v[i].job);
+    }
+    hearth__free(b->v);
+    hearth__free(b);
+    c->log.purging = false;
+    hearth__cluster_round_ended(c); /* a stop may wait for it */
+}
+
+void hearth__cluster_retain_start(hearth__cluster *c,
+                                  const hearth__retain_job *const *jobs,
+                                  size_t n) {
+    if (!n || c->log.purging || hearth__cluster_stop_asked(c))
+        return; /* the next round's purge goes as far */
+    retain_batch *b = hearth__calloc(1, sizeof *b);
+    retain_item *v = hearth__calloc(n, sizeof *v);
+    if (!b || !v) {
+        hearth__free(b);
+        hearth__free(v);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        retain_item *it = &v[i];
+        snprintf(it->name, sizeof it->name, "%s", jobs[i]->name);
+        snprintf(it->stream, sizeof it->stream, "%s", jobs[i]->stream);
+        snprintf(it->subject, sizeof it->subject, "%s", jobs[i]->subject);
+        it->job = *jobs[i];
+        it->job.name = it->name;
+        it->job.stream = it->stream;
+        it->job.subject = it->subject;
+    }
+    b->c = c;
+    b->n = n;
+    b->v = v;
+    b->work.data = b;
+    c->log.purging = true;
+    if (uv_queue_work(c->loop, &b->work, purge_work, purge_done)) {
+        purge_work(&b->work); /* no worker: here */
+        purge_done(&b->work, 0);
+    }
+}
+
+bool hearth__cluster_retain_running(const hearth__cluster *c) {
+    return c->log.purging;
 }
 
 void hearth__cluster_set_retain_ticks(hearth__cluster *c, unsigned ticks) {
