@@ -215,25 +215,36 @@ final class FunctionsRunner {
     /// Run by the folder's own Python in front of each functions-framework
     /// (its command line): the function runs until it ends by itself (its
     /// status is the guardian's), or until standard input, the server's
-    /// lifeline, ends: then SIGINT, and SIGKILL after 5 s.
+    /// lifeline, ends: then SIGINT, and SIGKILL after 5 s. The function
+    /// runs in a process group of its own and the signals go to the whole
+    /// group: gunicorn's workers, which hold the port, end with it.
     static let guardianScript = #"""
 import os, signal, subprocess, sys, threading
-child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+def group(sig):
+    try:
+        os.killpg(child.pid, sig)
+    except OSError:
+        pass
 def lifeline():
     try:
         while os.read(0, 4096):
             pass
     except OSError:
         pass
-    child.send_signal(signal.SIGINT)
+    group(signal.SIGINT)
     try:
         child.wait(timeout=5)
     except subprocess.TimeoutExpired:
-        child.kill()
+        pass
+    group(signal.SIGKILL)  # what is left of the group: workers included
+    os._exit(0)
 threading.Thread(target=lifeline, daemon=True).start()
 for s in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(s, lambda n, _: child.send_signal(n))
+    signal.signal(s, lambda n, _: group(n))
 status = child.wait()
+group(signal.SIGKILL)  # a worker its master left behind
 sys.exit(status if status >= 0 else 128 - status)
 """#
 
