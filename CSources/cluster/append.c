@@ -125,25 +125,70 @@ int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
     return rc;
 }
 
-/* The stream's answer to the append in flight (a NATS thread; the
- * worker waiting in hearth__cluster_append_wait reads it after). */
+/* The stream's answer to an append (a NATS thread): the one awaited
+ * wakes hearth__cluster_append_wait; one given up is dropped. */
 void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
                             jsPubAckErr *pae, void *closure) {
     (void)js;
     hearth__cluster_ns *n = closure;
-    if (pa) {
-        n->log.batch_seq = pa->Sequence;
-        n->log.batch_rc = 0;
-    } else {
-        n->log.batch_jerr = (int)pae->ErrCode;
-        n->log.batch_rc = refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
+    uv_mutex_lock(&n->log.ack_lock);
+    if (m == n->log.awaited) {
+        if (pa) {
+            n->log.batch_seq = pa->Sequence;
+            n->log.batch_rc = 0;
+        } else {
+            n->log.batch_jerr = (int)pae->ErrCode;
+            n->log.batch_rc =
+                refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
+        }
+        n->log.awaited = NULL;
+        n->log.acked = true;
+        uv_cond_signal(&n->log.ack_cond);
     }
+    uv_mutex_unlock(&n->log.ack_lock);
     natsMsg_Destroy(m);
+}
+
+int hearth__cluster_acks_init(hearth__cluster_ns *n) {
+    if (uv_mutex_init(&n->log.ack_lock))
+        return HEARTH_ENOMEM;
+    if (uv_cond_init(&n->log.ack_cond)) {
+        uv_mutex_destroy(&n->log.ack_lock);
+        return HEARTH_ENOMEM;
+    }
+    n->log.ack_ready = true;
+    return 0;
+}
+
+void hearth__cluster_acks_free(hearth__cluster_ns *n) {
+    if (!n->log.ack_ready)
+        return;
+    /* An answer still owed names n: it comes, or the library's own bound
+     * (the append's MaxWait) answers it, before n goes. */
+    if (n->log.abandoned && n->log.js) {
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = 2 * HEARTH__CLUSTER_WAIT_MS;
+        js_PublishAsyncComplete(n->log.js, &po);
+    }
+    uv_cond_destroy(&n->log.ack_cond);
+    uv_mutex_destroy(&n->log.ack_lock);
+    n->log.ack_ready = false;
+}
+
+/* What append_wait waits for: m's answer, or nothing (NULL: answered
+ * already). */
+static void await(hearth__cluster_ns *n, const natsMsg *m) {
+    uv_mutex_lock(&n->log.ack_lock);
+    n->log.awaited = m;
+    n->log.acked = m == NULL;
+    uv_mutex_unlock(&n->log.ack_lock);
 }
 
 int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
                                  uint64_t after) {
     n->log.batch_rc = 0;
+    await(n, NULL);
     size_t at = hearth__cluster_seal_room(n->c), len = bytes->len - at;
     if (len > hearth__cluster_room(n->c)) /* a chain: part after part */
         return hearth__cluster_append(n, bytes->data + at, len, after,
@@ -165,15 +210,38 @@ int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
         return rc;
     jsPubOptions po;
     fence(&po, after);
+    n->log.batch_disconnects = hearth__cluster_disconnects(n->c);
+    await(n, m);
     natsStatus s = js_PublishMsgAsync(n->log.js, &m, &po);
+    if (s != NATS_OK)
+        await(n, NULL); /* not sent: m is still ours */
     natsMsg_Destroy(m); /* NULL once the library took it */
     return hearth__cluster_error(s);
 }
 
 int hearth__cluster_append_wait(hearth__cluster_ns *n) {
-    /* Bounded: the append's MaxWait answers it with a timeout. */
-    natsStatus s = js_PublishAsyncComplete(n->log.js, NULL);
-    return s == NATS_OK ? n->log.batch_rc : hearth__cluster_error(s);
+    /* Bounded: the append's MaxWait answers it with a timeout; a lost
+     * connection ends the wait at once (checked every 50 ms), since the
+     * answer would have come back on it. Whether the record was stored
+     * is then unknown, as after a timeout: the write fails, and the tail
+     * brings the record if it is in the log. */
+    uint64_t end = uv_hrtime() + (uint64_t)(HEARTH__CLUSTER_WAIT_MS + 1000) * 1000000;
+    int rc = 0;
+    uv_mutex_lock(&n->log.ack_lock);
+    while (!n->log.acked) {
+        bool lost = hearth__cluster_disconnects(n->c) != n->log.batch_disconnects;
+        if (lost || uv_hrtime() >= end) {
+            n->log.awaited = NULL; /* its answer, if any, is dropped */
+            n->log.abandoned = true;
+            rc = HEARTH_EDISCONNECTED;
+            break;
+        }
+        uv_cond_timedwait(&n->log.ack_cond, &n->log.ack_lock, 50 * 1000000);
+    }
+    if (!rc)
+        rc = n->log.batch_rc;
+    uv_mutex_unlock(&n->log.ack_lock);
+    return rc;
 }
 
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k) {

@@ -132,8 +132,11 @@ int hearth__cluster_log_open(hearth__cluster_ns *n, const char *dir,
                              hearth_error_t *err) {
     hearth__cluster_tail_init(n);
     snprintf(n->log.seq_file, sizeof n->log.seq_file, "%s/cluster.seq", dir);
-    int rc = hearth__cluster_stream(n->c, n->name, n->log.stream,
-                                    n->log.subject, err);
+    int rc = hearth__cluster_acks_init(n);
+    if (rc)
+        return hearth__error_code(err, rc);
+    rc = hearth__cluster_stream(n->c, n->name, n->log.stream,
+                                n->log.subject, err);
     if (!rc)
         rc = jetstream(n, err);
     if (!rc)
@@ -154,6 +157,7 @@ void hearth__cluster_log_begin(hearth__cluster_ns *n, uint64_t joined) {
 void hearth__cluster_log_free(hearth__cluster_ns *n) {
     if (n->log.seq_fd > 0)
         close(n->log.seq_fd);
+    hearth__cluster_acks_free(n);
     jsCtx_Destroy(n->log.js);
 }
 

@@ -29,12 +29,16 @@
 /* a record the log is known to hold, and nothing delivered this long: the
  * tail's consumer is made again (tail.c). libnats makes an ordered
  * consumer again itself after missed heartbeats, but not always: after a
- * nats-server's kill -9, tails were seen silent for good. */
-#define HEARTH__CLUSTER_TAIL_STALL_MS 3000
-/* how long making it again may hold the loop, and how soon it is tried
- * again when JetStream did not answer (electing its leaders) */
-#define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 1000
-#define HEARTH__CLUSTER_TAIL_RETRY_MS 1000
+ * nats-server's kill -9, tails were seen silent for good. A live
+ * consumer delivers a record within milliseconds of its append (three
+ * heartbeats pass in this time), and a new leader orders nothing until
+ * its tail brings the log's end, so this wait is the cluster's. */
+#define HEARTH__CLUSTER_TAIL_STALL_MS 1500
+/* how long making it again (on a worker) waits for JetStream, and how
+ * soon it is tried again when JetStream did not answer (electing its
+ * leaders) */
+#define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 2000
+#define HEARTH__CLUSTER_TAIL_RETRY_MS 500
 #define HEARTH__CLUSTER_REJECT_KINDS 6 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */

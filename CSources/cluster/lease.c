@@ -216,6 +216,11 @@ static void lead(hearth__cluster_ns *n, const lease_job *j) {
     n->lead.lease_rev = j->new_rev;
     n->lead.lead_from = j->log_end;
     snprintf(n->lead.leader_name, sizeof n->lead.leader_name, "%s", c->node);
+    /* It orders nothing until its tree holds the log's end: records its
+     * consumer owes it (one on a server that died may never deliver
+     * them, as may this node's own last append, given up when its
+     * connection was lost) are watched for like any known to be there. */
+    hearth__cluster_tail_expect(n, j->log_end);
     hearth__cluster_tail_drain(n);
 }
 

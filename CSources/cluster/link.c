@@ -237,6 +237,51 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
     return s;
 }
 
+/* The stream info lists the subjects holding messages: one request
+ * answered by the stream's leader. kvStore_Keys instead makes a consumer
+ * each call and, on this library, waits out its whole timeout for the
+ * end of the initial values (a second in a leases' round: every round). */
+natsStatus hearth__cluster_kv_keys(jsCtx *js, const char *bucket,
+                                   hearth__kv_keys *out) {
+    *out = (hearth__kv_keys){0};
+    char stream[160], prefix[160];
+    snprintf(stream, sizeof stream, "KV_%s", bucket);
+    int plen = snprintf(prefix, sizeof prefix, "$KV.%s.", bucket);
+    char filter[170];
+    snprintf(filter, sizeof filter, "%s>", prefix);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Stream.Info.SubjectsFilter = filter;
+    jsStreamInfo *si = NULL;
+    natsStatus s = js_GetStreamInfo(&si, js, stream, &jo, NULL);
+    const jsStreamStateSubjects *subjects =
+        s == NATS_OK ? si->State.Subjects : NULL;
+    int count = subjects ? subjects->Count : 0;
+    if (count && !(out->keys = hearth__calloc((size_t)count, sizeof *out->keys)))
+        s = NATS_NO_MEMORY;
+    for (int i = 0; s == NATS_OK && i < count; i++) {
+        const char *subject = subjects->List[i].Subject;
+        if (strncmp(subject, prefix, (size_t)plen) != 0)
+            continue;
+        char *key = hearth__strndup(subject + plen, strlen(subject + plen));
+        if (!key)
+            s = NATS_NO_MEMORY;
+        else
+            out->keys[out->count++] = key;
+    }
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK)
+        hearth__cluster_kv_keys_free(out);
+    return s;
+}
+
+void hearth__cluster_kv_keys_free(hearth__kv_keys *keys) {
+    for (int i = 0; i < keys->count; i++)
+        hearth__free(keys->keys[i]);
+    hearth__free(keys->keys);
+    *keys = (hearth__kv_keys){0};
+}
+
 unsigned hearth__cluster_stream_names(const char *name, char stream[32],
                                       char subject[96]) {
     unsigned p = (unsigned)(crc32(0, (const unsigned char *)name,
@@ -467,7 +512,8 @@ static void finish_stop(hearth__cluster *c) {
 }
 
 /* The link goes once stopping was asked, every namespace's database is
- * freed and no leases' round, onDisconnect call or checkpoint uses it.
+ * freed and no leases' round, onDisconnect call, checkpoint, purge or
+ * consumer being made again uses it.
  *
  * A NATS that cannot be reached then is not waited for: the connection
  * closes, so that every call still waiting (a round's, the lane's) and
@@ -487,7 +533,7 @@ static void maybe_finish_stop(hearth__cluster *c) {
     }
     if (!hearth__cluster_lease_running(c) && !hearth__cluster_rebuilds(c) &&
         !hearth__cluster_lane_busy(c) && !hearth__cluster_pitr_busy(c) &&
-        !hearth__cluster_retain_running(c))
+        !hearth__cluster_retain_running(c) && !hearth__cluster_tail_remakes(c))
         finish_stop(c);
 }
 

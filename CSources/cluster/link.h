@@ -49,6 +49,17 @@ int hearth__cluster_error(natsStatus s);
 /* A namespace's database is open; freed: the last lets a stop finish. */
 void hearth__cluster_space_opened(hearth__cluster *c);
 void hearth__cluster_space_freed(hearth__cluster *c);
+/* The keys of a KV bucket, deleted ones included (their last message is
+ * the delete's: a get finds nothing); freed with _free. */
+typedef struct hearth__kv_keys {
+    char **keys;
+    int count;
+} hearth__kv_keys;
+/* Bucket's keys into out, on js (any thread but the loop: one JetStream
+ * request, bounded by js's wait). */
+natsStatus hearth__cluster_kv_keys(jsCtx *js, const char *bucket,
+                                   hearth__kv_keys *out);
+void hearth__cluster_kv_keys_free(hearth__kv_keys *keys);
 /* The names of namespace name's stream and subject (any thread); its
  * partition. */
 unsigned hearth__cluster_stream_names(const char *name, char stream[32],

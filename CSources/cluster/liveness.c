@@ -52,15 +52,15 @@ json_t *hearth__cluster_liveness_of(hearth__cluster *c, const char *node,
  * live node. */
 json_t *hearth__cluster_live_nodes(hearth__cluster *c) {
     json_t *all = json_object();
-    kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->lease.nodes, NULL) != NATS_OK)
+    hearth__kv_keys keys;
+    if (hearth__cluster_kv_keys(c->round_js, "hearth_nodes", &keys) != NATS_OK)
         return all;
-    for (int i = 0; i < keys.Count; i++) {
-        json_t *v = hearth__cluster_liveness_of(c, keys.Keys[i], NULL);
+    for (int i = 0; i < keys.count; i++) {
+        json_t *v = hearth__cluster_liveness_of(c, keys.keys[i], NULL);
         if (v)
-            json_object_set_new(all, keys.Keys[i], v);
+            json_object_set_new(all, keys.keys[i], v);
     }
-    kvKeysList_Destroy(&keys);
+    hearth__cluster_kv_keys_free(&keys);
     return all;
 }
 

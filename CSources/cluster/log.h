@@ -15,6 +15,7 @@ typedef struct hearth__cluster_logs {
     unsigned retain_ticks; /* a purge round every so many (retain.c) */
     bool purging; /* the purges of a round on their worker (retain.c) */
     unsigned append_delay_ms; /* test hook (commit.c) */
+    int tail_remakes; /* consumers being made again (tail.c) */
 } hearth__cluster_logs;
 
 /* A namespace's place in its log, and its commit in flight (commit.c,
@@ -42,6 +43,18 @@ typedef struct hearth__cluster_log {
     uint64_t batch_applied; /* applied_seq when it began */
     int batch_jerr;       /* the log's refusal, if any */
     int batch_rc;         /* the append's outcome (set by its answer) */
+    /* The answer awaited (append.c): the message in flight, and whether
+     * its answer came; under ack_lock, since the answer comes on a NATS
+     * thread. An append given up (its connection lost) leaves a message
+     * whose late answer is ignored; abandoned: one may still come, so
+     * the namespace's free waits for it. */
+    uv_mutex_t ack_lock;
+    uv_cond_t ack_cond;
+    bool ack_ready; /* lock and condition made */
+    const natsMsg *awaited;
+    bool acked;
+    bool abandoned;
+    unsigned batch_disconnects; /* the link's count as it was sent */
 } hearth__cluster_log;
 
 /* A namespace's tail (tail.c writes it). */
@@ -63,6 +76,11 @@ typedef struct hearth__cluster_tail {
     uint64_t expected, behind_since;
     /* the record being applied (its writes' triggers ask), or NULL */
     const hearth__cluster_msg *applying;
+    /* The consumer being made again on a worker (tail.c), or NULL;
+     * meanwhile what the new one delivers waits in early (its sid is not
+     * known until it is made). */
+    struct hearth__tail_remake *remake;
+    hearth__list early;
 } hearth__cluster_tail;
 
 /* A namespace's retention, while leader (retain.c writes it): the log's
@@ -108,13 +126,18 @@ int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
 /* The same, overlapped with the local log: start sends the message (a
  * chain is appended whole, waiting for each part) and wait waits for the
  * stream's answer (hearth__cluster_on_ack, the jsCtx's ack handler, sets
- * batch_seq and batch_rc). bytes: hearth__cluster_seal_room bytes of room
+ * batch_seq and batch_rc), or for the connection it went on to be lost:
+ * its answer would have come back that way, and never will. bytes: hearth__cluster_seal_room bytes of room
  * (sealing.h), then the group; sealed where it lies. Worker thread. */
 int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
                                  uint64_t after);
 int hearth__cluster_append_wait(hearth__cluster_ns *n);
 void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
                             jsPubAckErr *pae, void *closure);
+/* The answers' lock and condition, made at open; freed with the
+ * namespace, after any answer still owed to an append given up. */
+int hearth__cluster_acks_init(hearth__cluster_ns *n);
+void hearth__cluster_acks_free(hearth__cluster_ns *n);
 /* Whether m is part i of k of a chain; marking it so. */
 bool hearth__cluster_part(natsMsg *m, size_t *i, size_t *k);
 natsStatus hearth__cluster_part_mark(natsMsg *m, size_t i, size_t k);
@@ -140,7 +163,12 @@ void hearth__cluster_tail_drain(hearth__cluster_ns *n);
  * whose server stopped answering is made again by libnats only while
  * JetStream can make one; one that could not be is never heard from. */
 void hearth__cluster_tail_expect(hearth__cluster_ns *n, uint64_t seq);
+/* The consumer is made again on a worker: ending the old one deletes it
+ * and making one is a JetStream request, each waiting out an election,
+ * and the loop never waits for JetStream. */
 void hearth__cluster_tail_watch(hearth__cluster_ns *n);
+/* Consumers being made again (the link's stop waits for them). */
+int hearth__cluster_tail_remakes(const hearth__cluster *c);
 /* Whether the tree is exactly the log up to applied_seq: no write of this
  * node's own is applied ahead of the log (waiting for its commit, or in
  * the commit that appends it). Records apply only then. */

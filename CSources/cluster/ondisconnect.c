@@ -84,31 +84,31 @@ static bool leads(const struct hearth__sweep *l, const char *ns) {
 /* Finds the onDisconnect lists of dead runs in the namespaces led. */
 void hearth__cluster_sweep_work(hearth__cluster *c) {
     struct hearth__sweep *l = c->odc.sweep;
-    kvKeysList keys = {0};
-    if (kvStore_Keys(&keys, c->odc.orphans, NULL) != NATS_OK)
-        return; /* no key, or no answer: the next sweep */
+    hearth__kv_keys keys;
+    if (hearth__cluster_kv_keys(c->js, BUCKET, &keys) != NATS_OK)
+        return; /* no answer: the next sweep */
     node_run *runs = NULL;
     size_t nruns = 0;
-    for (int i = 0; i < keys.Count; i++) {
+    for (int i = 0; i < keys.count; i++) {
         char ns[130], node[64], run[24];
-        if (sscanf(keys.Keys[i], "%129[^.].%63[^.].%23[^.].", ns, node, run) != 3 ||
+        if (sscanf(keys.keys[i], "%129[^.].%63[^.].%23[^.].", ns, node, run) != 3 ||
             !leads(l, ns))
             continue;
         const char *live = live_run(c, &runs, &nruns, node);
         kvEntry *e = NULL;
         if (!live || strcmp(live, run) == 0 ||
-            kvStore_Get(&e, c->odc.orphans, keys.Keys[i]) != NATS_OK)
+            kvStore_Get(&e, c->odc.orphans, keys.keys[i]) != NATS_OK)
             continue;
         hearth__buf value;
         hearth__buf_init(&value);
-        int rc = hearth__cluster_open_value(c, BUCKET, keys.Keys[i],
+        int rc = hearth__cluster_open_value(c, BUCKET, keys.keys[i],
                                             kvEntry_Value(e),
                                             (size_t)kvEntry_ValueLen(e), &value);
         if (rc == HEARTH_EDENIED) /* counted; never run */
-            kvStore_Delete(c->odc.orphans, keys.Keys[i]);
+            kvStore_Delete(c->odc.orphans, keys.keys[i]);
         orphan *o = rc ? NULL : hearth__calloc(1, sizeof *o);
         if (o && (o->writes = hearth__buf_detach(&value, NULL))) {
-            snprintf(o->key, sizeof o->key, "%s", keys.Keys[i]);
+            snprintf(o->key, sizeof o->key, "%s", keys.keys[i]);
             snprintf(o->ns, sizeof o->ns, "%s", ns);
             hearth__list_push_front(&l->found, &o->link);
         } else {
@@ -118,7 +118,7 @@ void hearth__cluster_sweep_work(hearth__cluster *c) {
         kvEntry_Destroy(e);
     }
     hearth__free(runs);
-    kvKeysList_Destroy(&keys);
+    hearth__cluster_kv_keys_free(&keys);
 }
 
 /* ---- the loop's side ---- */

@@ -160,27 +160,25 @@ void hearth__cluster_docs_close(hearth__cluster_docs *d) {
 
 int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
                                hearth_error_t *err) {
-    kvKeysList keys = {0};
-    natsStatus s = kvStore_Keys(&keys, d->kv, NULL);
-    if (s == NATS_NOT_FOUND) /* no key yet */
-        s = NATS_OK;
-    for (int i = 0; s == NATS_OK && i < keys.Count; i++) {
+    hearth__kv_keys keys;
+    natsStatus s = hearth__cluster_kv_keys(c->js, d->bucket, &keys);
+    for (int i = 0; s == NATS_OK && i < keys.count; i++) {
         kvEntry *e = NULL;
         hearth__buf plain;
         hearth__buf_init(&plain);
         rules_value v;
-        s = kvStore_Get(&e, d->kv, keys.Keys[i]);
+        s = kvStore_Get(&e, d->kv, keys.keys[i]);
         if (s == NATS_OK &&
-            !open_value(c, d, keys.Keys[i], kvEntry_Value(e),
+            !open_value(c, d, keys.keys[i], kvEntry_Value(e),
                         (size_t)kvEntry_ValueLen(e), &plain, &v) &&
-            !remember(d, keys.Keys[i], v.text, v.len, v.version, v.by))
+            !remember(d, keys.keys[i], v.text, v.len, v.version, v.by))
             s = NATS_NO_MEMORY;
         else if (s == NATS_NOT_FOUND) /* deleted meanwhile */
             s = NATS_OK;
         hearth__buf_free(&plain);
         kvEntry_Destroy(e);
     }
-    kvKeysList_Destroy(&keys);
+    hearth__cluster_kv_keys_free(&keys);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot read the %s bucket: %s",

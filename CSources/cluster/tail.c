@@ -37,29 +37,37 @@ static void on_record(natsConnection *nc, natsSubscription *sub, natsMsg *m,
                              (uint64_t)natsSubscription_GetID(sub));
 }
 
-int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
+/* An ordered consumer of subject in stream delivering after `after` (0:
+ * from the first), on the loop's way in (on_record); wait: the bound of
+ * its making (0: the context's). */
+static natsStatus subscribe(hearth__cluster *c, const char *stream,
+                            const char *subject, uint64_t after, int64_t wait,
+                            natsSubscription **sub) {
     jsSubOptions so;
     jsSubOptions_Init(&so);
-    so.Stream = n->log.stream;
+    so.Stream = stream;
     so.Ordered = true;
     /* A consumer on a server that died is noticed by its missing
      * heartbeats and made again from the last record: quickly. */
     so.Config.Heartbeat = (int64_t)HEARTH__CLUSTER_HEARTBEAT_MS * 1000000;
-    if (n->log.applied_seq) {
+    if (after) {
         so.Config.DeliverPolicy = js_DeliverByStartSequence;
-        so.Config.OptStartSeq = n->log.applied_seq + 1;
+        so.Config.OptStartSeq = after + 1;
     }
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = wait;
+    jsErrCode jerr = 0;
+    return js_Subscribe(sub, c->js, subject, on_record, c, wait ? &jo : NULL,
+                        &so, &jerr);
+}
+
+int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     /* applied_seq is the sequence of one of the subject's messages (or 0,
      * none): the one before the first this consumer delivers */
     n->tail.tail_last = n->log.applied_seq;
-    jsErrCode jerr = 0;
-    /* Made again by the watchdog (tail_sub gone): on the loop, so only
-     * briefly; it tries again later rather than wait out an election. */
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS;
-    natsStatus s = js_Subscribe(&n->tail.tail_sub, n->c->js, n->log.subject, on_record,
-                                n->c, n->tail.sid ? &jo : NULL, &so, &jerr);
+    natsStatus s = subscribe(n->c, n->log.stream, n->log.subject,
+                             n->log.applied_seq, 0, &n->tail.tail_sub);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot tail %s: %s", n->log.subject,
@@ -89,10 +97,17 @@ void hearth__cluster_msg_free_all(hearth__list *list) {
 }
 
 void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
+    /* A consumer being made again may deliver before it is known: a
+     * subscription newer than the last (the connection numbers them in
+     * order) waits for it to be. */
+    if (n->tail.remake && q->sid > n->tail.sid) {
+        hearth__list_push_back(&n->tail.early, &q->link);
+        return;
+    }
     /* Noted before anything is dropped: whatever becomes of this message,
      * it is the one before the next. Kept in q, so a rewind (which puts q
      * back in the queue) opens it the same. */
-    if (q->sid != n->tail.sid) { /* a consumer since made again */
+    if (q->sid != n->tail.sid || n->tail.remake) { /* one made again */
         natsMsg_Destroy(q->msg);
         hearth__free(q);
         return;
@@ -162,6 +177,8 @@ void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
 
 void hearth__cluster_tail_clear(hearth__cluster_ns *n) {
     hearth__cluster_msg_free_all(&n->tail.records);
+    hearth__cluster_msg_free_all(&n->tail.early);
+    n->tail.remake = NULL; /* what it makes is dropped (remake_done) */
     hearth__cluster_tail_settle_all(n);
 }
 
@@ -423,32 +440,114 @@ void hearth__cluster_tail_expect(hearth__cluster_ns *n, uint64_t seq) {
         n->tail.behind_since = uv_now(n->c->loop);
 }
 
+/* ---- the consumer made again ---- */
+
+/* The worker's part: what it needs, copied (the namespace may close
+ * meanwhile: it is found again by name at the end), and what it made. */
+typedef struct hearth__tail_remake {
+    uv_work_t work;
+    hearth__cluster *c;
+    char name[130], stream[32], subject[96];
+    uint64_t after;
+    natsSubscription *old, *made;
+    natsStatus status;
+} hearth__tail_remake;
+
+static void remake_work(uv_work_t *w) {
+    hearth__tail_remake *r = w->data;
+    r->status = subscribe(r->c, r->stream, r->subject, r->after,
+                          HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS, &r->made);
+}
+
+/* The old consumer ends after the new one is in place: deleting it waits
+ * for JetStream (out an election, when it is electing), which the new
+ * one's records must not. Its records meanwhile are dropped (its sid is
+ * not the tail's). */
+static void retire_work(uv_work_t *w) {
+    hearth__tail_remake *r = w->data;
+    hearth__cluster_unsubscribe(r->c, &r->old);
+    hearth__cluster_unsubscribe(r->c, &r->made); /* its namespace closed */
+}
+
+static void retire_done(uv_work_t *w, int status) {
+    (void)status; /* never canceled */
+    hearth__tail_remake *r = w->data;
+    hearth__cluster *c = r->c;
+    c->log.tail_remakes--;
+    hearth__free(r);
+    hearth__cluster_round_ended(c); /* a stop may wait for it (link.c) */
+}
+
+/* Loop: the consumer made (or not); what it delivered meanwhile goes to
+ * the queue, in order; a failure is tried again sooner than a stall. */
+static void remake_done(uv_work_t *w, int status) {
+    (void)status; /* never canceled */
+    hearth__tail_remake *r = w->data;
+    hearth__cluster *c = r->c;
+    hearth__cluster_ns *n = hearth__cluster_find(c, r->name);
+    if (n && n->tail.remake == r) { /* else closed meanwhile */
+        n->tail.remake = NULL;
+        hearth__list early = {0};
+        hearth__list_splice_back(&early, &n->tail.early);
+        if (r->status == NATS_OK) {
+            n->tail.tail_sub = r->made;
+            r->made = NULL;
+            n->tail.sid = (uint64_t)natsSubscription_GetID(n->tail.tail_sub);
+            for (hearth__list *l; (l = hearth__list_pop_front(&early));)
+                hearth__cluster_tail_push(
+                    n, HEARTH__LIST_ITEM(l, hearth__cluster_msg, link));
+            hearth__cluster_tail_drain(n);
+        } else {
+            hearth__cluster_msg_free_all(&early);
+            hearth__log(HEARTH_LOG_WARNING, "cluster: cannot tail %s: %s; tried "
+                    "again in %d ms", r->subject, natsStatus_GetText(r->status),
+                    HEARTH__CLUSTER_TAIL_RETRY_MS);
+            uint64_t sooner =
+                HEARTH__CLUSTER_TAIL_STALL_MS - HEARTH__CLUSTER_TAIL_RETRY_MS;
+            uint64_t now = uv_now(c->loop);
+            n->tail.behind_since = now > sooner ? now - sooner : 1;
+        }
+    }
+    if ((r->old || r->made) &&
+        !uv_queue_work(c->loop, &r->work, retire_work, retire_done))
+        return;
+    retire_work(&r->work); /* no worker: here */
+    retire_done(&r->work, 0);
+}
+
+int hearth__cluster_tail_remakes(const hearth__cluster *c) {
+    return c->log.tail_remakes;
+}
+
 void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
-    if (!n->tail.behind_since ||
+    if (n->tail.remake || !n->tail.behind_since ||
         uv_now(n->c->loop) - n->tail.behind_since < HEARTH__CLUSTER_TAIL_STALL_MS)
         return;
+    hearth__tail_remake *r = hearth__calloc(1, sizeof *r);
+    if (!r)
+        return; /* the next tick tries again */
     /* Made again after what the tree holds; what is queued past it comes
      * again from the new consumer (the queue drops what it has). */
     hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log holds records to %llu "
             "that this node's consumer did not deliver; it is made again "
             "from %llu", n->name, (unsigned long long)n->tail.expected,
             (unsigned long long)n->log.applied_seq + 1);
-    uint64_t expected = n->tail.expected;
-    hearth__cluster_tail_stop(n);
+    r->c = n->c;
+    snprintf(r->name, sizeof r->name, "%s", n->name);
+    snprintf(r->stream, sizeof r->stream, "%s", n->log.stream);
+    snprintf(r->subject, sizeof r->subject, "%s", n->log.subject);
+    r->after = n->log.applied_seq;
+    r->old = n->tail.tail_sub;
+    r->work.data = r;
+    n->tail.tail_sub = NULL;
+    n->tail.tail_last = n->log.applied_seq;
     hearth__cluster_msg_free_all(&n->tail.records);
-    hearth_error_t err;
-    n->tail.behind_since = 0;
-    bool made = hearth__cluster_tail_start(n, &err) == 0;
-    if (!made) {
-        hearth__log(HEARTH_LOG_WARNING, "%s; tried again in %d ms", err.message,
-                    HEARTH__CLUSTER_TAIL_RETRY_MS);
-        n->tail.tail_sub = NULL;
+    /* watched again until the records come (expected stays) */
+    n->tail.behind_since = uv_now(n->c->loop);
+    n->tail.remake = r;
+    n->c->log.tail_remakes++;
+    if (uv_queue_work(n->c->loop, &r->work, remake_work, remake_done)) {
+        remake_work(&r->work); /* no worker: here */
+        remake_done(&r->work, 0);
     }
-    /* watched again until it comes; a consumer not made, sooner */
-    hearth__cluster_tail_expect(n, expected);
-    uint64_t sooner = HEARTH__CLUSTER_TAIL_STALL_MS - HEARTH__CLUSTER_TAIL_RETRY_MS;
-    if (!made && n->tail.behind_since)
-        n->tail.behind_since = n->tail.behind_since > sooner
-                                   ? n->tail.behind_since - sooner
-                                   : 1; /* 0 would be "not behind" */
 }
