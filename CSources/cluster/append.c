@@ -164,8 +164,11 @@ void hearth__cluster_acks_free(hearth__cluster_ns *n) {
     if (!n->log.ack_ready)
         return;
     /* An answer still owed names n: it comes, or the library's own bound
-     * (the append's MaxWait) answers it, before n goes. */
-    if (n->log.abandoned && n->log.js) {
+     * (the append's MaxWait) answers it, before n goes. Without a
+     * connection none can come: jsCtx_Destroy drops what is pending and
+     * stops the timer that would answer it. */
+    if (n->log.abandoned && n->log.js &&
+        natsConnection_Status(n->c->nc) == NATS_CONN_STATUS_CONNECTED) {
         jsPubOptions po;
         jsPubOptions_Init(&po);
         po.MaxWait = 2 * HEARTH__CLUSTER_WAIT_MS;
