@@ -36,20 +36,24 @@
 #define HEARTH__CLUSTER_TAIL_STALL_MS 1500
 /* how long making it again (on a worker) waits for JetStream, and how
  * soon it is tried again when JetStream did not answer (electing its
- * leaders) */
-#define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS 2000
+ * leaders). Just after an election JetStream can take seconds to make a
+ * consumer: a request given up sooner is made again, and waits again. */
+#define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS HEARTH__CLUSTER_WAIT_MS
 #define HEARTH__CLUSTER_TAIL_RETRY_MS 500
 #define HEARTH__CLUSTER_REJECT_KINDS 6 /* sealing.h */
 
 /* What a NATS thread hands to the loop. */
 typedef enum { MSG_LOG, MSG_FORWARD, MSG_REPLY, MSG_RULES } hearth__cluster_msg_kind;
+#define HEARTH__CLUSTER_SID_READ UINT64_MAX
 typedef struct hearth__cluster_msg {
     hearth__list link; /* in the link's queue, or a tail's records or
                           unsettled */
     hearth__cluster_msg_kind kind;
     natsMsg *msg;
     uint64_t seq; /* MSG_LOG: its stream sequence */
-    uint64_t sid; /* MSG_LOG: the subscription that received it */
+    uint64_t sid; /* MSG_LOG: the subscription that received it, or
+                     HEARTH__CLUSTER_SID_READ: read by its sequence, its
+                     prev set by the reader (tail.c) */
     /* MSG_LOG, set by the tail: the sequence of the subject's message
      * before it (what its leader fenced it on, if it is genuine), and
      * once opened (1; -1: it does not, a no-op) where its plaintext is */

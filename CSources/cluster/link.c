@@ -34,20 +34,28 @@ void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
 void hearth__cluster_post_log(hearth__cluster *c, hearth__cluster_msg_kind kind,
                               natsMsg *m, uint64_t seq, uint64_t sid) {
     hearth__cluster_msg *q = hearth__calloc(1, sizeof *q);
+    if (!q) { /* no memory: a lost record is caught up by the fence */
+        natsMsg_Destroy(m);
+        return;
+    }
+    q->kind = kind;
+    q->msg = m;
+    q->seq = seq;
+    q->sid = sid;
+    hearth__cluster_post_msg(c, q);
+}
+
+void hearth__cluster_post_msg(hearth__cluster *c, hearth__cluster_msg *q) {
     uv_mutex_lock(&c->link.lock);
-    bool keep = q && !c->link.stopping;
+    bool keep = !c->link.stopping;
     if (keep) {
-        q->kind = kind;
-        q->msg = m;
-        q->seq = seq;
-        q->sid = sid;
         hearth__list_push_back(&c->link.queue, &q->link);
         uv_async_send(&c->link.wake);
     }
     uv_mutex_unlock(&c->link.lock);
-    if (!keep) { /* no memory: a lost record is caught up by the fence */
+    if (!keep) {
+        natsMsg_Destroy(q->msg);
         hearth__free(q);
-        natsMsg_Destroy(m);
     }
 }
 
@@ -78,8 +86,7 @@ static void dispatch(hearth__cluster *c, hearth__cluster_msg *q) {
     hearth__free(q);
 }
 
-static void on_wake(uv_async_t *a) {
-    hearth__cluster *c = a->data;
+void hearth__cluster_take_queued(hearth__cluster *c) {
     hearth__list batch = {0};
     uv_mutex_lock(&c->link.lock);
     hearth__list_splice_back(&batch, &c->link.queue);
@@ -88,6 +95,10 @@ static void on_wake(uv_async_t *a) {
         dispatch(c, HEARTH__LIST_ITEM(l, hearth__cluster_msg, link));
     HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link)
         hearth__cluster_tail_drain(n);
+}
+
+static void on_wake(uv_async_t *a) {
+    hearth__cluster_take_queued(a->data);
 }
 
 /* ---- setup ---- */

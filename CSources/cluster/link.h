@@ -34,6 +34,8 @@ typedef struct hearth__cluster_link {
 /* Any thread: wakes the loop to drain what NATS's threads queued and each
  * namespace's tail. */
 void hearth__cluster_wake(hearth__cluster *c);
+/* Loop: that drain, now. */
+void hearth__cluster_take_queued(hearth__cluster *c);
 /* How many times the connection to NATS was lost (any thread). */
 unsigned hearth__cluster_disconnects(hearth__cluster *c);
 /* Whether the node was asked to stop (hearth__cluster_stop). */
@@ -44,6 +46,8 @@ void hearth__cluster_post(hearth__cluster *c, hearth__cluster_msg_kind kind,
 /* The same, noting the subscription (sid) that received m. */
 void hearth__cluster_post_log(hearth__cluster *c, hearth__cluster_msg_kind kind,
                               natsMsg *m, uint64_t seq, uint64_t sid);
+/* The same for a message made whole (the loop owns q from here). */
+void hearth__cluster_post_msg(hearth__cluster *c, hearth__cluster_msg *q);
 /* A NATS status as a Hearth error (EIO unless it says more). */
 int hearth__cluster_error(natsStatus s);
 /* A namespace's database is open; freed: the last lets a stop finish. */

@@ -100,18 +100,23 @@ void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *q) {
     /* A consumer being made again may deliver before it is known: a
      * subscription newer than the last (the connection numbers them in
      * order) waits for it to be. */
-    if (n->tail.remake && q->sid > n->tail.sid) {
+    bool read = q->sid == HEARTH__CLUSTER_SID_READ;
+    if (!read && n->tail.remake && q->sid > n->tail.sid) {
         hearth__list_push_back(&n->tail.early, &q->link);
+        return;
+    }
+    /* One read by its sequence comes only as the next after the last
+     * received (its reader knew the one before it); any other only from
+     * the consumer in place. */
+    if (read ? q->prev != n->tail.tail_last
+             : q->sid != n->tail.sid || n->tail.remake) {
+        natsMsg_Destroy(q->msg);
+        hearth__free(q);
         return;
     }
     /* Noted before anything is dropped: whatever becomes of this message,
      * it is the one before the next. Kept in q, so a rewind (which puts q
      * back in the queue) opens it the same. */
-    if (q->sid != n->tail.sid || n->tail.remake) { /* one made again */
-        natsMsg_Destroy(q->msg);
-        hearth__free(q);
-        return;
-    }
     q->prev = n->tail.tail_last;
     if (q->seq > n->tail.tail_last)
         n->tail.tail_last = q->seq;
@@ -202,6 +207,8 @@ uint64_t hearth__cluster_tail_applying(const hearth__cluster_ns *n,
     if (q && natsMsg_GetMetaData(&meta, q->msg) == NATS_OK) {
         *stamp = meta->Timestamp;
         jsMsgMetaData_Destroy(meta);
+    } else if (q) { /* one read directly by its sequence */
+        *stamp = natsMsg_GetTime(q->msg);
     }
     return q ? q->seq : 0;
 }
@@ -448,13 +455,54 @@ typedef struct hearth__tail_remake {
     uv_work_t work;
     hearth__cluster *c;
     char name[130], stream[32], subject[96];
-    uint64_t after;
+    uint64_t after, until; /* the records known missing: after..until */
     natsSubscription *old, *made;
     natsStatus status;
 } hearth__tail_remake;
 
+/* How many of the stream's sequences a making again reads one by one
+ * (the partition's stream interleaves its namespaces' subjects). */
+#define FETCH_SPAN 64
+
+/* Reads the missing records by sequence, each a request the stream's
+ * leader answers: no consumer to make, which just after an election
+ * JetStream can take seconds to do, while a new leader waits for them.
+ * Each goes to the loop at once, marked with the subject's sequence
+ * before it (the tail takes it only as the next after its last); the
+ * reading stops at the first that does not come (the consumer brings the
+ * rest, and drops what it brings again). */
+static void fetch_missing(hearth__tail_remake *r) {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = HEARTH__CLUSTER_ROUND_WAIT_MS;
+    uint64_t end = r->until < r->after + FETCH_SPAN ? r->until
+                                                    : r->after + FETCH_SPAN;
+    uint64_t prev = r->after;
+    for (uint64_t seq = r->after + 1; seq <= end; seq++) {
+        natsMsg *m = NULL;
+        if (js_GetMsg(&m, r->c->js, r->stream, seq, &jo, NULL) != NATS_OK)
+            return;
+        bool ours = strcmp(natsMsg_GetSubject(m), r->subject) == 0;
+        hearth__cluster_msg *q = ours ? hearth__calloc(1, sizeof *q) : NULL;
+        if (!q) {
+            natsMsg_Destroy(m);
+            if (ours)
+                return; /* no memory: the consumer brings it */
+            continue;   /* another namespace's */
+        }
+        q->kind = MSG_LOG;
+        q->msg = m;
+        q->seq = seq;
+        q->sid = HEARTH__CLUSTER_SID_READ;
+        q->prev = prev;
+        prev = seq;
+        hearth__cluster_post_msg(r->c, q);
+    }
+}
+
 static void remake_work(uv_work_t *w) {
     hearth__tail_remake *r = w->data;
+    fetch_missing(r);
     r->status = subscribe(r->c, r->stream, r->subject, r->after,
                           HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS, &r->made);
 }
@@ -520,6 +568,10 @@ int hearth__cluster_tail_remakes(const hearth__cluster *c) {
 }
 
 void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
+    /* The tree holds what was expected (a leader's own appends pass its
+     * tail by): nothing is missing. */
+    if (n->tail.expected <= n->log.applied_seq)
+        n->tail.behind_since = 0;
     if (n->tail.remake || !n->tail.behind_since ||
         uv_now(n->c->loop) - n->tail.behind_since < HEARTH__CLUSTER_TAIL_STALL_MS)
         return;
@@ -537,6 +589,7 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     snprintf(r->stream, sizeof r->stream, "%s", n->log.stream);
     snprintf(r->subject, sizeof r->subject, "%s", n->log.subject);
     r->after = n->log.applied_seq;
+    r->until = n->tail.expected;
     r->old = n->tail.tail_sub;
     r->work.data = r;
     n->tail.tail_sub = NULL;

@@ -4,9 +4,9 @@
  * the leases' round first (it is what every other job's view of who
  * leads comes from), then the sweep, forwarded writes (the joins and
  * replay windows a leader keeps, then the sender's retries and
- * timeouts), the rules' consumer if not yet made, and each namespace's
- * tail (records held back by a commit; a consumer that stopped
- * delivering) and rebuild. */
+ * timeouts), the rules' consumer if not yet made, what NATS's threads
+ * queued (each namespace's tail drained with it), and each namespace's
+ * watchdog (a consumer that stopped delivering) and rebuild. */
 #include "cluster/node.h"
 
 static void on_tick(uv_timer_t *t) {
@@ -17,8 +17,11 @@ static void on_tick(uv_timer_t *t) {
     hearth__cluster_serve_tick(c);
     hearth__cluster_forward_tick(c);
     hearth__cluster_rules_follow_bucket(c); /* if not yet */
+    /* What NATS delivered first: after the loop was held (a long apply),
+     * libuv runs this timer before the wake-up that brings it, and the
+     * watchdog would take a consumer that delivered for a silent one. */
+    hearth__cluster_take_queued(c);
     HEARTH__LIST_EACH_ITEM(n, &c->spaces, hearth__cluster_ns, link) {
-        hearth__cluster_tail_drain(n);
         hearth__cluster_tail_watch(n);
         hearth__cluster_rebuild_maybe(n);
     }

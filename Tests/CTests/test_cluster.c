@@ -1700,6 +1700,45 @@ static bool allow_all(void *ctx, const hearth_node_t *auth, const char *door,
     return true;
 }
 
+/* A follower whose tail's consumer goes silent (libnats does not always
+ * make one again after its server dies) and then learns of a record (its
+ * forwarded write's answer): the watchdog reads the missing record by its
+ * sequence and makes the consumer again, on a worker; the write's ok
+ * comes once the follower's tree holds it, within the stall and a read,
+ * and the new consumer delivers what comes next. */
+static void test_silent_tail_is_made_again(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
+    hearth__cluster_tail_stop(fn); /* silent: nothing delivers any more */
+    double t0 = test_seconds();
+    set(f, "/y", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
+    double took = test_seconds() - t0;
+    CHECK_INT(o[1].rc, 0);
+    CHECK_STR(o[1].seen, "{\"x\":1,\"y\":2}");
+    CHECK(took >= HEARTH__CLUSTER_TAIL_STALL_MS / 1000.0 - 0.5);
+    CHECK(took < HEARTH__CLUSTER_TAIL_STALL_MS / 1000.0 + 3.0);
+    while (!fn->tail.tail_sub) /* the consumer, made again after the read */
+        uv_run(&p.loop, UV_RUN_ONCE);
+    /* ... delivers what comes next: */
+    set(l, "/z", "3", NULL, &o[2]);
+    wait_for(&p.loop, o + 2, 1);
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_applied_seq(fn) < last)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    const hearth_node_t *z = NULL;
+    CHECK_INT(hearth_node_get(hearth__db_root(f->db), "/z", &z, NULL), 0);
+    char *json = to_json(z);
+    CHECK_STR(json, "3");
+    free(json);
+    pair_end(&p, o, 3);
+}
+
 /* The identities of the writes to /j in a data directory's log. */
 static int note_identity(const hearth_change_t *change, void *ctx) {
     hearth__buf *b = ctx;
@@ -1760,6 +1799,7 @@ const test_case cluster_tests[] = {
     {"cluster_record_bigger_than_a_message",
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
+    {"cluster_silent_tail_is_made_again", test_silent_tail_is_made_again},
     {"cluster_compare_and_set_across_nodes",
      test_compare_and_set_across_nodes},
     {"cluster_refused_append_leaves_local_log_without_it",
