@@ -531,10 +531,9 @@ static void finish_stop(hearth__cluster *c) {
  * every one made after (deleting the liveness key, the leases given up,
  * the consumers) fails at once; what they would tidy goes by itself (keys
  * expire with their TTL, the server drops consumers nobody listens to).
- * Not before every database is freed: a closed connection never times out
- * an append in flight (libnats times it out through the connection), so
- * its commit would wait for ever. That wait is bounded by the append's
- * own (HEARTH__CLUSTER_WAIT_MS). */
+ * Not before every database is freed: a commit may still be appending on
+ * its worker, using the connection; its wait ends at the answer, at the
+ * connection's loss, or at its own bound (append.c). */
 static void maybe_finish_stop(hearth__cluster *c) {
     if (!c->link.stop_asked || c->link.open_spaces > 0)
         return;
