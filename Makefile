@@ -47,7 +47,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: all lib cli deps test test-c test-layers test-link test-portable test-darwin test-fuzz test-install test-swift \
-        test-e2e test-console test-console-assets test-cluster cluster \
+        test-e2e test-console test-console-assets test-cluster soak-failover cluster \
         bench bench-server bench-cluster bench-realtime bench-cache bench-rules bench-stall \
         bench-connections bench-fanout bench-bigdata bench-listen-hash \
         bench-triggers \
@@ -258,6 +258,12 @@ test-cluster: deps
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_attacks.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_triggers.py
 	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/test_faults.py
+
+# The failover figures (not part of `make test`): each nats-server killed
+# -9 under writes, ROUNDS times over (default 3).
+soak-failover: deps
+	HEARTH_STRICT=1 swift build --product hearth
+	HEARTH_BIN=.build/debug/hearth python3 Tests/cluster/soak_failover.py
 
 # The same cluster to try by hand: prints the URLs and where NATS's CA,
 # user and the cluster secret are, Ctrl-C stops it all (ports from

@@ -9,7 +9,7 @@ over REST and server-sent events:
 3. kill -9 of the namespace's leader node during acknowledged writes:
    writes succeed again within 15 s; then kill -9 of each nats-server in
    turn (restarted, and JetStream whole again, between): writes
-   succeed again within 8 s each time (or within 2 s of JetStream's own
+   succeed again within 8 s each time (or within 6 s of JetStream's own
    election of new leaders, when that alone took longer); no
    acknowledged write lost;
 4. once quiet, every node (the killed one restarted) holds the same data;
