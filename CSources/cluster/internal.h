@@ -34,11 +34,11 @@
  * heartbeats pass in this time), and a new leader orders nothing until
  * its tail brings the log's end, so this wait is the cluster's. */
 #define HEARTH__CLUSTER_TAIL_STALL_MS 1500
-/* how long making it again (on a worker) waits for JetStream, and how
- * soon it is tried again when JetStream did not answer (electing its
- * leaders). Just after an election JetStream can take seconds to make a
- * consumer: a request given up sooner is made again, and waits again. */
-#define HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS HEARTH__CLUSTER_WAIT_MS
+/* how soon making it again is tried again when JetStream did not answer
+ * (electing its leaders); each try waits HEARTH__CLUSTER_WAIT_MS, on a
+ * worker: just after an election JetStream can take seconds to make a
+ * consumer, and a request given up sooner is made again, and waits
+ * again */
 #define HEARTH__CLUSTER_TAIL_RETRY_MS 500
 #define HEARTH__CLUSTER_REJECT_KINDS 6 /* sealing.h */
 

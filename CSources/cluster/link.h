@@ -91,8 +91,8 @@ natsStatus hearth__cluster_bucket(hearth__cluster *c, jsCtx *js,
  * NATS is connected; otherwise the server drops it once nobody listens,
  * and nothing waits for a NATS that cannot answer. */
 void hearth__cluster_unsubscribe(hearth__cluster *c, natsSubscription **sub);
-/* A worker using the link ended (a leases' round, the
- * KV lane): a stop waiting for it may finish. */
+/* A worker using the link ended (a leases' round, the KV lane, a tail's
+ * consumer made again): a stop waiting for it may finish. */
 void hearth__cluster_round_ended(hearth__cluster *c);
 
 /* ---- natsopts.c ---- */

@@ -127,8 +127,9 @@ int hearth__cluster_append(hearth__cluster_ns *n, const char *data,
  * chain is appended whole, waiting for each part) and wait waits for the
  * stream's answer (hearth__cluster_on_ack, the jsCtx's ack handler, sets
  * batch_seq and batch_rc), or for the connection it went on to be lost:
- * its answer would have come back that way, and never will. bytes: hearth__cluster_seal_room bytes of room
- * (sealing.h), then the group; sealed where it lies. Worker thread. */
+ * its answer would have come back that way, and never will. bytes:
+ * hearth__cluster_seal_room bytes of room (sealing.h), then the group;
+ * sealed where it lies. Worker thread. */
 int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
                                  uint64_t after);
 int hearth__cluster_append_wait(hearth__cluster_ns *n);

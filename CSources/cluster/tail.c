@@ -38,10 +38,10 @@ static void on_record(natsConnection *nc, natsSubscription *sub, natsMsg *m,
 }
 
 /* An ordered consumer of subject in stream delivering after `after` (0:
- * from the first), on the loop's way in (on_record); wait: the bound of
- * its making (0: the context's). */
+ * from the first), on the loop's way in (on_record); its making waits
+ * for JetStream as long as c->js does (HEARTH__CLUSTER_WAIT_MS). */
 static natsStatus subscribe(hearth__cluster *c, const char *stream,
-                            const char *subject, uint64_t after, int64_t wait,
+                            const char *subject, uint64_t after,
                             natsSubscription **sub) {
     jsSubOptions so;
     jsSubOptions_Init(&so);
@@ -54,12 +54,8 @@ static natsStatus subscribe(hearth__cluster *c, const char *stream,
         so.Config.DeliverPolicy = js_DeliverByStartSequence;
         so.Config.OptStartSeq = after + 1;
     }
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = wait;
     jsErrCode jerr = 0;
-    return js_Subscribe(sub, c->js, subject, on_record, c, wait ? &jo : NULL,
-                        &so, &jerr);
+    return js_Subscribe(sub, c->js, subject, on_record, c, NULL, &so, &jerr);
 }
 
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
@@ -67,7 +63,7 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
      * none): the one before the first this consumer delivers */
     n->tail.tail_last = n->log.applied_seq;
     natsStatus s = subscribe(n->c, n->log.stream, n->log.subject,
-                             n->log.applied_seq, 0, &n->tail.tail_sub);
+                             n->log.applied_seq, &n->tail.tail_sub);
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot tail %s: %s", n->log.subject,
@@ -503,8 +499,7 @@ static void fetch_missing(hearth__tail_remake *r) {
 static void remake_work(uv_work_t *w) {
     hearth__tail_remake *r = w->data;
     fetch_missing(r);
-    r->status = subscribe(r->c, r->stream, r->subject, r->after,
-                          HEARTH__CLUSTER_TAIL_REMAKE_WAIT_MS, &r->made);
+    r->status = subscribe(r->c, r->stream, r->subject, r->after, &r->made);
 }
 
 /* The old consumer ends after the new one is in place: deleting it waits

@@ -11,33 +11,10 @@ median; exits 1 if a kill took longer than test_cluster.py allows.
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import test_cluster as t  # noqa: E402
 from cluster import Cluster  # noqa: E402
-
-
-def kill_one(c, s, prefix):
-    """kill -9 of nats-server s under writes; (after the kill, after
-    JetStream's election) in seconds, the second None if JetStream did
-    not lead again."""
-    c.wait_jetstream_whole()
-    w = t.Writer(c, prefix)
-    time.sleep(2)
-    t0 = time.time()
-    c.kill(c.nats, s)
-    js = t.JetStreamWatch(c)
-    while time.time() < t0 + 40 and (
-            js.at is None or time.time() < max(
-                t0 + t.NATS_FAILOVER_S, js.at + t.AFTER_JETSTREAM_S) + 1):
-        time.sleep(0.2)
-    w.stop = True
-    w.join()
-    c.start_nats(s)
-    gap = t.longest_gap_after(w.times, t0, time.time())
-    elected = js.at - t0 if js.at else None
-    return gap, elected
 
 
 def main():
@@ -48,10 +25,11 @@ def main():
         c.start()
         for r in range(rounds):
             for s in range(3):
-                gap, elected = kill_one(c, s, "r%ds%d" % (r, s))
-                after = None if elected is None else max(0.0, gap - elected)
+                gap, elected, _ = t.kill_nats_under_writes(c, s, "r%ds%d" % (r, s))
+                after = (None if elected == float("inf")
+                         else max(0.0, gap - elected))
                 late = gap > max(t.NATS_FAILOVER_S,
-                                 (elected or float("inf")) + t.AFTER_JETSTREAM_S)
+                                 elected + t.AFTER_JETSTREAM_S)
                 rows.append((gap, after, late))
                 print("kill -9 of s%d: writes back %.1f s after it, %s%s"
                       % (s, gap, "JetStream never led again" if after is None
