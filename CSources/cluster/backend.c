@@ -245,7 +245,14 @@ int hearth__cluster_open(hearth__cluster *c, const char *name,
         hearth__error_code(err, rc);
     } else {
         hearth__list_push_front(&c->spaces, &n->link);
-        rc = hearth__cluster_tail_start(n, err);
+        /* A consumer JetStream cannot make now (electing its leaders, or
+         * refusing while it tidies a dead node's consumers) is made again
+         * by the tail's watchdog, on a worker: the namespace opens. */
+        hearth_error_t tail_err;
+        if (hearth__cluster_tail_start(n, &tail_err))
+            hearth__log(HEARTH_LOG_WARNING, "%s; tried again in %d ms",
+                        tail_err.message, HEARTH__CLUSTER_TAIL_RETRY_MS);
+        n->tail.retry_at = uv_now(c->loop) + HEARTH__CLUSTER_TAIL_RETRY_MS;
     }
     if (!rc)
         rc = hearth__cluster_snapshot_serve(n);

@@ -81,6 +81,9 @@ typedef struct hearth__cluster_tail {
      * known until it is made). */
     struct hearth__tail_remake *remake;
     hearth__list early;
+    /* With no consumer (tail_sub NULL, no remake: its making failed),
+     * when the watchdog makes one again (loop ms; 0: at once). */
+    uint64_t retry_at;
 } hearth__cluster_tail;
 
 /* A namespace's retention, while leader (retain.c writes it): the log's
@@ -150,7 +153,8 @@ size_t hearth__cluster_room(hearth__cluster *c);
 void hearth__cluster_tail_init(hearth__cluster_ns *n);
 /* Whether records wait in n's queue (a commit in flight held them). */
 bool hearth__cluster_tail_queued(const hearth__cluster_ns *n);
-/* Starts n's consumer after applied_seq (at open); ends it (leaving). */
+/* Starts n's consumer after applied_seq (at open; one not made is made
+ * again by hearth__cluster_tail_watch); ends it (leaving). */
 int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err);
 void hearth__cluster_tail_stop(hearth__cluster_ns *n);
 void hearth__cluster_tail_push(hearth__cluster_ns *n, hearth__cluster_msg *m);

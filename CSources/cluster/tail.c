@@ -64,10 +64,12 @@ int hearth__cluster_tail_start(hearth__cluster_ns *n, hearth_error_t *err) {
     n->tail.tail_last = n->log.applied_seq;
     natsStatus s = subscribe(n->c, n->log.stream, n->log.subject,
                              n->log.applied_seq, &n->tail.tail_sub);
-    if (s != NATS_OK)
+    if (s != NATS_OK) {
+        n->tail.tail_sub = NULL; /* the watchdog makes one */
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot tail %s: %s", n->log.subject,
                              natsStatus_GetText(s));
+    }
     n->tail.sid = (uint64_t)natsSubscription_GetID(n->tail.tail_sub);
     n->tail.expected = n->tail.behind_since = 0;
     return 0;
@@ -545,10 +547,7 @@ static void remake_done(uv_work_t *w, int status) {
             hearth__log(HEARTH_LOG_WARNING, "cluster: cannot tail %s: %s; tried "
                     "again in %d ms", r->subject, natsStatus_GetText(r->status),
                     HEARTH__CLUSTER_TAIL_RETRY_MS);
-            uint64_t sooner =
-                HEARTH__CLUSTER_TAIL_STALL_MS - HEARTH__CLUSTER_TAIL_RETRY_MS;
-            uint64_t now = uv_now(c->loop);
-            n->tail.behind_since = now > sooner ? now - sooner : 1;
+            n->tail.retry_at = uv_now(c->loop) + HEARTH__CLUSTER_TAIL_RETRY_MS;
         }
     }
     if ((r->old || r->made) &&
@@ -567,18 +566,26 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
      * tail by): nothing is missing. */
     if (n->tail.expected <= n->log.applied_seq)
         n->tail.behind_since = 0;
-    if (n->tail.remake || !n->tail.behind_since ||
-        uv_now(n->c->loop) - n->tail.behind_since < HEARTH__CLUSTER_TAIL_STALL_MS)
+    uint64_t now = uv_now(n->c->loop);
+    bool stalled = n->tail.behind_since &&
+                   now - n->tail.behind_since >= HEARTH__CLUSTER_TAIL_STALL_MS;
+    /* No consumer at all (its making failed, at open or since): made
+     * again whether or not a record is known to be missing, else the
+     * others' writes would never reach this node. */
+    bool none = !n->tail.tail_sub && now >= n->tail.retry_at;
+    if (n->tail.remake || (!stalled && !none))
         return;
     hearth__tail_remake *r = hearth__calloc(1, sizeof *r);
     if (!r)
         return; /* the next tick tries again */
     /* Made again after what the tree holds; what is queued past it comes
      * again from the new consumer (the queue drops what it has). */
-    hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log holds records to %llu "
-            "that this node's consumer did not deliver; it is made again "
-            "from %llu", n->name, (unsigned long long)n->tail.expected,
-            (unsigned long long)n->log.applied_seq + 1);
+    if (stalled)
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: the log holds records to "
+                "%llu that this node's consumer did not deliver; it is made "
+                "again from %llu", n->name,
+                (unsigned long long)n->tail.expected,
+                (unsigned long long)n->log.applied_seq + 1);
     r->c = n->c;
     snprintf(r->name, sizeof r->name, "%s", n->name);
     snprintf(r->stream, sizeof r->stream, "%s", n->log.stream);
@@ -591,7 +598,8 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     n->tail.tail_last = n->log.applied_seq;
     hearth__cluster_msg_free_all(&n->tail.records);
     /* watched again until the records come (expected stays) */
-    n->tail.behind_since = uv_now(n->c->loop);
+    if (n->tail.behind_since)
+        n->tail.behind_since = now;
     n->tail.remake = r;
     n->c->log.tail_remakes++;
     if (uv_queue_work(n->c->loop, &r->work, remake_work, remake_done)) {

@@ -1714,7 +1714,8 @@ static void test_silent_tail_is_made_again(void) {
     set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
     node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
     hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
-    hearth__cluster_tail_stop(fn); /* silent: nothing delivers any more */
+    /* silent: the consumer is there, and delivers nothing any more */
+    CHECK_INT(natsSubscription_Unsubscribe(fn->tail.tail_sub), NATS_OK);
     double t0 = test_seconds();
     set(f, "/y", "2", NULL, &o[1]);
     wait_for(&p.loop, o + 1, 1);
@@ -1737,6 +1738,30 @@ static void test_silent_tail_is_made_again(void) {
     CHECK_STR(json, "3");
     free(json);
     pair_end(&p, o, 3);
+}
+
+/* A follower left with no consumer at all (JetStream refused to make one
+ * at its open, or since): the watchdog makes one without waiting to learn
+ * of a missing record, so the leader's writes reach it. */
+static void test_tail_without_consumer_gets_one(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[2] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
+    hearth__cluster_tail_stop(fn); /* no consumer */
+    set(l, "/y", "2", NULL, &o[1]);
+    wait_for(&p.loop, o + 1, 1);
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_applied_seq(fn) < last)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    CHECK(fn->tail.tail_sub != NULL);
+    char *json = to_json(hearth__db_root(f->db));
+    CHECK_STR(json, "{\"x\":1,\"y\":2}");
+    free(json);
+    pair_end(&p, o, 2);
 }
 
 /* The identities of the writes to /j in a data directory's log. */
@@ -1800,6 +1825,8 @@ const test_case cluster_tests[] = {
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
     {"cluster_silent_tail_is_made_again", test_silent_tail_is_made_again},
+    {"cluster_tail_without_consumer_gets_one",
+     test_tail_without_consumer_gets_one},
     {"cluster_compare_and_set_across_nodes",
      test_compare_and_set_across_nodes},
     {"cluster_refused_append_leaves_local_log_without_it",
