@@ -69,6 +69,7 @@ static void replica_end(void *ctx, int rc, bool synced) {
                     (unsigned long long)n->log.batch_applied);
         n->log.applied_seq = n->log.committed_seq = n->log.batch_seq;
         n->log.durable_seq = n->log.batch_seq;
+        hearth__cluster_tail_own_appended(n);
     } else if (!rc) {
         n->log.committed_seq = n->log.batch_applied;
         /* Records from the log count once synced (seq_file never runs
@@ -84,9 +85,14 @@ static void replica_end(void *ctx, int rc, bool synced) {
     if (hearth__cluster_tail_queued(n))
         hearth__cluster_wake(n->c);
     if (rc && n->log.batch_published) {
-        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: append refused (%s%s); "
+        char code[40] = "";
+        if (n->log.batch_jerr && n->log.batch_jerr != 10071)
+            snprintf(code, sizeof code, ", JetStream error %d",
+                     n->log.batch_jerr);
+        hearth__log(HEARTH_LOG_WARNING, "cluster: %s: append refused (%s%s%s); "
                 "catching up from the log", n->name, hearth_strerror(rc),
-                n->log.batch_jerr == 10071 ? ", a newer record is there" : "");
+                n->log.batch_jerr == 10071 ? ", a newer record is there" : "",
+                code);
         if (n->log.batch_jerr == 10071) /* this node's tail must bring it */
             hearth__cluster_tail_expect(n, n->log.applied_seq + 1);
         if (n->log.batch_seq == 0)

@@ -183,6 +183,13 @@ bool hearth__cluster_tree_exact(const hearth__cluster_ns *n);
  * applied since go back to the front of the queue, to apply again. */
 void hearth__cluster_tail_settled(hearth__cluster_ns *n);
 void hearth__cluster_tail_rewind(hearth__cluster_ns *n);
+/* This node's own record is in the log, right after what its tree held:
+ * a chain half received is cut short for good (its next part, fenced on
+ * the part before, can never be stored now), as the record cuts it on
+ * every other node, which apply it. The leader never applies its own, so
+ * it cuts it here: else a later rewind would go back to the chain's first
+ * part, past its own records, which no queue holds. */
+void hearth__cluster_tail_own_appended(hearth__cluster_ns *n);
 /* Forgets the records kept and a chain in progress: the tree was
  * replaced by a peer's, past them (antientropy.c); the queue stays. */
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n);

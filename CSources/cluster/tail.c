@@ -173,6 +173,10 @@ void hearth__cluster_tail_rewind(hearth__cluster_ns *n) {
     chain_reset(n, false);
 }
 
+void hearth__cluster_tail_own_appended(hearth__cluster_ns *n) {
+    chain_reset(n, true);
+}
+
 void hearth__cluster_tail_settle_all(hearth__cluster_ns *n) {
     hearth__cluster_msg_free_all(&n->tail.unsettled);
     chain_reset(n, true);
@@ -561,6 +565,28 @@ int hearth__cluster_tail_remakes(const hearth__cluster *c) {
     return c->log.tail_remakes;
 }
 
+/* Every record the consumer delivered is applied, queued, or this
+ * node's own (in the tree as written): with none queued and the tree
+ * exactly the log, the tree is at least where the tail is. Short of it,
+ * records were dropped that nothing delivers again, and the leader would
+ * wait for them for ever: a fault of this code, said as one, and
+ * repaired by reading them again. */
+static bool tree_lost_records(hearth__cluster_ns *n) {
+    if (n->tail.remake || n->log.applied_seq >= n->tail.tail_last ||
+        !hearth__list_empty(&n->tail.records) ||
+        !hearth__cluster_tree_exact(n))
+        return false;
+    hearth__log(HEARTH_LOG_ERROR, "cluster: %s: the tree is at %llu, behind the "
+            "%llu its consumer delivered, with nothing queued; reading the "
+            "records again", n->name, (unsigned long long)n->log.applied_seq,
+            (unsigned long long)n->tail.tail_last);
+    if (n->tail.tail_last > n->tail.expected)
+        n->tail.expected = n->tail.tail_last;
+    if (!n->tail.behind_since) /* watched until they come */
+        n->tail.behind_since = uv_now(n->c->loop);
+    return true;
+}
+
 void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     /* The tree holds what was expected (a leader's own appends pass its
      * tail by): nothing is missing. */
@@ -569,11 +595,12 @@ void hearth__cluster_tail_watch(hearth__cluster_ns *n) {
     uint64_t now = uv_now(n->c->loop);
     bool stalled = n->tail.behind_since &&
                    now - n->tail.behind_since >= HEARTH__CLUSTER_TAIL_STALL_MS;
+    bool lost = !stalled && tree_lost_records(n);
     /* No consumer at all (its making failed, at open or since): made
      * again whether or not a record is known to be missing, else the
      * others' writes would never reach this node. */
     bool none = !n->tail.tail_sub && now >= n->tail.retry_at;
-    if (n->tail.remake || (!stalled && !none))
+    if (n->tail.remake || (!stalled && !lost && !none))
         return;
     hearth__tail_remake *r = hearth__calloc(1, sizeof *r);
     if (!r)

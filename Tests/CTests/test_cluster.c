@@ -496,13 +496,39 @@ static void log_of(node *x, char *stream, size_t size, char *subject,
     free(status);
 }
 
+/* A connection of an outsider: every NATS permission, no secret. */
+static natsConnection *outsider(const nats_proc *nats, jsCtx **js) {
+    natsConnection *nc = NULL;
+    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
+    if (js)
+        CHECK_INT(natsConnection_JetStream(js, nc, NULL), NATS_OK);
+    return nc;
+}
+
+/* Closes what outsider opened with a JetStream context. */
+static void outsider_close(natsConnection *nc, jsCtx *js) {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+}
+
+/* An outsider's connection, with namespace t's stream and subject on
+ * node x: what the tests use to act on the log behind the nodes' backs. */
+typedef struct outside_log {
+    natsConnection *nc;
+    jsCtx *js;
+    char stream[32], subject[64];
+} outside_log;
+
+static void outside_log_open(const nats_proc *nats, node *x, outside_log *o) {
+    log_of(x, o->stream, sizeof o->stream, o->subject, sizeof o->subject);
+    o->nc = outsider(nats, &o->js);
+}
+
 /* Appends a record to namespace t's log from outside, as a leader that
  * is not x would, fenced on nothing: one write of path = json, or none
  * (path NULL). x's tree is then one record behind. */
 static void append_foreign(const nats_proc *nats, node *x, const char *path,
                            const char *json) {
-    char stream[32], subject[64];
-    log_of(x, stream, sizeof stream, subject, sizeof subject);
     hearth__buf bytes;
     hearth__buf_init(&bytes);
     hearth__buf_add(&bytes, HEARTH__LOG_HEADER, HEARTH__LOG_HEADER_LEN);
@@ -519,17 +545,14 @@ static void append_foreign(const nats_proc *nats, node *x, const char *path,
         hearth_node_decref(v);
         hearth__records_clear(&r);
     }
-    natsConnection *nc = NULL;
-    jsCtx *js = NULL;
-    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
-    CHECK_INT(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+    outside_log out;
+    outside_log_open(nats, x, &out);
     jsPubAck *ack = NULL;
-    CHECK_INT(js_Publish(&ack, js, subject, bytes.data, (int)bytes.len, NULL,
-                         NULL),
+    CHECK_INT(js_Publish(&ack, out.js, out.subject, bytes.data,
+                         (int)bytes.len, NULL, NULL),
               NATS_OK);
     jsPubAck_Destroy(ack);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    outsider_close(out.nc, out.js);
     hearth__buf_free(&bytes);
 }
 
@@ -611,6 +634,85 @@ static void test_records_of_a_new_leader_survive_a_refused_append(void) {
     set_acked(&p.loop, &p.a, "/y", "3", &o[2]);
     CHECK_STR(o[2].seen, "{\"f\":\"from the new leader\",\"x\":1,\"y\":3}");
     single_end(&p, o, 3, "{\"f\":\"from the new leader\",\"x\":1,\"y\":3}");
+}
+
+/* Part 1 of 2 of a chain whose leader died before its second, put in
+ * namespace t's log from outside (unfenced, as append_foreign): its
+ * sequence. */
+static uint64_t append_chain_cut_short(const nats_proc *nats, node *x) {
+    outside_log out;
+    outside_log_open(nats, x, &out);
+    natsMsg *m = NULL;
+    CHECK_INT(natsMsg_Create(&m, out.subject, NULL, HEARTH__LOG_HEADER,
+                             HEARTH__LOG_HEADER_LEN),
+              NATS_OK);
+    CHECK_INT(hearth__cluster_part_mark(m, 1, 2), NATS_OK);
+    jsPubAck *ack = NULL;
+    CHECK_INT(js_PublishMsg(&ack, out.js, m, NULL, NULL), NATS_OK);
+    uint64_t seq = ack ? ack->Sequence : 0;
+    jsPubAck_Destroy(ack);
+    natsMsg_Destroy(m);
+    outsider_close(out.nc, out.js);
+    return seq;
+}
+
+/* Namespace t's stream refuses messages over max bytes (-1: none). */
+static void stream_max_msg_size(const nats_proc *nats, node *x, int32_t max) {
+    outside_log out;
+    outside_log_open(nats, x, &out);
+    jsStreamInfo *si = NULL, *updated = NULL;
+    CHECK_INT(js_GetStreamInfo(&si, out.js, out.stream, NULL, NULL), NATS_OK);
+    if (si) {
+        si->Config->MaxMsgSize = max;
+        CHECK_INT(js_UpdateStream(&updated, out.js, si->Config, NULL, NULL),
+                  NATS_OK);
+    }
+    jsStreamInfo_Destroy(updated);
+    jsStreamInfo_Destroy(si);
+    outsider_close(out.nc, out.js);
+}
+
+/* A chain cut short (its leader died between its parts) is cut by the
+ * next record on every node, the leader too, whose own record it is and
+ * which never applies it. Kept open there, a later refused append would
+ * rewind the leader to before the chain's first part, past its own
+ * records, which nothing delivers again: it would hold every write,
+ * waiting for them, for ever (and take no snapshot meanwhile). */
+static void test_leader_cuts_a_chain_cut_short(void) {
+    pair p;
+    if (!single_start(&p))
+        return;
+    outcome o[4] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    hearth__cluster_ns *n = hearth__cluster_ns_of(p.a.db);
+    uint64_t part = append_chain_cut_short(&p.nats, &p.a);
+    while (hearth__cluster_applied_seq(n) < part)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    CHECK(hearth__cluster_chain_open(n));
+    set_acked(&p.loop, &p.a, "/y", "2", &o[1]);
+    CHECK(!hearth__cluster_chain_open(n));
+    uint64_t own = hearth__cluster_applied_seq(n);
+    while (n->tail.tail_last < own) /* its record back, and dropped */
+        uv_run(&p.loop, UV_RUN_ONCE);
+    /* An append refused with nothing stored after it (the stream's
+     * largest message made smaller than any record) */
+    stream_max_msg_size(&p.nats, &p.a, 8);
+    set(&p.a, "/refused", "3", NULL, &o[2]);
+    wait_for(&p.loop, o + 2, 1);
+    CHECK_INT(o[2].rc, HEARTH_EIO);
+    stream_max_msg_size(&p.nats, &p.a, -1);
+    /* Barrier: acknowledged once a leads again, its tree at the log's
+     * end (a node held for ever fails the bound). */
+    set(&p.a, "/z", "4", NULL, &o[3]);
+    double end = test_seconds() + 15;
+    while (!o[3].done && test_seconds() < end)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    CHECK(o[3].done);
+    if (!o[3].done)
+        return; /* held: what it holds stays (the test has failed) */
+    CHECK_INT(o[3].rc, 0);
+    CHECK_STR(o[3].seen, "{\"x\":1,\"y\":2,\"z\":4}");
+    single_end(&p, o, 4, "{\"x\":1,\"y\":2,\"z\":4}");
 }
 
 /* What a leader killed in its append's window leaves: a group written
@@ -733,19 +835,14 @@ static uint64_t status_number(node *x, const char *key) {
 /* Purges t's subject below its last record, from outside (what retention
  * does once every live node holds the rest). */
 static void purge_below_last(const nats_proc *nats, node *x) {
-    char stream[32], subject[64];
-    log_of(x, stream, sizeof stream, subject, sizeof subject);
-    natsConnection *nc = NULL;
-    jsCtx *js = NULL;
-    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
-    CHECK_INT(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+    outside_log out;
+    outside_log_open(nats, x, &out);
     jsOptions jo;
     jsOptions_Init(&jo);
-    jo.Stream.Purge.Subject = subject;
+    jo.Stream.Purge.Subject = out.subject;
     jo.Stream.Purge.Sequence = status_number(x, "seq");
-    CHECK_INT(js_PurgeStream(js, stream, &jo, NULL), NATS_OK);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    CHECK_INT(js_PurgeStream(out.js, out.stream, &jo, NULL), NATS_OK);
+    outsider_close(out.nc, out.js);
 }
 
 /* A node that joins with nothing loads a peer's snapshot and tails the
@@ -1053,21 +1150,6 @@ static void sealed_end(pair *p, outcome *o, int n, const char *dir) {
     pair_end(p, o, n);
     sealed_with = NULL;
     remove_tree(dir);
-}
-
-/* A connection of an outsider: every NATS permission, no secret. */
-static natsConnection *outsider(const nats_proc *nats, jsCtx **js) {
-    natsConnection *nc = NULL;
-    CHECK_INT(natsConnection_ConnectTo(&nc, nats->url), NATS_OK);
-    if (js)
-        CHECK_INT(natsConnection_JetStream(js, nc, NULL), NATS_OK);
-    return nc;
-}
-
-/* Closes what outsider opened with a JetStream context. */
-static void outsider_close(natsConnection *nc, jsCtx *js) {
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
 }
 
 /* Runs the loop until x has dropped more than `than` messages of kind. */
@@ -1764,6 +1846,32 @@ static void test_tail_without_consumer_gets_one(void) {
     pair_end(&p, o, 2);
 }
 
+/* A follower whose tree is found behind what its consumer delivered,
+ * with nothing queued (records dropped by a fault of the code, as a
+ * leader's stale chain once made its rewinds drop them): the watchdog
+ * says so and reads them again, rather than leave it waiting for ever. */
+static void test_tree_behind_its_tail_reads_again(void) {
+    pair p;
+    if (!pair_start(&p))
+        return;
+    outcome o[3] = {{0}};
+    set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
+    node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
+    set_acked(&p.loop, l, "/y", "2", &o[1]);
+    hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_applied_seq(fn) < last)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    fn->log.applied_seq--; /* the record at last, as if dropped */
+    double end = test_seconds() + 10;
+    while (hearth__cluster_applied_seq(fn) < last && test_seconds() < end)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    CHECK(hearth__cluster_applied_seq(fn) == last);
+    set_acked(&p.loop, f, "/z", "3", &o[2]); /* and it goes on */
+    CHECK_STR(o[2].seen, "{\"x\":1,\"y\":2,\"z\":3}");
+    pair_end(&p, o, 3);
+}
+
 /* The identities of the writes to /j in a data directory's log. */
 static int note_identity(const hearth_change_t *change, void *ctx) {
     hearth__buf *b = ctx;
@@ -1825,10 +1933,14 @@ const test_case cluster_tests[] = {
      test_record_bigger_than_a_message},
     {"cluster_writes_from_both_nodes", test_writes_from_both_nodes},
     {"cluster_silent_tail_is_made_again", test_silent_tail_is_made_again},
+    {"cluster_tree_behind_its_tail_reads_again",
+     test_tree_behind_its_tail_reads_again},
     {"cluster_tail_without_consumer_gets_one",
      test_tail_without_consumer_gets_one},
     {"cluster_compare_and_set_across_nodes",
      test_compare_and_set_across_nodes},
+    {"cluster_leader_cuts_a_chain_cut_short",
+     test_leader_cuts_a_chain_cut_short},
     {"cluster_refused_append_leaves_local_log_without_it",
      test_refused_append_leaves_local_log_without_it},
     {"cluster_records_of_a_new_leader_survive_a_refused_append",

@@ -43,6 +43,7 @@ One cluster serves every scenario; a scenario that fails keeps that
 cluster's logs and data (the directory is printed) and the next scenario
 starts on a fresh cluster. Exits 1 if any scenario failed.
 """
+import json
 import os
 import re
 import shutil
@@ -372,6 +373,15 @@ def root_hash(c, i):
     return None
 
 
+def print_statuses(c):
+    """Each node's /.cluster/status.json, for the logs of a failure."""
+    for i in range(3):
+        try:
+            print("n%d status: %s" % (i + 1, json.dumps(c.status(i))))
+        except Exception as e:
+            print("n%d status: none (%s)" % (i + 1, e))
+
+
 def barrier(c, scenario, failures, bound=CONVERGE_S):
     """A write through each node; every node must show all three (within
     bound seconds). Each node's tail is then past every write
@@ -388,6 +398,7 @@ def barrier(c, scenario, failures, bound=CONVERGE_S):
         if not done:
             failures.append("the barrier write through n%d was not "
                             "acknowledged in %d s" % (i + 1, bound))
+            print_statuses(c)
     want = {"n%d" % (i + 1): token for i in range(3)}
     end = time.time() + bound
     for j in range(3):
