@@ -462,9 +462,14 @@ typedef struct hearth__tail_remake {
     natsStatus status;
 } hearth__tail_remake;
 
-/* How many of the stream's sequences a making again reads one by one
- * (the partition's stream interleaves its namespaces' subjects). */
-#define FETCH_SPAN 64
+/* How long, and how many bytes, one making again reads records one by
+ * one: while JetStream cannot make a consumer (no metadata leader, for
+ * seconds after a server it paused comes back), these reads are all
+ * that keeps the node current, and they must outpace the leader's
+ * writes; bounded, as the worker is shared (the leases' rounds use it)
+ * and what is read waits in memory until the loop applies it. */
+#define FETCH_BUDGET_MS 250
+#define FETCH_BUDGET_BYTES (64u << 20)
 
 /* Reads the missing records by sequence, each a request the stream's
  * leader answers: no consumer to make, which just after an election
@@ -472,18 +477,32 @@ typedef struct hearth__tail_remake {
  * Each goes to the loop at once, marked with the subject's sequence
  * before it (the tail takes it only as the next after its last); the
  * reading stops at the first that does not come (the consumer brings the
- * rest, and drops what it brings again). */
+ * rest, and drops what it brings again), or at its budget (the next
+ * making again goes on from there). The partition's stream interleaves
+ * its namespaces' subjects: every sequence is read. */
 static void fetch_missing(hearth__tail_remake *r) {
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = HEARTH__CLUSTER_ROUND_WAIT_MS;
-    uint64_t end = r->until < r->after + FETCH_SPAN ? r->until
-                                                    : r->after + FETCH_SPAN;
+    /* As far as the subject's last record: a node left without a
+     * consumer learns of the others' writes only so. */
+    uint64_t end = r->until;
+    natsMsg *last = NULL;
+    if (js_GetLastMsg(&last, r->c->js, r->stream, r->subject, &jo, NULL) ==
+            NATS_OK &&
+        natsMsg_GetSequence(last) > end)
+        end = natsMsg_GetSequence(last);
+    natsMsg_Destroy(last);
+    uint64_t deadline = uv_hrtime() + (uint64_t)FETCH_BUDGET_MS * 1000000;
+    size_t bytes = 0;
     uint64_t prev = r->after;
     for (uint64_t seq = r->after + 1; seq <= end; seq++) {
+        if (uv_hrtime() >= deadline || bytes >= FETCH_BUDGET_BYTES)
+            return;
         natsMsg *m = NULL;
         if (js_GetMsg(&m, r->c->js, r->stream, seq, &jo, NULL) != NATS_OK)
             return;
+        bytes += (size_t)natsMsg_GetDataLength(m);
         bool ours = strcmp(natsMsg_GetSubject(m), r->subject) == 0;
         hearth__cluster_msg *q = ours ? hearth__calloc(1, sizeof *q) : NULL;
         if (!q) {

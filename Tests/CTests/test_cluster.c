@@ -1823,27 +1823,36 @@ static void test_silent_tail_is_made_again(void) {
 }
 
 /* A follower left with no consumer at all (JetStream refused to make one
- * at its open, or since): the watchdog makes one without waiting to learn
- * of a missing record, so the leader's writes reach it. */
+ * at its open, or since): the watchdog reads the records to the
+ * subject's last and makes one without waiting to learn of a missing
+ * record, so the leader's writes reach it, through that consumer. */
 static void test_tail_without_consumer_gets_one(void) {
     pair p;
     if (!pair_start(&p))
         return;
-    outcome o[2] = {{0}};
+    outcome o[3] = {{0}};
     set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
     node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
     hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
     hearth__cluster_tail_stop(fn); /* no consumer */
     set(l, "/y", "2", NULL, &o[1]);
     wait_for(&p.loop, o + 1, 1);
+    /* read up to the subject's last record as the consumer is made */
     uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_applied_seq(fn) < last || !fn->tail.tail_sub)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    /* ... which delivers what comes next (no making again since) */
+    natsSubscription *made = fn->tail.tail_sub;
+    set(l, "/z", "3", NULL, &o[2]);
+    wait_for(&p.loop, o + 2, 1);
+    last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
     while (hearth__cluster_applied_seq(fn) < last)
         uv_run(&p.loop, UV_RUN_ONCE);
-    CHECK(fn->tail.tail_sub != NULL);
+    CHECK(fn->tail.tail_sub == made && !fn->tail.remake);
     char *json = to_json(hearth__db_root(f->db));
-    CHECK_STR(json, "{\"x\":1,\"y\":2}");
+    CHECK_STR(json, "{\"x\":1,\"y\":2,\"z\":3}");
     free(json);
-    pair_end(&p, o, 2);
+    pair_end(&p, o, 3);
 }
 
 /* A follower whose tree is found behind what its consumer delivered,
