@@ -550,6 +550,13 @@ static void maybe_finish_stop(hearth__cluster *c) {
 void hearth__cluster_stop(hearth__cluster *c) {
     c->link.stop_asked = true;
     hearth__cluster_tick_stop(c);
+    /* The buckets' ordered consumers end long before the connection is
+     * closed: libnats before 3.10 crashes (natsThread_Detach(NULL)) when
+     * one, its heartbeats missed while NATS is away, is made again just
+     * as its connection closes; once unsubscribed, none is. The tails'
+     * end as their namespaces close, before the connection as well. */
+    hearth__cluster_rules_stop(c);
+    hearth__cluster_triggers_unfollow(c);
     maybe_finish_stop(c);
 }
 

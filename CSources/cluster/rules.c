@@ -158,8 +158,8 @@ void hearth__cluster_docs_close(hearth__cluster_docs *d) {
     d->kv = NULL;
 }
 
-int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
-                               hearth_error_t *err) {
+/* Reads every document of d's bucket into this node's copy. */
+static natsStatus read_bucket(hearth__cluster *c, hearth__cluster_docs *d) {
     hearth__kv_keys keys;
     natsStatus s = hearth__cluster_kv_keys(c->js, d->bucket, &keys);
     for (int i = 0; s == NATS_OK && i < keys.count; i++) {
@@ -179,6 +179,21 @@ int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
         kvEntry_Destroy(e);
     }
     hearth__cluster_kv_keys_free(&keys);
+    return s;
+}
+
+int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
+                               hearth_error_t *err) {
+    /* As hearth__cluster_bucket: JetStream, just started, may leave a
+     * call unanswered for a while; read again until it answers. */
+    uint64_t until = uv_hrtime() / 1000000 + HEARTH__CLUSTER_START_WAIT_MS;
+    natsStatus s;
+    while ((s = read_bucket(c, d)) == NATS_TIMEOUT ||
+           s == NATS_NO_RESPONDERS) {
+        if (uv_hrtime() / 1000000 >= until)
+            break;
+        uv_sleep(250);
+    }
     if (s != NATS_OK)
         return hearth__error(err, hearth__cluster_error(s), NULL,
                              "cluster: cannot read the %s bucket: %s",
@@ -209,12 +224,9 @@ void hearth__cluster_docs_follow_bucket(hearth__cluster *c,
     }
 }
 
-void hearth__cluster_docs_stop(hearth__cluster_docs *d) {
-    if (d->sub) {
-        natsSubscription_Unsubscribe(d->sub);
-        natsSubscription_Destroy(d->sub);
-        d->sub = NULL;
-    }
+void hearth__cluster_docs_stop(hearth__cluster *c,
+                               hearth__cluster_docs *d) {
+    hearth__cluster_unsubscribe(c, &d->sub);
 }
 
 void hearth__cluster_docs_free(hearth__cluster_docs *d) {
@@ -245,7 +257,7 @@ void hearth__cluster_rules_follow_bucket(hearth__cluster *c) {
 }
 
 void hearth__cluster_rules_stop(hearth__cluster *c) {
-    hearth__cluster_docs_stop(&c->rules);
+    hearth__cluster_docs_stop(c, &c->rules);
 }
 
 void hearth__cluster_rules_free(hearth__cluster *c) {

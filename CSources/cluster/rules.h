@@ -30,7 +30,8 @@ int hearth__cluster_docs_start(hearth__cluster *c, hearth__cluster_docs *d,
                                hearth_error_t *err);
 void hearth__cluster_docs_follow_bucket(hearth__cluster *c,
                                         hearth__cluster_docs *d);
-void hearth__cluster_docs_stop(hearth__cluster_docs *d);
+void hearth__cluster_docs_stop(hearth__cluster *c,
+                               hearth__cluster_docs *d);
 void hearth__cluster_docs_free(hearth__cluster_docs *d);
 /* Loop: m, from a followed bucket's stream, if it is d's (true). */
 bool hearth__cluster_docs_changed(hearth__cluster *c, hearth__cluster_docs *d,

@@ -530,8 +530,12 @@ void hearth__cluster_triggers_tick(hearth__cluster *c) {
     uv_mutex_unlock(&c->trig.mu);
 }
 
+void hearth__cluster_triggers_unfollow(hearth__cluster *c) {
+    hearth__cluster_docs_stop(c, &c->trig.regs);
+}
+
 void hearth__cluster_triggers_free(hearth__cluster *c) {
-    hearth__cluster_docs_stop(&c->trig.regs);
+    hearth__cluster_docs_stop(c, &c->trig.regs);
     hearth__cluster_docs_close(&c->trig.regs);
     hearth__cluster_docs_free(&c->trig.regs);
     if (!c->trig.started)

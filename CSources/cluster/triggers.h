@@ -67,6 +67,8 @@ void hearth__cluster_triggers_tick(hearth__cluster *c);
 bool hearth__cluster_triggers_changed(hearth__cluster *c, natsMsg *m);
 /* Frees a namespace's events kept (with its database). */
 void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n);
+/* Stops following the registrations' bucket (a stop was asked). */
+void hearth__cluster_triggers_unfollow(hearth__cluster *c);
 /* At stop, before the connection goes (every deliverer joined). */
 void hearth__cluster_triggers_free(hearth__cluster *c);
 /* The message of a batch taken (its subject and id name its letters). */
