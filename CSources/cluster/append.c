@@ -94,6 +94,7 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
         *seq = ack->Sequence;
     jsPubAck_Destroy(ack);
     n->log.batch_jerr = (int)jerr;
+    n->log.batch_status = (int)s;
     return refusal(s, jerr);
 }
 
@@ -138,6 +139,7 @@ void hearth__cluster_on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa,
             n->log.batch_rc = 0;
         } else {
             n->log.batch_jerr = (int)pae->ErrCode;
+            n->log.batch_status = (int)(pae->Err ? pae->Err : NATS_ERR);
             n->log.batch_rc =
                 refusal(pae->Err ? pae->Err : NATS_ERR, pae->ErrCode);
         }
@@ -216,8 +218,10 @@ int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
     n->log.batch_disconnects = hearth__cluster_disconnects(n->c);
     await(n, m);
     natsStatus s = js_PublishMsgAsync(n->log.js, &m, &po);
-    if (s != NATS_OK)
+    if (s != NATS_OK) {
         await(n, NULL); /* not sent: m is still ours */
+        n->log.batch_status = (int)s;
+    }
     natsMsg_Destroy(m); /* NULL once the library took it */
     return hearth__cluster_error(s);
 }

@@ -21,6 +21,7 @@ static bool replica_begin(void *ctx) {
     n->log.batch_published = n->log.own_writes > 0;
     n->log.batch_seq = 0;
     n->log.batch_jerr = 0;
+    n->log.batch_status = NATS_OK;
     n->log.batch_applied = n->log.applied_seq;
     n->log.log_writes = n->log.own_writes = 0;
     return n->log.batch_published;
@@ -85,10 +86,14 @@ static void replica_end(void *ctx, int rc, bool synced) {
     if (hearth__cluster_tail_queued(n))
         hearth__cluster_wake(n->c);
     if (rc && n->log.batch_published) {
-        char code[40] = "";
+        /* What JetStream or libnats said, for the operator */
+        char code[96] = "";
         if (n->log.batch_jerr && n->log.batch_jerr != 10071)
             snprintf(code, sizeof code, ", JetStream error %d",
                      n->log.batch_jerr);
+        else if (!n->log.batch_jerr && n->log.batch_status != NATS_OK)
+            snprintf(code, sizeof code, ", %s",
+                     natsStatus_GetText((natsStatus)n->log.batch_status));
         hearth__log(HEARTH_LOG_WARNING, "cluster: %s: append refused (%s%s%s); "
                 "catching up from the log", n->name, hearth_strerror(rc),
                 n->log.batch_jerr == 10071 ? ", a newer record is there" : "",

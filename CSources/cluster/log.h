@@ -42,6 +42,7 @@ typedef struct hearth__cluster_log {
     uint64_t batch_seq;   /* its sequence once appended (worker thread) */
     uint64_t batch_applied; /* applied_seq when it began */
     int batch_jerr;       /* the log's refusal, if any */
+    int batch_status;     /* the append's natsStatus, if it failed */
     int batch_rc;         /* the append's outcome (set by its answer) */
     /* The answer awaited (append.c): the message in flight, and whether
      * its answer came; under ack_lock, since the answer comes on a NATS
