@@ -65,6 +65,17 @@ static int message(hearth__cluster_ns *n, const char *data, size_t len,
     return 0;
 }
 
+/* Whether an append may be sent now. Not while NATS is away: libnats
+ * would keep it for the next server and answer it only at its 5 s bound
+ * (holding the write, and a stop, that long), and a reconnection may come
+ * after another leader took over. Refused here, the write fails at once
+ * and for sure: the record is not in the log. */
+static int connected(const hearth__cluster_ns *n) {
+    return natsConnection_Status(n->c->nc) == NATS_CONN_STATUS_CONNECTED
+               ? 0
+               : HEARTH_EDISCONNECTED;
+}
+
 /* Appends data as one message fenced on after and waits for the stream's
  * answer; *seq: its sequence. Part i of k, or k 0 for a whole record. */
 static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
@@ -84,6 +95,10 @@ static int append_one(hearth__cluster_ns *n, const char *data, size_t len,
     hearth__buf_free(&sealed);
     if (rc)
         return rc;
+    if ((rc = connected(n))) {
+        natsMsg_Destroy(m);
+        return rc;
+    }
     jsPubOptions po;
     fence(&po, after);
     jsPubAck *ack = NULL;
@@ -209,6 +224,8 @@ int hearth__cluster_append_start(hearth__cluster_ns *n, hearth__buf *bytes,
         at = 0;
     }
     natsMsg *m = NULL;
+    if (!rc)
+        rc = connected(n);
     if (!rc)
         rc = message(n, bytes->data + at, len, 0, 0, &m);
     if (rc)

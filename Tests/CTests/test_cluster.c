@@ -1453,15 +1453,29 @@ static void test_sealed_kv_values_refuse_forged_and_old(void) {
 /* With its nats-server dead, a node stops at once: nothing waits for a
  * NATS that cannot answer (the leases' round's calls, deleting the tail's
  * consumer, the liveness key, the rules' consumer), where each used to
- * wait its 5 s bound. */
+ * wait its 5 s bound. A write its leader orders meanwhile fails at once
+ * (it waited out the append's 5 s bound, and a stop with it). */
 static void test_stop_without_nats(void) {
     pair p;
     if (!single_start(&p))
         return;
-    outcome o = {0};
+    outcome o = {0}, away = {0};
     set_acked(&p.loop, &p.a, "/before", "1", &o);
     kill(p.nats.pid, SIGKILL);
     waitpid(p.nats.pid, NULL, 0);
+    while (hearth__cluster_disconnects(p.a.c) == 0)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    /* (a lease's round may have stepped a down already: then the write
+     * is forwarded, and waits for a leader, as forwards do) */
+    bool leads = hearth__cluster_leads(hearth__cluster_ns_of(p.a.db));
+    int64_t ts = hearth_now_ms();
+    set(&p.a, "/away", "2", NULL, &away);
+    while (leads && !away.done)
+        uv_run(&p.loop, UV_RUN_ONCE);
+    if (leads) {
+        CHECK_INT(away.rc, HEARTH_EDISCONNECTED);
+        CHECK(hearth_now_ms() - ts < 1000);
+    }
     uint64_t until = uv_now(&p.loop) + 1500; /* rounds meet the dead link */
     while (uv_now(&p.loop) < until)
         uv_run(&p.loop, UV_RUN_ONCE);
@@ -1472,7 +1486,9 @@ static void test_stop_without_nats(void) {
     if (took >= 1000)
         fprintf(stderr, "  stopped in %lld ms\n", (long long)took);
     CHECK(took < 1000);
+    CHECK(away.done && away.rc != 0);
     free(o.seen);
+    free(away.seen);
     CHECK_INT(uv_loop_close(&p.loop), 0);
     remove_tree(p.a.dir);
     remove_tree(p.nats.dir);
