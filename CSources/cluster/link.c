@@ -513,7 +513,6 @@ static void finish_stop(hearth__cluster *c) {
      * take over at their next round. */
     hearth__cluster_liveness_delete(c);
     hearth__cluster_releases_flush(c);
-    hearth__cluster_rules_stop(c);
     hearth__cluster_replies_drain(c);
     hearth__cluster_triggers_free(c);
     drop_link(c);

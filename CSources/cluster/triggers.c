@@ -535,7 +535,7 @@ void hearth__cluster_triggers_unfollow(hearth__cluster *c) {
 }
 
 void hearth__cluster_triggers_free(hearth__cluster *c) {
-    hearth__cluster_docs_stop(c, &c->trig.regs);
+    /* no longer followed: hearth__cluster_triggers_unfollow at the stop */
     hearth__cluster_docs_close(&c->trig.regs);
     hearth__cluster_docs_free(&c->trig.regs);
     if (!c->trig.started)

@@ -69,7 +69,8 @@ bool hearth__cluster_triggers_changed(hearth__cluster *c, natsMsg *m);
 void hearth__cluster_triggers_ns_free(hearth__cluster_ns *n);
 /* Stops following the registrations' bucket (a stop was asked). */
 void hearth__cluster_triggers_unfollow(hearth__cluster *c);
-/* At stop, before the connection goes (every deliverer joined). */
+/* At stop, before the connection goes (every deliverer joined; the
+ * bucket unfollowed when the stop was asked). */
 void hearth__cluster_triggers_free(hearth__cluster *c);
 /* The message of a batch taken (its subject and id name its letters). */
 natsMsg *hearth__cluster_batch_msg(hearth__cluster_batch *b);

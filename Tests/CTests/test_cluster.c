@@ -1798,6 +1798,14 @@ static bool allow_all(void *ctx, const hearth_node_t *auth, const char *door,
     return true;
 }
 
+/* Runs the loop until follower f's tree holds every record leader l
+ * has applied. */
+static void wait_caught_up(uv_loop_t *loop, node *l, node *f) {
+    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
+    while (hearth__cluster_applied_seq(hearth__cluster_ns_of(f->db)) < last)
+        uv_run(loop, UV_RUN_ONCE);
+}
+
 /* A follower whose tail's consumer goes silent (libnats does not always
  * make one again after its server dies) and then learns of a record (its
  * forwarded write's answer): the watchdog reads the missing record by its
@@ -1827,9 +1835,7 @@ static void test_silent_tail_is_made_again(void) {
     /* ... delivers what comes next: */
     set(l, "/z", "3", NULL, &o[2]);
     wait_for(&p.loop, o + 2, 1);
-    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
-    while (hearth__cluster_applied_seq(fn) < last)
-        uv_run(&p.loop, UV_RUN_ONCE);
+    wait_caught_up(&p.loop, l, f);
     const hearth_node_t *z = NULL;
     CHECK_INT(hearth_node_get(hearth__db_root(f->db), "/z", &z, NULL), 0);
     char *json = to_json(z);
@@ -1854,16 +1860,14 @@ static void test_tail_without_consumer_gets_one(void) {
     set(l, "/y", "2", NULL, &o[1]);
     wait_for(&p.loop, o + 1, 1);
     /* read up to the subject's last record as the consumer is made */
-    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
-    while (hearth__cluster_applied_seq(fn) < last || !fn->tail.tail_sub)
+    wait_caught_up(&p.loop, l, f);
+    while (!fn->tail.tail_sub)
         uv_run(&p.loop, UV_RUN_ONCE);
     /* ... which delivers what comes next (no making again since) */
     natsSubscription *made = fn->tail.tail_sub;
     set(l, "/z", "3", NULL, &o[2]);
     wait_for(&p.loop, o + 2, 1);
-    last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
-    while (hearth__cluster_applied_seq(fn) < last)
-        uv_run(&p.loop, UV_RUN_ONCE);
+    wait_caught_up(&p.loop, l, f);
     CHECK(fn->tail.tail_sub == made && !fn->tail.remake);
     char *json = to_json(hearth__db_root(f->db));
     CHECK_STR(json, "{\"x\":1,\"y\":2,\"z\":3}");
@@ -1883,10 +1887,9 @@ static void test_tree_behind_its_tail_reads_again(void) {
     set_acked(&p.loop, &p.a, "/x", "1", &o[0]);
     node *l = leader_of(&p), *f = l == &p.a ? &p.b : &p.a;
     set_acked(&p.loop, l, "/y", "2", &o[1]);
+    wait_caught_up(&p.loop, l, f);
     hearth__cluster_ns *fn = hearth__cluster_ns_of(f->db);
-    uint64_t last = hearth__cluster_applied_seq(hearth__cluster_ns_of(l->db));
-    while (hearth__cluster_applied_seq(fn) < last)
-        uv_run(&p.loop, UV_RUN_ONCE);
+    uint64_t last = hearth__cluster_applied_seq(fn);
     fn->log.applied_seq--; /* the record at last, as if dropped */
     double end = test_seconds() + 10;
     while (hearth__cluster_applied_seq(fn) < last && test_seconds() < end)
